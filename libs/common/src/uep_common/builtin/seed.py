@@ -1,0 +1,111 @@
+"""Register the default tenant, the built-in benchmarks and the local Triton models (idempotent).
+
+A benchmark version is the SHA-256 of its canonical JSON content (config + every sample's external id,
+input and reference), so seeding twice, or on another machine, yields the same version and no new rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+from sqlalchemy import insert, select
+from sqlalchemy.orm import Session
+
+from uep_common.builtin import catalog, datasets
+from uep_common.db.models import Benchmark, Model, Sample, Tenant
+from uep_common.db.session import make_sync_engine
+from uep_common.settings import CommonSettings
+
+DEFAULT_TENANT_SLUG = "default"
+
+
+def content_hash(config: dict, items: list[datasets.DatasetItem]) -> str:
+    """SHA-256 hex of the canonical JSON of ``config`` and the items (sorted keys, no whitespace)."""
+    h = hashlib.sha256()
+    h.update(json.dumps(config, sort_keys=True, separators=(",", ":")).encode())
+    for it in items:
+        h.update(b"\n")
+        h.update(
+            json.dumps([it.external_id, it.input, it.reference], sort_keys=True, separators=(",", ":")).encode()
+        )
+    return h.hexdigest()
+
+
+def triton_endpoint() -> str:
+    """Endpoint registered for local Triton models: ``grpc://host:port`` or, with
+    ``UEP_TRITON_PROTOCOL=http``, ``http://host:port`` (ports from ``UEP_TRITON_GRPC_PORT``/``_HTTP_PORT``)."""
+    host = os.environ.get("UEP_TRITON_HOST", "127.0.0.1")
+    if os.environ.get("UEP_TRITON_PROTOCOL", "grpc") == "http":
+        return f"http://{host}:{os.environ.get('UEP_TRITON_HTTP_PORT', '8000')}"
+    return f"grpc://{host}:{os.environ.get('UEP_TRITON_GRPC_PORT', '8001')}"
+
+
+def seed(settings: CommonSettings) -> str:
+    """Seed the database of ``settings``; returns a one-line report."""
+    engine = make_sync_engine(settings.database_url)
+    added: list[str] = []
+    with Session(engine) as s, s.begin():
+        if not s.scalar(select(Tenant).where(Tenant.slug == DEFAULT_TENANT_SLUG)):
+            s.add(Tenant(slug=DEFAULT_TENANT_SLUG, name="Default tenant"))
+            added.append("tenant default")
+        for b in catalog.BENCHMARKS:
+            items = b.loader()
+            version = content_hash(b.config, items)
+            if s.scalar(select(Benchmark.id).where(Benchmark.slug == b.slug, Benchmark.version == version)):
+                continue
+            lic = datasets.LICENSES[b.license_key]
+            row = Benchmark(
+                slug=b.slug,
+                name=b.name,
+                description=b.description,
+                version=version,
+                category=b.category,
+                status="active",
+                is_builtin=True,
+                evaluation_type=b.evaluation_type,
+                capability_dimensions=b.capability_dimensions,
+                config=b.config,
+                license=f"{lic.name} ({lic.spdx})",
+                source=f"{lic.source}; package {lic.package}",
+                sample_count=len(items),
+            )
+            s.add(row)
+            s.flush()
+            rows = [
+                {
+                    "benchmark_id": row.id,
+                    "ordinal": it.ordinal,
+                    "external_id": it.external_id,
+                    "input": it.input,
+                    "reference": it.reference,
+                    "meta": {},
+                }
+                for it in items
+            ]
+            for i in range(0, len(rows), 2000):
+                s.execute(insert(Sample), rows[i : i + 2000])
+            added.append(f"benchmark {b.slug}@{version[:12]} ({len(items)} samples)")
+        endpoint = triton_endpoint()
+        for m in catalog.LOCAL_MODELS:
+            existing = s.scalar(select(Model).where(Model.name == m.name, Model.version == m.version))
+            if existing is None:
+                s.add(
+                    Model(
+                        name=m.name,
+                        version=m.version,
+                        description=m.description,
+                        backend="triton",
+                        endpoint=endpoint,
+                        triton_model_name=m.triton_model_name,
+                        decoding_defaults=m.decoding_defaults,
+                        max_in_flight=m.max_in_flight,
+                    )
+                )
+                added.append(f"model {m.name}")
+            elif existing.endpoint != endpoint:
+                existing.endpoint = endpoint
+                added.append(f"model {m.name} endpoint → {endpoint}")
+    engine.dispose()
+    return "seeded: " + (", ".join(added) if added else "nothing new")

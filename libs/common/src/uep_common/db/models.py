@@ -1,0 +1,259 @@
+"""SQLAlchemy 2.0 models: the system of record of uep (PostgreSQL).
+
+Tables: tenants, benchmarks, samples, models, evaluations, sample_leases (scheduler-owned dispatch state),
+sample_results (reporter-owned results, unique per item), outbox (transactional outbox).
+Schema changes go through Alembic migrations in ``uep_common/db/migrations``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+    func,
+)
+from sqlalchemy.dialects.postgresql import JSONB, UUID
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+BENCHMARK_CATEGORIES = ("nlp", "code", "math", "reasoning", "safety", "custom")
+BENCHMARK_STATUSES = ("active", "deprecated", "draft")
+EVALUATION_TYPES = ("automatic", "llm_judge", "human", "hybrid")
+EVALUATION_STATUSES = ("pending", "running", "completed", "failed", "cancelled")
+PRIORITIES = ("urgent", "high", "normal", "low")
+BACKENDS = ("triton", "openai_compatible")
+LEASE_STATES = ("leased", "released")
+
+
+def _in(column: str, values: tuple[str, ...]) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+
+
+class Base(DeclarativeBase):
+    """Declarative base of every uep table."""
+
+
+def _uuid_pk() -> Mapped[uuid.UUID]:
+    return mapped_column(UUID(as_uuid=True), primary_key=True, default=uuid.uuid4)
+
+
+def _created() -> Mapped[datetime]:
+    return mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
+
+
+class Tenant(Base):
+    """A team using uep; every evaluation belongs to one tenant."""
+
+    __tablename__ = "tenants"
+    id: Mapped[uuid.UUID] = _uuid_pk()
+    slug: Mapped[str] = mapped_column(String(64), unique=True, nullable=False)
+    name: Mapped[str] = mapped_column(String(200), nullable=False)
+    created_at: Mapped[datetime] = _created()
+
+
+class Benchmark(Base):
+    """One version of a benchmark. A version is the SHA-256 content hash of its samples and config,
+    so the same content registered twice is one row (unique on slug + version)."""
+
+    __tablename__ = "benchmarks"
+    __table_args__ = (
+        UniqueConstraint("slug", "version", name="uq_benchmarks_slug_version"),
+        CheckConstraint(_in("category", BENCHMARK_CATEGORIES), name="ck_benchmarks_category"),
+        CheckConstraint(_in("status", BENCHMARK_STATUSES), name="ck_benchmarks_status"),
+        CheckConstraint(_in("evaluation_type", EVALUATION_TYPES), name="ck_benchmarks_evaluation_type"),
+    )
+    id: Mapped[uuid.UUID] = _uuid_pk()
+    slug: Mapped[str] = mapped_column(String(100), nullable=False)
+    name: Mapped[str] = mapped_column(String(200), nullable=False)
+    description: Mapped[str] = mapped_column(Text, nullable=False, default="")
+    version: Mapped[str] = mapped_column(String(64), nullable=False, doc="SHA-256 hex of the content.")
+    category: Mapped[str] = mapped_column(String(20), nullable=False)
+    status: Mapped[str] = mapped_column(String(20), nullable=False, default="active")
+    is_builtin: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    evaluation_type: Mapped[str] = mapped_column(String(20), nullable=False, default="automatic")
+    capability_dimensions: Mapped[list] = mapped_column(JSONB, nullable=False, default=list)
+    config: Mapped[dict] = mapped_column(
+        JSONB, nullable=False, default=dict, doc="prompt (PromptSpec), metric {name, params}, language, few-shot…"
+    )
+    license: Mapped[str | None] = mapped_column(String(200))
+    source: Mapped[str | None] = mapped_column(Text)
+    sample_count: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    created_at: Mapped[datetime] = _created()
+
+
+class Sample(Base):
+    """One benchmark item: what the prompt template sees (input) and what the scorer sees (reference)."""
+
+    __tablename__ = "samples"
+    __table_args__ = (UniqueConstraint("benchmark_id", "ordinal", name="uq_samples_benchmark_ordinal"),)
+    id: Mapped[uuid.UUID] = _uuid_pk()
+    benchmark_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("benchmarks.id", ondelete="CASCADE"), nullable=False
+    )
+    ordinal: Mapped[int] = mapped_column(Integer, nullable=False)
+    external_id: Mapped[str | None] = mapped_column(String(200))
+    input: Mapped[dict] = mapped_column(JSONB, nullable=False)
+    reference: Mapped[dict] = mapped_column(JSONB, nullable=False)
+    meta: Mapped[dict] = mapped_column("metadata", JSONB, nullable=False, default=dict)
+
+
+class Model(Base):
+    """A registered model and how to reach it."""
+
+    __tablename__ = "models"
+    __table_args__ = (
+        UniqueConstraint("name", "version", name="uq_models_name_version"),
+        CheckConstraint(_in("backend", BACKENDS), name="ck_models_backend"),
+    )
+    id: Mapped[uuid.UUID] = _uuid_pk()
+    name: Mapped[str] = mapped_column(String(200), nullable=False)
+    version: Mapped[str] = mapped_column(String(100), nullable=False, default="1")
+    description: Mapped[str] = mapped_column(Text, nullable=False, default="")
+    backend: Mapped[str] = mapped_column(String(30), nullable=False)
+    endpoint: Mapped[str] = mapped_column(String(500), nullable=False)
+    triton_model_name: Mapped[str | None] = mapped_column(String(200))
+    triton_model_version: Mapped[str | None] = mapped_column(String(50))
+    decoding_defaults: Mapped[dict] = mapped_column(
+        JSONB, nullable=False, default=dict, doc="max_tokens, temperature, stop"
+    )
+    supports_logprobs: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    max_in_flight: Mapped[int | None] = mapped_column(Integer, doc="Serving capacity (requests in flight).")
+    created_at: Mapped[datetime] = _created()
+
+
+class Evaluation(Base):
+    """One evaluation of one model on one benchmark version.
+
+    Status: pending → running → completed | failed | cancelled. ``total_items`` = samples × repeats × arms;
+    ``completed_items`` counts stored results (the durable progress; Redis holds a live copy).
+    """
+
+    __tablename__ = "evaluations"
+    __table_args__ = (
+        CheckConstraint(_in("status", EVALUATION_STATUSES), name="ck_evaluations_status"),
+        CheckConstraint(_in("priority", PRIORITIES), name="ck_evaluations_priority"),
+        CheckConstraint("repeats >= 1", name="ck_evaluations_repeats"),
+        CheckConstraint("sample_limit IS NULL OR sample_limit >= 1", name="ck_evaluations_limit"),
+        Index("ix_evaluations_status", "status"),
+        Index("ix_evaluations_tenant_created", "tenant_id", "created_at"),
+        UniqueConstraint("tenant_id", "idempotency_key", name="uq_evaluations_idempotency_key"),
+    )
+    id: Mapped[uuid.UUID] = _uuid_pk()
+    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenants.id"), nullable=False)
+    benchmark_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("benchmarks.id"), nullable=False)
+    model_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("models.id"), nullable=False)
+    status: Mapped[str] = mapped_column(String(20), nullable=False, default="pending")
+    priority: Mapped[str] = mapped_column(String(10), nullable=False, default="normal")
+    sample_limit: Mapped[int | None] = mapped_column(Integer)
+    repeats: Mapped[int] = mapped_column(Integer, nullable=False, default=1)
+    total_items: Mapped[int] = mapped_column(Integer, nullable=False)
+    dispatched_items: Mapped[int] = mapped_column(
+        Integer, nullable=False, default=0, doc="Items leased so far, in item order (scheduler-owned cursor)."
+    )
+    completed_items: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    error_items: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    config: Mapped[dict] = mapped_column(JSONB, nullable=False, default=dict)
+    summary: Mapped[dict | None] = mapped_column(JSONB)
+    error: Mapped[str | None] = mapped_column(Text)
+    trace_context: Mapped[dict] = mapped_column(
+        JSONB, nullable=False, default=dict, doc="W3C traceparent/tracestate of the evaluation's root span."
+    )
+    idempotency_key: Mapped[str | None] = mapped_column(String(200))
+    created_at: Mapped[datetime] = _created()
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    completed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now(), onupdate=func.now(), nullable=False
+    )
+
+
+class SampleLease(Base):
+    """Scheduler-owned dispatch state of one item: leased to inference until ``lease_expires_at``,
+    released when its ScoreComputed arrives. An expired, unreleased lease is dispatched again."""
+
+    __tablename__ = "sample_leases"
+    __table_args__ = (
+        UniqueConstraint("evaluation_id", "sample_id", "repeat", "arm", name="uq_sample_leases_item"),
+        CheckConstraint(_in("state", LEASE_STATES), name="ck_sample_leases_state"),
+        Index("ix_sample_leases_open", "evaluation_id", "state", "lease_expires_at"),
+    )
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    evaluation_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("evaluations.id", ondelete="CASCADE"), nullable=False
+    )
+    sample_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("samples.id"), nullable=False)
+    repeat: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    arm: Mapped[str] = mapped_column(String(64), nullable=False, default="main")
+    state: Mapped[str] = mapped_column(String(10), nullable=False, default="leased")
+    attempt: Mapped[int] = mapped_column(Integer, nullable=False, default=1)
+    leased_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    lease_expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    released_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class SampleResult(Base):
+    """Reporter-owned result of one item; unique on (evaluation, sample, repeat, arm).
+
+    The first ScoreComputed for an item is stored; a redelivered or duplicate one changes nothing.
+    """
+
+    __tablename__ = "sample_results"
+    __table_args__ = (
+        UniqueConstraint("evaluation_id", "sample_id", "repeat", "arm", name="uq_sample_results_item"),
+        Index("ix_sample_results_eval_id", "evaluation_id", "id"),
+    )
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    evaluation_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("evaluations.id", ondelete="CASCADE"), nullable=False
+    )
+    sample_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("samples.id"), nullable=False)
+    repeat: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    arm: Mapped[str] = mapped_column(String(64), nullable=False, default="main")
+    output: Mapped[str | None] = mapped_column(Text)
+    extracted: Mapped[str | None] = mapped_column(Text)
+    is_correct: Mapped[bool | None] = mapped_column(Boolean)
+    score: Mapped[float | None] = mapped_column(Float)
+    metric_name: Mapped[str | None] = mapped_column(String(100))
+    metric_version: Mapped[str | None] = mapped_column(String(20))
+    metrics: Mapped[dict] = mapped_column(JSONB, nullable=False, default=dict)
+    latency_ms: Mapped[float | None] = mapped_column(Float)
+    prompt_tokens: Mapped[int | None] = mapped_column(Integer)
+    completion_tokens: Mapped[int | None] = mapped_column(Integer)
+    error: Mapped[dict | None] = mapped_column(JSONB, doc="ErrorInfo {stage, type, message} or NULL.")
+    attempt: Mapped[int] = mapped_column(Integer, nullable=False, default=1)
+    score_event_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False)
+    created_at: Mapped[datetime] = _created()
+
+
+class OutboxMessage(Base):
+    """Transactional outbox: an event written in the same transaction as the state it announces.
+
+    A relay publishes unpublished rows at least once (``FOR UPDATE SKIP LOCKED``, so relays in several
+    replicas never publish one row concurrently) and stamps ``published_at``.
+    """
+
+    __tablename__ = "outbox"
+    __table_args__ = (Index("ix_outbox_unpublished", "id", postgresql_where="published_at IS NULL"),)
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    event_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), unique=True, nullable=False)
+    event_type: Mapped[str] = mapped_column(String(100), nullable=False)
+    topic: Mapped[str] = mapped_column(String(200), nullable=False)
+    key: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+    payload: Mapped[dict] = mapped_column(JSONB, nullable=False)
+    headers: Mapped[dict] = mapped_column(JSONB, nullable=False, default=dict)
+    created_at: Mapped[datetime] = _created()
+    published_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    attempts: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    last_error: Mapped[str | None] = mapped_column(Text)

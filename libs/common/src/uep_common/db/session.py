@@ -1,0 +1,22 @@
+"""Engines and sessions. Services use the async engine (psycopg 3 async); Alembic uses a sync one."""
+
+from __future__ import annotations
+
+from sqlalchemy import create_engine
+from sqlalchemy.engine import Engine
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+
+
+def make_async_engine(database_url: str, pool_size: int = 10) -> AsyncEngine:
+    """Async engine for ``postgresql+psycopg://…`` URLs (psycopg 3 supports both modes)."""
+    return create_async_engine(database_url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+
+
+def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
+    """Session factory; ``expire_on_commit=False`` so rows stay readable after commit."""
+    return async_sessionmaker(engine, expire_on_commit=False)
+
+
+def make_sync_engine(database_url: str) -> Engine:
+    """Sync engine (migrations, admin commands, tests)."""
+    return create_engine(database_url, pool_pre_ping=True)

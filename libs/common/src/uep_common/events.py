@@ -1,0 +1,321 @@
+"""The uep event contract: the one module downstream teams read to subscribe to uep's topics.
+
+Every event is a pydantic v2 model serialised as UTF-8 JSON (``model_dump_json``) in the Kafka message
+value. This module is the specification; ``docs/asyncapi.json`` is generated from the services' FastStream
+apps (``make asyncapi``) and must agree with it.
+
+Versioning
+    ``schema_version`` is the major version of an event's schema. Additive, optional fields keep the
+    version; a removed, renamed or retyped field, or a changed meaning, bumps it and publishes on a new
+    topic (the topic name ends in ``.v<N>``), so old consumers keep working during a migration.
+
+Common fields (every event)
+    ``schema_version`` (int), ``event_id`` (UUID; the idempotency key: a consumer that sees an event_id
+    twice must not change its state twice), ``evaluation_id`` (UUID), ``tenant_id`` (UUID),
+    ``occurred_at`` (timezone-aware UTC timestamp).
+
+Topics and keys (:data:`TOPICS`)
+    ========================  ====================================  ==========================================
+    event                     topic                                 key (partitioning)
+    ========================  ====================================  ==========================================
+    EvaluationRequested       ``uep.evaluation.requested.v1``       ``evaluation_id``
+    SampleDispatched          ``uep.sample.dispatched.v1``          ``item key`` = evaluation:sample:repeat:arm
+    OutputGenerated           ``uep.output.generated.v1``           item key
+    ScoreComputed             ``uep.score.computed.v1``             item key
+    EvaluationCompleted       ``uep.evaluation.completed.v1``       ``evaluation_id``
+    JudgeRequested            ``uep.judge.requested.v1``            item key
+    ========================  ====================================  ==========================================
+
+    Evaluation-level events are keyed by evaluation so that all lifecycle events of one evaluation stay in
+    order on one partition. Item-level events are keyed by the item (evaluation, sample, repeat, arm):
+    the stages of one item stay ordered (a re-dispatch follows the dispatch it replaces), while the items of
+    one large evaluation spread over every partition, so inference and scoring replicas share one
+    evaluation's load instead of one replica taking it all.
+
+Headers (:class:`Headers`)
+    ``traceparent`` / ``tracestate`` (W3C Trace Context; every evaluation is one trace),
+    ``uep-event-type`` (the class name), ``uep-schema-version``, ``uep-tenant-id``, ``content-type``
+    (``application/json``).
+
+Delivery
+    At least once. Consumers are idempotent (keyed by ``event_id`` or by the item key); PostgreSQL is the
+    system of record, so a redelivered or replayed event never changes a stored result twice.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+"""Current major schema version of every event in this module."""
+
+
+class Topics:
+    """Topic names. The ``.v1`` suffix is the schema major version carried on that topic."""
+
+    EVALUATION_REQUESTED = "uep.evaluation.requested.v1"
+    SAMPLE_DISPATCHED = "uep.sample.dispatched.v1"
+    OUTPUT_GENERATED = "uep.output.generated.v1"
+    SCORE_COMPUTED = "uep.score.computed.v1"
+    EVALUATION_COMPLETED = "uep.evaluation.completed.v1"
+    JUDGE_REQUESTED = "uep.judge.requested.v1"
+
+    @classmethod
+    def all(cls) -> list[str]:
+        """Every topic uep creates at start-up (with ``UEP_KAFKA_PARTITIONS`` partitions each)."""
+        return [v for k, v in vars(cls).items() if k.isupper()]
+
+
+class Headers:
+    """Kafka header names uep sets on every message."""
+
+    TRACEPARENT = "traceparent"
+    TRACESTATE = "tracestate"
+    EVENT_TYPE = "uep-event-type"
+    SCHEMA_VERSION = "uep-schema-version"
+    TENANT_ID = "uep-tenant-id"
+    CONTENT_TYPE = "content-type"
+
+
+def utcnow() -> datetime:
+    """Current time as a timezone-aware UTC datetime."""
+    return datetime.now(UTC)
+
+
+class Priority(StrEnum):
+    """Scheduling priority class of an evaluation."""
+
+    urgent = "urgent"
+    high = "high"
+    normal = "normal"
+    low = "low"
+
+
+class Backend(StrEnum):
+    """How the inference service reaches a model."""
+
+    triton = "triton"
+    openai_compatible = "openai_compatible"
+
+
+class EvaluationStatus(StrEnum):
+    """Lifecycle: pending → running → completed | failed | cancelled."""
+
+    pending = "pending"
+    running = "running"
+    completed = "completed"
+    failed = "failed"
+    cancelled = "cancelled"
+
+
+class Event(BaseModel):
+    """Fields every event carries. Subclasses set :attr:`topic` and :attr:`key_kind`."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    topic: ClassVar[str]
+    key_kind: ClassVar[Literal["evaluation", "item"]]
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    event_id: uuid.UUID = Field(default_factory=uuid.uuid4, description="Idempotency key of this event.")
+    evaluation_id: uuid.UUID
+    tenant_id: uuid.UUID
+    occurred_at: AwareDatetime = Field(default_factory=utcnow)
+
+    def key(self) -> bytes:
+        """Kafka message key (see the module docstring for what is partitioned on, and why)."""
+        if self.key_kind == "evaluation":
+            return str(self.evaluation_id).encode()
+        return self.item_key().encode()  # type: ignore[attr-defined]
+
+    def headers(self) -> dict[str, str]:
+        """uep headers of this event (trace context is added by the telemetry layer)."""
+        return {
+            Headers.EVENT_TYPE: type(self).__name__,
+            Headers.SCHEMA_VERSION: str(self.schema_version),
+            Headers.TENANT_ID: str(self.tenant_id),
+            Headers.CONTENT_TYPE: "application/json",
+        }
+
+
+class ItemEvent(Event):
+    """An event about one item: one sample, one repeat, one arm of an evaluation."""
+
+    key_kind: ClassVar[Literal["item"]] = "item"
+
+    sample_id: uuid.UUID
+    repeat: Annotated[int, Field(ge=0, description="0-based repeat index (n attempts per sample).")] = 0
+    arm: Annotated[str, Field(min_length=1, max_length=64, description="A/B arm name; 'main' without A/B.")] = "main"
+    attempt: Annotated[int, Field(ge=1, description="Dispatch attempt; >1 after a lease expired.")] = 1
+
+    def item_key(self) -> str:
+        """``evaluation_id:sample_id:repeat:arm``: the unique identity of a result row."""
+        return f"{self.evaluation_id}:{self.sample_id}:{self.repeat}:{self.arm}"
+
+
+class EvaluationRequested(Event):
+    """The gateway accepted an evaluation; the scheduler admits and dispatches it."""
+
+    topic: ClassVar[str] = Topics.EVALUATION_REQUESTED
+    key_kind: ClassVar[Literal["evaluation"]] = "evaluation"
+
+    benchmark_id: uuid.UUID
+    benchmark_slug: str
+    benchmark_version: str = Field(description="Content hash of the benchmark version evaluated.")
+    model_id: uuid.UUID
+    model_name: str
+    sample_limit: int | None = Field(None, ge=1, description="First N samples in benchmark order; None = all.")
+    repeats: int = Field(1, ge=1)
+    priority: Priority = Priority.normal
+    total_items: int = Field(ge=0, description="samples × repeats × arms to be scored.")
+
+
+class ModelTarget(BaseModel):
+    """Where and how to call the model, copied from the model registry at dispatch time."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, protected_namespaces=())
+
+    model_id: uuid.UUID
+    name: str
+    backend: Backend
+    endpoint: str = Field(description="Triton: host:port (gRPC) or http://host:port; OpenAI: base URL.")
+    triton_model_name: str | None = None
+    triton_model_version: str | None = Field(None, description="Empty/None = Triton's latest version.")
+    max_tokens: int = Field(256, ge=1)
+    temperature: float = Field(0.0, ge=0.0)
+    stop: list[str] = Field(default_factory=list)
+
+
+class PromptSpec(BaseModel):
+    """How to turn a sample into a prompt: a Jinja2 template over the sample's input fields."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    template: str = Field(description="Jinja2 template; variables are the sample's input fields.")
+    max_tokens: int | None = Field(None, ge=1, description="Benchmark override of the model's default.")
+    stop: list[str] = Field(default_factory=list, description="Extra stop sequences of the benchmark.")
+
+
+class SampleDispatched(ItemEvent):
+    """The scheduler leased one item to inference. Self-contained: inference needs no database."""
+
+    topic: ClassVar[str] = Topics.SAMPLE_DISPATCHED
+
+    benchmark_id: uuid.UUID
+    sample_ordinal: int = Field(ge=0)
+    input: dict = Field(description="The sample's input fields (never the reference answer).")
+    prompt: PromptSpec
+    target: ModelTarget
+    lease_expires_at: AwareDatetime
+
+
+class ErrorInfo(BaseModel):
+    """Why a stage failed for one item (the item is still reported, never dropped)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    stage: Literal["inference", "scoring", "judge"]
+    type: str = Field(description="Short machine-readable kind, e.g. 'triton_unavailable', 'timeout'.")
+    message: str
+
+
+class OutputGenerated(ItemEvent):
+    """The model answered one item, or failed to (``error`` set, ``output`` None)."""
+
+    topic: ClassVar[str] = Topics.OUTPUT_GENERATED
+
+    benchmark_id: uuid.UUID
+    model_id: uuid.UUID
+    prompt: str = Field(description="The rendered prompt sent to the model.")
+    output: str | None
+    latency_ms: float | None = Field(None, ge=0, description="Wall time of the model call, milliseconds.")
+    prompt_tokens: int | None = Field(None, ge=0)
+    completion_tokens: int | None = Field(None, ge=0)
+    error: ErrorInfo | None = None
+
+
+class ScoreComputed(ItemEvent):
+    """One item's score. ``is_correct``/``score`` are None when nothing could be scored (error set)."""
+
+    topic: ClassVar[str] = Topics.SCORE_COMPUTED
+
+    benchmark_id: uuid.UUID
+    model_id: uuid.UUID
+    metric_name: str
+    metric_version: str
+    is_correct: bool | None
+    score: float | None
+    extracted: str | None = Field(None, description="Answer extracted from the output, if any.")
+    metrics: dict[str, float | int | str | bool | None] = Field(default_factory=dict)
+    output: str | None
+    latency_ms: float | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    error: ErrorInfo | None = None
+
+
+class EvaluationSummary(BaseModel):
+    """Aggregate of one evaluation, as stored in ``evaluations.summary``.
+
+    ``accuracy`` = correct / scored, where scored = items with a verdict (n − errors); errored items are
+    counted in ``errors`` and excluded from the denominator, never silently scored 0. The interval is the
+    Wilson score interval at 95 % (Wilson 1927), None when scored = 0.
+    """
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    n: int
+    scored: int
+    correct: int
+    errors: int
+    accuracy: float | None
+    ci_low: float | None
+    ci_high: float | None
+    confidence: float = 0.95
+    latency_ms_p50: float | None
+    latency_ms_p90: float | None
+    prompt_tokens: int
+    completion_tokens: int
+    metric_name: str | None
+    metric_means: dict[str, float | None] = Field(default_factory=dict)
+
+
+class EvaluationCompleted(Event):
+    """Every item of an evaluation is in; its summary is stored."""
+
+    topic: ClassVar[str] = Topics.EVALUATION_COMPLETED
+    key_kind: ClassVar[Literal["evaluation"]] = "evaluation"
+
+    status: EvaluationStatus
+    summary: EvaluationSummary | None
+    error: str | None = None
+
+
+class JudgeRequested(ItemEvent):
+    """An item whose verdict needs an LLM judge (produced once judge-type benchmarks exist)."""
+
+    topic: ClassVar[str] = Topics.JUDGE_REQUESTED
+
+    benchmark_id: uuid.UUID
+    model_id: uuid.UUID
+    prompt: str
+    output: str | None
+
+
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.__name__: cls
+    for cls in (
+        EvaluationRequested,
+        SampleDispatched,
+        OutputGenerated,
+        ScoreComputed,
+        EvaluationCompleted,
+        JudgeRequested,
+    )
+}
+"""Event class by the ``uep-event-type`` header value."""

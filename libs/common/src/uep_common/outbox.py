@@ -1,0 +1,141 @@
+"""Transactional outbox: write an event in the same transaction as the state change it announces, and
+relay unpublished rows to Kafka at least once.
+
+Writers call :func:`add_to_outbox` inside their transaction. Each service that writes runs an
+:class:`OutboxRelay`; relays in several replicas share the table safely (``SELECT … FOR UPDATE SKIP
+LOCKED``). A crash between publish and the ``published_at`` stamp republishes the row: consumers are
+idempotent by ``event_id`` / item key, so that is harmless.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import UTC, datetime
+
+from faststream.kafka import KafkaBroker
+from opentelemetry import context as otel_context
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from uep_common.db.models import OutboxMessage
+from uep_common.events import Event
+from uep_common.telemetry import context_from_headers, current_trace_headers
+
+log = logging.getLogger(__name__)
+
+
+def add_to_outbox(session: AsyncSession, event: Event, trace_headers: dict[str, str] | None = None) -> OutboxMessage:
+    """Stage ``event`` in the outbox within the caller's transaction.
+
+    ``trace_headers`` (W3C ``traceparent``/``tracestate``) default to the current span's, so the relay
+    publishes the event as part of the same trace.
+    """
+    row = OutboxMessage(
+        event_id=event.event_id,
+        event_type=type(event).__name__,
+        topic=event.topic,
+        key=event.key(),
+        payload=event.model_dump(mode="json"),
+        headers={**event.headers(), **(trace_headers if trace_headers is not None else current_trace_headers())},
+    )
+    session.add(row)
+    return row
+
+
+class OutboxRelay:
+    """Publishes unpublished outbox rows; woken by :meth:`kick` after a commit, and polls as a backstop.
+
+    Args:
+        sessionmaker: async session factory of the system-of-record database.
+        broker: a started FastStream Kafka broker.
+        poll_interval_s: seconds between backstop polls (rows left by a crashed writer or relay).
+        batch_size: rows per transaction.
+    """
+
+    def __init__(
+        self,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        broker: KafkaBroker,
+        poll_interval_s: float = 0.5,
+        batch_size: int = 500,
+    ) -> None:
+        self._sessionmaker = sessionmaker
+        self._broker = broker
+        self._poll = poll_interval_s
+        self._batch = batch_size
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task | None = None
+        self.published = 0
+
+    def kick(self) -> None:
+        """Ask the relay to run now (call after committing outbox rows)."""
+        self._wake.set()
+
+    def start(self) -> None:
+        """Start the background loop on the running event loop."""
+        self._task = asyncio.create_task(self._run(), name="outbox-relay")
+
+    async def stop(self) -> None:
+        """Stop the loop (rows not yet published stay in the table for the next relay)."""
+        if self._task:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                while await self.relay_once() == self._batch:
+                    pass
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # the database or broker is down: retry at the next poll
+                log.exception("outbox relay pass failed")
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=self._poll)
+            except TimeoutError:
+                pass
+            self._wake.clear()
+
+    async def relay_once(self) -> int:
+        """Publish one batch of unpublished rows; returns how many were published."""
+        async with self._sessionmaker() as session, session.begin():
+            rows = (
+                await session.scalars(
+                    select(OutboxMessage)
+                    .where(OutboxMessage.published_at.is_(None))
+                    .order_by(OutboxMessage.id)
+                    .limit(self._batch)
+                    .with_for_update(skip_locked=True)
+                )
+            ).all()
+            if not rows:
+                return 0
+            results = await asyncio.gather(*(self._publish(r) for r in rows), return_exceptions=True)
+            now = datetime.now(UTC)
+            ok = 0
+            for row, result in zip(rows, results, strict=True):
+                row.attempts += 1
+                if isinstance(result, BaseException):
+                    row.last_error = repr(result)[:2000]
+                else:
+                    row.published_at = now
+                    ok += 1
+        self.published += ok
+        return ok
+
+    async def _publish(self, row: OutboxMessage) -> None:
+        trace_keys = {"traceparent", "tracestate"}
+        token = otel_context.attach(context_from_headers({k: v for k, v in row.headers.items() if k in trace_keys}))
+        try:
+            await self._broker.publish(
+                row.payload,
+                topic=row.topic,
+                key=row.key,
+                headers={k: v for k, v in row.headers.items() if k not in trace_keys},
+            )
+        finally:
+            otel_context.detach(token)

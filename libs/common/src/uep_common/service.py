@@ -1,0 +1,138 @@
+"""Runtime shared by the FastStream services (scheduler, inference, scorer, judge, reporter).
+
+Each service builds a :class:`ServiceRuntime` (settings, tracer provider, broker, optional database and
+Redis), registers its handlers on ``runtime.broker``, and calls :func:`serve`, which runs the FastStream
+app inside uvicorn with ``/healthz`` (liveness: the process and its event loop answer) and ``/readyz``
+(readiness: the broker, and the database/Redis where used, answer).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+import uvicorn
+from faststream.asgi import AsgiFastStream, AsgiResponse, get
+from faststream.kafka import KafkaBroker
+from opentelemetry.sdk.trace import TracerProvider
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from uep_common.db.session import make_async_engine, make_sessionmaker
+from uep_common.messaging import make_broker
+from uep_common.settings import CommonSettings
+from uep_common.telemetry import setup_telemetry, shutdown_telemetry
+
+log = logging.getLogger(__name__)
+
+ReadyCheck = Callable[[], Awaitable[bool]]
+
+
+@dataclass
+class ServiceRuntime:
+    """Process-wide resources of one service.
+
+    Args:
+        settings: the service's settings (a :class:`CommonSettings` subclass).
+        use_db: create an async SQLAlchemy engine and session factory.
+        use_redis: create an asyncio Redis client.
+    """
+
+    settings: CommonSettings
+    use_db: bool = False
+    use_redis: bool = False
+    tracer_provider: TracerProvider = field(init=False)
+    broker: KafkaBroker = field(init=False)
+    engine: AsyncEngine | None = field(init=False, default=None)
+    sessionmaker: async_sessionmaker[AsyncSession] | None = field(init=False, default=None)
+    redis: object | None = field(init=False, default=None)
+    ready_checks: dict[str, ReadyCheck] = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        logging.basicConfig(
+            level=self.settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        )
+        self.tracer_provider = setup_telemetry(self.settings)
+        self.broker = make_broker(self.settings, self.tracer_provider)
+        self.ready_checks["broker"] = lambda: self.broker.ping(2.0)
+        if self.use_db:
+            self.engine = make_async_engine(self.settings.database_url)
+            self.sessionmaker = make_sessionmaker(self.engine)
+            self.ready_checks["database"] = self._db_ready
+        if self.use_redis:
+            import redis.asyncio as aioredis
+
+            self.redis = aioredis.from_url(self.settings.redis_url)
+            self.ready_checks["redis"] = self._redis_ready
+
+    async def _db_ready(self) -> bool:
+        assert self.engine is not None
+        async with self.engine.connect() as conn:
+            await conn.execute(text("SELECT 1"))
+        return True
+
+    async def _redis_ready(self) -> bool:
+        return bool(await self.redis.ping())  # type: ignore[attr-defined]
+
+    async def readiness(self) -> dict[str, bool]:
+        """Run every readiness check with a 3 s timeout; a check that raises counts as not ready."""
+        results: dict[str, bool] = {}
+        for name, check in self.ready_checks.items():
+            try:
+                results[name] = bool(await asyncio.wait_for(check(), 3.0))
+            except Exception:  # noqa: BLE001 - readiness reports, it does not raise
+                results[name] = False
+        return results
+
+    async def close(self) -> None:
+        """Release the database pool and Redis connections, flush telemetry."""
+        if self.engine is not None:
+            await self.engine.dispose()
+        if self.redis is not None:
+            await self.redis.aclose()  # type: ignore[attr-defined]
+        shutdown_telemetry()
+
+
+def build_app(
+    runtime: ServiceRuntime,
+    on_startup: list[Callable[[], Awaitable[None]]] | None = None,
+    on_shutdown: list[Callable[[], Awaitable[None]]] | None = None,
+) -> AsgiFastStream:
+    """FastStream ASGI app with ``/healthz`` and ``/readyz`` (JSON: each check's result; 503 if any fails)."""
+
+    @get
+    async def healthz(scope):  # noqa: ARG001
+        return AsgiResponse(json.dumps({"status": "ok"}).encode(), 200, headers={"content-type": "application/json"})
+
+    @get
+    async def readyz(scope):  # noqa: ARG001
+        checks = await runtime.readiness()
+        ok = all(checks.values())
+        body = json.dumps({"status": "ready" if ok else "not_ready", "checks": checks}).encode()
+        return AsgiResponse(body, 200 if ok else 503, headers={"content-type": "application/json"})
+
+    async def _close() -> None:
+        await runtime.close()
+
+    return AsgiFastStream(
+        runtime.broker,
+        asgi_routes=[("/healthz", healthz), ("/readyz", readyz)],
+        after_startup=list(on_startup or []),
+        on_shutdown=list(on_shutdown or []),
+        after_shutdown=[_close],
+    )
+
+
+def serve(app: AsgiFastStream, settings: CommonSettings, default_port: int) -> None:
+    """Run ``app`` in uvicorn on ``settings.health_host``:``settings.health_port or default_port``."""
+    uvicorn.run(
+        app,
+        host=settings.health_host,
+        port=settings.health_port or default_port,
+        log_level=settings.log_level.lower(),
+        lifespan="on",
+        timeout_graceful_shutdown=10,
+    )

@@ -1,0 +1,72 @@
+"""OpenTelemetry set-up and W3C Trace Context helpers.
+
+Every evaluation is one trace: the gateway opens the root span and stores its ``traceparent`` with the
+evaluation; every later stage continues it, across Kafka, through the ``traceparent``/``tracestate``
+message headers (W3C Trace Context, https://www.w3.org/TR/trace-context/).
+
+The exporter is a setting (``UEP_OTEL_EXPORTER``): ``none``, ``console`` (one JSON span per line, to
+stdout or to ``UEP_OTEL_CONSOLE_PATH``) or ``otlp`` (OTLP/HTTP to ``UEP_OTEL_OTLP_ENDPOINT``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.propagate import extract, inject
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
+
+from uep_common.settings import CommonSettings
+
+_PROVIDER: TracerProvider | None = None
+
+
+def setup_telemetry(settings: CommonSettings) -> TracerProvider:
+    """Create (once per process) and register the global tracer provider for ``settings.service_name``.
+
+    Returns the provider, which the FastStream telemetry middleware also uses.
+    """
+    global _PROVIDER
+    if _PROVIDER is not None:
+        return _PROVIDER
+    provider = TracerProvider(resource=Resource.create({"service.name": settings.service_name}))
+    if settings.otel_exporter == "console":
+        out = open(settings.otel_console_path, "a", buffering=1) if settings.otel_console_path else sys.stdout  # noqa: SIM115
+        exporter = ConsoleSpanExporter(out=out, formatter=lambda span: json.dumps(json.loads(span.to_json())) + "\n")
+        provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=500))
+    elif settings.otel_exporter == "otlp":
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=settings.otel_otlp_endpoint)))
+    trace.set_tracer_provider(provider)
+    _PROVIDER = provider
+    return provider
+
+
+def shutdown_telemetry() -> None:
+    """Flush and stop the exporter (call on service shutdown)."""
+    if _PROVIDER is not None:
+        _PROVIDER.shutdown()
+
+
+def current_trace_headers() -> dict[str, str]:
+    """``traceparent``/``tracestate`` of the current span, as a header dict (empty if no span)."""
+    carrier: dict[str, str] = {}
+    inject(carrier)
+    return carrier
+
+
+def context_from_headers(headers: Mapping[str, str | bytes] | None) -> otel_context.Context:
+    """OpenTelemetry context from W3C headers (bytes values are decoded as UTF-8)."""
+    carrier = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in (headers or {}).items()}
+    return extract(carrier)
+
+
+def tracer(name: str) -> trace.Tracer:
+    """A tracer of the global provider."""
+    return trace.get_tracer(name)

@@ -1,0 +1,86 @@
+"""The gateway's FastAPI application: REST API, health checks, and the outbox relay it runs."""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import asynccontextmanager
+
+import redis.asyncio as aioredis
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from sqlalchemy import text
+
+from uep_common.db.session import make_async_engine, make_sessionmaker
+from uep_common.messaging import make_broker
+from uep_common.outbox import OutboxRelay
+from uep_common.telemetry import setup_telemetry, shutdown_telemetry
+from uep_gateway.api import catalog, evaluations
+from uep_gateway.settings import GatewaySettings
+
+
+def create_app(settings: GatewaySettings | None = None) -> FastAPI:
+    """Build the app; resources (database pool, Redis, Kafka producer, relay) live in its lifespan."""
+    settings = settings or GatewaySettings()
+    provider = setup_telemetry(settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        engine = make_async_engine(settings.database_url)
+        app.state.settings = settings
+        app.state.engine = engine
+        app.state.sessionmaker = make_sessionmaker(engine)
+        app.state.redis = aioredis.from_url(settings.redis_url)
+        app.state.broker = make_broker(settings, provider)
+        await asyncio.wait_for(app.state.broker.start(), 30)
+        app.state.relay = OutboxRelay(app.state.sessionmaker, app.state.broker)
+        app.state.relay.start()
+        try:
+            yield
+        finally:
+            await app.state.relay.stop()
+            await app.state.broker.stop()
+            await app.state.redis.aclose()
+            await engine.dispose()
+            shutdown_telemetry()
+
+    app = FastAPI(
+        title="uep — Unified Evaluation Platform",
+        version="0.1.0",
+        description="Benchmarks, models and evaluations. Errors name the field and the reason.",
+        lifespan=lifespan,
+    )
+
+    @app.middleware("http")
+    async def limit_body_size(request: Request, call_next):
+        length = request.headers.get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > settings.max_request_bytes):
+            return JSONResponse(
+                status_code=413,
+                content={"detail": [{"loc": ["body"], "msg": f"request body larger than {settings.max_request_bytes} bytes", "type": "too_large"}]},
+            )
+        return await call_next(request)
+
+    @app.get("/healthz", tags=["health"])
+    async def healthz() -> dict:
+        """Liveness: the process answers."""
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["health"])
+    async def readyz(request: Request) -> JSONResponse:
+        """Readiness: PostgreSQL, Redis and the broker answer (503 otherwise, with each check)."""
+        checks = {}
+        async def db() -> bool:
+            async with request.app.state.engine.connect() as c:
+                await c.execute(text("SELECT 1"))
+            return True
+        for name, fn in (("database", db), ("redis", request.app.state.redis.ping), ("broker", lambda: request.app.state.broker.ping(2.0))):
+            try:
+                checks[name] = bool(await asyncio.wait_for(fn(), 3.0))
+            except Exception:  # noqa: BLE001
+                checks[name] = False
+        ok = all(checks.values())
+        return JSONResponse({"status": "ready" if ok else "not_ready", "checks": checks}, status_code=200 if ok else 503)
+
+    app.include_router(evaluations.router)
+    app.include_router(catalog.router)
+    return app

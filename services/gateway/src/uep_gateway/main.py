@@ -1,0 +1,12 @@
+"""``uep-gateway``: serves the REST API with uvicorn on ``UEP_GATEWAY_HOST``:``UEP_GATEWAY_PORT`` (8080)."""
+
+import uvicorn
+
+from uep_gateway.app import create_app
+from uep_gateway.settings import GatewaySettings
+
+
+def main() -> None:
+    """Console entry point."""
+    settings = GatewaySettings()
+    uvicorn.run(create_app(settings), host=settings.gateway_host, port=settings.gateway_port, log_level=settings.log_level.lower())

@@ -1,0 +1,129 @@
+"""Request and response bodies of the REST API (pydantic v2; unknown fields are refused)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from uep_common.events import EvaluationSummary, Priority
+
+
+class EvaluationCreate(BaseModel):
+    """``POST /v1/evaluations``."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+    benchmark: str = Field(min_length=1, max_length=100, description="Benchmark slug or id.")
+    benchmark_version: str | None = Field(None, description="Content hash; default: the newest active version.")
+    model: str = Field(min_length=1, max_length=200, description="Model name or id.")
+    model_version: str | None = Field(None, description="Default: the most recently registered version.")
+    sample_limit: int | None = Field(None, ge=1, description="Evaluate the first N samples (benchmark order).")
+    repeats: int = Field(1, ge=1, description="Attempts per sample (for pass@k and stability).")
+    priority: Priority = Priority.normal
+    max_in_flight: int | None = Field(None, ge=1, le=1024, description="Override of the scheduler's bound.")
+
+
+class EvaluationAccepted(BaseModel):
+    """202 answer of ``POST /v1/evaluations``."""
+
+    id: uuid.UUID
+    status: str
+    total_items: int
+    links: dict[str, str]
+
+
+class Progress(BaseModel):
+    """Items stored so far out of the total."""
+
+    completed: int
+    errors: int
+    total: int
+    fraction: float
+
+
+class EvaluationView(BaseModel):
+    """``GET /v1/evaluations/{id}``."""
+
+    model_config = ConfigDict(protected_namespaces=())
+
+    id: uuid.UUID
+    status: str
+    priority: str
+    benchmark: dict
+    model: dict
+    sample_limit: int | None
+    repeats: int
+    progress: Progress
+    summary: EvaluationSummary | None
+    error: str | None
+    created_at: datetime
+    started_at: datetime | None
+    completed_at: datetime | None
+
+
+class ResultItem(BaseModel):
+    """One item's stored result."""
+
+    sample_id: uuid.UUID
+    sample_ordinal: int
+    external_id: str | None
+    repeat: int
+    arm: str
+    output: str | None
+    extracted: str | None
+    is_correct: bool | None
+    score: float | None
+    metric_name: str | None
+    metric_version: str | None
+    metrics: dict
+    latency_ms: float | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    error: dict | None
+    attempt: int
+
+
+class ResultsPage(BaseModel):
+    """A page of results; pass ``next_cursor`` as ``cursor`` for the next page (None at the end)."""
+
+    items: list[ResultItem]
+    next_cursor: str | None
+
+
+class BenchmarkView(BaseModel):
+    """A benchmark version in the catalogue."""
+
+    id: uuid.UUID
+    slug: str
+    name: str
+    description: str
+    version: str
+    category: str
+    status: str
+    is_builtin: bool
+    evaluation_type: str
+    capability_dimensions: list[str]
+    sample_count: int
+    license: str | None
+    metric: str | None
+    created_at: datetime
+
+
+class ModelView(BaseModel):
+    """A registered model."""
+
+    model_config = ConfigDict(protected_namespaces=())
+
+    id: uuid.UUID
+    name: str
+    version: str
+    description: str
+    backend: str
+    endpoint: str
+    triton_model_name: str | None
+    triton_model_version: str | None
+    decoding_defaults: dict
+    supports_logprobs: bool
+    created_at: datetime

@@ -1,0 +1,23 @@
+"""``uep-inference``: the inference service process (health on port 8092 by default)."""
+
+from uep_common.service import ServiceRuntime, build_app, serve
+from uep_inference.backends import Backends
+from uep_inference.service import register
+from uep_inference.settings import InferenceSettings
+
+DEFAULT_PORT = 8092
+
+
+def create_app():
+    """Build the inference service's FastStream ASGI app."""
+    settings = InferenceSettings()
+    runtime = ServiceRuntime(settings)
+    backends = Backends(settings.openai_api_key)
+    register(runtime.broker, settings, backends)
+    return build_app(runtime, on_shutdown=[backends.close]), settings
+
+
+def main() -> None:
+    """Console entry point."""
+    app, settings = create_app()
+    serve(app, settings, DEFAULT_PORT)

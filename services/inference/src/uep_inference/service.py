@@ -1,0 +1,85 @@
+"""Inference service: SampleDispatched → render prompt → call the model → OutputGenerated.
+
+A failed render or model call still produces an OutputGenerated, with ``error`` set and no output.
+Samples are processed concurrently (``UEP_INFERENCE_CONCURRENCY`` per replica); the subscriber commits
+on receipt, and a sample lost to a crash is re-dispatched by the scheduler when its lease expires.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from faststream import AckPolicy
+from faststream.kafka import KafkaBroker, KafkaMessage
+
+from uep_common.events import ErrorInfo, OutputGenerated, SampleDispatched, Topics
+from uep_common.messaging import UndecodableEvent, consumer_options, dead_letter, decode_event, raw_records, publish_event
+from uep_common.telemetry import tracer
+from uep_inference.backends import BackendError, Backends
+from uep_inference.prompts import PromptRenderError, render_prompt
+from uep_inference.settings import InferenceSettings
+
+log = logging.getLogger(__name__)
+_tracer = tracer("uep.inference")
+
+
+async def generate_output(event: SampleDispatched, backends: Backends, timeout_s: float) -> OutputGenerated:
+    """Render the prompt and call the model of ``event.target``; never raises for model failures."""
+    common = event.model_dump(include={"evaluation_id", "tenant_id", "sample_id", "repeat", "arm", "attempt", "benchmark_id"})
+    common["model_id"] = event.target.model_id
+    try:
+        prompt = render_prompt(event.prompt.template, event.input)
+    except PromptRenderError as exc:
+        return OutputGenerated(
+            **common, prompt="", output=None, error=ErrorInfo(stage="inference", type="prompt_render_error", message=str(exc))
+        )
+    max_tokens = event.prompt.max_tokens or event.target.max_tokens
+    stop = [*event.target.stop, *event.prompt.stop]
+    start = time.perf_counter()
+    try:
+        gen = await asyncio.wait_for(
+            backends.for_target(event.target).generate(event.target, prompt, max_tokens, stop, timeout_s), timeout_s + 5
+        )
+    except BackendError as exc:
+        err = ErrorInfo(stage="inference", type=exc.kind, message=str(exc)[:2000])
+    except TimeoutError:
+        err = ErrorInfo(stage="inference", type="timeout", message=f"no answer within {timeout_s:.0f} s")
+    else:
+        return OutputGenerated(
+            **common,
+            prompt=prompt,
+            output=gen.text,
+            latency_ms=(time.perf_counter() - start) * 1000,
+            prompt_tokens=gen.prompt_tokens,
+            completion_tokens=gen.completion_tokens,
+        )
+    log.warning("inference failed for %s: %s %s", event.item_key(), err.type, err.message[:200])
+    return OutputGenerated(**common, prompt=prompt, output=None, latency_ms=(time.perf_counter() - start) * 1000, error=err)
+
+
+def register(broker: KafkaBroker, settings: InferenceSettings, backends: Backends) -> None:
+    """Register the inference subscriber and its publisher on ``broker``."""
+    broker.publisher(Topics.OUTPUT_GENERATED, schema=OutputGenerated, title="OutputGenerated")
+
+    @broker.subscriber(
+        Topics.SAMPLE_DISPATCHED,
+        **consumer_options(settings, "inference"),
+        max_workers=settings.inference_concurrency,
+        ack_policy=AckPolicy.ACK_FIRST,
+        title="inference:SampleDispatched",
+        description="Renders each sample's prompt and calls its model.",
+    )
+    async def on_sample(msg: KafkaMessage) -> None:
+        body = raw_records(msg)[0][0]
+        try:
+            event = decode_event(SampleDispatched, body)
+        except UndecodableEvent as exc:
+            await dead_letter(broker, body, Topics.SAMPLE_DISPATCHED, str(exc))
+            return
+        with _tracer.start_as_current_span(
+            "generate", attributes={"uep.item": event.item_key(), "uep.model": event.target.name}
+        ):
+            out = await generate_output(event, backends, settings.inference_timeout_s)
+            await publish_event(broker, out)

@@ -1,0 +1,177 @@
+"""Storing scores idempotently and summarising finished evaluations (PostgreSQL).
+
+Idempotency: ``sample_results`` is unique on (evaluation, sample, repeat, arm) and rows are inserted with
+``ON CONFLICT DO NOTHING``; progress counters move only by the rows actually inserted, so a redelivered
+or duplicated ScoreComputed changes nothing. The evaluation row is updated with one atomic
+``UPDATE … RETURNING``, and the summary plus its EvaluationCompleted outbox row are written in the same
+transaction as the last result, so an evaluation is completed exactly once.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass
+
+from sqlalchemy import func, select, text, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from uep_common.db.models import Evaluation, SampleResult
+from uep_common.events import EvaluationCompleted, EvaluationStatus, EvaluationSummary, ScoreComputed
+from uep_common.outbox import add_to_outbox
+from uep_reporter.stats import wilson_interval
+
+TERMINAL = ("completed", "failed", "cancelled")
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Durable progress of one evaluation after a batch: counts and whether this batch finished it."""
+
+    evaluation_id: uuid.UUID
+    completed: int
+    errors: int
+    total: int
+    finished: EvaluationCompleted | None
+
+
+def _row(ev: ScoreComputed) -> dict:
+    return {
+        "evaluation_id": ev.evaluation_id,
+        "sample_id": ev.sample_id,
+        "repeat": ev.repeat,
+        "arm": ev.arm,
+        "output": ev.output,
+        "extracted": ev.extracted,
+        "is_correct": ev.is_correct,
+        "score": ev.score,
+        "metric_name": ev.metric_name,
+        "metric_version": ev.metric_version,
+        "metrics": ev.metrics,
+        "latency_ms": ev.latency_ms,
+        "prompt_tokens": ev.prompt_tokens,
+        "completion_tokens": ev.completion_tokens,
+        "error": ev.error.model_dump() if ev.error else None,
+        "attempt": ev.attempt,
+        "score_event_id": ev.event_id,
+    }
+
+
+async def store_scores(session: AsyncSession, events: list[ScoreComputed]) -> list[Progress]:
+    """Insert the results of ``events`` (first write wins) and advance their evaluations.
+
+    Must run inside a transaction; returns the progress of each evaluation that gained a result.
+    """
+    if not events:
+        return []
+    inserted = (
+        await session.execute(
+            pg_insert(SampleResult)
+            .values([_row(e) for e in events])
+            .on_conflict_do_nothing(constraint="uq_sample_results_item")
+            .returning(SampleResult.evaluation_id, SampleResult.error)
+        )
+    ).all()
+    gained: dict[uuid.UUID, list[int]] = defaultdict(lambda: [0, 0])
+    for evaluation_id, error in inserted:
+        gained[evaluation_id][0] += 1
+        gained[evaluation_id][1] += error is not None
+    progress: list[Progress] = []
+    for evaluation_id in sorted(gained):  # fixed lock order across concurrent reporters
+        n, e = gained[evaluation_id]
+        row = (
+            await session.execute(
+                update(Evaluation)
+                .where(Evaluation.id == evaluation_id)
+                .values(completed_items=Evaluation.completed_items + n, error_items=Evaluation.error_items + e)
+                .returning(
+                    Evaluation.completed_items,
+                    Evaluation.error_items,
+                    Evaluation.total_items,
+                    Evaluation.status,
+                    Evaluation.tenant_id,
+                    Evaluation.trace_context,
+                )
+            )
+        ).first()
+        if row is None:
+            continue
+        completed, errors, total, status, tenant_id, trace_context = row
+        finished = None
+        if completed >= total and status not in TERMINAL:
+            finished = await finish_evaluation(session, evaluation_id, tenant_id, trace_context)
+        progress.append(Progress(evaluation_id, completed, errors, total, finished))
+    return progress
+
+
+async def compute_summary(session: AsyncSession, evaluation_id: uuid.UUID) -> EvaluationSummary:
+    """Aggregate the stored results of one evaluation (see :class:`EvaluationSummary` for definitions).
+
+    Latency percentiles are ``percentile_cont`` (linear interpolation) over items with a latency.
+    """
+    sr = SampleResult
+    agg = (
+        await session.execute(
+            select(
+                func.count(),
+                func.count(sr.is_correct),
+                func.count().filter(sr.is_correct.is_(True)),
+                func.count(sr.error),
+                func.percentile_cont(0.5).within_group(sr.latency_ms),
+                func.percentile_cont(0.9).within_group(sr.latency_ms),
+                func.coalesce(func.sum(sr.prompt_tokens), 0),
+                func.coalesce(func.sum(sr.completion_tokens), 0),
+                func.mode().within_group(sr.metric_name),
+            ).where(sr.evaluation_id == evaluation_id)
+        )
+    ).one()
+    n, scored, correct, errors, p50, p90, ptok, ctok, metric_name = agg
+    means = (
+        await session.execute(
+            text(
+                "SELECT m.key, avg(m.value::text::float8) FROM sample_results r, jsonb_each(r.metrics) m "
+                "WHERE r.evaluation_id = :e AND jsonb_typeof(m.value) = 'number' GROUP BY m.key ORDER BY m.key"
+            ),
+            {"e": evaluation_id},
+        )
+    ).all()
+    ci = wilson_interval(correct, scored)
+    return EvaluationSummary(
+        n=n,
+        scored=scored,
+        correct=correct,
+        errors=errors,
+        accuracy=correct / scored if scored else None,
+        ci_low=ci[0] if ci else None,
+        ci_high=ci[1] if ci else None,
+        latency_ms_p50=p50,
+        latency_ms_p90=p90,
+        prompt_tokens=int(ptok),
+        completion_tokens=int(ctok),
+        metric_name=metric_name,
+        metric_means={k: v for k, v in means},
+    )
+
+
+async def finish_evaluation(
+    session: AsyncSession, evaluation_id: uuid.UUID, tenant_id: uuid.UUID, trace_context: dict
+) -> EvaluationCompleted:
+    """Write the summary, set the final status and stage EvaluationCompleted in the outbox.
+
+    The status is ``completed``, or ``failed`` when no item could be scored at all (every item errored).
+    """
+    summary = await compute_summary(session, evaluation_id)
+    failed = summary.scored == 0 and summary.n > 0
+    error = f"all {summary.n} items failed; see the results for each item's error" if failed else None
+    status = EvaluationStatus.failed if failed else EvaluationStatus.completed
+    await session.execute(
+        update(Evaluation)
+        .where(Evaluation.id == evaluation_id)
+        .values(status=status.value, summary=summary.model_dump(mode="json"), error=error, completed_at=func.now())
+    )
+    event = EvaluationCompleted(
+        evaluation_id=evaluation_id, tenant_id=tenant_id, status=status, summary=summary, error=error
+    )
+    add_to_outbox(session, event, trace_headers=trace_context or {})
+    return event

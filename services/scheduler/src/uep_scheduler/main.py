@@ -1,0 +1,33 @@
+"""``uep-scheduler``: the scheduler service process (health on port 8091 by default)."""
+
+from uep_common.outbox import OutboxRelay
+from uep_common.service import ServiceRuntime, build_app, serve
+from uep_scheduler.service import Scheduler, register
+from uep_scheduler.settings import SchedulerSettings
+
+DEFAULT_PORT = 8091
+
+
+def create_app():
+    """Build the scheduler's FastStream ASGI app (with its outbox relay and reconcile loop)."""
+    settings = SchedulerSettings()
+    runtime = ServiceRuntime(settings, use_db=True)
+    relay = OutboxRelay(runtime.sessionmaker, runtime.broker)
+    scheduler = Scheduler(runtime.sessionmaker, relay, settings)
+    register(runtime.broker, settings, scheduler)
+
+    async def start_loops() -> None:
+        relay.start()
+        scheduler.start()
+
+    async def stop_loops() -> None:
+        await scheduler.stop()
+        await relay.stop()
+
+    return build_app(runtime, on_startup=[start_loops], on_shutdown=[stop_loops]), settings
+
+
+def main() -> None:
+    """Console entry point."""
+    app, settings = create_app()
+    serve(app, settings, DEFAULT_PORT)

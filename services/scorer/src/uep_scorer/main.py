@@ -1,0 +1,22 @@
+"""``uep-scorer``: the scorer service process (health on port 8093 by default)."""
+
+from uep_common.service import ServiceRuntime, build_app, serve
+from uep_scorer.references import ReferenceStore
+from uep_scorer.service import register
+from uep_scorer.settings import ScorerSettings
+
+DEFAULT_PORT = 8093
+
+
+def create_app():
+    """Build the scorer's FastStream ASGI app."""
+    settings = ScorerSettings()
+    runtime = ServiceRuntime(settings, use_db=True)
+    register(runtime.broker, settings, ReferenceStore(runtime.sessionmaker, settings.reference_cache_size))
+    return build_app(runtime), settings
+
+
+def main() -> None:
+    """Console entry point."""
+    app, settings = create_app()
+    serve(app, settings, DEFAULT_PORT)

@@ -1,0 +1,100 @@
+"""Scorer service: OutputGenerated → ScoreComputed (or JudgeRequested for judge-type benchmarks).
+
+An output that carries an inference error is passed on as a ScoreComputed with that error and no score;
+a scoring failure becomes a ScoreComputed with a ``scoring`` error. No output is ever dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from faststream import AckPolicy
+from faststream.kafka import KafkaBroker, KafkaMessage
+
+from uep_common.events import ErrorInfo, JudgeRequested, OutputGenerated, ScoreComputed, Topics
+from uep_common.messaging import UndecodableEvent, consumer_options, dead_letter, decode_event, raw_records, publish_event
+from uep_common.telemetry import tracer
+from uep_scorer.metrics import get_metric
+from uep_scorer.references import ReferenceStore
+from uep_scorer.settings import ScorerSettings
+
+log = logging.getLogger(__name__)
+_tracer = tracer("uep.scorer")
+
+SCALAR = (int, float, str, bool, type(None))
+
+
+async def score_output(event: OutputGenerated, refs: ReferenceStore) -> ScoreComputed | JudgeRequested:
+    """Score one output with its benchmark's metric (``config.metric = {name, params}``)."""
+    config, evaluation_type = await refs.benchmark(event.benchmark_id)
+    metric_cfg = config.get("metric") or {}
+    name = metric_cfg.get("name", "unknown")
+    common = event.model_dump(
+        include={"evaluation_id", "tenant_id", "sample_id", "repeat", "arm", "attempt", "benchmark_id", "model_id"}
+    )
+    if evaluation_type != "automatic" and event.error is None:
+        return JudgeRequested(**common, prompt=event.prompt, output=event.output)
+    passthrough = {
+        "output": event.output,
+        "latency_ms": event.latency_ms,
+        "prompt_tokens": event.prompt_tokens,
+        "completion_tokens": event.completion_tokens,
+    }
+    if event.error is not None or event.output is None:
+        error = event.error or ErrorInfo(stage="inference", type="no_output", message="model returned no output")
+        return ScoreComputed(
+            **common, **passthrough, metric_name=name, metric_version="-", is_correct=None, score=None, error=error
+        )
+    try:
+        metric = get_metric(name)
+        reference = await refs.reference(event.sample_id)
+        result = await asyncio.to_thread(metric.score, event.output, reference, metric_cfg.get("params") or {})
+    except Exception as exc:  # noqa: BLE001 - reported on the item, never dropped
+        log.exception("scoring failed for %s", event.item_key())
+        return ScoreComputed(
+            **common,
+            **passthrough,
+            metric_name=name,
+            metric_version="-",
+            is_correct=None,
+            score=None,
+            error=ErrorInfo(stage="scoring", type=type(exc).__name__, message=str(exc)[:2000]),
+        )
+    metrics = {result.name: result.score}
+    metrics.update({k: v for k, v in result.details.items() if isinstance(v, SCALAR) and k != result.name})
+    return ScoreComputed(
+        **common,
+        **passthrough,
+        metric_name=result.name,
+        metric_version=result.version,
+        is_correct=result.is_correct,
+        score=result.score,
+        extracted=result.extracted,
+        metrics=metrics,
+    )
+
+
+def register(broker: KafkaBroker, settings: ScorerSettings, refs: ReferenceStore) -> None:
+    """Register the scorer's subscriber and publishers on ``broker``."""
+    broker.publisher(Topics.SCORE_COMPUTED, schema=ScoreComputed, title="ScoreComputed")
+    broker.publisher(Topics.JUDGE_REQUESTED, schema=JudgeRequested, title="JudgeRequested")
+
+    @broker.subscriber(
+        Topics.OUTPUT_GENERATED,
+        **consumer_options(settings, "scorer"),
+        max_workers=settings.scorer_concurrency,
+        ack_policy=AckPolicy.ACK_FIRST,
+        title="scorer:OutputGenerated",
+        description="Scores each output with its benchmark's metric.",
+    )
+    async def on_output(msg: KafkaMessage) -> None:
+        body = raw_records(msg)[0][0]
+        try:
+            event = decode_event(OutputGenerated, body)
+        except UndecodableEvent as exc:
+            await dead_letter(broker, body, Topics.OUTPUT_GENERATED, str(exc))
+            return
+        with _tracer.start_as_current_span("score sample", attributes={"uep.item": event.item_key()}):
+            out = await score_output(event, refs)
+            await publish_event(broker, out)
