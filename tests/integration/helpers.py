@@ -1,0 +1,39 @@
+"""Helpers for tests against the running stack."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+
+
+def submit(gateway: httpx.Client, **body) -> str:
+    """POST /v1/evaluations; asserts 202 and returns the evaluation id."""
+    r = gateway.post("/v1/evaluations", json=body)
+    assert r.status_code == 202, r.text
+    return r.json()["id"]
+
+
+def wait_done(gateway: httpx.Client, evaluation_id: str, timeout_s: float = 120) -> dict:
+    """Poll GET /v1/evaluations/{id} until a terminal status; returns the final body."""
+    deadline = time.monotonic() + timeout_s
+    body: dict = {}
+    while time.monotonic() < deadline:
+        body = gateway.get(f"/v1/evaluations/{evaluation_id}").json()
+        if body["status"] in ("completed", "failed", "cancelled"):
+            return body
+        time.sleep(0.2)
+    raise AssertionError(f"evaluation {evaluation_id} not finished after {timeout_s} s: {body}")
+
+
+def all_results(gateway: httpx.Client, evaluation_id: str, page: int = 100) -> list[dict]:
+    """Every result of an evaluation, following next_cursor."""
+    items, cursor = [], None
+    while True:
+        params = {"limit": page} | ({"cursor": cursor} if cursor else {})
+        r = gateway.get(f"/v1/evaluations/{evaluation_id}/results", params=params)
+        assert r.status_code == 200, r.text
+        items += r.json()["items"]
+        cursor = r.json()["next_cursor"]
+        if not cursor:
+            return items
