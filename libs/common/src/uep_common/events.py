@@ -189,6 +189,9 @@ class ModelTarget(BaseModel):
     max_tokens: int = Field(256, ge=1)
     temperature: float = Field(0.0, ge=0.0)
     stop: list[str] = Field(default_factory=list)
+    max_concurrency: int | None = Field(
+        None, ge=1, description="Serving capacity: calls in flight to this model per inference replica."
+    )
 
 
 class PromptSpec(BaseModel):

@@ -8,6 +8,7 @@ on receipt, and a sample lost to a crash is re-dispatched by the scheduler when 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 
@@ -25,8 +26,30 @@ log = logging.getLogger(__name__)
 _tracer = tracer("uep.inference")
 
 
-async def generate_output(event: SampleDispatched, backends: Backends, timeout_s: float) -> OutputGenerated:
-    """Render the prompt and call the model of ``event.target``; never raises for model failures."""
+class ModelLimits:
+    """One semaphore per model (endpoint + name), sized by the registry's serving capacity, so calls queue
+    here rather than inside the model server, where the wait would count against the call's timeout."""
+
+    def __init__(self) -> None:
+        self._sems: dict[tuple[str, str], asyncio.Semaphore] = {}
+
+    def for_target(self, target) -> asyncio.Semaphore | None:
+        """The semaphore of ``target``, or None when its capacity is not set."""
+        if not target.max_concurrency:
+            return None
+        key = (target.endpoint, target.triton_model_name or target.name)
+        if key not in self._sems:
+            self._sems[key] = asyncio.Semaphore(target.max_concurrency)
+        return self._sems[key]
+
+
+async def generate_output(
+    event: SampleDispatched, backends: Backends, timeout_s: float, limits: ModelLimits | None = None
+) -> OutputGenerated:
+    """Render the prompt and call the model of ``event.target``; never raises for model failures.
+
+    ``latency_ms`` is the model call's wall time, excluding the wait for a free slot of the model.
+    """
     common = event.model_dump(include={"evaluation_id", "tenant_id", "sample_id", "repeat", "arm", "attempt", "benchmark_id"})
     common["model_id"] = event.target.model_id
     try:
@@ -37,31 +60,38 @@ async def generate_output(event: SampleDispatched, backends: Backends, timeout_s
         )
     max_tokens = event.prompt.max_tokens or event.target.max_tokens
     stop = [*event.target.stop, *event.prompt.stop]
-    start = time.perf_counter()
-    try:
-        gen = await asyncio.wait_for(
-            backends.for_target(event.target).generate(event.target, prompt, max_tokens, stop, timeout_s), timeout_s + 5
-        )
-    except BackendError as exc:
-        err = ErrorInfo(stage="inference", type=exc.kind, message=str(exc)[:2000])
-    except TimeoutError:
-        err = ErrorInfo(stage="inference", type="timeout", message=f"no answer within {timeout_s:.0f} s")
-    else:
+    slot = (limits.for_target(event.target) if limits else None) or contextlib.nullcontext()
+    async with slot:
+        start = time.perf_counter()
+        try:
+            gen = await asyncio.wait_for(
+                backends.for_target(event.target).generate(event.target, prompt, max_tokens, stop, timeout_s),
+                timeout_s + 5,
+            )
+        except BackendError as exc:
+            err = ErrorInfo(stage="inference", type=exc.kind, message=str(exc)[:2000])
+        except TimeoutError:
+            err = ErrorInfo(stage="inference", type="timeout", message=f"no answer within {timeout_s:.0f} s")
+        else:
+            err = None
+        latency_ms = (time.perf_counter() - start) * 1000
+    if err is None:
         return OutputGenerated(
             **common,
             prompt=prompt,
             output=gen.text,
-            latency_ms=(time.perf_counter() - start) * 1000,
+            latency_ms=latency_ms,
             prompt_tokens=gen.prompt_tokens,
             completion_tokens=gen.completion_tokens,
         )
     log.warning("inference failed for %s: %s %s", event.item_key(), err.type, err.message[:200])
-    return OutputGenerated(**common, prompt=prompt, output=None, latency_ms=(time.perf_counter() - start) * 1000, error=err)
+    return OutputGenerated(**common, prompt=prompt, output=None, latency_ms=latency_ms, error=err)
 
 
 def register(broker: KafkaBroker, settings: InferenceSettings, backends: Backends) -> None:
     """Register the inference subscriber and its publisher on ``broker``."""
     broker.publisher(Topics.OUTPUT_GENERATED, schema=OutputGenerated, title="OutputGenerated")
+    limits = ModelLimits()
 
     @broker.subscriber(
         Topics.SAMPLE_DISPATCHED,
@@ -81,5 +111,5 @@ def register(broker: KafkaBroker, settings: InferenceSettings, backends: Backend
         with _tracer.start_as_current_span(
             "generate", attributes={"uep.item": event.item_key(), "uep.model": event.target.name}
         ):
-            out = await generate_output(event, backends, settings.inference_timeout_s)
+            out = await generate_output(event, backends, settings.inference_timeout_s, limits)
             await publish_event(broker, out)

@@ -38,6 +38,7 @@ def model_target(model: Model) -> ModelTarget:
         max_tokens=d.get("max_tokens", 256),
         temperature=d.get("temperature", 0.0),
         stop=d.get("stop", []),
+        max_concurrency=model.max_in_flight,
     )
 
 

@@ -22,7 +22,8 @@ from uep_scorer.settings import ScorerSettings
 log = logging.getLogger(__name__)
 _tracer = tracer("uep.scorer")
 
-SCALAR = (int, float, str, bool, type(None))
+LABELS = ("extraction", "status")
+"""Categorical details stored with every score (e.g. extraction "no_answer", sandbox "timed_out")."""
 
 
 async def score_output(event: OutputGenerated, refs: ReferenceStore) -> ScoreComputed | JudgeRequested:
@@ -61,8 +62,9 @@ async def score_output(event: OutputGenerated, refs: ReferenceStore) -> ScoreCom
             score=None,
             error=ErrorInfo(stage="scoring", type=type(exc).__name__, message=str(exc)[:2000]),
         )
-    metrics = {result.name: result.score}
-    metrics.update({k: v for k, v in result.details.items() if isinstance(v, SCALAR) and k != result.name})
+    metrics: dict = {result.name: result.score}
+    metrics.update({k: result.details.get(k) for k in getattr(metric, "submetrics", ())})
+    metrics.update({k: str(result.details[k]) for k in LABELS if k in result.details})
     return ScoreComputed(
         **common,
         **passthrough,

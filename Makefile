@@ -1,0 +1,42 @@
+# uep — Unified Evaluation Platform. `make demo` and `make test` are the two commands a new user needs.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+UV_VERSION := 0.13.9
+TOOLS := .tools
+UV := $(TOOLS)/bin/uv
+PY := .venv/bin/python
+STACK := $(PY) deploy/local/uep_stack.py
+
+help: ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+$(UV):
+	python3 -m venv $(TOOLS)
+	$(TOOLS)/bin/pip install -q "uv==$(UV_VERSION)"
+
+install: $(UV) ## create .venv and install the whole workspace from uv.lock
+	$(UV) sync --frozen
+
+up: install ## start the local stack (broker, migrations, Triton, six services)
+	$(STACK) up
+
+down: ## stop the local stack (by PID)
+	@if [ -x $(PY) ]; then $(STACK) down; fi
+
+status: ## show the local stack's processes and health
+	@$(STACK) status
+
+demo: install ## install, start the stack, evaluate the embedded LLM on real benchmarks, print the summary, stop
+	$(PY) deploy/local/demo.py
+
+test: install ## run every test (unit, scorer, model server, end to end on a fresh stack)
+	$(PY) -m pytest -q -p no:cacheprovider
+
+bench: install ## bench/pipeline_overhead: pipeline vs direct Triton throughput ratio
+	$(PY) bench/pipeline_overhead.py
+
+asyncapi: install ## regenerate docs/asyncapi.json from the services' FastStream apps
+	$(PY) docs/generate_asyncapi.py
+
+.PHONY: help install up down status demo test bench asyncapi

@@ -1,0 +1,80 @@
+"""Shared types of the scoring core: the result record, the metric protocol and the errors.
+
+Contract used by every metric module and by the service wiring:
+
+* ``Metric.score(output, reference, params)`` never raises because of what the *model* wrote: an
+  unparseable or empty output is an ordinary wrong answer (``is_correct=False``), and an
+  infrastructure failure while judging it (e.g. the code sandbox could not start) is
+  ``is_correct=None`` with the reason in ``details``.
+* It raises :class:`MetricInputError` when the *benchmark data or configuration* is malformed (a
+  missing reference key, an unknown ``variant``, a reference letter outside the choice set). That is
+  a bug in the dataset or run config, not a property of the model output, so it must surface loudly
+  instead of being recorded as a wrong answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+
+class MetricInputError(ValueError):
+    """The reference or params given to a metric are malformed (data/config bug, not a model error)."""
+
+
+@dataclass(frozen=True)
+class MetricResult:
+    """Outcome of scoring one model output against one reference.
+
+    Attributes:
+        name: metric name, e.g. ``"gsm8k_numeric_exact_match"``.
+        version: metric version string (bumped whenever a rule change can alter a verdict), e.g. ``"1"``.
+        is_correct: ``True``/``False`` verdict; ``None`` when undecidable because of an infrastructure
+            error (nothing extracted is a decidable ``False``).
+        score: ``1.0``/``0.0`` for binary metrics, ``None`` together with ``is_correct=None``.
+        extracted: the answer extracted from the output in canonical form (``"1234"``, ``"B"``, the
+            code that was executed), ``None`` if none was found.
+        details: JSON-serialisable diagnostics, e.g. ``{"extraction": "no_answer"}`` or
+            ``{"status": "timed_out", "stderr_tail": "..."}``.
+    """
+
+    name: str
+    version: str
+    is_correct: bool | None
+    score: float | None
+    extracted: str | None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Metric(Protocol):
+    """A named, versioned, stateless scoring rule.
+
+    Implementations must be safe to call concurrently from several threads (e.g. through
+    ``asyncio.to_thread``): they keep no mutable state between calls.
+    """
+
+    name: str
+    version: str
+
+    def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:
+        """Score ``output`` against ``reference``.
+
+        Raises:
+            MetricInputError: malformed ``reference`` or ``params`` (never for a bad model output).
+        """
+        ...
+
+
+def binary_result(
+    metric: Metric, correct: bool, extracted: str | None, details: dict[str, Any]
+) -> MetricResult:
+    """Build a decided binary result (score 1.0/0.0) for ``metric``."""
+    return MetricResult(
+        name=metric.name,
+        version=metric.version,
+        is_correct=correct,
+        score=1.0 if correct else 0.0,
+        extracted=extracted,
+        details=details,
+    )
