@@ -9,7 +9,7 @@ from sqlalchemy import text
 def _counts(db) -> tuple[int, int]:
     with db.connect() as c:
         return (c.execute(text("SELECT count(*) FROM evaluations")).scalar(),
-                c.execute(text("SELECT count(*) FROM outbox")).scalar())
+                c.execute(text("SELECT count(*) FROM outbox WHERE event_type = 'EvaluationRequested'")).scalar())
 
 
 @pytest.mark.parametrize(

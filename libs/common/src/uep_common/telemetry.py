@@ -37,7 +37,7 @@ def setup_telemetry(settings: CommonSettings) -> TracerProvider:
     provider = TracerProvider(resource=Resource.create({"service.name": settings.service_name}))
     if settings.otel_exporter == "console":
         out = open(settings.otel_console_path, "a", buffering=1) if settings.otel_console_path else sys.stdout  # noqa: SIM115
-        exporter = ConsoleSpanExporter(out=out, formatter=lambda span: json.dumps(json.loads(span.to_json())) + "\n")
+        exporter = ConsoleSpanExporter(out=out, formatter=span_json_line)
         provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=500))
     elif settings.otel_exporter == "otlp":
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -46,6 +46,39 @@ def setup_telemetry(settings: CommonSettings) -> TracerProvider:
     trace.set_tracer_provider(provider)
     _PROVIDER = provider
     return provider
+
+
+def _plain(value):
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def span_json_line(span) -> str:
+    """One finished span as a single JSON line (trace/span ids as 0x-prefixed hex, as the SDK's
+    ``to_json`` writes them). Bytes attributes — FastStream records Kafka keys as bytes, which the SDK's
+    own ``to_json`` cannot serialise — are decoded as UTF-8."""
+    ctx = span.context
+    return json.dumps(
+        {
+            "name": span.name,
+            "context": {"trace_id": f"0x{ctx.trace_id:032x}", "span_id": f"0x{ctx.span_id:016x}"},
+            "parent_id": f"0x{span.parent.span_id:016x}" if span.parent else None,
+            "kind": str(span.kind),
+            "start_time": span.start_time,
+            "end_time": span.end_time,
+            "status": span.status.status_code.name,
+            "attributes": {k: _plain(v) for k, v in (span.attributes or {}).items()},
+            "links": [
+                {"context": {"trace_id": f"0x{link.context.trace_id:032x}", "span_id": f"0x{link.context.span_id:016x}"}}
+                for link in span.links
+            ],
+            "resource": {k: _plain(v) for k, v in span.resource.attributes.items()},
+        },
+        separators=(",", ":"),
+    ) + "\n"
 
 
 def shutdown_telemetry() -> None:

@@ -165,7 +165,7 @@ class Evaluation(Base):
     completed_items: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     error_items: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     config: Mapped[dict] = mapped_column(JSONB, nullable=False, default=dict)
-    summary: Mapped[dict | None] = mapped_column(JSONB)
+    summary: Mapped[dict | None] = mapped_column(JSONB(none_as_null=True))
     error: Mapped[str | None] = mapped_column(Text)
     trace_context: Mapped[dict] = mapped_column(
         JSONB, nullable=False, default=dict, doc="W3C traceparent/tracestate of the evaluation's root span."
@@ -231,7 +231,9 @@ class SampleResult(Base):
     latency_ms: Mapped[float | None] = mapped_column(Float)
     prompt_tokens: Mapped[int | None] = mapped_column(Integer)
     completion_tokens: Mapped[int | None] = mapped_column(Integer)
-    error: Mapped[dict | None] = mapped_column(JSONB, doc="ErrorInfo {stage, type, message} or NULL.")
+    error: Mapped[dict | None] = mapped_column(
+        JSONB(none_as_null=True), doc="ErrorInfo {stage, type, message} or SQL NULL."
+    )
     attempt: Mapped[int] = mapped_column(Integer, nullable=False, default=1)
     score_event_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False)
     created_at: Mapped[datetime] = _created()
