@@ -73,12 +73,26 @@ def pipeline(gateway_url: str, n: int, in_flight: int) -> float:
     return elapsed
 
 
+def _set_capacity(database_url: str, concurrency: int) -> None:
+    """Registry capacity of uep-bench-echo = the direct run's concurrency (calls in flight per replica)."""
+    from sqlalchemy import text
+
+    from uep_common.db.session import make_sync_engine
+
+    engine = make_sync_engine(database_url)
+    with engine.begin() as c:
+        c.execute(text("UPDATE models SET max_in_flight = :c WHERE name = 'uep-bench-echo'"), {"c": concurrency})
+    engine.dispose()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=400)
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--service-ms", type=int, default=20)
+    ap.add_argument("--in-flight", type=int, default=0, help="scheduler window per evaluation (default 16 × concurrency)")
     args = ap.parse_args()
+    window = args.in_flight or 16 * args.concurrency
     os.environ.update(
         {
             "UEP_STACK_PORT_BASE": "20000",
@@ -87,7 +101,9 @@ def main() -> int:
             "UEP_REDIS_URL": "redis://127.0.0.1:6379/14",
             "UEP_TRITON_MODELS": "bench_echo",
             "UEP_BENCH_SERVICE_MS": str(args.service_ms),
-            "UEP_INFERENCE_CONCURRENCY": str(args.concurrency),
+            # handler workers > model slots, so decoding and publishing overlap the model calls; the model's
+            # registry capacity (set below) keeps exactly `concurrency` calls in flight at Triton.
+            "UEP_INFERENCE_CONCURRENCY": str(4 * args.concurrency),
             "UEP_OTEL_EXPORTER": "none",
             "UEP_LOG_LEVEL": "WARNING",
         }
@@ -103,15 +119,17 @@ def main() -> int:
     uep_stack.down(cfg)
     uep_stack.up(cfg)
     try:
+        _set_capacity(cfg.database_url, args.concurrency)
         grpc_url = f"127.0.0.1:{cfg.triton_grpc}"
         asyncio.run(direct(grpc_url, prompts[: args.concurrency * 4], args.concurrency))  # warm-up
-        pipeline(cfg.gateway_url, 20, args.concurrency * 4)  # warm-up: consumers joined, caches filled
+        pipeline(cfg.gateway_url, 20, window)  # warm-up: consumers joined, caches filled
         t_direct = asyncio.run(direct(grpc_url, prompts, args.concurrency))
-        t_pipe = pipeline(cfg.gateway_url, args.n, args.concurrency * 4)
+        t_pipe = pipeline(cfg.gateway_url, args.n, window)
     finally:
         uep_stack.down(cfg)
     d, p = args.n / t_direct, args.n / t_pipe
-    print(f"\nN={args.n} requests, concurrency {args.concurrency}, uep_bench_echo service time {args.service_ms} ms/batch")
+    print(f"\nN={args.n} requests, concurrency {args.concurrency}, uep_bench_echo service time {args.service_ms} ms/batch, "
+          f"scheduler window {window}")
     print(f"direct tritonclient (gRPC):   {d:8.1f} req/s  ({t_direct:.2f} s)")
     print(f"whole pipeline (6 services):  {p:8.1f} req/s  ({t_pipe:.2f} s, POST → completed, all stored)")
     print(f"ratio pipeline/direct:        {p / d:8.3f}   (target ≥ 0.95)")
