@@ -65,7 +65,8 @@ async def ensure_topics(settings: CommonSettings) -> list[str]:
         for name in wanted:
             try:
                 await admin.create_topics(
-                    [NewTopic(name=name, num_partitions=settings.kafka_partitions, replication_factor=1)]
+                    [NewTopic(name=name, num_partitions=settings.kafka_partitions,
+                             replication_factor=settings.kafka_replication_factor)]
                 )
                 created.append(name)
             except TopicAlreadyExistsError:

@@ -25,6 +25,9 @@ class CommonSettings(BaseSettings):
     redis_url: str = "redis://127.0.0.1:6379/0"
     kafka_bootstrap: str = "127.0.0.1:9092"
     kafka_partitions: int = Field(6, ge=1, description="Partitions per topic when uep creates its topics.")
+    kafka_replication_factor: int = Field(
+        1, ge=1, description="Replication factor of topics uep creates (3 on a production cluster)."
+    )
     kafka_session_timeout_ms: int = Field(
         6000, ge=1000, description="Consumer session timeout; tansu holds a join for half of it."
     )
