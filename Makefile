@@ -25,7 +25,7 @@ down: ## stop the local stack (by PID)
 	@if [ -x $(PY) ]; then $(STACK) down; fi
 
 status: ## show the local stack's processes and health
-	@$(STACK) status
+	@if [ -x $(PY) ]; then $(STACK) status; else echo "not installed: run make install"; fi
 
 demo: install ## install, start the stack, evaluate the embedded LLM on real benchmarks, print the summary, stop
 	$(PY) deploy/local/demo.py

@@ -98,7 +98,9 @@ def report(client: httpx.Client, final: dict[str, dict]) -> None:
         items = client.get(f"/v1/evaluations/{body['id']}/results", params={"limit": 2}).json()["items"]
         for it in items:
             out = (it["output"] or f"<error: {it['error']}>").strip().replace("\n", " ⏎ ")
-            print(f"  {slug}#{it['sample_ordinal']} [{'✓' if it['is_correct'] else '✗'} extracted={it['extracted']!r}] {out[:110]}")
+            extracted = (it["extracted"] or "—").strip().replace("\n", " ⏎ ")
+            extracted = extracted if len(extracted) <= 40 else extracted[:37] + "…"
+            print(f"  {slug}#{it['sample_ordinal']} [{'✓' if it['is_correct'] else '✗'} extracted: {extracted}] {out[:100]}")
 
 
 def main() -> int:

@@ -142,27 +142,34 @@ def spawn(cfg: StackConfig, name: str, argv: list[str], env: dict[str, str], cwd
     return proc.pid
 
 
-def stop(cfg: StackConfig, name: str, grace_s: float = 15.0) -> bool:
-    """SIGTERM the process group of ``name``, wait up to ``grace_s``, then SIGKILL it. True if it ran."""
-    pid_path = _pid_file(cfg, name)
-    try:
-        pid = int(pid_path.read_text())
-    except (FileNotFoundError, ValueError):
-        return False
-    ran = _alive(pid)
-    if ran:
+def stop(cfg: StackConfig, names: list[str], grace_s: float = 15.0) -> list[str]:
+    """SIGTERM the process groups of ``names`` together, wait up to ``grace_s`` for all of them, then
+    SIGKILL what is left (and any child left in a group, e.g. tritonserver). Returns the names that ran.
+
+    Stopping several services at once is safe on tansu: every consumer group has a single member per
+    service, so no group loses two members within a second (the "ghost leader" wedge).
+    """
+    pids: dict[str, int] = {}
+    for name in names:
         try:
-            os.killpg(pid, signal.SIGTERM)
+            pids[name] = int(_pid_file(cfg, name).read_text())
+        except (FileNotFoundError, ValueError):
+            continue
+    ran = [name for name, pid in pids.items() if _alive(pid)]
+    for name in ran:
+        try:
+            os.killpg(pids[name], signal.SIGTERM)
         except ProcessLookupError:
             pass
-        deadline = time.monotonic() + grace_s
-        while _alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.1)
-    try:  # also reap children left in the group (e.g. tritonserver)
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    pid_path.unlink(missing_ok=True)
+    deadline = time.monotonic() + grace_s
+    while any(_alive(pids[n]) for n in ran) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for name, pid in pids.items():
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        _pid_file(cfg, name).unlink(missing_ok=True)
     return ran
 
 
@@ -286,15 +293,18 @@ def up(cfg: StackConfig, with_triton: bool = True) -> None:
 
 
 def down(cfg: StackConfig) -> None:
-    """Stop services (gateway first, so no new work arrives), then Triton, then the broker; one at a time."""
-    for name in [*SERVICES, "triton", "broker"]:
-        if stop(cfg, name):
+    """Stop the services (together), then Triton, then the broker."""
+    for group in (SERVICES, ["triton"], ["broker"]):
+        for name in stop(cfg, group):
             print(f"stopped {name}")
 
 
 def status(cfg: StackConfig) -> int:
-    """Print each process with its PID and health; returns 0 if all run and answer."""
-    ok = True
+    """Print each process with its PID and health.
+
+    Returns 0 when the stack is fully up and ready, or fully stopped; 1 when it is partly up or unhealthy.
+    """
+    ok, running = True, 0
     for name in ["broker", "triton", *SERVICES]:
         pid = read_pid(cfg, name)
         health = "-"
@@ -304,8 +314,9 @@ def status(cfg: StackConfig) -> int:
         elif pid and name == "triton":
             health = "ready" if _http_ok(f"http://127.0.0.1:{cfg.triton_http}/v2/health/ready") else "not ready"
         ok &= pid is not None and health != "not ready"
+        running += pid is not None
         print(f"{name:<10} {'running' if pid else 'stopped':<8} pid={pid or '-':<8} {health}")
-    return 0 if ok else 1
+    return 0 if ok or running == 0 else 1
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -37,3 +37,20 @@ def all_results(gateway: httpx.Client, evaluation_id: str, page: int = 100) -> l
         cursor = r.json()["next_cursor"]
         if not cursor:
             return items
+
+
+def register_model(db, endpoint: str, triton_model_name: str, prefix: str, max_in_flight: int | None = None) -> str:
+    """Insert a Triton model row with a unique name (there is no registration API yet); returns its name."""
+    import uuid
+
+    from sqlalchemy import text
+
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    with db.begin() as c:
+        c.execute(
+            text("INSERT INTO models (id, name, version, description, backend, endpoint, triton_model_name, "
+                 "decoding_defaults, supports_logprobs, max_in_flight) VALUES (:id, :n, '1', 'registered by a test', "
+                 "'triton', :ep, :tm, '{}', false, :cap)"),
+            {"id": uuid.uuid4(), "n": name, "ep": endpoint, "tm": triton_model_name, "cap": max_in_flight},
+        )
+    return name

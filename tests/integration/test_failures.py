@@ -1,22 +1,11 @@
 """Failures are reported per item, never dropped: an unreachable model yields OutputGenerated errors, which
 are stored, and the evaluation ends ``failed`` with every item accounted for."""
 
-import uuid
-
-from sqlalchemy import text
-
-from .helpers import all_results, submit, wait_done
+from .helpers import all_results, register_model, submit, wait_done
 
 
 def test_missing_triton_model_fails_every_item_visibly(gateway, db, stack):
-    name = f"ghost-{uuid.uuid4().hex[:8]}"
-    with db.begin() as c:
-        c.execute(
-            text("INSERT INTO models (id, name, version, description, backend, endpoint, triton_model_name, "
-                 "decoding_defaults, supports_logprobs) VALUES (:id, :n, '1', 'not served', 'triton', :ep, "
-                 "'no_such_triton_model', '{}', false)"),
-            {"id": uuid.uuid4(), "n": name, "ep": f"grpc://127.0.0.1:{stack.triton_grpc}"},
-        )
+    name = register_model(db, f"grpc://127.0.0.1:{stack.triton_grpc}", "no_such_triton_model", "ghost")
     evaluation_id = submit(gateway, benchmark="gsm8k", model=name, sample_limit=3)
     final = wait_done(gateway, evaluation_id)
     assert final["status"] == "failed"
@@ -29,14 +18,7 @@ def test_missing_triton_model_fails_every_item_visibly(gateway, db, stack):
 
 
 def test_unreachable_endpoint_is_an_error_not_a_hang(gateway, db):
-    name = f"down-{uuid.uuid4().hex[:8]}"
-    with db.begin() as c:
-        c.execute(
-            text("INSERT INTO models (id, name, version, description, backend, endpoint, triton_model_name, "
-                 "decoding_defaults, supports_logprobs) VALUES (:id, :n, '1', 'nothing listens', 'triton', "
-                 "'grpc://127.0.0.1:9', 'uep_oracle', '{}', false)"),
-            {"id": uuid.uuid4(), "n": name},
-        )
+    name = register_model(db, "grpc://127.0.0.1:9", "uep_oracle", "down")  # nothing listens on port 9
     evaluation_id = submit(gateway, benchmark="mmlu", model=name, sample_limit=2)
     final = wait_done(gateway, evaluation_id, timeout_s=150)
     assert final["status"] == "failed" and final["summary"]["errors"] == 2

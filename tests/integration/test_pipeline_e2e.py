@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from .helpers import all_results, submit, wait_done
+from .helpers import all_results, register_model, submit, wait_done
 
 EXPECTED = [ordinal % 3 != 2 for ordinal in range(12)]
 
@@ -101,18 +101,7 @@ def test_one_trace_per_evaluation_across_services(gateway, db, stack):
 def test_triton_over_http_gives_the_same_verdicts(gateway, db, stack):
     """The same oracle model registered with an ``http://`` endpoint is called through tritonclient's
     asyncio HTTP client instead of gRPC; the verdicts must not change."""
-    import uuid
-
-    from sqlalchemy import text
-
-    name = f"oracle-http-{uuid.uuid4().hex[:6]}"
-    with db.begin() as c:
-        c.execute(
-            text("INSERT INTO models (id, name, version, description, backend, endpoint, triton_model_name, "
-                 "decoding_defaults, supports_logprobs, max_in_flight) VALUES (:id, :n, '1', 'oracle over HTTP', "
-                 "'triton', :ep, 'uep_oracle', '{}', false, 4)"),
-            {"id": uuid.uuid4(), "n": name, "ep": f"http://127.0.0.1:{stack.triton_http}"},
-        )
+    name = register_model(db, f"http://127.0.0.1:{stack.triton_http}", "uep_oracle", "oracle-http", max_in_flight=4)
     evaluation_id = submit(gateway, benchmark="gsm8k", model=name, sample_limit=6)
     final = wait_done(gateway, evaluation_id)
     assert final["status"] == "completed" and final["summary"]["errors"] == 0

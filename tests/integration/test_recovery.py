@@ -31,7 +31,7 @@ def _insert_evaluation(c, ids: dict, status: str, total: int, dispatched: int, a
             "INSERT INTO evaluations (id, tenant_id, benchmark_id, model_id, status, priority, sample_limit, repeats, "
             "total_items, dispatched_items, completed_items, error_items, config, trace_context, created_at, updated_at, started_at) "
             "VALUES (:id, :t, :b, :m, :st, 'normal', :n, 1, :n, :d, 0, 0, '{}', '{}', now() - make_interval(secs => :age), now(), "
-            "CASE WHEN :st = 'running' THEN now() END)"
+            "CASE WHEN CAST(:st AS varchar) = 'running' THEN now() END)"
         ),
         {"id": evaluation_id, "t": ids["tenant"], "b": ids["benchmark"], "m": ids["model"], "st": status, "n": total,
          "d": dispatched, "age": age_s},

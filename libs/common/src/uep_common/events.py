@@ -157,6 +157,17 @@ class ItemEvent(Event):
         """``evaluation_id:sample_id:repeat:arm``: the unique identity of a result row."""
         return f"{self.evaluation_id}:{self.sample_id}:{self.repeat}:{self.arm}"
 
+    def item_fields(self) -> dict:
+        """The fields that identify this item and its attempt, to build the next stage's event from."""
+        return {
+            "evaluation_id": self.evaluation_id,
+            "tenant_id": self.tenant_id,
+            "sample_id": self.sample_id,
+            "repeat": self.repeat,
+            "arm": self.arm,
+            "attempt": self.attempt,
+        }
+
 
 class EvaluationRequested(Event):
     """The gateway accepted an evaluation; the scheduler admits and dispatches it."""

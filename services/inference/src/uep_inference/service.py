@@ -16,7 +16,7 @@ from faststream import AckPolicy
 from faststream.kafka import KafkaBroker, KafkaMessage
 
 from uep_common.events import ErrorInfo, OutputGenerated, SampleDispatched, Topics
-from uep_common.messaging import UndecodableEvent, consumer_options, dead_letter, decode_event, raw_records, publish_event
+from uep_common.messaging import consumer_options, decode_or_dead_letter, publish_event
 from uep_common.telemetry import tracer
 from uep_inference.backends import BackendError, Backends
 from uep_inference.prompts import PromptRenderError, render_prompt
@@ -50,8 +50,7 @@ async def generate_output(
 
     ``latency_ms`` is the model call's wall time, excluding the wait for a free slot of the model.
     """
-    common = event.model_dump(include={"evaluation_id", "tenant_id", "sample_id", "repeat", "arm", "attempt", "benchmark_id"})
-    common["model_id"] = event.target.model_id
+    common = {**event.item_fields(), "benchmark_id": event.benchmark_id, "model_id": event.target.model_id}
     try:
         prompt = render_prompt(event.prompt.template, event.input)
     except PromptRenderError as exc:
@@ -102,11 +101,8 @@ def register(broker: KafkaBroker, settings: InferenceSettings, backends: Backend
         description="Renders each sample's prompt and calls its model.",
     )
     async def on_sample(msg: KafkaMessage) -> None:
-        body = raw_records(msg)[0][0]
-        try:
-            event = decode_event(SampleDispatched, body)
-        except UndecodableEvent as exc:
-            await dead_letter(broker, body, Topics.SAMPLE_DISPATCHED, str(exc))
+        event = await decode_or_dead_letter(broker, SampleDispatched, msg, Topics.SAMPLE_DISPATCHED)
+        if event is None:
             return
         with _tracer.start_as_current_span(
             "generate", attributes={"uep.item": event.item_key(), "uep.model": event.target.name}

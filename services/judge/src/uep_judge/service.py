@@ -11,7 +11,7 @@ from faststream import AckPolicy
 from faststream.kafka import KafkaBroker, KafkaMessage
 
 from uep_common.events import ErrorInfo, JudgeRequested, ScoreComputed, Topics
-from uep_common.messaging import UndecodableEvent, consumer_options, dead_letter, decode_event, raw_records, publish_event
+from uep_common.messaging import consumer_options, decode_or_dead_letter, publish_event
 from uep_judge.settings import JudgeSettings
 
 JUDGE_METRIC = "llm_judge"
@@ -20,9 +20,9 @@ JUDGE_METRIC = "llm_judge"
 def unjudged(event: JudgeRequested) -> ScoreComputed:
     """The ScoreComputed for an item no judge could grade: no verdict, no score, an explicit error."""
     return ScoreComputed(
-        **event.model_dump(
-            include={"evaluation_id", "tenant_id", "sample_id", "repeat", "arm", "attempt", "benchmark_id", "model_id"}
-        ),
+        **event.item_fields(),
+        benchmark_id=event.benchmark_id,
+        model_id=event.model_id,
         metric_name=JUDGE_METRIC,
         metric_version="-",
         is_correct=None,
@@ -43,10 +43,7 @@ def register(broker: KafkaBroker, settings: JudgeSettings) -> None:
         description="Grades items with an LLM judge (not configured yet: answers with an explicit error).",
     )
     async def on_request(msg: KafkaMessage) -> None:
-        body = raw_records(msg)[0][0]
-        try:
-            event = decode_event(JudgeRequested, body)
-        except UndecodableEvent as exc:
-            await dead_letter(broker, body, Topics.JUDGE_REQUESTED, str(exc))
+        event = await decode_or_dead_letter(broker, JudgeRequested, msg, Topics.JUDGE_REQUESTED)
+        if event is None:
             return
         await publish_event(broker, unjudged(event))

@@ -11,7 +11,7 @@ from faststream import AckPolicy
 from faststream.kafka import KafkaBroker, KafkaMessage
 
 from uep_common.events import EvaluationRequested, SampleDispatched, ScoreComputed, Topics
-from uep_common.messaging import UndecodableEvent, consumer_options, dead_letter, decode_event, raw_records
+from uep_common.messaging import UndecodableEvent, consumer_options, decode_event, decode_or_dead_letter, raw_records
 from uep_common.outbox import OutboxRelay
 from uep_scheduler.dispatch import admit, evaluations_to_reconcile, release, top_up
 from uep_scheduler.settings import SchedulerSettings
@@ -90,11 +90,8 @@ def register(broker: KafkaBroker, settings: SchedulerSettings, scheduler: Schedu
         description="Admits an evaluation and dispatches its first items.",
     )
     async def on_requested(msg: KafkaMessage) -> None:
-        body = raw_records(msg)[0][0]
-        try:
-            event = decode_event(EvaluationRequested, body)
-        except UndecodableEvent as exc:
-            await dead_letter(broker, body, Topics.EVALUATION_REQUESTED, str(exc))
+        event = await decode_or_dead_letter(broker, EvaluationRequested, msg, Topics.EVALUATION_REQUESTED)
+        if event is None:
             return
         n = await scheduler.top_up(event.evaluation_id, admit_first=True)
         log.info("evaluation %s admitted, %d items dispatched", event.evaluation_id, n)

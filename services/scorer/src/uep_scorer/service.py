@@ -13,7 +13,7 @@ from faststream import AckPolicy
 from faststream.kafka import KafkaBroker, KafkaMessage
 
 from uep_common.events import ErrorInfo, JudgeRequested, OutputGenerated, ScoreComputed, Topics
-from uep_common.messaging import UndecodableEvent, consumer_options, dead_letter, decode_event, raw_records, publish_event
+from uep_common.messaging import consumer_options, decode_or_dead_letter, publish_event
 from uep_common.telemetry import tracer
 from uep_scorer.metrics import get_metric
 from uep_scorer.references import ReferenceStore
@@ -31,9 +31,7 @@ async def score_output(event: OutputGenerated, refs: ReferenceStore) -> ScoreCom
     config, evaluation_type = await refs.benchmark(event.benchmark_id)
     metric_cfg = config.get("metric") or {}
     name = metric_cfg.get("name", "unknown")
-    common = event.model_dump(
-        include={"evaluation_id", "tenant_id", "sample_id", "repeat", "arm", "attempt", "benchmark_id", "model_id"}
-    )
+    common = {**event.item_fields(), "benchmark_id": event.benchmark_id, "model_id": event.model_id}
     if evaluation_type != "automatic" and event.error is None:
         return JudgeRequested(**common, prompt=event.prompt, output=event.output)
     passthrough = {
@@ -91,11 +89,8 @@ def register(broker: KafkaBroker, settings: ScorerSettings, refs: ReferenceStore
         description="Scores each output with its benchmark's metric.",
     )
     async def on_output(msg: KafkaMessage) -> None:
-        body = raw_records(msg)[0][0]
-        try:
-            event = decode_event(OutputGenerated, body)
-        except UndecodableEvent as exc:
-            await dead_letter(broker, body, Topics.OUTPUT_GENERATED, str(exc))
+        event = await decode_or_dead_letter(broker, OutputGenerated, msg, Topics.OUTPUT_GENERATED)
+        if event is None:
             return
         with _tracer.start_as_current_span("score sample", attributes={"uep.item": event.item_key()}):
             out = await score_output(event, refs)

@@ -116,7 +116,7 @@ LOCAL_MODELS: list[LocalModel] = [
         "xllamacpp, served by Triton on CPU. The embedded default model.",
         triton_model_name="smollm2_135m_instruct",
         decoding_defaults={"max_tokens": 256, "temperature": 0.0, "stop": []},
-        max_in_flight=2,
+        max_in_flight=1,  # one llama.cpp slot (UEP_LLM_N_PARALLEL=1): latency is then model time, not queueing
     ),
     LocalModel(
         name="uep-oracle",

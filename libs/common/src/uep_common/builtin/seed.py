@@ -104,8 +104,13 @@ def seed(settings: CommonSettings) -> str:
                     )
                 )
                 added.append(f"model {m.name}")
-            elif existing.endpoint != endpoint:
-                existing.endpoint = endpoint
-                added.append(f"model {m.name} endpoint → {endpoint}")
+            else:  # local models are ours: keep their registry rows in step with the catalogue
+                wanted = {"endpoint": endpoint, "description": m.description, "triton_model_name": m.triton_model_name,
+                          "decoding_defaults": m.decoding_defaults, "max_in_flight": m.max_in_flight}
+                changed = [k for k, v in wanted.items() if getattr(existing, k) != v]
+                for k in changed:
+                    setattr(existing, k, wanted[k])
+                if changed:
+                    added.append(f"model {m.name} updated ({', '.join(changed)})")
     engine.dispose()
     return "seeded: " + (", ".join(added) if added else "nothing new")
