@@ -86,8 +86,33 @@ async def _dispatch(
             add_to_outbox(session, event, current_trace_headers())
 
 
-async def top_up(session: AsyncSession, evaluation_id: uuid.UUID, max_in_flight: int, lease_seconds: float) -> int:
-    """Re-dispatch expired leases, then lease new items up to the in-flight bound. Returns items dispatched.
+async def _expired_leases(session: AsyncSession, evaluation_id: uuid.UUID, now: datetime, limit: int) -> list[SampleLease]:
+    """Leases of ``evaluation_id`` past their expiry whose item has no stored result (lost or stuck)."""
+    stored = exists().where(
+        and_(
+            SampleResult.evaluation_id == SampleLease.evaluation_id,
+            SampleResult.sample_id == SampleLease.sample_id,
+            SampleResult.repeat == SampleLease.repeat,
+            SampleResult.arm == SampleLease.arm,
+        )
+    )
+    rows = await session.scalars(
+        select(SampleLease)
+        .where(SampleLease.evaluation_id == evaluation_id, SampleLease.lease_expires_at < now, ~stored)
+        .limit(limit)
+    )
+    return list(rows)
+
+
+async def top_up(
+    session: AsyncSession,
+    evaluation_id: uuid.UUID,
+    max_in_flight: int,
+    lease_seconds: float,
+    redispatch_expired: bool = True,
+) -> int:
+    """Re-dispatch expired leases (unless ``redispatch_expired`` is False: the hot path after a score leaves
+    that scan to the reconcile loop), then lease new items up to the in-flight bound. Returns items dispatched.
 
     Must run inside a transaction; locks the evaluation row until commit.
     """
@@ -98,24 +123,7 @@ async def top_up(session: AsyncSession, evaluation_id: uuid.UUID, max_in_flight:
     expires = now + timedelta(seconds=lease_seconds)
     bound = int(ev.config.get("max_in_flight") or max_in_flight)
 
-    expired = (
-        await session.scalars(
-            select(SampleLease)
-            .where(
-                SampleLease.evaluation_id == ev.id,
-                SampleLease.lease_expires_at < now,
-                ~exists().where(
-                    and_(
-                        SampleResult.evaluation_id == SampleLease.evaluation_id,
-                        SampleResult.sample_id == SampleLease.sample_id,
-                        SampleResult.repeat == SampleLease.repeat,
-                        SampleResult.arm == SampleLease.arm,
-                    )
-                ),
-            )
-            .limit(bound)
-        )
-    ).all()
+    expired = await _expired_leases(session, ev.id, now, bound) if redispatch_expired else []
     for lease in expired:
         lease.attempt += 1
         lease.state = "leased"

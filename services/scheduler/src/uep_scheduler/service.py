@@ -28,12 +28,15 @@ class Scheduler:
         self.settings = settings
         self._task: asyncio.Task | None = None
 
-    async def top_up(self, evaluation_id: uuid.UUID, admit_first: bool = False) -> int:
+    async def top_up(self, evaluation_id: uuid.UUID, admit_first: bool = False, redispatch_expired: bool = True) -> int:
         """Admit (optionally) and top up one evaluation in its own transaction."""
         async with self.sm() as s, s.begin():
             if admit_first and not await admit(s, evaluation_id):
                 return 0
-            n = await top_up(s, evaluation_id, self.settings.max_in_flight_per_evaluation, self.settings.lease_seconds)
+            n = await top_up(
+                s, evaluation_id, self.settings.max_in_flight_per_evaluation, self.settings.lease_seconds,
+                redispatch_expired,
+            )
         if n:
             self.relay.kick()
         return n
@@ -43,7 +46,7 @@ class Scheduler:
         async with self.sm() as s, s.begin():
             evaluations = await release(s, items)
         for evaluation_id in sorted(evaluations):
-            await self.top_up(evaluation_id)
+            await self.top_up(evaluation_id, redispatch_expired=False)
 
     async def reconcile_once(self) -> None:
         """One pass of the reconcile loop."""
