@@ -56,6 +56,10 @@ class Metric(Protocol):
 
     name: str
     version: str
+    params: dict[str, str]
+    """Parameter name → one-line description with its default (shown by ``uep-scorer metrics``)."""
+    source: str
+    """Where the rule or formula comes from (paper, reference implementation)."""
 
     def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:
         """Score ``output`` against ``reference``.

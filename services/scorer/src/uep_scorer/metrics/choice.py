@@ -151,6 +151,8 @@ class MultipleChoiceLetter:
 
     name = "multiple_choice_letter"
     version = "1"
+    params = {"choices": "the option letters, as a string or list (default 'ABCD')"}
+    source = "cue-aware letter extraction in the spirit of OpenCompass first_option_postprocess and lm-eval mmlu_generative"
 
     def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:
         """Score one model output; see the class docstring for shapes."""
