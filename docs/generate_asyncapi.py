@@ -40,6 +40,12 @@ def build() -> dict:
         description="Published by the gateway's outbox relay when an evaluation is accepted.",
     )
     broker.publisher(
+        events.Topics.RESCORE_REQUESTED,
+        schema=events.RescoreRequested,
+        title="RescoreRequested",
+        description="Published by the gateway's outbox relay when a rescore of a finished evaluation is requested.",
+    )
+    broker.publisher(
         DEAD_LETTER_TOPIC,
         schema=bytes,
         title="DeadLetter",

@@ -17,6 +17,7 @@ from uep_common.events import (
     ModelTarget,
     OutputGenerated,
     PromptSpec,
+    RescoreRequested,
     SampleDispatched,
     ScoreComputed,
     Topics,
@@ -46,6 +47,7 @@ SAMPLES = [
                   score=1.0, extracted="2", metrics={"exact_match": 1.0, "flag": True}, output="2"),
     EvaluationCompleted(**COMMON, status=EvaluationStatus.completed, summary=SUMMARY),
     JudgeRequested(**ITEM, benchmark_id=B, model_id=M, prompt="p", output="o"),
+    RescoreRequested(**COMMON, rescore_id=S, benchmark_id=B, model_id=M),
 ]
 
 

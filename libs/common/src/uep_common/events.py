@@ -24,6 +24,7 @@ Topics and keys (:data:`TOPICS`)
     ScoreComputed             ``uep.score.computed.v1``             item key
     EvaluationCompleted       ``uep.evaluation.completed.v1``       ``evaluation_id``
     JudgeRequested            ``uep.judge.requested.v1``            item key
+    RescoreRequested          ``uep.rescore.requested.v1``          ``evaluation_id``
     ========================  ====================================  ==========================================
 
     Evaluation-level events are keyed by evaluation so that all lifecycle events of one evaluation stay in
@@ -64,6 +65,7 @@ class Topics:
     SCORE_COMPUTED = "uep.score.computed.v1"
     EVALUATION_COMPLETED = "uep.evaluation.completed.v1"
     JUDGE_REQUESTED = "uep.judge.requested.v1"
+    RESCORE_REQUESTED = "uep.rescore.requested.v1"
 
     @classmethod
     def all(cls) -> list[str]:
@@ -271,6 +273,9 @@ class ScoreComputed(ItemEvent):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     error: ErrorInfo | None = None
+    rescore_id: uuid.UUID | None = Field(
+        None, description="Set when this score re-scores a stored output (POST /v1/evaluations/{id}/rescore)."
+    )
 
 
 class EvaluationSummary(BaseModel):
@@ -321,6 +326,17 @@ class JudgeRequested(ItemEvent):
     output: str | None
 
 
+class RescoreRequested(Event):
+    """Re-score an evaluation's stored outputs with the current metric versions, without calling the model."""
+
+    topic: ClassVar[str] = Topics.RESCORE_REQUESTED
+    key_kind: ClassVar[Literal["evaluation"]] = "evaluation"
+
+    rescore_id: uuid.UUID
+    benchmark_id: uuid.UUID
+    model_id: uuid.UUID
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.__name__: cls
     for cls in (
@@ -330,6 +346,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         ScoreComputed,
         EvaluationCompleted,
         JudgeRequested,
+        RescoreRequested,
     )
 }
 """Event class by the ``uep-event-type`` header value."""

@@ -14,7 +14,7 @@ from uep_common.db.session import make_async_engine, make_sessionmaker
 from uep_common.messaging import make_broker
 from uep_common.outbox import OutboxRelay
 from uep_common.telemetry import setup_telemetry, shutdown_telemetry
-from uep_gateway.api import catalog, evaluations
+from uep_gateway.api import catalog, evaluations, rescores
 from uep_gateway.settings import GatewaySettings
 
 
@@ -82,5 +82,6 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         return JSONResponse({"status": "ready" if ok else "not_ready", "checks": checks}, status_code=200 if ok else 503)
 
     app.include_router(evaluations.router)
+    app.include_router(rescores.router)
     app.include_router(catalog.router)
     return app

@@ -127,3 +127,23 @@ class ModelView(BaseModel):
     decoding_defaults: dict
     supports_logprobs: bool
     created_at: datetime
+
+
+class RescoreView(BaseModel):
+    """A rescore: what changed when stored outputs were scored again with the current metric versions."""
+
+    id: uuid.UUID
+    evaluation_id: uuid.UUID
+    status: str
+    total_items: int
+    done_items: int
+    flipped_items: int
+    to_correct: int
+    to_incorrect: int
+    old_metric_versions: dict
+    new_metric_versions: dict
+    old_summary: EvaluationSummary | None
+    new_summary: EvaluationSummary | None
+    error: str | None
+    requested_at: datetime
+    completed_at: datetime | None

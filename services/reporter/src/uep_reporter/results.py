@@ -175,3 +175,74 @@ async def finish_evaluation(
     )
     add_to_outbox(session, event, trace_headers=trace_context or {})
     return event
+
+
+async def apply_rescores(session: AsyncSession, events: list[ScoreComputed]) -> list[uuid.UUID]:
+    """Apply re-computed scores (``rescore_id`` set): the replaced score goes to ``score_history``, the
+    result row takes the new one, and the rescore counts items done and flipped. A rescore event applied
+    before (same ``rescore_id`` on the row) changes nothing. When the last item of a rescore is in, the
+    evaluation's summary is recomputed and the rescore completed. Returns the rescores completed.
+
+    Must run inside a transaction.
+    """
+    from uep_common.db.models import Rescore, ScoreHistory
+
+    per_rescore: dict[uuid.UUID, list[int]] = defaultdict(lambda: [0, 0, 0, 0])  # done, flipped, +, -
+    versions: dict[uuid.UUID, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for ev in events:
+        row = await session.scalar(
+            select(SampleResult)
+            .where(
+                SampleResult.evaluation_id == ev.evaluation_id,
+                SampleResult.sample_id == ev.sample_id,
+                SampleResult.repeat == ev.repeat,
+                SampleResult.arm == ev.arm,
+            )
+            .with_for_update()
+        )
+        if row is None or row.rescore_id == ev.rescore_id:
+            continue
+        session.add(
+            ScoreHistory(
+                result_id=row.id, evaluation_id=row.evaluation_id, replaced_by_rescore_id=ev.rescore_id,
+                metric_name=row.metric_name, metric_version=row.metric_version, is_correct=row.is_correct,
+                score=row.score, extracted=row.extracted, metrics=row.metrics, error=row.error,
+                scored_at=row.rescored_at or row.created_at,
+            )
+        )
+        counts = per_rescore[ev.rescore_id]
+        counts[0] += 1
+        if row.is_correct != ev.is_correct:
+            counts[1] += 1
+            counts[2] += ev.is_correct is True
+            counts[3] += row.is_correct is True
+        versions[ev.rescore_id][ev.metric_name].add(ev.metric_version)
+        row.is_correct, row.score, row.extracted = ev.is_correct, ev.score, ev.extracted
+        row.metric_name, row.metric_version, row.metrics = ev.metric_name, ev.metric_version, ev.metrics
+        row.error = ev.error.model_dump() if ev.error else None
+        row.rescore_id, row.rescored_at = ev.rescore_id, func.now()
+    await session.flush()
+    completed: list[uuid.UUID] = []
+    for rescore_id in sorted(per_rescore):
+        done, flipped, plus, minus = per_rescore[rescore_id]
+        r = await session.scalar(select(Rescore).where(Rescore.id == rescore_id).with_for_update())
+        if r is None:
+            continue
+        r.done_items += done
+        r.flipped_items += flipped
+        r.to_correct += plus
+        r.to_incorrect += minus
+        merged = {k: set(v) for k, v in (r.new_metric_versions or {}).items()}
+        for name, vs in versions[rescore_id].items():
+            merged.setdefault(name, set()).update(vs)
+        r.new_metric_versions = {k: sorted(v) for k, v in sorted(merged.items())}
+        if r.done_items >= r.total_items and r.status == "pending":
+            summary = await compute_summary(session, r.evaluation_id)
+            r.new_summary = summary.model_dump(mode="json")
+            r.status = "completed"
+            r.completed_at = func.now()
+            await session.execute(
+                update(Evaluation).where(Evaluation.id == r.evaluation_id).values(summary=r.new_summary)
+            )
+            completed.append(rescore_id)
+    return completed

@@ -18,7 +18,7 @@ from uep_common.events import EvaluationCompleted, ScoreComputed, Topics
 from uep_common.messaging import UndecodableEvent, consumer_options, dead_letter, decode_event, raw_records
 from uep_common.outbox import OutboxRelay
 from uep_common.telemetry import context_from_headers, tracer
-from uep_reporter.results import store_scores
+from uep_reporter.results import apply_rescores, store_scores
 from uep_reporter.settings import ReporterSettings
 
 log = logging.getLogger(__name__)
@@ -61,13 +61,16 @@ def register(broker: KafkaBroker, settings: ReporterSettings, sessionmaker, redi
         with _tracer.start_as_current_span("store results", links=links, attributes={"uep.batch_size": len(events)}):
             try:
                 async with sessionmaker() as session, session.begin():
-                    progress = await store_scores(session, events)
+                    progress = await store_scores(session, [e for e in events if e.rescore_id is None])
+                    rescored = await apply_rescores(session, [e for e in events if e.rescore_id is not None])
             except Exception:
                 log.exception("storing %d results failed; the batch will be redelivered", len(events))
                 await asyncio.sleep(1.0)
                 raise
         if any(p.finished for p in progress):
             relay.kick()
+        for rescore_id in rescored:
+            log.info("rescore %s completed", rescore_id)
         for p in progress:
             try:
                 await redis.hset(

@@ -116,5 +116,7 @@ def register(broker: KafkaBroker, settings: SchedulerSettings, scheduler: Schedu
                 ev = decode_event(ScoreComputed, body)
             except UndecodableEvent:
                 continue  # the reporter dead-letters undecodable scores; the lease expires and re-dispatches
+            if ev.rescore_id is not None:
+                continue  # a re-score of a stored output holds no lease
             items.append((ev.evaluation_id, ev.sample_id, ev.repeat, ev.arm))
         await scheduler.on_scored(items)

@@ -12,7 +12,9 @@ def create_app():
     """Build the scorer's FastStream ASGI app."""
     settings = ScorerSettings()
     runtime = ServiceRuntime(settings, use_db=True)
-    register(runtime.broker, settings, ReferenceStore(runtime.sessionmaker, settings.reference_cache_size))
+    register(
+        runtime.broker, settings, ReferenceStore(runtime.sessionmaker, settings.reference_cache_size), runtime.sessionmaker
+    )
     return build_app(runtime), settings
 
 

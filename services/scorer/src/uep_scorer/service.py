@@ -6,77 +6,25 @@ a scoring failure becomes a ScoreComputed with a ``scoring`` error. No output is
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from faststream import AckPolicy
 from faststream.kafka import KafkaBroker, KafkaMessage
 
-from uep_common.events import ErrorInfo, JudgeRequested, OutputGenerated, ScoreComputed, Topics
+from uep_common.events import JudgeRequested, OutputGenerated, RescoreRequested, ScoreComputed, Topics
 from uep_common.messaging import consumer_options, decode_or_dead_letter, publish_event
 from uep_common.telemetry import tracer
-from uep_scorer.metrics import get_metric
 from uep_scorer.references import ReferenceStore
+from uep_scorer.rescoring import rescore
+from uep_scorer.scoring import score_output
 from uep_scorer.settings import ScorerSettings
 
 log = logging.getLogger(__name__)
 _tracer = tracer("uep.scorer")
 
-LABELS = ("extraction", "status")
-"""Categorical details stored with every score (e.g. extraction "no_answer", sandbox "timed_out")."""
 
-
-async def score_output(event: OutputGenerated, refs: ReferenceStore) -> ScoreComputed | JudgeRequested:
-    """Score one output with its benchmark's metric (``config.metric = {name, params}``)."""
-    config, evaluation_type = await refs.benchmark(event.benchmark_id)
-    metric_cfg = config.get("metric") or {}
-    name = metric_cfg.get("name", "unknown")
-    common = {**event.item_fields(), "benchmark_id": event.benchmark_id, "model_id": event.model_id}
-    if evaluation_type != "automatic" and event.error is None:
-        return JudgeRequested(**common, prompt=event.prompt, output=event.output)
-    passthrough = {
-        "output": event.output,
-        "latency_ms": event.latency_ms,
-        "prompt_tokens": event.prompt_tokens,
-        "completion_tokens": event.completion_tokens,
-    }
-    if event.error is not None or event.output is None:
-        error = event.error or ErrorInfo(stage="inference", type="no_output", message="model returned no output")
-        return ScoreComputed(
-            **common, **passthrough, metric_name=name, metric_version="-", is_correct=None, score=None, error=error
-        )
-    try:
-        metric = get_metric(name)
-        reference = await refs.reference(event.sample_id)
-        result = await asyncio.to_thread(metric.score, event.output, reference, metric_cfg.get("params") or {})
-    except Exception as exc:  # noqa: BLE001 - reported on the item, never dropped
-        log.exception("scoring failed for %s", event.item_key())
-        return ScoreComputed(
-            **common,
-            **passthrough,
-            metric_name=name,
-            metric_version="-",
-            is_correct=None,
-            score=None,
-            error=ErrorInfo(stage="scoring", type=type(exc).__name__, message=str(exc)[:2000]),
-        )
-    metrics: dict = {result.name: result.score}
-    metrics.update({k: result.details.get(k) for k in getattr(metric, "submetrics", ())})
-    metrics.update({k: str(result.details[k]) for k in LABELS if k in result.details})
-    return ScoreComputed(
-        **common,
-        **passthrough,
-        metric_name=result.name,
-        metric_version=result.version,
-        is_correct=result.is_correct,
-        score=result.score,
-        extracted=result.extracted,
-        metrics=metrics,
-    )
-
-
-def register(broker: KafkaBroker, settings: ScorerSettings, refs: ReferenceStore) -> None:
-    """Register the scorer's subscriber and publishers on ``broker``."""
+def register(broker: KafkaBroker, settings: ScorerSettings, refs: ReferenceStore, sessionmaker=None) -> None:
+    """Register the scorer's subscribers and publishers on ``broker``."""
     broker.publisher(Topics.SCORE_COMPUTED, schema=ScoreComputed, title="ScoreComputed")
     broker.publisher(Topics.JUDGE_REQUESTED, schema=JudgeRequested, title="JudgeRequested")
 
@@ -95,3 +43,18 @@ def register(broker: KafkaBroker, settings: ScorerSettings, refs: ReferenceStore
         with _tracer.start_as_current_span("score sample", attributes={"uep.item": event.item_key()}):
             out = await score_output(event, refs)
             await publish_event(broker, out)
+
+    @broker.subscriber(
+        Topics.RESCORE_REQUESTED,
+        **consumer_options(settings, "scorer.rescore"),
+        ack_policy=AckPolicy.NACK_ON_ERROR,
+        title="scorer:RescoreRequested",
+        description="Scores an evaluation's stored outputs again with the current metric versions.",
+    )
+    async def on_rescore(msg: KafkaMessage) -> None:
+        event = await decode_or_dead_letter(broker, RescoreRequested, msg, Topics.RESCORE_REQUESTED)
+        if event is None:
+            return
+        with _tracer.start_as_current_span("rescore", attributes={"uep.rescore_id": str(event.rescore_id)}):
+            n = await rescore(event, sessionmaker, refs, broker)
+        log.info("rescore %s of evaluation %s: %d items re-scored", event.rescore_id, event.evaluation_id, n)

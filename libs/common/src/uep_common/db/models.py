@@ -1,7 +1,8 @@
 """SQLAlchemy 2.0 models: the system of record of uep (PostgreSQL).
 
 Tables: tenants, benchmarks, samples, models, evaluations, sample_leases (scheduler-owned dispatch state),
-sample_results (reporter-owned results, unique per item), outbox (transactional outbox).
+sample_results (reporter-owned results, unique per item), rescores and score_history (re-scoring and the
+scores it replaced), outbox (transactional outbox).
 Schema changes go through Alembic migrations in ``uep_common/db/migrations``.
 """
 
@@ -236,7 +237,58 @@ class SampleResult(Base):
     )
     attempt: Mapped[int] = mapped_column(Integer, nullable=False, default=1)
     score_event_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False)
+    rescore_id: Mapped[uuid.UUID | None] = mapped_column(
+        UUID(as_uuid=True), doc="The last rescore applied to this row (idempotency of rescoring)."
+    )
+    rescored_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = _created()
+
+
+RESCORE_STATUSES = ("pending", "completed", "failed")
+
+
+class Rescore(Base):
+    """A request to re-score an evaluation's stored outputs with the current metric versions, and what
+    changed: items flipped (to correct / to incorrect), the summary before and after, metric versions."""
+
+    __tablename__ = "rescores"
+    __table_args__ = (CheckConstraint(_in("status", RESCORE_STATUSES), name="ck_rescores_status"),)
+    id: Mapped[uuid.UUID] = _uuid_pk()
+    evaluation_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("evaluations.id", ondelete="CASCADE"), nullable=False, index=True
+    )
+    status: Mapped[str] = mapped_column(String(20), nullable=False, default="pending")
+    total_items: Mapped[int] = mapped_column(Integer, nullable=False)
+    done_items: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    flipped_items: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    to_correct: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    to_incorrect: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    old_summary: Mapped[dict | None] = mapped_column(JSONB(none_as_null=True))
+    new_summary: Mapped[dict | None] = mapped_column(JSONB(none_as_null=True))
+    old_metric_versions: Mapped[dict] = mapped_column(JSONB, nullable=False, default=dict)
+    new_metric_versions: Mapped[dict] = mapped_column(JSONB, nullable=False, default=dict)
+    error: Mapped[str | None] = mapped_column(Text)
+    requested_at: Mapped[datetime] = _created()
+    completed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class ScoreHistory(Base):
+    """A score that a rescore replaced: kept forever, so every verdict an item ever had can be traced."""
+
+    __tablename__ = "score_history"
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    result_id: Mapped[int] = mapped_column(ForeignKey("sample_results.id", ondelete="CASCADE"), nullable=False, index=True)
+    evaluation_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False, index=True)
+    replaced_by_rescore_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("rescores.id", ondelete="CASCADE"), nullable=False)
+    metric_name: Mapped[str | None] = mapped_column(String(100))
+    metric_version: Mapped[str | None] = mapped_column(String(20))
+    is_correct: Mapped[bool | None] = mapped_column(Boolean)
+    score: Mapped[float | None] = mapped_column(Float)
+    extracted: Mapped[str | None] = mapped_column(Text)
+    metrics: Mapped[dict] = mapped_column(JSONB, nullable=False, default=dict)
+    error: Mapped[dict | None] = mapped_column(JSONB(none_as_null=True))
+    scored_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    replaced_at: Mapped[datetime] = _created()
 
 
 class OutboxMessage(Base):
