@@ -111,7 +111,7 @@ def main() -> int:
     import uep_stack
     from uep_common.builtin.catalog import BENCHMARKS
     from uep_common.builtin.datasets import load_mmlu
-    from uep_inference.prompts import render_prompt
+    from uep_common.prompts import render_prompt
 
     template = next(b for b in BENCHMARKS if b.slug == "mmlu").config["prompt"]["template"]
     prompts = [render_prompt(template, it.input) for it in load_mmlu()[: args.n]]

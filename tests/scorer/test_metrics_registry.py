@@ -14,12 +14,25 @@ from uep_scorer.metrics import (
 )
 
 
-def test_available_metrics_lists_the_three_families_sorted():
-    assert available_metrics() == [
-        "gsm8k_numeric_exact_match",
-        "humaneval_pass_at_1",
-        "multiple_choice_letter",
-    ]
+EXPECTED = [
+    "bleu",
+    "chrf",
+    "contains",
+    "exact_match",
+    "fuzzy_match",
+    "gsm8k_numeric_exact_match",
+    "humaneval_pass_at_1",
+    "label_match",
+    "loglik_multiple_choice",
+    "multiple_choice_letter",
+    "pass_at_k",
+    "regex_match",
+    "rouge",
+]
+
+
+def test_available_metrics_lists_the_catalogue_sorted():
+    assert available_metrics() == EXPECTED
 
 
 @pytest.mark.parametrize("name", available_metrics())
@@ -32,12 +45,11 @@ def test_get_metric_returns_a_named_versioned_metric(name):
 
 def test_unknown_metric_is_a_key_error_naming_it_and_the_known_ones():
     with pytest.raises(KeyError) as info:
-        get_metric("bleu")
+        get_metric("meteor")
     err = info.value
     assert isinstance(err, UnknownMetricError)
     assert str(err) == (
-        "unknown metric 'bleu'; known metrics: "
-        "gsm8k_numeric_exact_match, humaneval_pass_at_1, multiple_choice_letter"
+        "unknown metric 'meteor'; known metrics: " + ", ".join(EXPECTED)
     )
 
 

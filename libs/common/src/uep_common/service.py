@@ -50,6 +50,9 @@ class ServiceRuntime:
     sessionmaker: async_sessionmaker[AsyncSession] | None = field(init=False, default=None)
     redis: object | None = field(init=False, default=None)
     ready_checks: dict[str, ReadyCheck] = field(init=False, default_factory=dict)
+    started: bool = field(init=False, default=False)
+    """True once the broker and every start-up hook have run (FastStream's ASGI lifespan lets the HTTP
+    server answer before that, so readiness must not rely on the server answering)."""
 
     def __post_init__(self) -> None:
         logging.basicConfig(
@@ -79,7 +82,7 @@ class ServiceRuntime:
 
     async def readiness(self) -> dict[str, bool]:
         """Run every readiness check with a 3 s timeout; a check that raises counts as not ready."""
-        results: dict[str, bool] = {}
+        results: dict[str, bool] = {"started": self.started}
         for name, check in self.ready_checks.items():
             try:
                 results[name] = bool(await asyncio.wait_for(check(), 3.0))
@@ -101,7 +104,10 @@ def build_app(
     on_startup: list[Callable[[], Awaitable[None]]] | None = None,
     on_shutdown: list[Callable[[], Awaitable[None]]] | None = None,
 ) -> AsgiFastStream:
-    """FastStream ASGI app with ``/healthz`` and ``/readyz`` (JSON: each check's result; 503 if any fails)."""
+    """FastStream ASGI app with ``/healthz`` and ``/readyz`` (JSON: each check's result; 503 if any fails).
+
+    ``on_startup`` hooks run after the broker has started; ``/readyz`` reports ready only after all of them.
+    """
 
     @get
     async def healthz(scope):  # noqa: ARG001
@@ -117,10 +123,13 @@ def build_app(
     async def _close() -> None:
         await runtime.close()
 
+    async def _mark_started() -> None:
+        runtime.started = True
+
     return AsgiFastStream(
         runtime.broker,
         asgi_routes=[("/healthz", healthz), ("/readyz", readyz)],
-        after_startup=list(on_startup or []),
+        after_startup=[*(on_startup or []), _mark_started],
         on_shutdown=list(on_shutdown or []),
         after_shutdown=[_close],
     )

@@ -14,7 +14,7 @@ from uep_common.db.session import make_async_engine, make_sessionmaker
 from uep_common.messaging import make_broker
 from uep_common.outbox import OutboxRelay
 from uep_common.telemetry import setup_telemetry, shutdown_telemetry
-from uep_gateway.api import catalog, evaluations, rescores
+from uep_gateway.api import catalog, evaluations, rescores, uploads
 from uep_gateway.settings import GatewaySettings
 
 
@@ -53,10 +53,12 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     @app.middleware("http")
     async def limit_body_size(request: Request, call_next):
         length = request.headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > settings.max_request_bytes):
+        upload = request.method == "POST" and request.url.path == "/v1/benchmarks"
+        limit = settings.max_upload_bytes + 65_536 if upload else settings.max_request_bytes
+        if length is not None and (not length.isdigit() or int(length) > limit):
             return JSONResponse(
                 status_code=413,
-                content={"detail": [{"loc": ["body"], "msg": f"request body larger than {settings.max_request_bytes} bytes", "type": "too_large"}]},
+                content={"detail": [{"loc": ["body"], "msg": f"request body larger than {limit} bytes", "type": "too_large"}]},
             )
         return await call_next(request)
 
@@ -84,4 +86,5 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     app.include_router(evaluations.router)
     app.include_router(rescores.router)
     app.include_router(catalog.router)
+    app.include_router(uploads.router)
     return app

@@ -5,9 +5,11 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
-from uep_common.events import EvaluationSummary, Priority
+from uep_common.events import EvaluationSummary, Priority, PromptSpec
 
 
 class EvaluationCreate(BaseModel):
@@ -147,3 +149,50 @@ class RescoreView(BaseModel):
     error: str | None
     requested_at: datetime
     completed_at: datetime | None
+
+
+class MetricRef(BaseModel):
+    """The metric a benchmark is scored with (a name from ``GET /v1/metrics``) and its parameters."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=100)
+    params: dict = Field(default_factory=dict)
+
+
+class BenchmarkSpec(BaseModel):
+    """The ``spec`` form field of ``POST /v1/benchmarks`` (JSON)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    slug: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]{1,99}$", description="URL-safe name; versions share it.")
+    name: str = Field(min_length=1, max_length=200)
+    description: str = Field("", max_length=5000)
+    category: Literal["nlp", "code", "math", "reasoning", "safety", "custom"] = "custom"
+    status: Literal["active", "draft"] = "active"
+    evaluation_type: Literal["automatic"] = Field("automatic", description="judge/human types arrive with the judge issue")
+    capability_dimensions: list[str] = Field(default_factory=list, max_length=20)
+    language: str = Field("en", pattern=r"^[a-z]{2,3}(-[A-Za-z]{2,4})?$")
+    prompt: PromptSpec
+    metric: MetricRef
+    license: str | None = Field(None, max_length=200)
+    source: str | None = Field(None, max_length=2000)
+
+
+class SampleView(BaseModel):
+    """A sample in a benchmark preview, with the prompt its template renders."""
+
+    ordinal: int
+    external_id: str | None
+    input: dict
+    reference: dict
+    prompt: str
+
+
+class MetricView(BaseModel):
+    """A metric the scorer registered."""
+
+    name: str
+    version: str
+    params: dict
+    source: str

@@ -19,7 +19,7 @@ from uep_common.events import ErrorInfo, OutputGenerated, SampleDispatched, Topi
 from uep_common.messaging import consumer_options, decode_or_dead_letter, publish_event
 from uep_common.telemetry import tracer
 from uep_inference.backends import BackendError, Backends
-from uep_inference.prompts import PromptRenderError, render_prompt
+from uep_common.prompts import PromptRenderError, render_prompt
 from uep_inference.settings import InferenceSettings
 
 log = logging.getLogger(__name__)

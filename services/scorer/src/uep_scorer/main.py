@@ -1,6 +1,9 @@
 """``uep-scorer``: the scorer service process (health on port 8093 by default)."""
 
+import logging
+
 from uep_common.service import ServiceRuntime, build_app, serve
+from uep_scorer.catalog import register_catalogue
 from uep_scorer.references import ReferenceStore
 from uep_scorer.service import register
 from uep_scorer.settings import ScorerSettings
@@ -15,7 +18,12 @@ def create_app():
     register(
         runtime.broker, settings, ReferenceStore(runtime.sessionmaker, settings.reference_cache_size), runtime.sessionmaker
     )
-    return build_app(runtime), settings
+
+    async def publish_catalogue() -> None:
+        n = await register_catalogue(runtime.sessionmaker)
+        logging.getLogger(__name__).info("metric catalogue registered: %d metrics", n)
+
+    return build_app(runtime, on_startup=[publish_catalogue]), settings
 
 
 def main() -> None:

@@ -1,36 +1,23 @@
 """Register the default tenant, the built-in benchmarks and the local Triton models (idempotent).
 
-A benchmark version is the SHA-256 of its canonical JSON content (config + every sample's external id,
-input and reference), so seeding twice, or on another machine, yields the same version and no new rows.
+A benchmark version is its content hash (:func:`uep_common.benchmarks.content_hash`), so seeding twice, or
+on another machine, yields the same version and no new rows.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
+from uep_common.benchmarks import content_hash
 from uep_common.builtin import catalog, datasets
 from uep_common.db.models import Benchmark, Model, Sample, Tenant
 from uep_common.db.session import make_sync_engine
 from uep_common.settings import CommonSettings
 
 DEFAULT_TENANT_SLUG = "default"
-
-
-def content_hash(config: dict, items: list[datasets.DatasetItem]) -> str:
-    """SHA-256 hex of the canonical JSON of ``config`` and the items (sorted keys, no whitespace)."""
-    h = hashlib.sha256()
-    h.update(json.dumps(config, sort_keys=True, separators=(",", ":")).encode())
-    for it in items:
-        h.update(b"\n")
-        h.update(
-            json.dumps([it.external_id, it.input, it.reference], sort_keys=True, separators=(",", ":")).encode()
-        )
-    return h.hexdigest()
 
 
 def triton_endpoint() -> str:

@@ -291,6 +291,20 @@ class ScoreHistory(Base):
     replaced_at: Mapped[datetime] = _created()
 
 
+class MetricCatalogEntry(Base):
+    """A metric the scorer can compute, registered by the scorer at start-up (the scorer owns the registry;
+    the gateway reads this table to validate benchmark configs and to list metrics)."""
+
+    __tablename__ = "metric_catalog"
+    name: Mapped[str] = mapped_column(String(100), primary_key=True)
+    version: Mapped[str] = mapped_column(String(20), nullable=False)
+    params: Mapped[dict] = mapped_column(JSONB, nullable=False, default=dict)
+    source: Mapped[str] = mapped_column(Text, nullable=False, default="")
+    registered_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now(), onupdate=func.now(), nullable=False
+    )
+
+
 class OutboxMessage(Base):
     """Transactional outbox: an event written in the same transaction as the state it announces.
 

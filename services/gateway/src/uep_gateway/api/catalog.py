@@ -13,6 +13,14 @@ from uep_gateway.schemas import BenchmarkView, ModelView
 router = APIRouter(prefix="/v1", tags=["catalogue"])
 
 
+def benchmark_view(b: Benchmark) -> BenchmarkView:
+    """The catalogue view of a benchmark row."""
+    return BenchmarkView(
+        **{k: getattr(b, k) for k in BenchmarkView.model_fields if k != "metric"},
+        metric=(b.config.get("metric") or {}).get("name"),
+    )
+
+
 @router.get("/benchmarks", response_model=list[BenchmarkView])
 async def list_benchmarks(
     status: str | None = Query(None, pattern="^(" + "|".join(BENCHMARK_STATUSES) + ")$"),
@@ -22,13 +30,7 @@ async def list_benchmarks(
     q = select(Benchmark).order_by(Benchmark.slug, Benchmark.created_at.desc())
     if status:
         q = q.where(Benchmark.status == status)
-    return [
-        BenchmarkView(
-            **{k: getattr(b, k) for k in BenchmarkView.model_fields if k != "metric"},
-            metric=(b.config.get("metric") or {}).get("name"),
-        )
-        for b in await session.scalars(q)
-    ]
+    return [benchmark_view(b) for b in await session.scalars(q)]
 
 
 @router.get("/models", response_model=list[ModelView])

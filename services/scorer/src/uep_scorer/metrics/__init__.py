@@ -14,9 +14,16 @@ its rule and where the rule comes from.
 from __future__ import annotations
 
 from .base import Metric, MetricInputError, MetricResult
+from .bleu import SentenceBleu, SentenceChrf
 from .choice import MultipleChoiceLetter
+from .classification import LabelMatch
+from .fuzzy import FuzzyMatch
 from .gsm8k import Gsm8kNumericExactMatch
 from .humaneval import HumanEvalPassAt1
+from .loglik import LoglikMultipleChoice
+from .match import Contains, ExactMatch, RegexMatch
+from .passk import PassAtK
+from .rouge import Rouge
 
 __all__ = [
     "Metric",
@@ -28,7 +35,22 @@ __all__ = [
 ]
 
 _REGISTRY: dict[str, Metric] = {
-    m.name: m for m in (Gsm8kNumericExactMatch(), MultipleChoiceLetter(), HumanEvalPassAt1())
+    m.name: m
+    for m in (
+        Gsm8kNumericExactMatch(),
+        MultipleChoiceLetter(),
+        HumanEvalPassAt1(),
+        PassAtK(),
+        LabelMatch(),
+        LoglikMultipleChoice(),
+        ExactMatch(),
+        Contains(),
+        RegexMatch(),
+        FuzzyMatch(),
+        SentenceBleu(),
+        SentenceChrf(),
+        Rouge(),
+    )
 }
 
 

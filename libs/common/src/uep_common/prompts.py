@@ -1,4 +1,5 @@
-"""Prompt rendering: a benchmark's Jinja2 template over a sample's input fields.
+"""Prompt rendering: a benchmark's Jinja2 template over a sample's input fields (used by the inference
+service, and by the gateway to check an uploaded benchmark's template against every row).
 
 Templates run in Jinja2's ``SandboxedEnvironment`` (benchmark authors are users, not operators) with
 ``StrictUndefined``, so a template naming a field the sample lacks fails loudly instead of rendering "".

@@ -1,0 +1,27 @@
+"""Benchmark versions: a version is the SHA-256 of the benchmark's canonical content."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from typing import Protocol
+
+
+class Item(Protocol):
+    """What the hash reads of a sample (DatasetItem and uploaded rows both have these)."""
+
+    external_id: str | None
+    input: dict
+    reference: dict
+
+
+def content_hash(config: dict, items: Iterable[Item]) -> str:
+    """SHA-256 hex of the canonical JSON (sorted keys, no whitespace) of ``config`` followed by each item's
+    ``[external_id, input, reference]``, one per line, in order. Same content → same version."""
+    h = hashlib.sha256()
+    h.update(json.dumps(config, sort_keys=True, separators=(",", ":")).encode())
+    for it in items:
+        h.update(b"\n")
+        h.update(json.dumps([it.external_id, it.input, it.reference], sort_keys=True, separators=(",", ":")).encode())
+    return h.hexdigest()

@@ -1,0 +1,32 @@
+"""Publish the scorer's metric registry to PostgreSQL (table ``metric_catalog``) at start-up, so the gateway
+can validate benchmark configs and list metrics without importing the scorer."""
+
+from __future__ import annotations
+
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from uep_common.db.models import MetricCatalogEntry
+from uep_scorer.metrics import available_metrics, get_metric
+
+
+def catalogue_rows() -> list[dict]:
+    """One row per registered metric: name, version, params (name → description), source."""
+    rows = []
+    for name in available_metrics():
+        m = get_metric(name)
+        rows.append({"name": name, "version": m.version, "params": dict(m.params), "source": m.source})
+    return rows
+
+
+async def register_catalogue(sessionmaker: async_sessionmaker[AsyncSession]) -> int:
+    """Upsert every metric of this scorer build into ``metric_catalog``; returns how many."""
+    rows = catalogue_rows()
+    stmt = pg_insert(MetricCatalogEntry).values(rows)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=["name"],
+        set_={"version": stmt.excluded.version, "params": stmt.excluded.params, "source": stmt.excluded.source},
+    )
+    async with sessionmaker() as s, s.begin():
+        await s.execute(stmt)
+    return len(rows)

@@ -1,0 +1,98 @@
+"""``fuzzy_match``: string similarity with rapidfuzz, thresholded.
+
+Rule: after the normalisation of :mod:`uep_scorer.metrics.normalize` (same params as
+``exact_match``; by default only whitespace is collapsed), each reference is compared with
+``rapidfuzz.fuzz.ratio`` (normalised Indel similarity of the *full* strings, 0-100; rapidfuzz >= 3
+applies no preprocessing of its own). The best reference counts: ``score = best / 100`` and the output
+is correct iff ``best >= threshold`` (default 90, inclusive).
+
+``partial: true`` uses ``fuzz.partial_ratio`` (best alignment of the shorter string inside the longer
+one) instead, but **only** for a reference of at least ``min_reference_length`` characters (default
+20, after normalisation): a short reference such as ``"a"`` or ``"42"`` would otherwise score 100
+against almost any output that contains it. A shorter reference falls back to the full ``ratio`` and
+``details`` says so.
+
+Source: rapidfuzz ``fuzz.ratio`` / ``fuzz.partial_ratio`` (Indel distance, as python-Levenshtein /
+fuzzywuzzy).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rapidfuzz import fuzz
+
+from .base import MetricInputError, MetricResult
+from .normalize import NORMALIZATION_PARAMS, normalization_options, normalize_text, reference_answers
+
+
+def _number(params: dict[str, Any], name: str, default: float, low: float, high: float) -> float:
+    value = params.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+        raise MetricInputError(f"param {name!r} must be a number in [{low:g}, {high:g}]; got {value!r}")
+    return float(value)
+
+
+class FuzzyMatch:
+    """``fuzzy_match``: rapidfuzz similarity of output and reference reaches ``threshold``.
+
+    Reference: ``{"answer": str}`` or ``{"answers": [...]}`` (the most similar one counts). Params:
+    ``threshold`` (0-100, default 90), ``partial`` (default false), ``min_reference_length`` (default
+    20), plus the normalisation options. Result: binary ``is_correct``, but ``score`` is the
+    similarity / 100 (e.g. 0.93), not 1.0/0.0. ``extracted`` is the normalised output. ``details``:
+    ``ratio`` (best, 0-100), ``method`` (``"ratio"`` or ``"partial_ratio"`` for the best reference),
+    ``matched_reference`` (best reference text), ``threshold``, ``partial_fallback`` (true when
+    ``partial`` was asked for but the best reference was shorter than ``min_reference_length``, so the
+    full ``ratio`` was used), ``normalization``.
+
+    Raises:
+        MetricInputError: missing/non-text references, or a bad ``threshold``/``partial``/
+            ``min_reference_length``/normalisation param (the message names it).
+    """
+
+    name = "fuzzy_match"
+    version = "1"
+    params = {
+        "threshold": "minimum similarity 0-100 for a correct answer, inclusive (default 90)",
+        "partial": "use fuzz.partial_ratio for references of at least min_reference_length chars (default false)",
+        "min_reference_length": "shortest reference (characters) for which partial applies (default 20)",
+        **NORMALIZATION_PARAMS,
+    }
+    source = "rapidfuzz fuzz.ratio / fuzz.partial_ratio (normalised Indel similarity)"
+
+    def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:
+        """Score one model output; see the class docstring for shapes."""
+        threshold = _number(params, "threshold", 90.0, 0.0, 100.0)
+        partial = params.get("partial", False)
+        if not isinstance(partial, bool):
+            raise MetricInputError(f"param 'partial' must be true or false; got {partial!r}")
+        min_len = params.get("min_reference_length", 20)
+        if isinstance(min_len, bool) or not isinstance(min_len, int) or min_len < 0:
+            raise MetricInputError(f"param 'min_reference_length' must be an integer >= 0; got {min_len!r}")
+        options = normalization_options(params)
+        refs = reference_answers(reference)
+        prediction = normalize_text(output or "", options)
+
+        best: tuple[float, int, str, bool] | None = None  # (ratio, index, method, fell_back)
+        for i, ref in enumerate(refs):
+            norm = normalize_text(ref, options)
+            use_partial = partial and len(norm) >= min_len
+            ratio = (fuzz.partial_ratio if use_partial else fuzz.ratio)(prediction, norm)
+            if best is None or ratio > best[0]:
+                best = (ratio, i, "partial_ratio" if use_partial else "ratio", partial and not use_partial)
+        assert best is not None  # reference_answers never returns an empty list when required
+        ratio, index, method, fell_back = best
+        details: dict[str, Any] = {
+            "ratio": ratio,
+            "method": method,
+            "matched_reference": refs[index],
+            "threshold": threshold,
+            "partial_fallback": fell_back,
+            "normalization": options.describe(),
+        }
+        if fell_back:
+            details["partial_fallback_reason"] = (
+                f"reference shorter than min_reference_length={min_len}; full ratio used"
+            )
+        # Binary verdict, graded score (not binary_result's 1.0/0.0).
+        return MetricResult(self.name, self.version, ratio >= threshold, ratio / 100.0, prediction, details)

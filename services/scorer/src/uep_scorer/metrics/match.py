@@ -1,0 +1,181 @@
+"""String-match metrics: ``exact_match``, ``contains`` and ``regex_match``.
+
+All three are binary and share the answer normalisation of :mod:`uep_scorer.metrics.normalize`
+(params ``ignore_case``, ``ignore_punctuation``, ``ignore_articles``, ``ignore_whitespace`` (default
+on), ``regexes_to_ignore``, ``squad``), applied identically to the output and to every reference.
+
+Sources: ``exact_match`` follows lm-evaluation-harness / HF ``evaluate``'s ``exact_match`` options
+(``regexes_to_ignore``, ``ignore_case``, ``ignore_punctuation``) and, with ``squad: true``, SQuAD v1.1's
+``normalize_answer`` + ``==`` (Rajpurkar et al. 2016); ``regex_match`` reads the answer like
+lm-eval's ``RegexFilter`` (first match of the pattern, its capture group).
+
+References are ``{"answer": str}`` or ``{"answers": [str, ...]}``: the output is correct if it matches
+any reference.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .base import MetricInputError, MetricResult, binary_result
+from .normalize import NORMALIZATION_PARAMS, normalization_options, normalize_text, reference_answers
+
+
+def _first_match(prediction: str, normalized_refs: list[str], test: Any) -> int | None:
+    """Index of the first reference for which ``test(prediction, reference)`` holds, or None."""
+    return next((i for i, ref in enumerate(normalized_refs) if test(prediction, ref)), None)
+
+
+class ExactMatch:
+    """``exact_match``: the normalised output equals a normalised reference.
+
+    Reference: ``{"answer": "Paris"}`` or ``{"answers": ["Paris", "paris, France"]}``. Params: the
+    normalisation options (all default false except ``ignore_whitespace``; ``squad: true`` is
+    SQuAD's ``normalize_answer``). ``extracted`` is the normalised output. ``details``:
+    ``prediction`` (normalised output), ``matched_reference`` (the original text of the first
+    reference that matched, or ``None``), ``matched_index``, ``normalization`` (the options used).
+
+    Example: ``"The  Cat!"`` vs ``{"answer": "cat"}`` with ``{"squad": true}`` -> correct.
+
+    Raises:
+        MetricInputError: missing/non-text references or malformed normalisation params.
+    """
+
+    name = "exact_match"
+    version = "1"
+    params = dict(NORMALIZATION_PARAMS)
+    source = "lm-evaluation-harness / HF evaluate exact_match options; SQuAD v1.1 normalize_answer (Rajpurkar et al. 2016)"
+
+    def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:
+        """Score one model output; see the class docstring for shapes."""
+        options = normalization_options(params)
+        refs = reference_answers(reference)
+        prediction = normalize_text(output or "", options)
+        index = _first_match(prediction, [normalize_text(r, options) for r in refs], str.__eq__)
+        details = {
+            "prediction": prediction,
+            "matched_reference": None if index is None else refs[index],
+            "matched_index": index,
+            "normalization": options.describe(),
+        }
+        return binary_result(self, correct=index is not None, extracted=prediction, details=details)
+
+
+class Contains:
+    """``contains``: a normalised reference occurs as a substring of the normalised output.
+
+    Same reference shapes, params and ``details`` as ``exact_match``. Plain substring test: no word
+    boundaries, so ``"4"`` occurs in ``"14"`` and ``"cat"`` in ``"concatenate"`` (use ``regex_match``
+    with ``\\b`` for whole words).
+
+    Raises:
+        MetricInputError: as ``exact_match``, and a reference that is empty after normalisation
+            (the empty string occurs in every output, so the verdict would be meaningless).
+    """
+
+    name = "contains"
+    version = "1"
+    params = dict(NORMALIZATION_PARAMS)
+    source = "substring match after lm-eval / SQuAD-style normalisation"
+
+    def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:
+        """Score one model output; see the class docstring for shapes."""
+        options = normalization_options(params)
+        refs = reference_answers(reference)
+        normalized = [normalize_text(r, options) for r in refs]
+        for raw, norm in zip(refs, normalized):
+            if not norm:
+                raise MetricInputError(f"contains: reference {raw!r} is empty after normalisation")
+        prediction = normalize_text(output or "", options)
+        index = _first_match(prediction, normalized, lambda c, r: r in c)
+        details = {
+            "prediction": prediction,
+            "matched_reference": None if index is None else refs[index],
+            "matched_index": index,
+            "normalization": options.describe(),
+        }
+        return binary_result(self, correct=index is not None, extracted=prediction, details=details)
+
+
+_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE, "a": re.ASCII}
+
+
+def _compile_pattern(params: dict[str, Any]) -> re.Pattern[str]:
+    pattern = params.get("pattern")
+    if not isinstance(pattern, str) or not pattern:
+        raise MetricInputError(f"regex_match needs param 'pattern' (a non-empty regex string); got {pattern!r}")
+    flags_param = params.get("flags", "")
+    if not isinstance(flags_param, str) or any(f not in _FLAGS for f in flags_param):
+        raise MetricInputError(f"param 'flags' must be a string of the letters {''.join(_FLAGS)}; got {flags_param!r}")
+    flags = 0
+    for letter in flags_param:
+        flags |= _FLAGS[letter]
+    try:
+        return re.compile(pattern, flags)
+    except re.error as exc:
+        raise MetricInputError(f"param 'pattern' is not a valid regex ({exc}): {pattern!r}") from exc
+
+
+class RegexMatch:
+    """``regex_match``: the pattern is found in the output, or what it captures equals the answer.
+
+    Params: ``pattern`` (required), ``flags`` (letters of ``imsxa`` = IGNORECASE, MULTILINE, DOTALL,
+    VERBOSE, ASCII; default none) and the normalisation options of ``exact_match``.
+
+    Rule (``re.search``, i.e. the **first** match, as lm-eval's ``RegexFilter`` with its defaults):
+
+    * The *extracted* text is the group named ``answer`` if the pattern has one, else group 1 if the
+      pattern has any group, else the whole match.
+    * Reference without answers (``{}``): correct iff the pattern matches (a format check).
+    * Reference ``{"answer": ...}`` / ``{"answers": [...]}``: correct iff the pattern matches and the
+      extracted text equals a reference after normalisation (so ``pattern: "answer is (\\\\w+)"`` reads
+      the answer and compares it like ``exact_match``). A group that did not take part in the match
+      extracts nothing (wrong).
+
+    ``details``: ``matched`` (bool), ``span`` (of the match, or ``None``), ``prediction`` (the
+    normalised extracted text), ``matched_reference``, ``mode`` (``"search"`` or ``"compare"``).
+
+    Raises:
+        MetricInputError: ``pattern`` missing or invalid, bad ``flags`` or normalisation params,
+            malformed answers (each message names the param).
+    """
+
+    name = "regex_match"
+    version = "1"
+    params = {
+        "pattern": "regex searched in the output (required); its 'answer' group or group 1 is the extracted answer",
+        "flags": "regex flags as letters of 'imsxa', e.g. 'i' (default '')",
+        **NORMALIZATION_PARAMS,
+    }
+    source = "Python re.search, first match and capture group as lm-evaluation-harness RegexFilter"
+
+    def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:
+        """Score one model output; see the class docstring for shapes."""
+        pattern = _compile_pattern(params)
+        options = normalization_options(params)
+        refs = reference_answers(reference, required=False)
+        match = pattern.search(output or "")
+        details: dict[str, Any] = {
+            "mode": "compare" if refs else "search",
+            "matched": match is not None,
+            "span": None if match is None else list(match.span()),
+        }
+        if match is None:
+            extracted = None
+        elif "answer" in pattern.groupindex:
+            extracted = match.group("answer")
+        else:
+            extracted = match.group(1) if pattern.groups else match.group(0)
+        if not refs:
+            return binary_result(self, correct=match is not None, extracted=extracted, details=details)
+        prediction = None if extracted is None else normalize_text(extracted, options)
+        index = None
+        if prediction is not None:
+            index = _first_match(prediction, [normalize_text(r, options) for r in refs], str.__eq__)
+        details.update(
+            prediction=prediction,
+            matched_reference=None if index is None else refs[index],
+            normalization=options.describe(),
+        )
+        return binary_result(self, correct=index is not None, extracted=extracted, details=details)

@@ -1,0 +1,110 @@
+"""Custom benchmarks through the gateway: upload (JSONL, CSV, Parquet), versioning by content hash,
+row errors naming line and field, preview, and a run through the whole pipeline."""
+
+import io
+import json
+import uuid
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from sqlalchemy import text
+
+from .helpers import all_results, submit, wait_done
+
+
+def spec(slug: str, metric: str = "exact_match", params: dict | None = None, template: str = "{{ question }}") -> str:
+    return json.dumps({
+        "slug": slug, "name": f"Custom {slug}", "category": "custom", "capability_dimensions": ["test"],
+        "prompt": {"template": template, "max_tokens": 32}, "metric": {"name": metric, "params": params or {}},
+    })
+
+
+def upload(gateway, slug_spec: str, content: bytes, filename: str):
+    return gateway.post("/v1/benchmarks", data={"spec": slug_spec}, files={"file": (filename, content)})
+
+
+def _count(db) -> int:
+    with db.connect() as c:
+        return c.execute(text("SELECT count(*) FROM benchmarks")).scalar()
+
+
+def test_custom_jsonl_runs_through_the_pipeline(gateway):
+    """The oracle answers unknown prompts "I do not know." (deploy/model-server/README.md), so with exact
+    match against these references the verdicts are [True, True, False]."""
+    slug = f"custom-{uuid.uuid4().hex[:8]}"
+    rows = [
+        {"id": "r1", "input": {"question": "Who wrote the unwritten book?"}, "reference": "I do not know."},
+        {"id": "r2", "input": {"question": "What colour is a zorblat?"}, "reference": {"answer": "I do not know."}},
+        {"id": "r3", "input": {"question": "Is this a trick?"}, "reference": "yes"},
+    ]
+    r = upload(gateway, spec(slug), "\n".join(json.dumps(x) for x in rows).encode(), "data.jsonl")
+    assert r.status_code == 201, r.text
+    bench = r.json()
+    assert (bench["slug"], bench["sample_count"], bench["is_builtin"], bench["metric"]) == (slug, 3, False, "exact_match")
+    again = upload(gateway, spec(slug), "\n".join(json.dumps(x) for x in rows).encode(), "data.jsonl")
+    assert again.status_code == 200 and again.json()["id"] == bench["id"] and again.json()["version"] == bench["version"]
+
+    preview = gateway.get(f"/v1/benchmarks/{slug}/samples", params={"limit": 2}).json()
+    assert [(p["external_id"], p["prompt"]) for p in preview] == [("r1", "Who wrote the unwritten book?"), ("r2", "What colour is a zorblat?")]
+
+    evaluation_id = submit(gateway, benchmark=slug, model="uep-oracle")
+    final = wait_done(gateway, evaluation_id)
+    assert final["status"] == "completed" and final["summary"]["correct"] == 2 and final["summary"]["n"] == 3
+    assert [x["is_correct"] for x in all_results(gateway, evaluation_id)] == [True, True, False]
+
+
+def test_embedded_llm_on_a_custom_question(gateway):
+    """SmolLM2-135M-Instruct answers "The capital of France is Paris." to this prompt (greedy; checked in
+    tests/model_server), so `contains` with ignore_case marks it correct."""
+    slug = f"capitals-{uuid.uuid4().hex[:8]}"
+    content = b"question,answer\nWhat is the capital of France? Answer in one word.,paris\n"
+    r = upload(gateway, spec(slug, "contains", {"ignore_case": True}), content, "capitals.csv")
+    assert r.status_code == 201, r.text
+    evaluation_id = submit(gateway, benchmark=slug, model="smollm2-135m-instruct")
+    final = wait_done(gateway, evaluation_id, timeout_s=120)
+    assert final["status"] == "completed"
+    (item,) = all_results(gateway, evaluation_id)
+    assert "Paris" in item["output"] and item["is_correct"] is True
+
+
+def test_parquet_upload_and_new_version_on_changed_content(gateway):
+    slug = f"pq-{uuid.uuid4().hex[:8]}"
+    versions = []
+    for answers in (["x", "y"], ["x", "z"]):
+        buf = io.BytesIO()
+        pq.write_table(pa.table({"question": ["a?", "b?"], "answer": answers}), buf)
+        r = upload(gateway, spec(slug), buf.getvalue(), "rows.parquet")
+        assert r.status_code == 201, r.text
+        versions.append(r.json()["version"])
+    assert versions[0] != versions[1]
+    assert len({b["version"] for b in gateway.get("/v1/benchmarks").json() if b["slug"] == slug}) == 2
+
+
+def test_bad_uploads_name_the_field_and_store_nothing(gateway, db):
+    before = _count(db)
+    slug = f"bad-{uuid.uuid4().hex[:8]}"
+    good_row = b'{"question": "q", "answer": "a"}\n'
+    cases = [
+        (spec(slug), good_row + b'{"question": "q2"}\n', "d.jsonl", 422, ["body", "file", "line 2", "reference"]),
+        (spec(slug), b'{"prompt": "q", "answer": "a"}\n', "d.jsonl", 422, ["body", "file", "line 1"]),
+        (spec(slug, "no_such_metric"), good_row, "d.jsonl", 422, ["body", "spec", "metric", "name"]),
+        (spec(slug, "exact_match", {"colour": 1}), good_row, "d.jsonl", 422, ["body", "spec", "metric", "params"]),
+        (spec("gsm8k"), good_row, "d.jsonl", 409, ["body", "spec", "slug"]),
+        (spec("Bad Slug!"), good_row, "d.jsonl", 422, ["body", "spec", "slug"]),
+        ("{not json", good_row, "d.jsonl", 422, ["body", "spec"]),
+        (spec(slug), good_row, "d.xlsx", 422, ["body", "format"]),
+    ]
+    for s, content, name, status, loc in cases:
+        r = upload(gateway, s, content, name)
+        assert r.status_code == status, (loc, r.text)
+        detail = r.json()["detail"]
+        assert any(d["loc"][: len(loc)] == loc and d["msg"] for d in detail), (loc, detail)
+    assert _count(db) == before
+    r = gateway.get("/v1/benchmarks/no-such-benchmark/samples")
+    assert r.status_code == 404 and r.json()["detail"][0]["loc"] == ["path", "ref"]
+
+
+def test_metric_catalogue_is_listed(gateway):
+    metrics = {m["name"]: m for m in gateway.get("/v1/metrics").json()}
+    assert {"exact_match", "contains", "gsm8k_numeric_exact_match", "multiple_choice_letter", "humaneval_pass_at_1"} <= set(metrics)
+    assert "ignore_case" in metrics["exact_match"]["params"] and metrics["exact_match"]["source"]
