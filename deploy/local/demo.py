@@ -86,6 +86,8 @@ def report(client: httpx.Client, final: dict[str, dict]) -> None:
             f"{ci:>17} {s.get('errors', 0):>6} {_fmt(s.get('latency_ms_p50'), False):>8} {_fmt(s.get('latency_ms_p90'), False):>8} "
             f"{s.get('prompt_tokens', 0):>6}/{s.get('completion_tokens', 0):<7}  {CHANCE.get(slug, '')}"
         )
+        if s.get("extraction_failure_rate") is not None:
+            print(f"{'':<10} no answer could be extracted from {_fmt(s['extraction_failure_rate']).strip()} of the replies")
         extra = {k: v for k, v in (s.get("metric_means") or {}).items() if k in ("strict_match", "flexible_match")}
         if extra:
             print(f"{'':<10} gsm8k strict (#### answer): {_fmt(extra.get('strict_match'))}, flexible (last number): {_fmt(extra.get('flexible_match'))}")

