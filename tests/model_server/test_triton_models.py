@@ -77,9 +77,9 @@ def test_humaneval_order_and_fields():
 
 
 def test_licences():
-    assert set(LICENSES) == {"mmlu", "gsm8k", "humaneval"}
-    for lic in LICENSES.values():
-        assert lic.spdx == "MIT" and lic.package and lic.source
+    assert set(LICENSES) == {"mmlu", "gsm8k", "humaneval", "hellaswag", "truthfulqa_mc1"}
+    for key, lic in LICENSES.items():
+        assert lic.spdx == ("Apache-2.0" if key == "truthfulqa_mc1" else "MIT") and lic.package and lic.source
 
 
 # --------------------------------------------------------------------------- oracle and contract (in-process)
