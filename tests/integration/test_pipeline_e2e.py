@@ -108,3 +108,21 @@ def test_triton_over_http_gives_the_same_verdicts(gateway, db, stack):
     final = wait_done(gateway, evaluation_id)
     assert final["status"] == "completed" and final["summary"]["errors"] == 0
     assert [r["is_correct"] for r in all_results(gateway, evaluation_id)] == EXPECTED[:6]
+
+
+def test_few_shot_demonstrations_reach_the_model(gateway):
+    """With fewshot_k=3 the oracle still answers the question asked (the last one in the prompt), so the
+    verdicts are unchanged, while each prompt grows by three worked demonstrations (the oracle reports
+    prompt length in words)."""
+    zero = submit(gateway, benchmark="gsm8k", model="uep-oracle", sample_limit=4)
+    three = submit(gateway, benchmark="gsm8k", model="uep-oracle", sample_limit=4, fewshot_k=3)
+    wait_done(gateway, zero)
+    assert wait_done(gateway, three)["summary"]["correct"] == 3
+    r0, r3 = all_results(gateway, zero), all_results(gateway, three)
+    assert [r["is_correct"] for r in r3] == EXPECTED[:4]
+    assert all(b["prompt_tokens"] > a["prompt_tokens"] + 60 for a, b in zip(r0, r3, strict=True))
+
+
+def test_fewshot_k_is_validated(gateway):
+    r = gateway.post("/v1/evaluations", json={"benchmark": "gsm8k", "model": "uep-oracle", "fewshot_k": 99})
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "fewshot_k"]

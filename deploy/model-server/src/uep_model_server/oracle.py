@@ -7,9 +7,9 @@ Known items (from :mod:`uep_common.builtin.datasets`): the first 200 MMLU items 
 
 Rule: the oracle finds the known item the prompt is about: the prompt must contain the item's question
 (MMLU, GSM8K) or HumanEval prompt verbatim (compared after stripping surrounding whitespace). Among all
-matching items it picks the longest match (for MMLU the match length also counts the item's choices that
-appear in the prompt, which separates items sharing a question stem); ties go to the match that starts
-last in the prompt. It then answers CORRECTLY iff ``ordinal % 3 != 2``, else deliberately WRONG:
+matching items it picks the one whose match ends last in the prompt — the question being asked comes after
+any few-shot demonstrations — and among those the longest match (for MMLU the match length also counts
+the item's choices that appear in the prompt, which separates items sharing a question stem). It then answers CORRECTLY iff ``ordinal % 3 != 2``, else deliberately WRONG:
 
 =========  ====================================  ============================================
 dataset    correct                               wrong
@@ -105,7 +105,7 @@ class Oracle:
             length = len(entry.key)
             if entry.dataset == "mmlu":
                 length += sum(len(c) for c in entry.item.input["choices"] if c and c in prompt)
-            score = (length, pos)
+            score = (pos + len(entry.key), length)
             if best is None or score > best:
                 best, found = score, entry
         return (found.dataset, found.item) if found else None

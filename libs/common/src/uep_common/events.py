@@ -215,6 +215,9 @@ class PromptSpec(BaseModel):
     template: str = Field(description="Jinja2 template; variables are the sample's input fields.")
     max_tokens: int | None = Field(None, ge=1, description="Benchmark override of the model's default.")
     stop: list[str] = Field(default_factory=list, description="Extra stop sequences of the benchmark.")
+    fewshot_k: int = Field(
+        0, ge=0, le=16, description="Demonstrations before the question (the template renders `fewshot`)."
+    )
 
 
 class SampleDispatched(ItemEvent):
@@ -225,6 +228,11 @@ class SampleDispatched(ItemEvent):
     benchmark_id: uuid.UUID
     sample_ordinal: int = Field(ge=0)
     input: dict = Field(description="The sample's input fields (never the reference answer).")
+    fewshot: list[dict] = Field(
+        default_factory=list,
+        description="Demonstrations, each {input, reference}: other samples of the benchmark (same subject when "
+        "samples have one), never the sample itself.",
+    )
     prompt: PromptSpec
     target: ModelTarget
     lease_expires_at: AwareDatetime

@@ -25,6 +25,9 @@ class EvaluationCreate(BaseModel):
     repeats: int = Field(1, ge=1, description="Attempts per sample (for pass@k and stability).")
     priority: Priority = Priority.normal
     max_in_flight: int | None = Field(None, ge=1, le=1024, description="Override of the scheduler's bound.")
+    fewshot_k: int | None = Field(
+        None, ge=0, le=16, description="Demonstrations per prompt; default: the benchmark's (0 for the built-ins)."
+    )
 
 
 class EvaluationAccepted(BaseModel):

