@@ -108,3 +108,21 @@ def test_metric_catalogue_is_listed(gateway):
     metrics = {m["name"]: m for m in gateway.get("/v1/metrics").json()}
     assert {"exact_match", "contains", "gsm8k_numeric_exact_match", "multiple_choice_letter", "humaneval_pass_at_1"} <= set(metrics)
     assert "ignore_case" in metrics["exact_match"]["params"] and metrics["exact_match"]["source"]
+
+
+def test_chat_template_option_sends_raw_text_to_the_llm(gateway):
+    """With chat_template=false the prompt goes to SmolLM2 as raw text and is continued: greedy decoding of
+    "The capital of France is" gives " Paris." first (checked by hand on the embedded model); with the chat
+    template (the default) the same text is treated as a user message instead."""
+    slug = f"raw-{uuid.uuid4().hex[:8]}"
+    r = upload(gateway, spec(slug, "contains", {"ignore_case": True}, template="{{ text }}"),
+               b'{"text": "The capital of France is", "answer": "paris"}\n', "raw.jsonl")
+    assert r.status_code == 201, r.text
+    raw = submit(gateway, benchmark=slug, model="smollm2-135m-instruct", chat_template=False)
+    chat = submit(gateway, benchmark=slug, model="smollm2-135m-instruct")
+    assert wait_done(gateway, raw, timeout_s=120)["status"] == "completed"
+    assert wait_done(gateway, chat, timeout_s=120)["status"] == "completed"
+    (raw_item,), (chat_item,) = all_results(gateway, raw), all_results(gateway, chat)
+    assert raw_item["output"].startswith(" Paris.") and raw_item["is_correct"] is True
+    assert raw_item["prompt_tokens"] == 5  # the bare text, no chat-template tokens around it
+    assert chat_item["prompt_tokens"] > 20

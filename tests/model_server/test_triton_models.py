@@ -274,7 +274,7 @@ async def test_contract_metadata(server):
         for model in MODELS:
             meta = await client.get_model_metadata(model, as_json=True)
             assert {i["name"]: i["datatype"] for i in meta["inputs"]} == {
-                "text_input": "BYTES", "max_tokens": "INT32", "temperature": "FP32", "stop": "BYTES",
+                "text_input": "BYTES", "max_tokens": "INT32", "temperature": "FP32", "stop": "BYTES", "chat": "INT32",
             }
             assert {o["name"]: o["datatype"] for o in meta["outputs"]} == {
                 "text_output": "BYTES", "prompt_tokens": "INT32", "completion_tokens": "INT32",

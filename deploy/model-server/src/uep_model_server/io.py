@@ -11,6 +11,8 @@ tensor                 dtype    required  meaning
 ``temperature``        FP32     no        sampling temperature; absent or < 0: model default (0 = greedy)
 ``stop``               BYTES    no        UTF-8 JSON list of stop strings, e.g. ``["\\n\\n", "Question:"]``;
                                           absent or empty: no stop strings
+``chat``               INT32    no        1: apply the model's chat template (prompt = one user message);
+                                          0: raw text completion; absent or < 0: model default (chat)
 ``text_output``        BYTES    (out)     the generated text, UTF-8 (without the prompt)
 ``prompt_tokens``      INT32    (out)     size of the prompt (unit depends on the model, see its docs)
 ``completion_tokens``  INT32    (out)     size of the output (same unit)
@@ -46,6 +48,7 @@ INPUTS: tuple[Tensor, ...] = (
     Tensor(name="max_tokens", dtype=np.int32, shape=(1,), optional=True),
     Tensor(name="temperature", dtype=np.float32, shape=(1,), optional=True),
     Tensor(name="stop", dtype=np.bytes_, shape=(1,), optional=True),
+    Tensor(name="chat", dtype=np.int32, shape=(1,), optional=True),
 )
 OUTPUTS: tuple[Tensor, ...] = (
     Tensor(name="text_output", dtype=np.bytes_, shape=(1,)),
@@ -59,6 +62,7 @@ _OPTIONAL_DEFAULTS: dict[str, tuple[Any, Any]] = {
     "max_tokens": (-1, np.int32),
     "temperature": (-1.0, np.float32),
     "stop": (b"", object),
+    "chat": (-1, np.int32),
 }
 
 
@@ -71,12 +75,14 @@ class GenerationRequest:
         max_tokens: generation budget, or None for the model default.
         temperature: sampling temperature, or None for the model default.
         stop: stop strings (possibly empty).
+        chat: True/False to apply the chat template or not; None for the model default.
     """
 
     prompt: str
     max_tokens: int | None = None
     temperature: float | None = None
     stop: tuple[str, ...] = ()
+    chat: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -140,6 +146,7 @@ def decode_requests(
     max_tokens: np.ndarray | None = None,
     temperature: np.ndarray | None = None,
     stop: np.ndarray | None = None,
+    chat: np.ndarray | None = None,
 ) -> list[GenerationRequest]:
     """Turn batched input tensors (each of shape ``(B, 1)``) into B :class:`GenerationRequest` objects.
 
@@ -150,12 +157,14 @@ def decode_requests(
     for row in range(text_input.shape[0]):
         m = _scalar(max_tokens, row)
         t = _scalar(temperature, row)
+        c = _scalar(chat, row)
         requests.append(
             GenerationRequest(
                 prompt=_text(_scalar(text_input, row)),
                 max_tokens=int(m) if m is not None and int(m) > 0 else None,
                 temperature=float(t) if t is not None and float(t) >= 0.0 else None,
                 stop=parse_stop(_scalar(stop, row)),
+                chat=None if c is None or int(c) < 0 else bool(int(c)),
             )
         )
     return requests
@@ -181,9 +190,9 @@ def make_infer_func(model: TextModel, model_name: str) -> Callable[[list], list]
     """
 
     @batch
-    def _batched(text_input, max_tokens=None, temperature=None, stop=None):
+    def _batched(text_input, max_tokens=None, temperature=None, stop=None, chat=None):
         started = time.perf_counter()
-        requests = decode_requests(text_input, max_tokens, temperature, stop)
+        requests = decode_requests(text_input, max_tokens, temperature, stop, chat)
         results = model(requests)
         if len(results) != len(requests):
             raise RuntimeError(f"{model_name}: {len(requests)} requests but {len(results)} results")

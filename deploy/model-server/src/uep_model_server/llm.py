@@ -134,9 +134,9 @@ class SmolLM2:
         self._pool = ThreadPoolExecutor(max(MAX_BATCH_SIZE, self.settings.n_parallel), thread_name_prefix="smollm2")
 
     def request_body(self, request: GenerationRequest) -> dict[str, Any]:
-        """The chat-completions body sent to llama.cpp for ``request``."""
+        """The body sent to llama.cpp: chat completions (the prompt as one user message, through the
+        model's chat template) unless ``request.chat`` is False, then a raw text completion."""
         body: dict[str, Any] = {
-            "messages": [{"role": "user", "content": request.prompt}],
             "max_tokens": request.max_tokens or self.settings.default_max_tokens,
             "temperature": 0.0 if request.temperature is None else request.temperature,
             "seed": 0,
@@ -144,6 +144,10 @@ class SmolLM2:
         }
         if request.stop:
             body["stop"] = list(request.stop)
+        if request.chat is False:
+            body["prompt"] = request.prompt
+        else:
+            body["messages"] = [{"role": "user", "content": request.prompt}]
         return body
 
     def generate_one(self, request: GenerationRequest) -> GenerationResult:
@@ -152,13 +156,16 @@ class SmolLM2:
         Raises:
             RuntimeError: llama.cpp returned an error or a malformed response.
         """
-        response = self._server.handle_chat_completions(self.request_body(request))
+        body = self.request_body(request)
+        chat = "messages" in body
+        response = (self._server.handle_chat_completions if chat else self._server.handle_completions)(body)
         if not isinstance(response, dict) or "error" in response:
             error = response.get("error") if isinstance(response, dict) else response
             message = error.get("message") if isinstance(error, dict) else error
             raise RuntimeError(f"{MODEL_NAME}: llama.cpp rejected the request: {message}")
         try:
-            text = response["choices"][0]["message"].get("content") or ""
+            choice = response["choices"][0]
+            text = (choice["message"].get("content") if chat else choice.get("text")) or ""
             usage = response.get("usage") or {}
         except (KeyError, IndexError, TypeError) as exc:
             raise RuntimeError(f"{MODEL_NAME}: malformed llama.cpp response: {str(response)[:200]}") from exc

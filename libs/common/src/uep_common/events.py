@@ -218,6 +218,9 @@ class PromptSpec(BaseModel):
     fewshot_k: int = Field(
         0, ge=0, le=16, description="Demonstrations before the question (the template renders `fewshot`)."
     )
+    chat: bool | None = Field(
+        None, description="Apply the model's chat template (True), send raw text (False), or the model's default."
+    )
 
 
 class SampleDispatched(ItemEvent):

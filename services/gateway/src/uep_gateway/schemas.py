@@ -28,6 +28,9 @@ class EvaluationCreate(BaseModel):
     fewshot_k: int | None = Field(
         None, ge=0, le=16, description="Demonstrations per prompt; default: the benchmark's (0 for the built-ins)."
     )
+    chat_template: bool | None = Field(
+        None, description="Apply the model's chat template (true) or send raw text (false); default: the benchmark's."
+    )
 
 
 class EvaluationAccepted(BaseModel):

@@ -53,8 +53,12 @@ class TritonBackend:
                 self._clients[endpoint] = ("grpc", triton_grpc, triton_grpc.InferenceServerClient(url))
         return self._clients[endpoint]
 
-    async def generate(self, target: ModelTarget, prompt: str, max_tokens: int, stop: list[str], timeout_s: float) -> Generation:
-        """One generation. Raises :class:`BackendError` on any Triton failure."""
+    async def generate(
+        self, target: ModelTarget, prompt: str, max_tokens: int, stop: list[str], timeout_s: float, chat: bool | None = None
+    ) -> Generation:
+        """One generation (``chat``: apply the model's chat template; None = model default).
+
+        Raises :class:`BackendError` on any Triton failure."""
         from tritonclient.utils import InferenceServerException
 
         _, mod, client = self._client(target.endpoint)
@@ -69,6 +73,7 @@ class TritonBackend:
             tensor("max_tokens", np.array([[max_tokens]], dtype=np.int32), "INT32"),
             tensor("temperature", np.array([[target.temperature]], dtype=np.float32), "FP32"),
             tensor("stop", np.array([[json.dumps(stop).encode()]], dtype=np.object_), "BYTES"),
+            tensor("chat", np.array([[-1 if chat is None else int(chat)]], dtype=np.int32), "INT32"),
         ]
         outputs = [mod.InferRequestedOutput(n) for n in ("text_output", "prompt_tokens", "completion_tokens")]
         try:
@@ -105,25 +110,28 @@ class OpenAIBackend:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = httpx.AsyncClient(headers=headers)
 
-    async def generate(self, target: ModelTarget, prompt: str, max_tokens: int, stop: list[str], timeout_s: float) -> Generation:
-        """One chat completion with the prompt as the user message. Raises :class:`BackendError`."""
-        body = {
-            "model": target.triton_model_name or target.name,
-            "messages": [{"role": "user", "content": prompt}],
-            "max_tokens": max_tokens,
-            "temperature": target.temperature,
-        }
+    async def generate(
+        self, target: ModelTarget, prompt: str, max_tokens: int, stop: list[str], timeout_s: float, chat: bool | None = None
+    ) -> Generation:
+        """A chat completion with the prompt as the user message, or with ``chat=False`` a raw text
+        completion (``/v1/completions``). Raises :class:`BackendError`."""
+        body: dict = {"model": target.triton_model_name or target.name, "max_tokens": max_tokens, "temperature": target.temperature}
+        if chat is False:
+            body["prompt"], path = prompt, "/v1/completions"
+        else:
+            body["messages"], path = [{"role": "user", "content": prompt}], "/v1/chat/completions"
         if stop:
             body["stop"] = stop[:4]
         try:
-            r = await self._http.post(target.endpoint.rstrip("/") + "/v1/chat/completions", json=body, timeout=timeout_s)
+            r = await self._http.post(target.endpoint.rstrip("/") + path, json=body, timeout=timeout_s)
         except httpx.HTTPError as exc:
             raise BackendError("openai_unavailable", repr(exc)) from exc
         if r.status_code != 200:
             raise BackendError("openai_http_error", f"HTTP {r.status_code}: {r.text[:500]}")
         try:
             data = r.json()
-            text = data["choices"][0]["message"]["content"] or ""
+            choice = data["choices"][0]
+            text = (choice["text"] if chat is False else choice["message"]["content"]) or ""
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise BackendError("openai_bad_response", f"unexpected response: {r.text[:500]}") from exc
         usage = data.get("usage") or {}

@@ -64,7 +64,9 @@ async def generate_output(
         start = time.perf_counter()
         try:
             gen = await asyncio.wait_for(
-                backends.for_target(event.target).generate(event.target, prompt, max_tokens, stop, timeout_s),
+                backends.for_target(event.target).generate(
+                    event.target, prompt, max_tokens, stop, timeout_s, event.prompt.chat
+                ),
                 timeout_s + 5,
             )
         except BackendError as exc:

@@ -84,6 +84,8 @@ async def _dispatch(
     expires: datetime,
 ) -> None:
     prompt = PromptSpec.model_validate(benchmark.config.get("prompt") or {"template": "{{ prompt }}"})
+    if ev.config.get("chat_template") is not None:
+        prompt = prompt.model_copy(update={"chat": bool(ev.config["chat_template"])})
     k = int(ev.config.get("fewshot_k", prompt.fewshot_k))
     pools: dict[tuple, list] = {}
     parent = context_from_headers(ev.trace_context)

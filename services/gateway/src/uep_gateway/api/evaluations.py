@@ -114,7 +114,11 @@ async def create_evaluation(
             sample_limit=body.sample_limit,
             repeats=body.repeats,
             total_items=n_samples * body.repeats,
-            config={k: v for k, v in (("max_in_flight", body.max_in_flight), ("fewshot_k", body.fewshot_k)) if v is not None},
+            config={
+                k: v
+                for k, v in (("max_in_flight", body.max_in_flight), ("fewshot_k", body.fewshot_k), ("chat_template", body.chat_template))
+                if v is not None
+            },
             trace_context=current_trace_headers(),
             idempotency_key=idempotency_key,
         )
