@@ -139,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.repeats, lambda a, b: a == b,
     ))
 
-    bleu = get_metric("bleu")
+    bleu = get_metric("sentence_bleu")
     bleu_params = {"effective_order": True}
     rows.append(compare(
         "bleu (sentence)", args.n,

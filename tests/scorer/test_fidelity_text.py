@@ -65,8 +65,8 @@ PAIRS += [(b, a) for a, b in PAIRS]  # both directions
 PAIRS += [(a, a) for a in EN[:4] + ZH[:2]] + [("", "The cat."), ("The cat.", "")]
 EN_PAIRS = [(h, r) for h, r in PAIRS if h.isascii() and r.isascii()]
 
-BLEU = get_metric("bleu")
-CHRF = get_metric("chrf")
+BLEU = get_metric("sentence_bleu")
+CHRF = get_metric("sentence_chrf")
 ROUGE = get_metric("rouge")
 EM = get_metric("exact_match")
 

@@ -15,8 +15,6 @@ from uep_scorer.metrics import (
 
 
 EXPECTED = [
-    "bleu",
-    "chrf",
     "contains",
     "exact_match",
     "fuzzy_match",
@@ -28,6 +26,8 @@ EXPECTED = [
     "pass_at_k",
     "regex_match",
     "rouge",
+    "sentence_bleu",
+    "sentence_chrf",
 ]
 
 

@@ -15,8 +15,8 @@ EM = get_metric("exact_match")
 CONTAINS = get_metric("contains")
 REGEX = get_metric("regex_match")
 FUZZY = get_metric("fuzzy_match")
-BLEU = get_metric("bleu")
-CHRF = get_metric("chrf")
+BLEU = get_metric("sentence_bleu")
+CHRF = get_metric("sentence_chrf")
 ROUGE = get_metric("rouge")
 
 ZH = "今天天气很好我们去公园散步"

@@ -1,4 +1,4 @@
-"""Sentence-level ``bleu`` and ``chrf`` metrics, and corpus-level :func:`corpus_bleu` / :func:`corpus_chrf`.
+"""Sentence-level ``sentence_bleu`` and ``sentence_chrf`` metrics, and corpus-level :func:`corpus_bleu` / :func:`corpus_chrf`.
 
 Everything is computed by sacrebleu (Post 2018, "A Call for Clarity in Reporting BLEU Scores") through
 its ``BLEU``/``CHRF`` metric objects, so the numbers equal ``sacrebleu.sentence_bleu`` /
@@ -166,7 +166,7 @@ class SentenceBleu:
             malformed param (the message names it).
     """
 
-    name = "bleu"
+    name = "sentence_bleu"
     version = "1"
     params = {
         "tokenize": f"sacrebleu tokenizer, one of {', '.join(TOKENIZERS)} (default: from language)",
@@ -214,7 +214,7 @@ class SentenceChrf:
         MetricInputError: missing/non-text references or a malformed param.
     """
 
-    name = "chrf"
+    name = "sentence_chrf"
     version = "1"
     params = {
         "word_order": "word n-gram order, 0 = chrF, 2 = chrF++ (default 0)",
