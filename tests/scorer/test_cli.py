@@ -65,3 +65,18 @@ def test_bad_lines_name_the_line_and_field_and_exit_2():
 def test_unknown_metric_is_refused_naming_the_option():
     r = run(["score", "-m", "nope", "-"], stdin="")
     assert r.returncode == 2 and "--metric" in r.stderr and "unknown metric 'nope'" in r.stderr
+
+
+def test_summary_reports_corpus_bleu_apart_from_mean_sentence_bleu():
+    import sacrebleu
+
+    hyps = ["the cat sat on the mat", "a dog barked loudly at night"]
+    refs = ["the cat sat on a mat", "the dog barked at night"]
+    lines = "\n".join(json.dumps({"prediction": h, "reference": r}) for h, r in zip(hyps, refs))
+    r = run(["score", "-m", "sentence_bleu", "--summary", "-"], stdin=lines)
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout.splitlines()[-1])["summary"]
+    expected = sacrebleu.corpus_bleu(hyps, [refs]).score  # the reference implementation, same tokenizer (13a)
+    assert summary["corpus"]["corpus_bleu"] == pytest.approx(expected, abs=1e-9)
+    assert summary["corpus"]["signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
+    assert summary["mean_score"] != pytest.approx(expected)

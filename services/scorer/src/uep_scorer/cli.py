@@ -11,8 +11,10 @@ Commands::
 ``choices``, ``test``/``entry_point``, ``n``/``c``) and writes one JSON line per input to stdout:
 ``{"line", "id", "extracted", "correct", "score", "metric", "version", "details"}``. A line that cannot be
 scored gets ``{"line", "error"}`` naming the line and the field; the exit status is then 2. ``--summary``
-appends ``{"summary": {...}}``: n, decided, correct, accuracy (correct / decided), mean score, errors and
-the extraction failure rate (share of scored lines where nothing could be extracted).
+appends ``{"summary": {...}}``: n, decided, correct, accuracy (correct / decided), mean score, errors, the
+extraction failure rate (share of scored lines where nothing could be extracted) and, for metrics with a
+corpus level (sentence_bleu, sentence_chrf), ``corpus`` (e.g. corpus BLEU, which is not the mean of
+sentence BLEU) with its sacrebleu signature.
 """
 
 from __future__ import annotations
@@ -91,6 +93,7 @@ def score_lines(lines, metric_name: str, params: dict) -> tuple[list[dict], dict
     """Score JSONL ``lines`` (an iterable of str); returns (output records, summary)."""
     metric = get_metric(metric_name)
     out: list[dict] = []
+    corpus_inputs: tuple[list[str], list[dict]] = ([], [])
     decided = correct = errors = no_answer = scored = 0
     scores: list[float] = []
     for number, line in enumerate(lines, start=1):
@@ -117,6 +120,8 @@ def score_lines(lines, metric_name: str, params: dict) -> tuple[list[dict], dict
             errors += 1
             continue
         scored += 1
+        corpus_inputs[0].append(record["prediction"] or "")
+        corpus_inputs[1].append(reference_of(record))
         if r.is_correct is not None:
             decided += 1
             correct += bool(r.is_correct)
@@ -138,6 +143,8 @@ def score_lines(lines, metric_name: str, params: dict) -> tuple[list[dict], dict
         "errors": errors,
         "extraction_failure_rate": no_answer / scored if scored else None,
     }
+    if hasattr(metric, "corpus") and scored:  # corpus-level scores (e.g. corpus BLEU) over all scored lines
+        summary["corpus"] = metric.corpus(*corpus_inputs, params)
     return out, summary
 
 

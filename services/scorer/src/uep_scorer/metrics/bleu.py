@@ -149,7 +149,7 @@ def _graded(metric: Any, score: float, threshold: float | None, details: dict[st
 
 
 class SentenceBleu:
-    """``bleu``: sentence-level BLEU (sacrebleu), on sacrebleu's 0-100 scale.
+    """``sentence_bleu``: sentence-level BLEU (sacrebleu), on sacrebleu's 0-100 scale.
 
     Reference: ``{"answer": str}`` or ``{"answers": [str, ...]}`` (multi-reference BLEU: n-gram
     matches are clipped by the maximum count over the references, the closest reference length is
@@ -198,9 +198,17 @@ class SentenceBleu:
         }
         return _graded(self, result.score, threshold, details)
 
+    def corpus(self, outputs: Sequence[str], references: Sequence[dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:
+        """Corpus-level BLEU over all items (``corpus_bleu``; not the mean of sentence BLEU) and its signature."""
+        value, signature = corpus_bleu(
+            list(outputs), [reference_answers(r) for r in references], language=params.get("language"),
+            tokenize=params.get("tokenize"), lowercase=_flag(params, "lowercase", False),
+        )
+        return {"corpus_bleu": value, "signature": signature}
+
 
 class SentenceChrf:
-    """``chrf``: sentence-level chrF (sacrebleu ``CHRF``; Popović 2015), on the 0-100 scale.
+    """``sentence_chrf``: sentence-level chrF (sacrebleu ``CHRF``; Popović 2015), on the 0-100 scale.
 
     Reference: as ``bleu``. Params: ``word_order`` (default 0; 2 = chrF++), ``char_order`` (default
     6), ``beta`` (default 2), ``lowercase`` (default false), ``threshold`` (optional, 0-100); a
@@ -237,6 +245,11 @@ class SentenceChrf:
         chrf, signature = _sentence_chrf_object(char_order, word_order, beta, lowercase, len(refs))
         result = chrf.sentence_score(output or "", refs)
         return _graded(self, result.score, threshold, {"signature": signature})
+
+    def corpus(self, outputs: Sequence[str], references: Sequence[dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:
+        """Corpus-level chrF over all items (``corpus_chrf``) and its signature."""
+        value, signature = corpus_chrf(list(outputs), [reference_answers(r) for r in references])
+        return {"corpus_chrf": value, "signature": signature}
 
 
 def _reference_streams(hypotheses: Sequence[str], references_lists: Sequence[Sequence[str]]) -> list[list[str | None]]:

@@ -23,9 +23,16 @@ from collections.abc import Hashable, Sequence
 from typing import Any
 
 import numpy as np
-from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_fscore_support, roc_auc_score
 
 from .base import MetricInputError, MetricResult, binary_result
+
+
+def _skm():
+    """``sklearn.metrics``, imported on first use (scikit-learn takes ~2 s to import; per-item scoring and
+    every scorer start-up would otherwise pay it)."""
+    import sklearn.metrics
+
+    return sklearn.metrics
 
 
 def _num(value: Any) -> float | None:
@@ -40,7 +47,7 @@ def _native(value: Any) -> Any:
 
 
 def _prf(y_true: list, y_pred: list, labels: list, average: str | None) -> tuple:
-    return precision_recall_fscore_support(
+    return _skm().precision_recall_fscore_support(
         y_true, y_pred, labels=labels, average=average, zero_division=np.nan
     )
 
@@ -48,7 +55,7 @@ def _prf(y_true: list, y_pred: list, labels: list, average: str | None) -> tuple
 def _binary_auc(is_positive: np.ndarray, scores: np.ndarray) -> float | None:
     if is_positive.all() or not is_positive.any():
         return None  # only one class present in y_true: ROC-AUC undefined
-    return float(roc_auc_score(is_positive.astype(int), scores))
+    return float(_skm().roc_auc_score(is_positive.astype(int), scores))
 
 
 def _roc_auc(y_true: list, labels: list, positive: Any, y_score: Any) -> dict[str, Any]:
@@ -123,6 +130,7 @@ def classification_report(
     Example: ``classification_report([1, 0, 1], [0, 0, 0], positive_label=1)["binary"]`` ->
     ``{"positive_label": 1, "precision": None, "recall": 0.0, "f1": 0.0, "support": 2}``.
     """
+
     y_true, y_pred = [_native(v) for v in y_true], [_native(v) for v in y_pred]
     if not y_true:
         raise ValueError("y_true is empty")
@@ -145,7 +153,7 @@ def classification_report(
     report: dict[str, Any] = {
         "n": len(y_true),
         "labels": list(labels),
-        "accuracy": float(accuracy_score(y_true, y_pred)),
+        "accuracy": float(_skm().accuracy_score(y_true, y_pred)),
     }
     for average in ("micro", "macro", "weighted"):
         p, r, f, _ = _prf(y_true, y_pred, labels, average)
@@ -159,7 +167,7 @@ def classification_report(
     if positive_label is not None:
         row = report["per_class"][labels.index(positive_label)]
         report["binary"] = {"positive_label": positive_label, **{k: row[k] for k in ("precision", "recall", "f1", "support")}}
-    matrix = confusion_matrix(y_true, y_pred, labels=labels)
+    matrix = _skm().confusion_matrix(y_true, y_pred, labels=labels)
     report["confusion_matrix"] = {"labels": list(labels), "matrix": matrix.tolist()}
     if y_score is not None:
         report.update(_roc_auc(y_true, labels, positive_label, y_score))

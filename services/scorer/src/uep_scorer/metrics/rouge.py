@@ -42,8 +42,6 @@ import unicodedata
 from functools import lru_cache
 from typing import Any
 
-from nltk.stem import porter  # rouge-score's own stemmer dependency
-from rouge_score import rouge_scorer
 
 from .base import MetricInputError, MetricResult
 from .bleu import primary_language
@@ -118,7 +116,12 @@ class MultilingualTokenizer:
     """
 
     def __init__(self, use_stemmer: bool = False) -> None:
-        self._stemmer = porter.PorterStemmer() if use_stemmer else None
+        if use_stemmer:
+            from nltk.stem import porter  # rouge-score's own stemmer dependency; imported on use (nltk is slow to import)
+
+            self._stemmer = porter.PorterStemmer()
+        else:
+            self._stemmer = None
 
     def tokenize(self, text: str) -> list[str]:
         """Lower-case ``text`` and split it into word / character tokens."""
@@ -144,7 +147,10 @@ def split_sentences(text: str) -> str:
 
 
 @lru_cache(maxsize=32)
-def _scorer(types: tuple[str, ...], use_stemmer: bool) -> rouge_scorer.RougeScorer:
+def _scorer(types: tuple[str, ...], use_stemmer: bool):
+    # imported on first use: rouge-score pulls in nltk (~3 s), which every scorer start-up would pay
+    from rouge_score import rouge_scorer
+
     return rouge_scorer.RougeScorer(list(types), tokenizer=MultilingualTokenizer(use_stemmer))
 
 
