@@ -4,6 +4,7 @@ Each forge attempt below would be reported as a pass by a runner that trusted st
 status; the nonce-token verdict pipe must report "failed".
 """
 
+import os
 import time
 
 import pytest
@@ -167,3 +168,18 @@ def test_sandbox_error_gives_an_undecided_metric_result(monkeypatch):
     result = METRIC.score(P0["canonical_solution"], P0, {})
     assert (result.is_correct, result.score) == (None, None)
     assert (result.details["status"], result.details["reason"]) == ("error", "spawn_failed: x")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root here (CI runs as root)")
+def test_candidate_code_has_no_network():
+    """A listening socket on this machine's loopback is unreachable from the sandbox (empty network namespace)."""
+    import socket
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        port = server.getsockname()[1]
+        program = f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=2).close()\n"
+        run = run_python(program, SandboxLimits(timeout_s=5))
+    assert run.status == "failed"
+    assert "OSError" in run.stderr_tail or "unreachable" in run.stderr_tail.lower()

@@ -12,8 +12,8 @@ from uep_scorer.references import ReferenceStore
 
 log = logging.getLogger(__name__)
 
-LABELS = ("extraction", "status")
-"""Categorical details stored with every score (e.g. extraction "no_answer", sandbox "timed_out")."""
+LABELS = ("extraction", "status", "signature")
+"""Categorical details stored with every score: extraction "no_answer", sandbox "timed_out", sacrebleu signature."""
 
 
 async def score_output(event: OutputGenerated, refs: ReferenceStore) -> ScoreComputed | JudgeRequested:

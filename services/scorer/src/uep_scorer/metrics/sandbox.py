@@ -40,9 +40,11 @@ So printing "passed", ``sys.exit(0)`` (``SystemExit`` is caught as a failure) an
 token lives only in a closure local to the harness's runner frame, never in ``__main__`` globals.
 Residual risk, stated plainly: code that *deliberately* walks interpreter internals
 (``sys._getframe``, ``gc``, ``ctypes``, ``/proc/self/mem``) can find a secret held in its own
-process; no in-process design prevents that. Production adds the isolation this machine lacks: one
-throw-away container per batch with no network (network namespace), a seccomp profile, a read-only
-root file system and a non-root uid (which also makes ``RLIMIT_NPROC`` effective).
+process; no in-process design prevents that. Network: the harness moves itself into a new, empty network
+namespace before anything else (``unshare(CLONE_NEWNET)`` as root, else an unprivileged user+network
+namespace where the kernel allows it), so the candidate cannot open connections. Production adds one
+throw-away container per batch, a seccomp profile, a read-only root file system and a non-root uid
+(which also makes ``RLIMIT_NPROC`` effective).
 
 Everything is per call (temporary directory, pipes, tokens): concurrent calls from threads are safe.
 """
@@ -63,7 +65,16 @@ from dataclasses import dataclass
 _HARNESS = r"""
 import os, resource, signal, sys
 
+def _isolate_network():
+    # A new, empty network namespace (not even loopback is up): no connection can leave or reach the
+    # machine. As root this is a plain unshare(CLONE_NEWNET); otherwise try an unprivileged user namespace.
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(0x40000000) != 0:
+        libc.unshare(0x10000000 | 0x40000000)
+
 def _setup():
+    _isolate_network()
     token_fd, verdict_fd, cpu_s, as_b, fsize_b, nofile, nproc = map(int, sys.argv[1:8])
     path = sys.argv[8]
     del sys.argv[1:]
