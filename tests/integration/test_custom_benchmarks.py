@@ -6,6 +6,7 @@ import json
 import uuid
 
 import pyarrow as pa
+import pytest
 import pyarrow.parquet as pq
 from sqlalchemy import text
 
@@ -126,3 +127,26 @@ def test_chat_template_option_sends_raw_text_to_the_llm(gateway):
     assert raw_item["output"].startswith(" Paris.") and raw_item["is_correct"] is True
     assert raw_item["prompt_tokens"] == 5  # the bare text, no chat-template tokens around it
     assert chat_item["prompt_tokens"] > 20
+
+
+def test_graded_metric_runs_through_the_pipeline(gateway):
+    """Sentence BLEU has no true/false verdict: the evaluation completes (not "failed") with accuracy None,
+    and each item's BLEU equals sacrebleu's on the oracle's answer "I do not know." (its fixed reply to
+    unknown prompts), with the sacrebleu signature stored."""
+    import sacrebleu
+
+    slug = f"bleu-{uuid.uuid4().hex[:8]}"
+    refs = ["I do not know.", "I really do not know that."]
+    content = "\n".join(json.dumps({"question": f"Unknown question {i}?", "answer": r}) for i, r in enumerate(refs)).encode()
+    assert upload(gateway, spec(slug, "sentence_bleu"), content, "g.jsonl").status_code == 201
+    evaluation_id = submit(gateway, benchmark=slug, model="uep-oracle")
+    final = wait_done(gateway, evaluation_id)
+    assert final["status"] == "completed"
+    s = final["summary"]
+    assert (s["n"], s["scored"], s["errors"], s["accuracy"]) == (2, 0, 0, None)
+    expected = [sacrebleu.metrics.BLEU(effective_order=False).sentence_score("I do not know.", [r]).score for r in refs]
+    assert expected[0] == pytest.approx(100.0)
+    results = all_results(gateway, evaluation_id)
+    assert [r["score"] for r in results] == [pytest.approx(e, abs=1e-9) for e in expected]
+    assert s["metric_means"]["sentence_bleu"] == pytest.approx(sum(expected) / 2, abs=1e-9)
+    assert results[0]["metrics"]["signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
