@@ -36,7 +36,10 @@ test: install ## run every test (unit, scorer, model server, end to end on a fre
 bench: install ## bench/pipeline_overhead: pipeline vs direct Triton throughput ratio
 	$(PY) bench/pipeline_overhead.py
 
+bench-scorer: install ## bench/scorer_throughput: our metrics vs the reference libraries, samples/s ratios
+	$(PY) bench/scorer_throughput.py
+
 asyncapi: install ## regenerate docs/asyncapi.json from the services' FastStream apps
 	$(PY) docs/generate_asyncapi.py
 
-.PHONY: help install up down status demo test bench asyncapi
+.PHONY: help install up down status demo test bench bench-scorer asyncapi
