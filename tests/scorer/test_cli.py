@@ -80,3 +80,8 @@ def test_summary_reports_corpus_bleu_apart_from_mean_sentence_bleu():
     assert summary["corpus"]["corpus_bleu"] == pytest.approx(expected, abs=1e-9)
     assert summary["corpus"]["signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
     assert summary["mean_score"] != pytest.approx(expected)
+
+
+def test_unknown_param_is_refused_naming_it():
+    r = run(["score", "-m", "exact_match", "-p", "ignore_cas=true", "-"], stdin='{"prediction": "a", "reference": "A"}')
+    assert r.returncode == 2 and "ignore_cas" in r.stderr and "ignore_case" in r.stderr

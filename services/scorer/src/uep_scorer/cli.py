@@ -161,6 +161,10 @@ def score(
     except UnknownMetricError as exc:
         raise typer.BadParameter(str(exc), param_hint="--metric") from None
     params = dict(parse_param(p) for p in (param or []))
+    unknown = sorted(set(params) - set(get_metric(metric).params))
+    if unknown:
+        known = ", ".join(sorted(get_metric(metric).params)) or "none"
+        raise typer.BadParameter(f"metric {metric!r} has no parameter(s) {unknown}; it takes: {known}", param_hint="--param")
     if str(infile) == "-":
         lines = sys.stdin
     else:

@@ -7,7 +7,7 @@ import asyncio
 import logging
 
 from uep_common.events import ErrorInfo, JudgeRequested, OutputGenerated, ScoreComputed
-from uep_scorer.metrics import get_metric
+from uep_scorer.metrics import MetricInputError, get_metric
 from uep_scorer.references import ReferenceStore
 
 log = logging.getLogger(__name__)
@@ -39,6 +39,12 @@ async def score_output(event: OutputGenerated, refs: ReferenceStore) -> ScoreCom
         metric = get_metric(name)
         reference = await refs.reference(event.sample_id)
         result = await asyncio.to_thread(metric.score, event.output, reference, metric_cfg.get("params") or {})
+    except MetricInputError as exc:  # the benchmark's data or metric params are wrong: one line, no traceback
+        log.warning("scoring %s: benchmark configuration error: %s", event.item_key(), exc)
+        return ScoreComputed(
+            **common, **passthrough, metric_name=name, metric_version="-", is_correct=None, score=None,
+            error=ErrorInfo(stage="scoring", type="benchmark_config_error", message=str(exc)[:2000]),
+        )
     except Exception as exc:  # noqa: BLE001 - reported on the item, never dropped
         log.exception("scoring failed for %s", event.item_key())
         return ScoreComputed(

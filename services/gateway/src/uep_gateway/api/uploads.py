@@ -39,7 +39,12 @@ async def list_metrics(session: AsyncSession = Depends(db_session)) -> list[Metr
 async def upload_benchmark(
     request: Request,
     response: Response,
-    spec: str = Form(..., description="BenchmarkSpec as JSON"),
+    spec: str = Form(
+        ...,
+        description='BenchmarkSpec as JSON: {"slug", "name", "prompt": {"template", "max_tokens"?, "stop"?}, '
+        '"metric": {"name", "params"?}, "description"?, "category"?, "status"?, "capability_dimensions"?, '
+        '"language"?, "license"?, "source"?} (README, "Custom benchmarks")',
+    ),
     file: UploadFile = File(..., description="JSONL, CSV or Parquet rows"),
     format: str | None = Form(None, description="jsonl | csv | parquet (default: from the file name)"),
     session: AsyncSession = Depends(db_session),
