@@ -89,7 +89,9 @@ def test_bad_uploads_name_the_field_and_store_nothing(gateway, db):
         (spec(slug), good_row + b'{"question": "q2"}\n', "d.jsonl", 422, ["body", "file", "line 2", "reference"]),
         (spec(slug), b'{"prompt": "q", "answer": "a"}\n', "d.jsonl", 422, ["body", "file", "line 1"]),
         (spec(slug, "no_such_metric"), good_row, "d.jsonl", 422, ["body", "spec", "metric", "name"]),
-        (spec(slug, "exact_match", {"colour": 1}), good_row, "d.jsonl", 422, ["body", "spec", "metric", "params"]),
+        (spec(slug, "exact_match", {"colour": 1}), good_row, "d.jsonl", 422, ["body", "spec", "metric", "params", "colour"]),
+        (spec(slug, "exact_match", {"ignore_case": "maybe"}), good_row, "d.jsonl", 422, ["body", "spec", "metric", "params", "ignore_case"]),
+        (spec(slug, "regex_match"), good_row, "d.jsonl", 422, ["body", "spec", "metric", "params", "pattern"]),
         (spec("gsm8k"), good_row, "d.jsonl", 409, ["body", "spec", "slug"]),
         (spec("Bad Slug!"), good_row, "d.jsonl", 422, ["body", "spec", "slug"]),
         ("{not json", good_row, "d.jsonl", 422, ["body", "spec"]),
@@ -107,6 +109,8 @@ def test_bad_uploads_name_the_field_and_store_nothing(gateway, db):
 
 def test_metric_catalogue_is_listed(gateway):
     metrics = {m["name"]: m for m in gateway.get("/v1/metrics").json()}
+    assert metrics["regex_match"]["required_params"] == ["pattern"]
+    assert metrics["exact_match"]["param_types"]["ignore_case"] == "bool"
     assert {"exact_match", "contains", "gsm8k_numeric_exact_match", "multiple_choice_letter", "humaneval_pass_at_1"} <= set(metrics)
     assert "ignore_case" in metrics["exact_match"]["params"] and metrics["exact_match"]["source"]
 

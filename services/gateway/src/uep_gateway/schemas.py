@@ -196,9 +196,11 @@ class SampleView(BaseModel):
 
 
 class MetricView(BaseModel):
-    """A metric the scorer registered."""
+    """A metric the scorer registered: parameters with descriptions and types, and the required ones."""
 
     name: str
     version: str
     params: dict
+    param_types: dict
+    required_params: list[str]
     source: str

@@ -11,11 +11,12 @@ from uep_scorer.metrics import available_metrics, get_metric
 
 
 def catalogue_rows() -> list[dict]:
-    """One row per registered metric: name, version, params (name → description), source."""
+    """One row per registered metric: name, version, params (name → description), source, param types."""
     rows = []
     for name in available_metrics():
         m = get_metric(name)
-        rows.append({"name": name, "version": m.version, "params": dict(m.params), "source": m.source})
+        rows.append({"name": name, "version": m.version, "params": dict(m.params), "source": m.source,
+                     "param_types": dict(m.param_types), "required_params": list(m.required_params)})
     return rows
 
 
@@ -25,7 +26,7 @@ async def register_catalogue(sessionmaker: async_sessionmaker[AsyncSession]) -> 
     stmt = pg_insert(MetricCatalogEntry).values(rows)
     stmt = stmt.on_conflict_do_update(
         index_elements=["name"],
-        set_={"version": stmt.excluded.version, "params": stmt.excluded.params, "source": stmt.excluded.source},
+        set_={k: getattr(stmt.excluded, k) for k in ("version", "params", "source", "param_types", "required_params")},
     )
     async with sessionmaker() as s, s.begin():
         await s.execute(stmt)

@@ -26,6 +26,7 @@ from typing import Annotated, Any
 
 import typer
 
+from uep_common.params import param_problems
 from uep_scorer.metrics import MetricInputError, UnknownMetricError, available_metrics, get_metric
 
 app = typer.Typer(add_completion=False, help=__doc__.split("\n")[0], no_args_is_help=False)
@@ -161,10 +162,10 @@ def score(
     except UnknownMetricError as exc:
         raise typer.BadParameter(str(exc), param_hint="--metric") from None
     params = dict(parse_param(p) for p in (param or []))
-    unknown = sorted(set(params) - set(get_metric(metric).params))
-    if unknown:
-        known = ", ".join(sorted(get_metric(metric).params)) or "none"
-        raise typer.BadParameter(f"metric {metric!r} has no parameter(s) {unknown}; it takes: {known}", param_hint="--param")
+    m = get_metric(metric)
+    problems = param_problems(params, m.param_types, m.required_params)
+    if problems:
+        raise typer.BadParameter("; ".join(f"{name!r} {reason}" for name, reason in problems), param_hint="--param")
     if str(infile) == "-":
         lines = sys.stdin
     else:

@@ -299,6 +299,8 @@ class MetricCatalogEntry(Base):
     name: Mapped[str] = mapped_column(String(100), primary_key=True)
     version: Mapped[str] = mapped_column(String(20), nullable=False)
     params: Mapped[dict] = mapped_column(JSONB, nullable=False, default=dict)
+    param_types: Mapped[dict] = mapped_column(JSONB, nullable=False, default=dict, server_default="{}")
+    required_params: Mapped[list] = mapped_column(JSONB, nullable=False, default=list, server_default="[]")
     source: Mapped[str] = mapped_column(Text, nullable=False, default="")
     registered_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now(), onupdate=func.now(), nullable=False

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common.benchmarks import content_hash
 from uep_common.db.models import Benchmark, MetricCatalogEntry, Sample
+from uep_common.params import param_problems
 from uep_common.prompts import render_prompt
 from uep_gateway.api.catalog import benchmark_view
 from uep_gateway.deps import db_session
@@ -66,10 +67,16 @@ async def upload_benchmark(
             raise FieldError(503, ("body", "spec", "metric", "name"), "the metric catalogue is empty: no scorer has started yet", "no_metric_catalogue")
         raise FieldError(422, ("body", "spec", "metric", "name"),
                          f"unknown metric {spec_obj.metric.name!r}; known: {', '.join(known)}", "unknown_metric")
-    unknown_params = set(spec_obj.metric.params) - set(metric.params)
-    if unknown_params:
-        raise FieldError(422, ("body", "spec", "metric", "params"),
-                         f"metric {metric.name!r} has no parameter(s) {sorted(unknown_params)}; it takes {sorted(metric.params)}", "unknown_param")
+    problems = param_problems(spec_obj.metric.params, metric.param_types or {k: "any" for k in metric.params},
+                              metric.required_params)
+    if problems:
+        err = FieldError(422, ("body",), "", "")
+        err.detail = [
+            {"loc": ["body", "spec", "metric", "params", name], "msg": f"{metric.name} parameter {name!r} {reason}",
+             "type": "unknown_param" if reason.startswith("unknown") else "bad_param"}
+            for name, reason in problems
+        ]
+        raise err
     builtin = await session.scalar(select(Benchmark.id).where(Benchmark.slug == spec_obj.slug, Benchmark.is_builtin.is_(True)).limit(1))
     if builtin:
         raise FieldError(409, ("body", "spec", "slug"), f"{spec_obj.slug!r} is a built-in benchmark; choose another slug", "builtin_slug")

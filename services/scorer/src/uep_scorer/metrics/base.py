@@ -60,6 +60,11 @@ class Metric(Protocol):
     """Parameter name → one-line description with its default (shown by ``uep-scorer metrics``)."""
     source: str
     """Where the rule or formula comes from (paper, reference implementation)."""
+    param_types: dict[str, str]
+    """Parameter name → type (``bool``, ``number``, ``integer``, ``string``, ``string_list``, ``letters``,
+    ``enum:a|b``), checked before scoring by :func:`uep_common.params.param_problems`."""
+    required_params: tuple[str, ...]
+    """Parameters without a default."""
 
     def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:
         """Score ``output`` against ``reference``.

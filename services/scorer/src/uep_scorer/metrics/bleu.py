@@ -175,6 +175,9 @@ class SentenceBleu:
         "effective_order": "leave n-gram orders absent from the hypothesis out of the mean (default false)",
         "threshold": "if set, is_correct = BLEU >= threshold on the 0-100 scale (default none: is_correct None)",
     }
+    param_types = {"tokenize": "string", "language": "string", "lowercase": "bool", "effective_order": "bool",
+                   "threshold": "number"}
+    required_params: tuple[str, ...] = ()
     source = "sacrebleu BLEU(...).sentence_score (Post 2018); Papineni et al. 2002"
 
     def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:
@@ -229,8 +232,12 @@ class SentenceChrf:
         "char_order": "character n-gram order (default 6)",
         "beta": "recall weight of the F-score (default 2)",
         "lowercase": "lower-case before scoring (default false)",
+        "language": "accepted for symmetry with sentence_bleu and ignored (chrF needs no tokenizer)",
         "threshold": "if set, is_correct = chrF >= threshold on the 0-100 scale (default none: is_correct None)",
     }
+    param_types = {"word_order": "integer", "char_order": "integer", "beta": "integer", "lowercase": "bool",
+                   "threshold": "number", "language": "string"}
+    required_params: tuple[str, ...] = ()
     source = "sacrebleu CHRF(...).sentence_score; Popović 2015 (chrF), 2017 (chrF++)"
 
     def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:

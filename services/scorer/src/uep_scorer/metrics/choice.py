@@ -152,6 +152,8 @@ class MultipleChoiceLetter:
     name = "multiple_choice_letter"
     version = "1"
     params = {"choices": "the option letters, as a string or list (default 'ABCD')"}
+    param_types = {"choices": "letters"}
+    required_params: tuple[str, ...] = ()
     source = "cue-aware letter extraction in the spirit of OpenCompass first_option_postprocess and lm-eval mmlu_generative"
 
     def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:

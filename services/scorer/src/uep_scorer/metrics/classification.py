@@ -191,6 +191,8 @@ class LabelMatch:
     name = "label_match"
     version = "1"
     params = {"ignore_case": "compare labels case-insensitively (str.casefold), a boolean (default false)"}
+    param_types = {"ignore_case": "bool"}
+    required_params: tuple[str, ...] = ()
     source = "exact label match (accuracy); set-level report with scikit-learn sklearn.metrics"
 
     def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:

@@ -23,7 +23,7 @@ from typing import Any
 from rapidfuzz import fuzz
 
 from .base import MetricInputError, MetricResult
-from .normalize import NORMALIZATION_PARAMS, normalization_options, normalize_text, reference_answers
+from .normalize import NORMALIZATION_PARAM_TYPES, NORMALIZATION_PARAMS, normalization_options, normalize_text, reference_answers
 
 
 def _number(params: dict[str, Any], name: str, default: float, low: float, high: float) -> float:
@@ -58,6 +58,8 @@ class FuzzyMatch:
         "min_reference_length": "shortest reference (characters) for which partial applies (default 20)",
         **NORMALIZATION_PARAMS,
     }
+    param_types = {"threshold": "number", "partial": "bool", "min_reference_length": "integer", **NORMALIZATION_PARAM_TYPES}
+    required_params: tuple[str, ...] = ()
     source = "rapidfuzz fuzz.ratio / fuzz.partial_ratio (normalised Indel similarity)"
 
     def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:

@@ -77,6 +77,8 @@ class Gsm8kNumericExactMatch:
     name = "gsm8k_numeric_exact_match"
     version = "1"
     params = {"variant": "which extraction decides is_correct: 'flexible' (last number, default) or 'strict' (after ####)"}
+    param_types = {"variant": "enum:" + "|".join(_VARIANTS)}
+    required_params: tuple[str, ...] = ()
     source = "lm-evaluation-harness gsm8k task filters (strict-match, flexible-extract); Cobbe et al. 2021"
     submetrics = ("strict_match", "flexible_match")
     """Detail keys reported as metrics of their own (lm-eval reports both GSM8K variants as rows)."""

@@ -97,6 +97,8 @@ class HumanEvalPassAt1:
     name = "humaneval_pass_at_1"
     version = "1"
     params = {"timeout_s": "wall-clock limit per program in seconds (default 10.0)"}
+    param_types = {"timeout_s": "number"}
+    required_params: tuple[str, ...] = ()
     source = "Chen et al. 2021 (HumanEval); program assembly and stop sequences as in openai/human-eval"
 
     def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:

@@ -89,6 +89,8 @@ class LoglikMultipleChoice:
     name = "loglik_multiple_choice"
     version = "1"
     params: dict[str, str] = {}
+    param_types: dict[str, str] = {}
+    required_params: tuple[str, ...] = ()
     source = "lm-evaluation-harness multiple_choice process_results (acc, acc_norm by character length)"
     submetrics = ("acc", "acc_norm")
     """Detail keys reported as metrics of their own (lm-eval reports acc and acc_norm)."""

@@ -19,7 +19,7 @@ import re
 from typing import Any
 
 from .base import MetricInputError, MetricResult, binary_result
-from .normalize import NORMALIZATION_PARAMS, normalization_options, normalize_text, reference_answers
+from .normalize import NORMALIZATION_PARAM_TYPES, NORMALIZATION_PARAMS, normalization_options, normalize_text, reference_answers
 
 
 def _first_match(prediction: str, normalized_refs: list[str], test: Any) -> int | None:
@@ -45,6 +45,8 @@ class ExactMatch:
     name = "exact_match"
     version = "1"
     params = dict(NORMALIZATION_PARAMS)
+    param_types = dict(NORMALIZATION_PARAM_TYPES)
+    required_params: tuple[str, ...] = ()
     source = "lm-evaluation-harness / HF evaluate exact_match options; SQuAD v1.1 normalize_answer (Rajpurkar et al. 2016)"
 
     def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:
@@ -77,6 +79,8 @@ class Contains:
     name = "contains"
     version = "1"
     params = dict(NORMALIZATION_PARAMS)
+    param_types = dict(NORMALIZATION_PARAM_TYPES)
+    required_params: tuple[str, ...] = ()
     source = "substring match after lm-eval / SQuAD-style normalisation"
 
     def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:
@@ -148,6 +152,8 @@ class RegexMatch:
         "flags": "regex flags as letters of 'imsxa', e.g. 'i' (default '')",
         **NORMALIZATION_PARAMS,
     }
+    param_types = {"pattern": "string", "flags": "string", **NORMALIZATION_PARAM_TYPES}
+    required_params = ("pattern",)
     source = "Python re.search, first match and capture group as lm-evaluation-harness RegexFilter"
 
     def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:

