@@ -23,3 +23,41 @@ def test_unreachable_endpoint_is_an_error_not_a_hang(gateway, db):
     final = wait_done(gateway, evaluation_id, timeout_s=150)
     assert final["status"] == "failed" and final["summary"]["errors"] == 2
     assert {r["error"]["type"] for r in all_results(gateway, evaluation_id)} <= {"triton_error", "triton_unavailable", "timeout"}
+
+
+def test_cancel_stops_dispatch_and_discards_late_results(gateway, db):
+    """SmolLM2 (one slot, ~3 s per GSM8K answer) keeps one item in flight; after the cancel nothing more is
+    dispatched, stored results stay, and the item that was in flight is discarded when it arrives."""
+    import time
+
+    from sqlalchemy import text
+
+    evaluation_id = submit(gateway, benchmark="gsm8k", model="smollm2-135m-instruct", sample_limit=20)
+    deadline = time.monotonic() + 120
+    while gateway.get(f"/v1/evaluations/{evaluation_id}").json()["progress"]["completed"] < 1:
+        assert time.monotonic() < deadline, "no result within 120 s"
+        time.sleep(0.2)
+    r = gateway.post(f"/v1/evaluations/{evaluation_id}/cancel")
+    assert r.status_code == 200 and r.json()["status"] == "cancelled" and r.json()["error"] == "cancelled by request"
+    again = gateway.post(f"/v1/evaluations/{evaluation_id}/cancel")
+    assert again.status_code == 409 and again.json()["detail"][0]["type"] == "already_finished"
+    with db.connect() as c:
+        leased_at_cancel = c.execute(text("SELECT count(*) FROM sample_leases WHERE evaluation_id = :e"), {"e": evaluation_id}).scalar()
+    # the scheduler leases at most 2 × the model's capacity (1 for SmolLM2) ahead
+    assert 1 <= leased_at_cancel - r.json()["progress"]["completed"] <= 2
+    deadline = time.monotonic() + 60
+    while True:  # every item leased but not stored at the cancel comes back and is discarded, not stored
+        body = gateway.get(f"/v1/evaluations/{evaluation_id}").json()
+        if body["progress"]["completed"] + body["progress"]["discarded"] == leased_at_cancel:
+            break
+        assert time.monotonic() < deadline, f"in-flight items never came back: {body}"
+        time.sleep(0.3)
+    time.sleep(2.5)  # a reconcile tick or two: still nothing new may be dispatched
+    with db.connect() as c:
+        leased_now, stored = c.execute(
+            text("SELECT (SELECT count(*) FROM sample_leases WHERE evaluation_id = :e), "
+                 "(SELECT count(*) FROM sample_results WHERE evaluation_id = :e)"), {"e": evaluation_id}
+        ).one()
+    assert leased_now == leased_at_cancel
+    assert body["status"] == "cancelled" and stored == body["progress"]["completed"] < 20
+    assert body["progress"]["discarded"] >= 1

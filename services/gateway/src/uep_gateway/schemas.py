@@ -49,6 +49,7 @@ class Progress(BaseModel):
     errors: int
     total: int
     fraction: float
+    discarded: int = Field(0, description="Results that arrived after a cancel and were not stored.")
 
 
 class EvaluationView(BaseModel):

@@ -1,5 +1,8 @@
 """Storing scores idempotently and summarising finished evaluations (PostgreSQL).
 
+Results that arrive after an evaluation was cancelled are not stored; ``evaluations.discarded_items``
+counts them.
+
 Idempotency: ``sample_results`` is unique on (evaluation, sample, repeat, arm) and rows are inserted with
 ``ON CONFLICT DO NOTHING``; progress counters move only by the rows actually inserted, so a redelivered
 or duplicated ScoreComputed changes nothing. The evaluation row is updated with one atomic
@@ -65,6 +68,32 @@ async def store_scores(session: AsyncSession, events: list[ScoreComputed]) -> li
     """
     if not events:
         return []
+    # Lock the evaluations first (in id order, as every writer does), so a concurrent cancel either
+    # happens before this batch (its results are discarded) or after it (they count as completed).
+    statuses = dict(
+        (
+            await session.execute(
+                select(Evaluation.id, Evaluation.status)
+                .where(Evaluation.id.in_({e.evaluation_id for e in events}))
+                .order_by(Evaluation.id)
+                .with_for_update()
+            )
+        ).all()
+    )
+    cancelled = {evaluation_id for evaluation_id, status in statuses.items() if status == "cancelled"}
+    if cancelled:  # late results of a cancelled evaluation are discarded, and counted
+        late: dict[uuid.UUID, int] = defaultdict(int)
+        for e in events:
+            if e.evaluation_id in cancelled:
+                late[e.evaluation_id] += 1
+        for evaluation_id, n in sorted(late.items()):
+            await session.execute(
+                update(Evaluation).where(Evaluation.id == evaluation_id)
+                .values(discarded_items=Evaluation.discarded_items + n)
+            )
+        events = [e for e in events if e.evaluation_id not in cancelled]
+        if not events:
+            return []
     inserted = (
         await session.execute(
             pg_insert(SampleResult)

@@ -113,6 +113,20 @@ async def _dispatch(
             add_to_outbox(session, event, current_trace_headers())
 
 
+CAPACITY_HEADROOM = 2
+"""Items leased per evaluation at most this many times the model's serving capacity: enough to keep the
+model busy while results travel back, few enough that a cancel wastes little model time."""
+
+
+async def in_flight_bound(session: AsyncSession, ev: Evaluation, default: int) -> int:
+    """Open leases allowed for ``ev``: its explicit ``max_in_flight``, else the scheduler's default capped at
+    :data:`CAPACITY_HEADROOM` × the model's registered capacity (``models.max_in_flight``)."""
+    if ev.config.get("max_in_flight"):
+        return int(ev.config["max_in_flight"])
+    capacity = await session.scalar(select(Model.max_in_flight).where(Model.id == ev.model_id))
+    return min(default, CAPACITY_HEADROOM * capacity) if capacity else default
+
+
 async def _expired_leases(session: AsyncSession, evaluation_id: uuid.UUID, now: datetime, limit: int) -> list[SampleLease]:
     """Leases of ``evaluation_id`` past their expiry whose item has no stored result (lost or stuck)."""
     stored = exists().where(
@@ -148,7 +162,7 @@ async def top_up(
         return 0
     now = datetime.now(UTC)
     expires = now + timedelta(seconds=lease_seconds)
-    bound = int(ev.config.get("max_in_flight") or max_in_flight)
+    bound = await in_flight_bound(session, ev, max_in_flight)
 
     expired = await _expired_leases(session, ev.id, now, bound) if redispatch_expired else []
     for lease in expired:

@@ -165,6 +165,9 @@ class Evaluation(Base):
     )
     completed_items: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     error_items: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    discarded_items: Mapped[int] = mapped_column(
+        Integer, nullable=False, default=0, server_default="0", doc="Results that arrived after a cancel, not stored."
+    )
     config: Mapped[dict] = mapped_column(JSONB, nullable=False, default=dict)
     summary: Mapped[dict | None] = mapped_column(JSONB(none_as_null=True))
     error: Mapped[str | None] = mapped_column(Text)

@@ -5,13 +5,14 @@ from __future__ import annotations
 import base64
 import json
 import uuid
+from datetime import UTC, datetime
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from sqlalchemy import select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common.db.models import Benchmark, Evaluation, Model, Sample, SampleResult, Tenant
-from uep_common.events import EvaluationRequested, EvaluationSummary
+from uep_common.events import EvaluationCompleted, EvaluationRequested, EvaluationStatus, EvaluationSummary
 from uep_common.outbox import add_to_outbox
 from uep_common.telemetry import current_trace_headers, tracer
 from uep_gateway.deps import db_session
@@ -186,7 +187,7 @@ async def get_evaluation(
         repeats=ev.repeats,
         progress=Progress(
             completed=completed, errors=errors, total=ev.total_items,
-            fraction=completed / ev.total_items if ev.total_items else 1.0,
+            fraction=completed / ev.total_items if ev.total_items else 1.0, discarded=ev.discarded_items,
         ),
         summary=EvaluationSummary.model_validate(ev.summary) if ev.summary else None,
         error=ev.error,
@@ -243,3 +244,29 @@ async def list_results(
         last = items[-1]
         nxt = _encode_cursor(last.sample_ordinal, last.repeat, last.arm)
     return ResultsPage(items=items, next_cursor=nxt)
+
+
+@router.post("/{evaluation_id}/cancel", response_model=EvaluationView)
+async def cancel_evaluation(
+    evaluation_id: uuid.UUID, request: Request, session: AsyncSession = Depends(db_session)
+) -> EvaluationView:
+    """Cancel a pending or running evaluation: nothing more is dispatched, results already stored stay, results
+    still in flight are discarded when they arrive (counted in ``progress.discarded``). An EvaluationCompleted
+    with status ``cancelled`` is published. 409 when the evaluation has already finished."""
+    ev = await session.scalar(select(Evaluation).where(Evaluation.id == evaluation_id).with_for_update())
+    if ev is None:
+        raise FieldError(404, ("path", "evaluation_id"), f"unknown evaluation {evaluation_id}", "unknown_evaluation")
+    if ev.status not in ("pending", "running"):
+        raise FieldError(409, ("path", "evaluation_id"), f"evaluation is already {ev.status}", "already_finished")
+    ev.status = "cancelled"
+    ev.error = "cancelled by request"
+    ev.completed_at = datetime.now(UTC)
+    add_to_outbox(
+        session,
+        EvaluationCompleted(evaluation_id=ev.id, tenant_id=ev.tenant_id, status=EvaluationStatus.cancelled,
+                            summary=None, error=ev.error),
+        ev.trace_context or {},
+    )
+    await session.commit()
+    request.app.state.relay.kick()
+    return await get_evaluation(evaluation_id, request, session)
