@@ -24,7 +24,7 @@ def test_oracle_verdicts_and_accuracy(gateway, benchmark, metric):
     evaluation_id = submit(gateway, benchmark=benchmark, model="uep-oracle", sample_limit=12)
     final = wait_done(gateway, evaluation_id)
     assert final["status"] == "completed", final
-    assert final["progress"] == {"completed": 12, "errors": 0, "total": 12, "fraction": 1.0}
+    assert final["progress"] == {"completed": 12, "errors": 0, "total": 12, "fraction": 1.0, "discarded": 0}
     s = final["summary"]
     assert (s["n"], s["scored"], s["correct"], s["errors"]) == (12, 12, 8, 0)
     assert s["accuracy"] == pytest.approx(8 / 12)
