@@ -33,4 +33,4 @@ def test_every_builtin_template_renders_every_item():
         if b.slug == "mmlu":
             continue  # 14,042 items: covered by the e2e tests on its first items
         for it in b.loader():
-            assert render_prompt(b.config["prompt"]["template"], {**it.input, "fewshot": []})
+            assert render_prompt(b.config["prompt"]["template"], it.input)

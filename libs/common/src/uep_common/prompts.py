@@ -24,13 +24,14 @@ def _compile(template: str):
     return _ENV.from_string(template)
 
 
-def render_prompt(template: str, fields: dict) -> str:
-    """Render ``template`` with the sample's ``fields``.
+def render_prompt(template: str, fields: dict, fewshot: list[dict] | tuple = ()) -> str:
+    """Render ``template`` with the sample's ``fields`` and ``fewshot`` demonstrations (each
+    ``{"input": …, "reference": …}``; the template sees them as ``fewshot``, empty by default).
 
     Raises:
         PromptRenderError: syntax error or undefined variable in the template.
     """
     try:
-        return _compile(template).render(**fields)
+        return _compile(template).render(**fields, fewshot=list(fewshot))
     except TemplateError as exc:
         raise PromptRenderError(f"prompt template error: {exc}") from exc

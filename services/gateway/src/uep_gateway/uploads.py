@@ -154,7 +154,7 @@ def validate_rows(records: list[tuple[int, object]], template: str, max_rows: in
     for ordinal, (number, rec) in enumerate(records):
         try:
             row = to_row(ordinal, number, rec)
-            render_prompt(template, {**row.input, "fewshot": []})
+            render_prompt(template, row.input)
         except UploadInvalid as exc:
             problems += exc.problems
         except PromptRenderError as exc:

@@ -52,7 +52,7 @@ async def generate_output(
     """
     common = {**event.item_fields(), "benchmark_id": event.benchmark_id, "model_id": event.target.model_id}
     try:
-        prompt = render_prompt(event.prompt.template, {**event.input, "fewshot": event.fewshot})
+        prompt = render_prompt(event.prompt.template, event.input, event.fewshot)
     except PromptRenderError as exc:
         return OutputGenerated(
             **common, prompt="", output=None, error=ErrorInfo(stage="inference", type="prompt_render_error", message=str(exc))

@@ -144,6 +144,6 @@ async def preview_samples(
     template = (bench.config.get("prompt") or {}).get("template", "")
     return [
         SampleView(ordinal=s.ordinal, external_id=s.external_id, input=s.input, reference=s.reference,
-                   prompt=render_prompt(template, {**s.input, "fewshot": []}))
+                   prompt=render_prompt(template, s.input))
         for s in samples
     ]
