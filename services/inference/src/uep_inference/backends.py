@@ -86,6 +86,11 @@ class TritonBackend:
                 **kwargs,
             )
         except InferenceServerException as exc:
+            status = str(exc.status() or "")
+            if "UNAVAILABLE" in status:  # nothing listens, or the server is restarting: worth a retry
+                raise BackendError("triton_unavailable", str(exc)) from exc
+            if "DEADLINE_EXCEEDED" in status:
+                raise BackendError("timeout", str(exc)) from exc
             raise BackendError("triton_error", str(exc)) from exc
         except (OSError, TimeoutError) as exc:
             raise BackendError("triton_unavailable", repr(exc)) from exc

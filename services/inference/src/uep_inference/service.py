@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 import time
 
 from faststream import AckPolicy
@@ -43,12 +44,23 @@ class ModelLimits:
         return self._sems[key]
 
 
+TRANSIENT = frozenset({"triton_unavailable", "openai_unavailable", "timeout"})
+"""Failure kinds worth another attempt (the endpoint may come back); others (e.g. an unknown model) are not."""
+
+
 async def generate_output(
-    event: SampleDispatched, backends: Backends, timeout_s: float, limits: ModelLimits | None = None
+    event: SampleDispatched,
+    backends: Backends,
+    timeout_s: float,
+    limits: ModelLimits | None = None,
+    max_attempts: int = 1,
+    backoff_s: float = 0.5,
 ) -> OutputGenerated:
     """Render the prompt and call the model of ``event.target``; never raises for model failures.
 
-    ``latency_ms`` is the model call's wall time, excluding the wait for a free slot of the model.
+    A transient failure (:data:`TRANSIENT`) is retried up to ``max_attempts`` calls in all, waiting a random
+    0–``backoff_s`` × 2^(attempt−1) seconds in between. ``latency_ms`` is the last call's wall time,
+    excluding the wait for a free slot of the model.
     """
     common = {**event.item_fields(), "benchmark_id": event.benchmark_id, "model_id": event.target.model_id}
     try:
@@ -60,22 +72,27 @@ async def generate_output(
     max_tokens = event.prompt.max_tokens or event.target.max_tokens
     stop = [*event.target.stop, *event.prompt.stop]
     slot = (limits.for_target(event.target) if limits else None) or contextlib.nullcontext()
-    async with slot:
-        start = time.perf_counter()
-        try:
-            gen = await asyncio.wait_for(
-                backends.for_target(event.target).generate(
-                    event.target, prompt, max_tokens, stop, timeout_s, event.prompt.chat
-                ),
-                timeout_s + 5,
-            )
-        except BackendError as exc:
-            err = ErrorInfo(stage="inference", type=exc.kind, message=str(exc)[:2000])
-        except TimeoutError:
-            err = ErrorInfo(stage="inference", type="timeout", message=f"no answer within {timeout_s:.0f} s")
-        else:
-            err = None
-        latency_ms = (time.perf_counter() - start) * 1000
+    backend = backends.for_target(event.target)
+    for attempt in range(1, max_attempts + 1):
+        async with slot:
+            start = time.perf_counter()
+            try:
+                gen = await asyncio.wait_for(
+                    backend.generate(event.target, prompt, max_tokens, stop, timeout_s, event.prompt.chat), timeout_s + 5
+                )
+            except BackendError as exc:
+                err = ErrorInfo(stage="inference", type=exc.kind, message=str(exc)[:2000])
+            except TimeoutError:
+                err = ErrorInfo(stage="inference", type="timeout", message=f"no answer within {timeout_s:.0f} s")
+            else:
+                err = None
+            latency_ms = (time.perf_counter() - start) * 1000
+        if err is None or err.type not in TRANSIENT or attempt == max_attempts:
+            break
+        # exponential backoff with full jitter (AWS Architecture Blog, "Exponential Backoff and Jitter", 2015)
+        await asyncio.sleep(random.uniform(0, backoff_s * 2 ** (attempt - 1)))
+    if err is not None and attempt > 1:
+        err = err.model_copy(update={"message": f"{err.message} (after {attempt} attempts)"})
     if err is None:
         return OutputGenerated(
             **common,
@@ -109,5 +126,8 @@ def register(broker: KafkaBroker, settings: InferenceSettings, backends: Backend
         with _tracer.start_as_current_span(
             "generate", attributes={"uep.item": event.item_key(), "uep.model": event.target.name}
         ):
-            out = await generate_output(event, backends, settings.inference_timeout_s, limits)
+            out = await generate_output(
+                event, backends, settings.inference_timeout_s, limits,
+                settings.inference_max_attempts, settings.inference_backoff_s,
+            )
             await publish_event(broker, out)

@@ -11,4 +11,6 @@ class InferenceSettings(CommonSettings):
     service_name: str = "inference"
     inference_concurrency: int = Field(8, ge=1, description="Model calls in flight in this replica.")
     inference_timeout_s: float = Field(120.0, gt=0, description="Per-call timeout, seconds.")
+    inference_max_attempts: int = Field(3, ge=1, le=10, description="Calls per item when failures are transient.")
+    inference_backoff_s: float = Field(0.5, ge=0, description="Base of the exponential backoff with jitter, seconds.")
     openai_api_key: str | None = Field(None, description="Bearer token for openai_compatible endpoints.")
