@@ -64,3 +64,14 @@ def test_cancel_stops_dispatch_and_discards_late_results(gateway, db):
     assert leased_now == leased_at_cancel
     assert body["status"] == "cancelled" and stored == body["progress"]["completed"] < 20
     assert body["progress"]["discarded"] >= 1
+
+
+def test_stop_loss_ends_a_failing_evaluation_early(gateway, db, stack):
+    """Every call to a model Triton does not serve fails; after 20 results (error rate 100 % > 50 %) the
+    evaluation stops itself as failed with the reason, long before its 100 items."""
+    name = register_model(db, f"grpc://127.0.0.1:{stack.triton_grpc}", "no_such_triton_model", "stoploss")
+    evaluation_id = submit(gateway, benchmark="gsm8k", model=name, sample_limit=100)
+    final = wait_done(gateway, evaluation_id)
+    assert final["status"] == "failed"
+    assert final["error"].startswith("stop-loss: ") and "> 50% after at least 20 items" in final["error"]
+    assert 20 <= final["summary"]["n"] < 100 and final["summary"]["errors"] == final["summary"]["n"]

@@ -27,3 +27,12 @@ def test_wilson_undefined_at_zero_trials():
 def test_wilson_rejects_impossible_counts(k, n):
     with pytest.raises(ValueError, match="successes"):
         wilson_interval(k, n)
+
+
+def test_stop_loss_reason():
+    from uep_reporter.results import StopLoss
+
+    rule = StopLoss(max_error_rate=0.5, min_items=20)
+    assert rule.reason(19, 19) is None  # too few items yet
+    assert rule.reason(20, 10) is None  # 50 % is not above 50 %
+    assert rule.reason(20, 11) == "stop-loss: 11 of 20 items failed (55% > 50% after at least 20 items)"

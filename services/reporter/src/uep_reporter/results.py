@@ -61,8 +61,26 @@ def _row(ev: ScoreComputed) -> dict:
     }
 
 
-async def store_scores(session: AsyncSession, events: list[ScoreComputed]) -> list[Progress]:
-    """Insert the results of ``events`` (first write wins) and advance their evaluations.
+@dataclass(frozen=True)
+class StopLoss:
+    """Stop an evaluation whose error rate exceeds ``max_error_rate`` once ``min_items`` results are in."""
+
+    max_error_rate: float = 0.5
+    min_items: int = 20
+
+    def reason(self, completed: int, errors: int) -> str | None:
+        """Why the evaluation must stop, or None."""
+        if completed >= self.min_items and completed and errors / completed > self.max_error_rate:
+            return (f"stop-loss: {errors} of {completed} items failed ({errors / completed:.0%} > "
+                    f"{self.max_error_rate:.0%} after at least {self.min_items} items)")
+        return None
+
+
+async def store_scores(
+    session: AsyncSession, events: list[ScoreComputed], stop_loss: StopLoss | None = None
+) -> list[Progress]:
+    """Insert the results of ``events`` (first write wins) and advance their evaluations; an evaluation
+    that trips ``stop_loss`` ends ``failed`` with the reason and its partial summary.
 
     Must run inside a transaction; returns the progress of each evaluation that gained a result.
     """
@@ -128,8 +146,9 @@ async def store_scores(session: AsyncSession, events: list[ScoreComputed]) -> li
             continue
         completed, errors, total, status, tenant_id, trace_context = row
         finished = None
-        if completed >= total and status not in TERMINAL:
-            finished = await finish_evaluation(session, evaluation_id, tenant_id, trace_context)
+        stop = stop_loss.reason(completed, errors) if stop_loss and completed < total else None
+        if status not in TERMINAL and (completed >= total or stop):
+            finished = await finish_evaluation(session, evaluation_id, tenant_id, trace_context, stop)
         progress.append(Progress(evaluation_id, completed, errors, total, finished))
     return progress
 
@@ -187,15 +206,16 @@ async def compute_summary(session: AsyncSession, evaluation_id: uuid.UUID) -> Ev
 
 
 async def finish_evaluation(
-    session: AsyncSession, evaluation_id: uuid.UUID, tenant_id: uuid.UUID, trace_context: dict
+    session: AsyncSession, evaluation_id: uuid.UUID, tenant_id: uuid.UUID, trace_context: dict, stop_reason: str | None = None
 ) -> EvaluationCompleted:
     """Write the summary, set the final status and stage EvaluationCompleted in the outbox.
 
-    The status is ``completed``, or ``failed`` when every item errored (nothing could be scored).
+    The status is ``completed``, or ``failed`` when every item errored (nothing could be scored) or when
+    ``stop_reason`` (stop-loss) ends it early; the summary then covers the items stored so far.
     """
     summary = await compute_summary(session, evaluation_id)
-    failed = summary.n > 0 and summary.errors == summary.n
-    error = f"all {summary.n} items failed; see the results for each item's error" if failed else None
+    failed = stop_reason is not None or (summary.n > 0 and summary.errors == summary.n)
+    error = stop_reason or (f"all {summary.n} items failed; see the results for each item's error" if failed else None)
     status = EvaluationStatus.failed if failed else EvaluationStatus.completed
     await session.execute(
         update(Evaluation)

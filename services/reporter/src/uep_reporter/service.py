@@ -18,7 +18,7 @@ from uep_common.events import EvaluationCompleted, ScoreComputed, Topics
 from uep_common.messaging import UndecodableEvent, consumer_options, dead_letter, decode_event, raw_records
 from uep_common.outbox import OutboxRelay
 from uep_common.telemetry import context_from_headers, tracer
-from uep_reporter.results import apply_rescores, store_scores
+from uep_reporter.results import StopLoss, apply_rescores, store_scores
 from uep_reporter.settings import ReporterSettings
 
 log = logging.getLogger(__name__)
@@ -32,6 +32,7 @@ def progress_key(evaluation_id) -> str:
 
 def register(broker: KafkaBroker, settings: ReporterSettings, sessionmaker, redis, relay: OutboxRelay) -> None:
     """Register the reporter's batch subscriber on ``broker``."""
+    stop_loss = StopLoss(settings.stop_loss_error_rate, settings.stop_loss_min_items)
     broker.publisher(Topics.EVALUATION_COMPLETED, schema=EvaluationCompleted, title="EvaluationCompleted")
 
     @broker.subscriber(
@@ -61,7 +62,7 @@ def register(broker: KafkaBroker, settings: ReporterSettings, sessionmaker, redi
         with _tracer.start_as_current_span("store results", links=links, attributes={"uep.batch_size": len(events)}):
             try:
                 async with sessionmaker() as session, session.begin():
-                    progress = await store_scores(session, [e for e in events if e.rescore_id is None])
+                    progress = await store_scores(session, [e for e in events if e.rescore_id is None], stop_loss)
                     rescored = await apply_rescores(session, [e for e in events if e.rescore_id is not None])
             except Exception:
                 log.exception("storing %d results failed; the batch will be redelivered", len(events))
