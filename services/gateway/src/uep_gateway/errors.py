@@ -13,3 +13,10 @@ class FieldError(HTTPException):
 
     def __init__(self, status_code: int, loc: tuple[str, ...], msg: str, type_: str) -> None:
         super().__init__(status_code, detail=[{"loc": list(loc), "msg": msg, "type": type_}])
+
+
+class FieldErrors(HTTPException):
+    """An HTTP error listing several problems, each ``{"loc": [...], "msg": str, "type": str}``."""
+
+    def __init__(self, status_code: int, problems: list[dict]) -> None:
+        super().__init__(status_code, detail=problems)

@@ -20,7 +20,7 @@ from sqlalchemy import func, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.db.models import Evaluation, SampleResult
+from uep_common.db.models import Evaluation, Rescore, SampleResult, ScoreHistory
 from uep_common.events import EvaluationCompleted, EvaluationStatus, EvaluationSummary, ScoreComputed
 from uep_common.outbox import add_to_outbox
 from uep_reporter.stats import wilson_interval
@@ -237,8 +237,6 @@ async def apply_rescores(session: AsyncSession, events: list[ScoreComputed]) -> 
 
     Must run inside a transaction.
     """
-    from uep_common.db.models import Rescore, ScoreHistory
-
     per_rescore: dict[uuid.UUID, list[int]] = defaultdict(lambda: [0, 0, 0, 0])  # done, flipped, +, -
     versions: dict[uuid.UUID, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     for ev in events:

@@ -118,12 +118,12 @@ CAPACITY_HEADROOM = 2
 model busy while results travel back, few enough that a cancel wastes little model time."""
 
 
-async def in_flight_bound(session: AsyncSession, ev: Evaluation, default: int) -> int:
+def in_flight_bound(ev: Evaluation, model: Model, default: int) -> int:
     """Open leases allowed for ``ev``: its explicit ``max_in_flight``, else the scheduler's default capped at
     :data:`CAPACITY_HEADROOM` × the model's registered capacity (``models.max_in_flight``)."""
     if ev.config.get("max_in_flight"):
         return int(ev.config["max_in_flight"])
-    capacity = await session.scalar(select(Model.max_in_flight).where(Model.id == ev.model_id))
+    capacity = model.max_in_flight
     return min(default, CAPACITY_HEADROOM * capacity) if capacity else default
 
 
@@ -162,7 +162,8 @@ async def top_up(
         return 0
     now = datetime.now(UTC)
     expires = now + timedelta(seconds=lease_seconds)
-    bound = await in_flight_bound(session, ev, max_in_flight)
+    model = await session.get(Model, ev.model_id)
+    bound = in_flight_bound(ev, model, max_in_flight)
 
     expired = await _expired_leases(session, ev.id, now, bound) if redispatch_expired else []
     for lease in expired:
@@ -188,7 +189,6 @@ async def top_up(
     if not expired and not fresh:
         return 0
     benchmark = await session.get(Benchmark, ev.benchmark_id)
-    model = await session.get(Model, ev.model_id)
     wanted_ordinals = {i // ev.repeats for i in range(start, end)}
     by_ordinal: dict[int, Sample] = {}
     if wanted_ordinals:

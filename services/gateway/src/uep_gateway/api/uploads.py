@@ -16,17 +16,15 @@ from uep_common.params import param_problems
 from uep_common.prompts import render_prompt
 from uep_gateway.api.catalog import benchmark_view
 from uep_gateway.deps import db_session
-from uep_gateway.errors import FieldError
+from uep_gateway.errors import FieldError, FieldErrors
 from uep_gateway.schemas import BenchmarkSpec, BenchmarkView, MetricView, SampleView
 from uep_gateway.uploads import UploadInvalid, detect_format, read_records, validate_rows
 
 router = APIRouter(prefix="/v1", tags=["catalogue"])
 
 
-def _invalid(exc: UploadInvalid) -> FieldError:
-    err = FieldError(422, ("body",), "", "")
-    err.detail = [{"loc": p.loc, "msg": p.msg, "type": p.type} for p in exc.problems]
-    return err
+def _invalid(exc: UploadInvalid) -> FieldErrors:
+    return FieldErrors(422, [{"loc": p.loc, "msg": p.msg, "type": p.type} for p in exc.problems])
 
 
 @router.get("/metrics", response_model=list[MetricView])
@@ -57,9 +55,9 @@ async def upload_benchmark(
     try:
         spec_obj = BenchmarkSpec.model_validate_json(spec)
     except ValidationError as exc:
-        err = FieldError(422, ("body", "spec"), "", "")
-        err.detail = [{"loc": ["body", "spec", *map(str, e["loc"])], "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
-        raise err from None
+        raise FieldErrors(
+            422, [{"loc": ["body", "spec", *map(str, e["loc"])], "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
+        ) from None
     metric = await session.get(MetricCatalogEntry, spec_obj.metric.name)
     if metric is None:
         known = list(await session.scalars(select(MetricCatalogEntry.name).order_by(MetricCatalogEntry.name)))
@@ -70,13 +68,11 @@ async def upload_benchmark(
     problems = param_problems(spec_obj.metric.params, metric.param_types or {k: "any" for k in metric.params},
                               metric.required_params)
     if problems:
-        err = FieldError(422, ("body",), "", "")
-        err.detail = [
+        raise FieldErrors(422, [
             {"loc": ["body", "spec", "metric", "params", name], "msg": f"{metric.name} parameter {name!r} {reason}",
              "type": "unknown_param" if reason.startswith("unknown") else "bad_param"}
             for name, reason in problems
-        ]
-        raise err
+        ])
     builtin = await session.scalar(select(Benchmark.id).where(Benchmark.slug == spec_obj.slug, Benchmark.is_builtin.is_(True)).limit(1))
     if builtin:
         raise FieldError(409, ("body", "spec", "slug"), f"{spec_obj.slug!r} is a built-in benchmark; choose another slug", "builtin_slug")
