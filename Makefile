@@ -1,6 +1,7 @@
 # uep — Unified Evaluation Platform. `make demo` and `make test` are the two commands a new user needs.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
+.PHONY: chromium
 
 UV_VERSION := 0.13.9
 TOOLS := .tools
@@ -15,8 +16,15 @@ $(UV):
 	python3 -m venv $(TOOLS)
 	$(TOOLS)/bin/pip install -q "uv==$(UV_VERSION)"
 
-install: $(UV) ## create .venv and install the whole workspace from uv.lock
+install: $(UV) chromium ## create .venv and install the whole workspace from uv.lock
 	$(UV) sync --frozen
+
+# Reports are rendered to PDF and the annotation page is tested in headless Chromium (Debian's package;
+# Playwright drives it with executable_path, it never downloads a browser).
+chromium:
+	@command -v chromium >/dev/null || { echo "installing Debian's chromium (PDF reports, annotation page tests)"; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
+	  else sudo apt-get update -q && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; fi; }
 
 up: install ## start the local stack (broker, migrations, Triton, six services)
 	$(STACK) up

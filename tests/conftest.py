@@ -17,12 +17,16 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "deploy" / "local"))
 
+# Several test sessions may run side by side (parallel work on one machine): UEP_TEST_PORT_BASE,
+# UEP_TEST_DB, UEP_TEST_REDIS_DB, UEP_TEST_RUN_NAME and UEP_TEST_TRITON_MODELS move one to its own ports,
+# database, Redis db, run directory and model set.
+TEST_DB = os.environ.get("UEP_TEST_DB", "uep_test")
 TEST_ENV = {
-    "UEP_STACK_PORT_BASE": "10000",
-    "UEP_STACK_RUN_DIR": str(ROOT / ".run" / "test"),
-    "UEP_DATABASE_URL": "postgresql+psycopg://postgres@127.0.0.1:5432/uep_test",
-    "UEP_REDIS_URL": "redis://127.0.0.1:6379/15",
-    "UEP_TRITON_MODELS": "smollm2,oracle,bench_echo",
+    "UEP_STACK_PORT_BASE": os.environ.get("UEP_TEST_PORT_BASE", "10000"),
+    "UEP_STACK_RUN_DIR": str(ROOT / ".run" / os.environ.get("UEP_TEST_RUN_NAME", "test")),
+    "UEP_DATABASE_URL": f"postgresql+psycopg://postgres@127.0.0.1:5432/{TEST_DB}",
+    "UEP_REDIS_URL": f"redis://127.0.0.1:6379/{os.environ.get('UEP_TEST_REDIS_DB', '15')}",
+    "UEP_TRITON_MODELS": os.environ.get("UEP_TEST_TRITON_MODELS", "smollm2,oracle,bench_echo"),
     "UEP_OTEL_EXPORTER": "console",
 }
 
@@ -41,7 +45,7 @@ def stack():
     uep_stack.down(cfg)  # leftovers of an interrupted run
     admin = make_sync_engine("postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
     with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
-        c.execute(text("DROP DATABASE IF EXISTS uep_test WITH (FORCE)"))
+        c.execute(text(f"DROP DATABASE IF EXISTS {TEST_DB} WITH (FORCE)"))
     admin.dispose()
     redis.Redis.from_url(TEST_ENV["UEP_REDIS_URL"]).flushdb()
     uep_stack.up(cfg)

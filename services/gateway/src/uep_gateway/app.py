@@ -14,7 +14,19 @@ from uep_common.db.session import make_async_engine, make_sessionmaker
 from uep_common.messaging import make_broker
 from uep_common.outbox import OutboxRelay
 from uep_common.telemetry import setup_telemetry, shutdown_telemetry
-from uep_gateway.api import catalog, evaluations, rescores, uploads
+from uep_gateway.api import (
+    annotations,
+    budgets,
+    catalog,
+    evaluations,
+    judges,
+    leaderboards,
+    lifecycle,
+    reports,
+    rescores,
+    schedules,
+    uploads,
+)
 from uep_gateway.settings import GatewaySettings
 
 
@@ -87,4 +99,11 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     app.include_router(rescores.router)
     app.include_router(catalog.router)
     app.include_router(uploads.router)
+    app.include_router(schedules.router)
+    app.include_router(budgets.router)
+    app.include_router(lifecycle.router)
+    app.include_router(judges.router)
+    app.include_router(annotations.router)
+    app.include_router(reports.router)
+    app.include_router(leaderboards.router)
     return app

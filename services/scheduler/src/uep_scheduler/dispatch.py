@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import and_, exists, func, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from uep_common import budget
 from uep_common.db.models import Benchmark, Evaluation, Model, Sample, SampleLease, SampleResult
 from uep_common.events import ModelTarget, PromptSpec, SampleDispatched
 from uep_common.outbox import add_to_outbox
@@ -177,6 +178,7 @@ async def top_up(
         select(func.count()).where(SampleLease.evaluation_id == ev.id, SampleLease.state == "leased")
     )
     room = max(0, bound - int(in_flight or 0))
+    room = await budget.reserve_for_dispatch(session, ev, model, min(room, ev.total_items - ev.dispatched_items)) if room else 0
     start, end = ev.dispatched_items, min(ev.dispatched_items + room, ev.total_items)
     fresh: list[SampleLease] = []
     for i in range(start, end):

@@ -10,6 +10,7 @@ import uuid
 from faststream import AckPolicy
 from faststream.kafka import KafkaBroker, KafkaMessage
 
+from uep_common import budget
 from uep_common.events import EvaluationRequested, SampleDispatched, ScoreComputed, Topics
 from uep_common.messaging import UndecodableEvent, consumer_options, decode_event, decode_or_dead_letter, raw_records
 from uep_common.outbox import OutboxRelay
@@ -41,10 +42,12 @@ class Scheduler:
             self.relay.kick()
         return n
 
-    async def on_scored(self, items: list[tuple[uuid.UUID, uuid.UUID, int, str]]) -> None:
-        """Release the leases of scored items and top up their evaluations."""
+    async def on_scored(self, scores: list[ScoreComputed]) -> None:
+        """Release the leases of scored items, settle their budget reservations, top up their evaluations."""
+        items = [(e.evaluation_id, e.sample_id, e.repeat, e.arm) for e in scores]
         async with self.sm() as s, s.begin():
             evaluations = await release(s, items)
+            await budget.settle_scores(s, scores)
         for evaluation_id in sorted(evaluations):
             await self.top_up(evaluation_id, redispatch_expired=False)
 
@@ -118,5 +121,5 @@ def register(broker: KafkaBroker, settings: SchedulerSettings, scheduler: Schedu
                 continue  # the reporter dead-letters undecodable scores; the lease expires and re-dispatches
             if ev.rescore_id is not None:
                 continue  # a re-score of a stored output holds no lease
-            items.append((ev.evaluation_id, ev.sample_id, ev.repeat, ev.arm))
+            items.append(ev)
         await scheduler.on_scored(items)

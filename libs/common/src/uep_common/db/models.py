@@ -330,3 +330,8 @@ class OutboxMessage(Base):
     published_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     attempts: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     last_error: Mapped[str | None] = mapped_column(Text)
+
+
+# Tables of later areas live in their own modules (one per area); importing them here registers them on
+# ``Base.metadata`` for Alembic and for every service that imports the models.
+from uep_common.db import annotation, budgets, judging, leaderboards, lifecycle, reports, scheduling  # noqa: E402,F401

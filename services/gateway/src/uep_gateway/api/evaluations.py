@@ -11,6 +11,7 @@ from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from sqlalchemy import select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from uep_common import budget
 from uep_common.db.models import Benchmark, Evaluation, Model, Sample, SampleResult, Tenant
 from uep_common.events import EvaluationCompleted, EvaluationRequested, EvaluationStatus, EvaluationSummary
 from uep_common.outbox import add_to_outbox
@@ -137,6 +138,10 @@ async def create_evaluation(
             total_items=evaluation.total_items,
         )
         session.add(evaluation)
+        try:
+            await budget.check_creation(session, tenant, [evaluation])
+        except budget.BudgetRefused as exc:
+            raise FieldError(exc.status_code, ("body", exc.field), exc.reason, exc.kind) from exc
         add_to_outbox(session, event)
         await session.commit()
     request.app.state.relay.kick()

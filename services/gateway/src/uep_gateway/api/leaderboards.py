@@ -1,0 +1,7 @@
+"""Leaderboards and retention."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+router = APIRouter()

@@ -1,0 +1,7 @@
+"""Reports (HTML, JSON, PDF) and comparisons."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+router = APIRouter()
