@@ -47,7 +47,16 @@ bench: install ## bench/pipeline_overhead: pipeline vs direct Triton throughput 
 bench-scorer: install ## bench/scorer_throughput: our metrics vs the reference libraries, samples/s ratios
 	$(PY) bench/scorer_throughput.py
 
+bench-chaos: install ## bench/chaos: kill -9 each service and restart the broker under a 500-sample run, 5 times; prints clean runs x/5
+	$(PY) bench/chaos.py
+
+bench-scheduler: install ## bench/scheduler: POST → first SampleDispatched (p50, p99) and dispatch throughput, 10,000 queued samples
+	$(PY) bench/scheduler.py
+
+bench-report: install ## bench/report: build the report (and leaderboard) of a 100,000-item evaluation; seconds (target < 5) and peak memory
+	$(PY) bench/report.py
+
 asyncapi: install ## regenerate docs/asyncapi.json from the services' FastStream apps
 	$(PY) docs/generate_asyncapi.py
 
-.PHONY: help install up down status demo test bench bench-scorer asyncapi
+.PHONY: help install up down status demo test bench bench-scorer bench-chaos asyncapi bench-scheduler bench-report

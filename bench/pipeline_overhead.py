@@ -104,6 +104,8 @@ def main() -> int:
             # handler workers > model slots, so decoding and publishing overlap the model calls; the model's
             # registry capacity (set below) keeps exactly `concurrency` calls in flight at Triton.
             "UEP_INFERENCE_CONCURRENCY": str(4 * args.concurrency),
+            # the scheduler leases at most factor × the model's capacity across evaluations: keep the window
+            "UEP_MODEL_LEASE_FACTOR": str(max(1, window // args.concurrency)),
             "UEP_OTEL_EXPORTER": "none",
             "UEP_LOG_LEVEL": "WARNING",
         }

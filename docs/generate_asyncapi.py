@@ -46,6 +46,12 @@ def build() -> dict:
         description="Published by the gateway's outbox relay when a rescore of a finished evaluation is requested.",
     )
     broker.publisher(
+        events.Topics.REPORT_REQUESTED,
+        schema=events.ReportRequested,
+        title="ReportRequested",
+        description="Published by the gateway's outbox relay when a report is requested (POST /v1/evaluations/{id}/reports).",
+    )
+    broker.publisher(
         DEAD_LETTER_TOPIC,
         schema=bytes,
         title="DeadLetter",
@@ -54,7 +60,7 @@ def build() -> dict:
     scheduler(broker, SchedulerSettings(), None)
     inference(broker, InferenceSettings(), None)
     scorer(broker, ScorerSettings(), None)
-    judge(broker, JudgeSettings())
+    judge(broker, JudgeSettings(), None, None, None)
     reporter(broker, ReporterSettings(), None, None, None)
     spec = AsyncAPI(
         broker,

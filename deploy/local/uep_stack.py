@@ -1,4 +1,5 @@
-"""Local stack for development, the demo and the tests: ``up``, ``down``, ``status``.
+"""Local stack for development, the demo and the tests: ``up``, ``down``, ``status``; for chaos runs
+``kill <process>`` (SIGKILL), ``start <service>`` and ``restart-broker``.
 
 Starts, in order, each as a background process with a PID file and a log in the run directory:
 
@@ -36,6 +37,8 @@ ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 TANSU_SHA256 = "38a00e200dd4ab0abae267e1c39814e3967c633908de889a7c7210290dcd0723"
 SERVICES = ["gateway", "scheduler", "inference", "scorer", "judge", "reporter"]
+READY_TIMEOUT_S = float(os.environ.get("UEP_STACK_READY_TIMEOUT_S", "180"))
+"""Seconds a service may take to answer /readyz (imports alone take a minute on a busy 2-core machine)."""
 
 
 def _env_int(name: str, default: int) -> int:
@@ -74,8 +77,10 @@ class StackConfig:
                 "UEP_TRITON_GRPC_PORT": str(self.triton_grpc),
                 "UEP_TRITON_METRICS_PORT": str(self.triton_metrics),
                 "UEP_GATEWAY_PORT": str(self.gateway_port),
+                "UEP_INFERENCE_URL": f"http://127.0.0.1:{self.service_ports['inference']}",  # judge → inference
                 "UEP_OTEL_EXPORTER": os.environ.get("UEP_OTEL_EXPORTER", "console"),
                 "UEP_OTEL_CONSOLE_PATH": str(self.run_dir / "traces" / f"{name}.jsonl"),
+                "UEP_ARTIFACT_DIR": os.environ.get("UEP_ARTIFACT_DIR", str(self.run_dir / "artifacts")),
                 "PYTHONUNBUFFERED": "1",
             }
         )
@@ -99,7 +104,7 @@ def config() -> StackConfig:
         service_ports={name: base + 8090 + i for i, name in enumerate(SERVICES) if name != "gateway"},
         database_url=os.environ.get("UEP_DATABASE_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/uep"),
         redis_url=os.environ.get("UEP_REDIS_URL", "redis://127.0.0.1:6379/0"),
-        triton_models=os.environ.get("UEP_TRITON_MODELS", "smollm2,oracle,bench_echo"),
+        triton_models=os.environ.get("UEP_TRITON_MODELS", "smollm2,oracle,bench_echo,judge,judge_first"),
     )
 
 
@@ -252,7 +257,8 @@ def start_triton(cfg: StackConfig) -> None:
           cfg.service_env("triton"))
     base = f"http://127.0.0.1:{cfg.triton_http}"
     wait_until("Triton /v2/health/ready", lambda: _http_ok(f"{base}/v2/health/ready"), 240, cfg, "triton")
-    names = {"smollm2": "smollm2_135m_instruct", "oracle": "uep_oracle", "bench_echo": "uep_bench_echo"}
+    names = {"smollm2": "smollm2_135m_instruct", "oracle": "uep_oracle", "bench_echo": "uep_bench_echo",
+             "judge": "uep_judge", "judge_first": "uep_judge_first"}
     for m in models:
         wait_until(f"model {m} ready", lambda m=m: _http_ok(f"{base}/v2/models/{names.get(m, m)}/ready"), 120, cfg, "triton")
 
@@ -263,7 +269,54 @@ def start_services(cfg: StackConfig) -> None:
         spawn(cfg, name, [str(BIN / f"uep-{name}")], cfg.service_env(name))
     for name in SERVICES:
         port = cfg.gateway_port if name == "gateway" else cfg.service_ports[name]
-        wait_until("/readyz", lambda port=port: _http_ok(f"http://127.0.0.1:{port}/readyz"), 90, cfg, name)
+        wait_until("/readyz", lambda port=port: _http_ok(f"http://127.0.0.1:{port}/readyz"), READY_TIMEOUT_S, cfg, name)
+
+
+# ------------------------------------------------------------------------------------ chaos: kill, restart
+def kill(cfg: StackConfig, name: str) -> int | None:
+    """``kill -9`` the process group of one stack process (no grace, no clean shutdown: a crash). Returns the
+    PID killed, or None if it was not running. Kill one service at a time, with a gap: tansu wedges a consumer
+    group whose members leave within a second of each other (shared/research/kafka-broker.md)."""
+    pid = read_pid(cfg, name)
+    if pid is None:
+        return None
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    deadline = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    _pid_file(cfg, name).unlink(missing_ok=True)
+    return pid
+
+
+def start_service(cfg: StackConfig, name: str, extra_env: dict[str, str] | None = None, timeout_s: float | None = None) -> int:
+    """Start one of the six services (after a kill) and wait for its /readyz; ``extra_env`` overrides its
+    environment (e.g. ``UEP_LEASE_SECONDS``). Returns its PID."""
+    if read_pid(cfg, name) is not None:
+        raise RuntimeError(f"{name} is already running")
+    pid = spawn(cfg, name, [str(BIN / f"uep-{name}")], {**cfg.service_env(name), **(extra_env or {})})
+    port = cfg.gateway_port if name == "gateway" else cfg.service_ports[name]
+    wait_until("/readyz", lambda: _http_ok(f"http://127.0.0.1:{port}/readyz"), timeout_s or READY_TIMEOUT_S, cfg, name)
+    return pid
+
+
+def restart_broker(cfg: StackConfig) -> float:
+    """``kill -9`` tansu and start a fresh one (memory storage: topics, messages, offsets and groups are gone),
+    re-create the topics at once (before a client's metadata request auto-creates one with 4 partitions), and
+    let the services reconnect and rejoin their groups by themselves. Returns the seconds the broker was down."""
+    import asyncio
+
+    from uep_common.messaging import ensure_topics
+    from uep_common.settings import CommonSettings
+
+    settings = CommonSettings(kafka_bootstrap=f"127.0.0.1:{cfg.broker_port}")
+    t0 = time.monotonic()
+    kill(cfg, "broker")
+    start_broker(cfg)
+    asyncio.run(ensure_topics(settings))
+    return time.monotonic() - t0
 
 
 def up(cfg: StackConfig, with_triton: bool = True) -> None:
@@ -322,9 +375,21 @@ def status(cfg: StackConfig) -> int:
 def main(argv: list[str] | None = None) -> int:
     """CLI: ``python deploy/local/uep_stack.py up|down|status``."""
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("command", choices=["up", "down", "status"])
+    p.add_argument("command", choices=["up", "down", "status", "kill", "start", "restart-broker"])
+    p.add_argument("service", nargs="?", help="kill/start: the process (a service, triton or broker)")
     args = p.parse_args(argv)
     cfg = config()
+    if args.command in ("kill", "start"):
+        if args.service not in [*SERVICES, "triton", "broker"] or (args.command == "start" and args.service not in SERVICES):
+            p.error(f"{args.command} needs one of {', '.join(SERVICES if args.command == 'start' else [*SERVICES, 'triton', 'broker'])}")
+        if args.command == "kill":
+            print(f"killed {args.service} (pid {kill(cfg, args.service)})")
+        else:
+            print(f"started {args.service} (pid {start_service(cfg, args.service)})")
+        return 0
+    if args.command == "restart-broker":
+        print(f"broker restarted, topics re-created in {restart_broker(cfg):.2f} s")
+        return 0
     if args.command == "up":
         try:
             up(cfg)

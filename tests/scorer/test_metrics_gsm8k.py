@@ -119,5 +119,7 @@ def test_bad_reference_or_params_raise(reference, params):
 def test_degenerate_output_is_scored_quickly():
     start = time.perf_counter()
     result = score("1," * 50_000 + " " * 50_000 + "-" * 50_000, "1")
-    assert time.perf_counter() - start < 1.0
+    # A guard against catastrophic regex backtracking (which takes minutes on this input), not a speed target:
+    # the bound is loose because these machines are noisy (~0.1 s when idle, over 1 s under heavy load).
+    assert time.perf_counter() - start < 15.0
     assert result.extracted == "1"

@@ -17,6 +17,8 @@ from uep_common.events import (
     ModelTarget,
     OutputGenerated,
     PromptSpec,
+    ReportReady,
+    ReportRequested,
     RescoreRequested,
     SampleDispatched,
     ScoreComputed,
@@ -48,6 +50,9 @@ SAMPLES = [
     EvaluationCompleted(**COMMON, status=EvaluationStatus.completed, summary=SUMMARY),
     JudgeRequested(**ITEM, benchmark_id=B, model_id=M, prompt="p", output="o"),
     RescoreRequested(**COMMON, rescore_id=S, benchmark_id=B, model_id=M),
+    ReportRequested(**COMMON, report_id=S, baseline_evaluation_id=M),
+    ReportReady(**COMMON, report_id=S, report_schema_version="1.0", formats=["html", "json", "pdf"],
+                artifacts={"html": "ab" * 32}, links={"html": f"/v1/evaluations/{E}/report.html"}),
 ]
 
 

@@ -10,7 +10,8 @@ Every flag falls back to an environment variable: ``UEP_TRITON_HOST``, ``UEP_TRI
 ``UEP_TRITON_STARTUP_TIMEOUT_S`` (default 300 s) and ``UEP_TRITON_LOG_FILE`` (tritonserver's own log).
 
 ``--models`` takes short names or Triton names: ``smollm2`` (``smollm2_135m_instruct``), ``oracle``
-(``uep_oracle``), ``bench_echo`` (``uep_bench_echo``). All share the tensor contract in
+(``uep_oracle``), ``bench_echo`` (``uep_bench_echo``), ``judge`` (``uep_judge``) and ``judge_first``
+(``uep_judge_first``), the deterministic judges of :mod:`uep_model_server.judge_stub`. All share the tensor contract in
 :mod:`uep_model_server.io`.
 
 Lifetime: models are loaded, bound and Triton started; the server is ready once
@@ -33,11 +34,13 @@ from typing import Callable
 
 LOGGER = logging.getLogger("uep_model_server")
 
-DEFAULT_MODELS = "smollm2,oracle,bench_echo"
+DEFAULT_MODELS = "smollm2,oracle,bench_echo,judge,judge_first"
 MODEL_ALIASES = {
     "smollm2": "smollm2_135m_instruct",
     "oracle": "uep_oracle",
     "bench_echo": "uep_bench_echo",
+    "judge": "uep_judge",
+    "judge_first": "uep_judge_first",
 }
 """Short name -> Triton model name."""
 
@@ -133,7 +136,16 @@ def _model_factories() -> dict[str, Callable[[], object]]:
 
         return BenchEcho()
 
-    return {"smollm2_135m_instruct": smollm2, "uep_oracle": oracle, "uep_bench_echo": bench_echo}
+    def judge(personality: str):
+        def make():
+            from .judge_stub import DeterministicJudge
+
+            return DeterministicJudge(personality)
+
+        return make
+
+    return {"smollm2_135m_instruct": smollm2, "uep_oracle": oracle, "uep_bench_echo": bench_echo,
+            "uep_judge": judge("consistent"), "uep_judge_first": judge("first")}
 
 
 def serve(args: argparse.Namespace, model_names: list[str]) -> int:

@@ -6,6 +6,9 @@ Commands::
     uep-admin migrate          # alembic upgrade head
     uep-admin create-topics    # create every uep topic with UEP_KAFKA_PARTITIONS partitions
     uep-admin seed             # register the default tenant, built-in benchmarks and local models
+    uep-admin create-tenant --tenant SLUG [--name NAME]
+    uep-admin create-api-key --tenant SLUG --role admin|builder|viewer [--name LABEL]
+                               # prints the key once; only its SHA-256 digest is stored
 """
 
 from __future__ import annotations
@@ -58,7 +61,10 @@ def migrate(database_url: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point; returns the process exit status."""
     parser = argparse.ArgumentParser(prog="uep-admin", description=__doc__.split("\n")[0])
-    parser.add_argument("command", choices=["create-db", "migrate", "create-topics", "seed"])
+    parser.add_argument("command", choices=["create-db", "migrate", "create-topics", "seed", "create-tenant", "create-api-key"])
+    parser.add_argument("--tenant", help="tenant slug (create-tenant, create-api-key)")
+    parser.add_argument("--role", choices=["admin", "builder", "viewer"], help="role of the key (create-api-key)")
+    parser.add_argument("--name", default="", help="tenant name / key label")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = CommonSettings()
@@ -76,7 +82,58 @@ def main(argv: list[str] | None = None) -> int:
         from uep_common.builtin.seed import seed
 
         print(seed(settings))
+    elif args.command in ("create-tenant", "create-api-key"):
+        if not args.tenant or (args.command == "create-api-key" and not args.role):
+            parser.error(f"{args.command} needs --tenant" + (" and --role" if args.command == "create-api-key" else ""))
+        try:
+            print(create_tenant(settings.database_url, args.tenant, args.name) if args.command == "create-tenant"
+                  else create_api_key(settings.database_url, args.tenant, args.role, args.name))
+        except LookupError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     return 0
+
+
+def create_tenant(database_url: str, slug: str, name: str = "") -> str:
+    """Register tenant ``slug`` if missing; returns a one-line report."""
+    from sqlalchemy import select
+    from sqlalchemy.orm import Session
+
+    from uep_common.db.models import Tenant
+    from uep_common.db.session import make_sync_engine
+
+    engine = make_sync_engine(database_url)
+    try:
+        with Session(engine) as s, s.begin():
+            if s.scalar(select(Tenant.id).where(Tenant.slug == slug)):
+                return f"tenant {slug}: exists"
+            s.add(Tenant(slug=slug, name=name or slug))
+            return f"tenant {slug}: created"
+    finally:
+        engine.dispose()
+
+
+def create_api_key(database_url: str, tenant_slug: str, role: str, name: str = "") -> str:
+    """Create an API key for ``tenant_slug`` with ``role`` (admin, builder, viewer) and return it — the only
+    time it is shown: ``api_keys`` keeps its SHA-256 digest. Raises LookupError for an unknown tenant."""
+    from sqlalchemy import select
+    from sqlalchemy.orm import Session
+
+    from uep_common.db.budgets import ApiKey, hash_api_key, new_api_key
+    from uep_common.db.models import Tenant
+    from uep_common.db.session import make_sync_engine
+
+    engine = make_sync_engine(database_url)
+    try:
+        with Session(engine) as s, s.begin():
+            tenant_id = s.scalar(select(Tenant.id).where(Tenant.slug == tenant_slug))
+            if tenant_id is None:
+                raise LookupError(f"unknown tenant {tenant_slug!r} (uep-admin create-tenant --tenant {tenant_slug})")
+            key = new_api_key()
+            s.add(ApiKey(key_hash=hash_api_key(key), key_prefix=key[:12], tenant_id=tenant_id, role=role, name=name))
+        return key
+    finally:
+        engine.dispose()
 
 
 if __name__ == "__main__":

@@ -25,6 +25,8 @@ Topics and keys (:data:`TOPICS`)
     EvaluationCompleted       ``uep.evaluation.completed.v1``       ``evaluation_id``
     JudgeRequested            ``uep.judge.requested.v1``            item key
     RescoreRequested          ``uep.rescore.requested.v1``          ``evaluation_id``
+    ReportRequested           ``uep.report.requested.v1``           ``evaluation_id``
+    ReportReady               ``uep.report.ready.v1``               ``evaluation_id``
     ========================  ====================================  ==========================================
 
     Evaluation-level events are keyed by evaluation so that all lifecycle events of one evaluation stay in
@@ -66,6 +68,8 @@ class Topics:
     EVALUATION_COMPLETED = "uep.evaluation.completed.v1"
     JUDGE_REQUESTED = "uep.judge.requested.v1"
     RESCORE_REQUESTED = "uep.rescore.requested.v1"
+    REPORT_REQUESTED = "uep.report.requested.v1"
+    REPORT_READY = "uep.report.ready.v1"
 
     @classmethod
     def all(cls) -> list[str]:
@@ -106,13 +110,22 @@ class Backend(StrEnum):
 
 
 class EvaluationStatus(StrEnum):
-    """Lifecycle: pending → running → completed | failed | cancelled."""
+    """Lifecycle: pending → running → completed | failed | cancelled | stopped.
+
+    ``stopped``: ended by ``POST …/stop`` (nothing more dispatched, results in flight still stored, partial
+    summary). ``interrupted``: was running when the scheduler restarted with no other live replica; not
+    terminal, resumed only by an explicit ``POST …/retry``.
+    """
 
     pending = "pending"
     running = "running"
     completed = "completed"
     failed = "failed"
     cancelled = "cancelled"
+    interrupted = "interrupted"
+    stopped = "stopped"
+    budget_exhausted = "budget_exhausted"
+    """A budget cap refused further dispatch; the items in flight finished and the partial summary is kept."""
 
 
 class Event(BaseModel):
@@ -186,6 +199,12 @@ class EvaluationRequested(Event):
     repeats: int = Field(1, ge=1)
     priority: Priority = Priority.normal
     total_items: int = Field(ge=0, description="samples × repeats × arms to be scored.")
+    arm: str = Field("main", min_length=1, max_length=64, description="A/B arm of this evaluation ('main' without A/B).")
+    batch_id: uuid.UUID | None = Field(None, description="Set when one request created several evaluations (one per model).")
+    experiment_id: uuid.UUID | None = Field(
+        None, description="A/B experiment: every arm is its own evaluation with this id; arms are dispatched together."
+    )
+    schedule_id: uuid.UUID | None = Field(None, description="The cron schedule that created this run.")
 
 
 class ModelTarget(BaseModel):
@@ -239,6 +258,10 @@ class SampleDispatched(ItemEvent):
     prompt: PromptSpec
     target: ModelTarget
     lease_expires_at: AwareDatetime
+    timeout_s: float | None = Field(
+        None, gt=0, description="Per-sample timeout of each model call, seconds (the evaluation's sample_timeout_s); "
+        "None = the inference service's default.",
+    )
 
 
 class ErrorInfo(BaseModel):
@@ -331,7 +354,8 @@ class EvaluationCompleted(Event):
 
 
 class JudgeRequested(ItemEvent):
-    """An item whose verdict needs an LLM judge (produced once judge-type benchmarks exist)."""
+    """An item whose verdict needs an LLM judge: every item of an ``llm_judge`` evaluation, and the items of a
+    ``hybrid`` evaluation that its automatic metric could not decide (``route_reason`` set)."""
 
     topic: ClassVar[str] = Topics.JUDGE_REQUESTED
 
@@ -339,6 +363,15 @@ class JudgeRequested(ItemEvent):
     model_id: uuid.UUID
     prompt: str
     output: str | None
+    latency_ms: float | None = Field(None, ge=0, description="The model call's wall time (carried to the score).")
+    prompt_tokens: int | None = Field(None, ge=0)
+    completion_tokens: int | None = Field(None, ge=0)
+    route_reason: str | None = Field(
+        None, description="Hybrid: why the automatic metric did not decide ('no_answer', 'free_form')."
+    )
+    automatic: dict[str, float | int | str | bool | None] = Field(
+        default_factory=dict, description="Hybrid: the automatic metric's result (name, version, extracted, metrics)."
+    )
 
 
 class RescoreRequested(Event):
@@ -352,6 +385,34 @@ class RescoreRequested(Event):
     model_id: uuid.UUID
 
 
+class ReportRequested(Event):
+    """Build a report of an evaluation now (``POST /v1/evaluations/{id}/reports``); the reporter fills the
+    pending ``reports`` row ``report_id``. Reports are also built, without this event, when an evaluation
+    completes."""
+
+    topic: ClassVar[str] = Topics.REPORT_REQUESTED
+    key_kind: ClassVar[Literal["evaluation"]] = "evaluation"
+
+    report_id: uuid.UUID
+    baseline_evaluation_id: uuid.UUID | None = Field(
+        None, description="Compare with this evaluation instead of the pinned / last completed one."
+    )
+
+
+class ReportReady(Event):
+    """A report of an evaluation was written: its files are artifacts, served by the gateway at ``links``."""
+
+    topic: ClassVar[str] = Topics.REPORT_READY
+    key_kind: ClassVar[Literal["evaluation"]] = "evaluation"
+
+    report_id: uuid.UUID
+    report_schema_version: str = Field(description="Version of the JSON report schema (docs/report.schema.json).")
+    baseline_evaluation_id: uuid.UUID | None = None
+    formats: list[str] = Field(description="Formats written: 'html', 'json' and, when Chromium rendered it, 'pdf'.")
+    artifacts: dict[str, str] = Field(default_factory=dict, description="SHA-256 of each format's file.")
+    links: dict[str, str] = Field(default_factory=dict, description="Gateway paths of each format.")
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.__name__: cls
     for cls in (
@@ -362,6 +423,8 @@ EVENT_TYPES: dict[str, type[Event]] = {
         EvaluationCompleted,
         JudgeRequested,
         RescoreRequested,
+        ReportRequested,
+        ReportReady,
     )
 }
 """Event class by the ``uep-event-type`` header value."""

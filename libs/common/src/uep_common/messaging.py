@@ -22,7 +22,9 @@ from uep_common.settings import CommonSettings
 log = logging.getLogger(__name__)
 
 DEAD_LETTER_TOPIC = "uep.dead-letter.v1"
-"""Messages a consumer could not decode, with headers ``uep-dlq-reason`` and ``uep-dlq-source-topic``."""
+"""Messages a consumer could not decode or an item that still failed after its retries, with headers
+``uep-dlq-reason``, ``uep-dlq-source-topic`` and optionally ``uep-dlq-id``; the scheduler keeps each in the
+``dead_letters`` table and the gateway re-drives them (``POST /v1/dead-letters/{id}/redrive``)."""
 
 
 def make_broker(settings: CommonSettings, tracer_provider: TracerProvider | None = None) -> KafkaBroker:
@@ -86,14 +88,25 @@ async def publish_event(broker: KafkaBroker, event: Event, headers: dict[str, st
     )
 
 
-async def dead_letter(broker: KafkaBroker, body: bytes, source_topic: str, reason: str) -> None:
-    """Send an undecodable message to the dead-letter topic with the reason (never silently dropped)."""
-    log.error("dead-lettering a message from %s: %s", source_topic, reason)
-    await broker.publish(
-        body,
-        topic=DEAD_LETTER_TOPIC,
-        headers={"uep-dlq-reason": reason[:1000], "uep-dlq-source-topic": source_topic},
-    )
+async def dead_letter(
+    broker: KafkaBroker,
+    body: bytes,
+    source_topic: str,
+    reason: str,
+    *,
+    key: bytes | None = None,
+    headers: dict[str, bytes | str] | None = None,
+    dlq_id: str | None = None,
+) -> None:
+    """Send a message that could not be processed to the dead-letter topic with the reason (never silently
+    dropped). ``key``/``headers`` are the original message's (a redrive re-publishes them); ``dlq_id``
+    (header ``uep-dlq-id``) is a deterministic id that makes the stored record idempotent."""
+    log.error("dead-lettering a message from %s: %s", source_topic, reason[:300])
+    out = {k: (v.decode("utf-8", "replace") if isinstance(v, bytes | bytearray) else str(v)) for k, v in (headers or {}).items()}
+    out.update({"uep-dlq-reason": reason[:1000], "uep-dlq-source-topic": source_topic})
+    if dlq_id:
+        out["uep-dlq-id"] = dlq_id
+    await broker.publish(body, topic=DEAD_LETTER_TOPIC, key=key, headers=out)
 
 
 class UndecodableEvent(ValueError):

@@ -7,39 +7,106 @@ from datetime import datetime
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from uep_common.events import EvaluationSummary, Priority, PromptSpec
 
 
-class EvaluationCreate(BaseModel):
-    """``POST /v1/evaluations``."""
+class ArmCreate(BaseModel):
+    """One arm of an A/B experiment: its own evaluation over the same samples; what it varies (model, prompt
+    template, chat template, few-shot) overrides the request's."""
 
     model_config = ConfigDict(extra="forbid", protected_namespaces=())
 
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$", description="Arm name, unique in the experiment.")
+    model: str | None = Field(None, min_length=1, max_length=200, description="Default: the request's model.")
+    model_version: str | None = None
+    prompt_template: str | None = Field(
+        None, min_length=1, max_length=20_000, description="Jinja2 template replacing the benchmark's for this arm."
+    )
+    chat_template: bool | None = None
+    fewshot_k: int | None = Field(None, ge=0, le=16)
+
+
+class EvaluationCreate(BaseModel):
+    """``POST /v1/evaluations``: one evaluation; a batch (``models``: one evaluation per model, linked by
+    ``batch_id``); or an A/B experiment (``arms``: one evaluation per arm, linked by ``experiment_id``,
+    dispatched together so that item i of every arm goes out together)."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=(), populate_by_name=True)
+
     benchmark: str = Field(min_length=1, max_length=100, description="Benchmark slug or id.")
     benchmark_version: str | None = Field(None, description="Content hash; default: the newest active version.")
-    model: str = Field(min_length=1, max_length=200, description="Model name or id.")
+    model: str | None = Field(None, min_length=1, max_length=200, description="Model name or id (or give `models` or `arms`).")
     model_version: str | None = Field(None, description="Default: the most recently registered version.")
+    models: list[str] | None = Field(
+        None, min_length=1, max_length=20, description="Batch: one evaluation per model (name or id), linked by batch_id."
+    )
+    arms: list[ArmCreate] | None = Field(
+        None, min_length=2, max_length=8, description="A/B experiment: one evaluation per arm, linked by experiment_id."
+    )
     sample_limit: int | None = Field(None, ge=1, description="Evaluate the first N samples (benchmark order).")
     repeats: int = Field(1, ge=1, description="Attempts per sample (for pass@k and stability).")
     priority: Priority = Priority.normal
-    max_in_flight: int | None = Field(None, ge=1, le=1024, description="Override of the scheduler's bound.")
+    max_parallel: int | None = Field(
+        None, ge=1, le=1024, validation_alias=AliasChoices("max_parallel", "max_in_flight"),
+        description="Items of this evaluation in flight at most (alias: max_in_flight); default: the scheduler's.",
+    )
     fewshot_k: int | None = Field(
         None, ge=0, le=16, description="Demonstrations per prompt; default: the benchmark's (0 for the built-ins)."
     )
     chat_template: bool | None = Field(
         None, description="Apply the model's chat template (true) or send raw text (false); default: the benchmark's."
     )
+    sample_timeout_s: float | None = Field(
+        None, gt=0, le=3600,
+        description="Per-sample timeout of each model call, seconds; default: the inference service's UEP_INFERENCE_TIMEOUT_S.",
+    )
+    max_cost: float | None = Field(
+        None, ge=0, description="Cap of each evaluation created (site currency): it runs until the cap is reached, then "
+        "ends budget_exhausted (see POST /v1/evaluations/estimate for what it would cost)."
+    )
+    judge: dict | None = Field(
+        None, description="llm_judge/hybrid benchmarks: keys overriding the benchmark's judge configuration "
+        "(uep_common.judge_config.JudgeConfig: mode, judges, aggregate, dimensions, template, max_retries, "
+        "baseline_evaluation_id, ...).",
+    )
+
+    @property
+    def max_in_flight(self) -> int | None:
+        """Old name of :attr:`max_parallel`."""
+        return self.max_parallel
+
+
+class EvaluationRef(BaseModel):
+    """One evaluation created by a batch or A/B request."""
+
+    model_config = ConfigDict(protected_namespaces=())
+
+    id: uuid.UUID
+    status: str
+    total_items: int
+    model: str
+    arm: str
+    links: dict[str, str]
 
 
 class EvaluationAccepted(BaseModel):
-    """202 answer of ``POST /v1/evaluations``."""
+    """202 answer of ``POST /v1/evaluations``. A batch or A/B request lists every evaluation it created in
+    ``evaluations`` (the top-level fields are the first one's)."""
 
     id: uuid.UUID
     status: str
     total_items: int
     links: dict[str, str]
+    batch_id: uuid.UUID | None = None
+    experiment_id: uuid.UUID | None = None
+    arm: str = "main"
+    evaluations: list[EvaluationRef] = Field(default_factory=list)
+    estimated_cost: dict | None = Field(
+        None, description="The estimate before anything ran: {estimate, currency, items, per_item, …} (all evaluations "
+        "of a batch or A/B request together in `estimate` and `items`)."
+    )
 
 
 class Progress(BaseModel):
@@ -64,6 +131,11 @@ class EvaluationView(BaseModel):
     model: dict
     sample_limit: int | None
     repeats: int
+    max_parallel: int | None = None
+    batch_id: uuid.UUID | None = None
+    experiment_id: uuid.UUID | None = None
+    arm: str = "main"
+    schedule_id: uuid.UUID | None = None
     progress: Progress
     summary: EvaluationSummary | None
     error: str | None
@@ -177,7 +249,11 @@ class BenchmarkSpec(BaseModel):
     description: str = Field("", max_length=5000)
     category: Literal["nlp", "code", "math", "reasoning", "safety", "custom"] = "custom"
     status: Literal["active", "draft"] = "active"
-    evaluation_type: Literal["automatic"] = Field("automatic", description="judge/human types arrive with the judge issue")
+    evaluation_type: Literal["automatic", "llm_judge", "hybrid"] = Field(
+        "automatic", description="automatic (the metric), llm_judge (the judge configuration in `judge`), hybrid "
+        "(the metric first; items it cannot decide go to the judge, unsure verdicts to human annotators)",
+    )
+    judge: dict | None = Field(None, description="llm_judge/hybrid: uep_common.judge_config.JudgeConfig as JSON.")
     capability_dimensions: list[str] = Field(default_factory=list, max_length=20)
     language: str = Field("en", pattern=r"^[a-z]{2,3}(-[A-Za-z]{2,4})?$")
     prompt: PromptSpec

@@ -2,7 +2,8 @@
 
 from uep_common.service import ServiceRuntime, build_app, serve
 from uep_inference.backends import Backends
-from uep_inference.service import register
+from uep_inference.http_api import PATH, make_generate_endpoint
+from uep_inference.service import ModelLimits, register
 from uep_inference.settings import InferenceSettings
 
 DEFAULT_PORT = 8092
@@ -13,8 +14,11 @@ def create_app():
     settings = InferenceSettings()
     runtime = ServiceRuntime(settings)
     backends = Backends(settings.openai_api_key)
-    register(runtime.broker, settings, backends)
-    return build_app(runtime, on_shutdown=[backends.close]), settings
+    limits = ModelLimits()
+    register(runtime.broker, settings, backends, limits)
+    app = build_app(runtime, on_shutdown=[backends.close])
+    app.mount(PATH, make_generate_endpoint(backends, limits, settings))  # judge calls (uep_inference.http_api)
+    return app, settings
 
 
 def main() -> None:

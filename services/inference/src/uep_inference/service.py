@@ -12,14 +12,15 @@ import contextlib
 import logging
 import random
 import time
+from dataclasses import dataclass
 
 from faststream import AckPolicy
 from faststream.kafka import KafkaBroker, KafkaMessage
 
-from uep_common.events import ErrorInfo, OutputGenerated, SampleDispatched, Topics
-from uep_common.messaging import consumer_options, decode_or_dead_letter, publish_event
+from uep_common.events import ErrorInfo, ModelTarget, OutputGenerated, SampleDispatched, Topics
+from uep_common.messaging import consumer_options, dead_letter, decode_or_dead_letter, publish_event, raw_records
 from uep_common.telemetry import tracer
-from uep_inference.backends import BackendError, Backends
+from uep_inference.backends import BackendError, Backends, Generation
 from uep_common.prompts import PromptRenderError, render_prompt
 from uep_inference.settings import InferenceSettings
 
@@ -48,38 +49,42 @@ TRANSIENT = frozenset({"triton_unavailable", "openai_unavailable", "timeout"})
 """Failure kinds worth another attempt (the endpoint may come back); others (e.g. an unknown model) are not."""
 
 
-async def generate_output(
-    event: SampleDispatched,
+@dataclass(frozen=True)
+class ModelCall:
+    """Outcome of :func:`call_model`: the generation or the error, the last call's wall time, calls made."""
+
+    generation: Generation | None
+    error: ErrorInfo | None
+    latency_ms: float
+    attempts: int
+
+
+async def call_model(
+    target: ModelTarget,
+    prompt: str,
+    max_tokens: int,
+    stop: list[str],
+    chat: bool | None,
     backends: Backends,
     timeout_s: float,
     limits: ModelLimits | None = None,
     max_attempts: int = 1,
     backoff_s: float = 0.5,
-) -> OutputGenerated:
-    """Render the prompt and call the model of ``event.target``; never raises for model failures.
+) -> ModelCall:
+    """Call the model of ``target`` (inside its capacity semaphore); never raises for model failures.
 
     A transient failure (:data:`TRANSIENT`) is retried up to ``max_attempts`` calls in all, waiting a random
     0–``backoff_s`` × 2^(attempt−1) seconds in between. ``latency_ms`` is the last call's wall time,
-    excluding the wait for a free slot of the model.
+    excluding the wait for a free slot of the model. Used for benchmark items (Kafka) and judge calls (HTTP).
     """
-    common = {**event.item_fields(), "benchmark_id": event.benchmark_id, "model_id": event.target.model_id}
-    try:
-        prompt = render_prompt(event.prompt.template, event.input, event.fewshot)
-    except PromptRenderError as exc:
-        return OutputGenerated(
-            **common, prompt="", output=None, error=ErrorInfo(stage="inference", type="prompt_render_error", message=str(exc))
-        )
-    max_tokens = event.prompt.max_tokens or event.target.max_tokens
-    stop = [*event.target.stop, *event.prompt.stop]
-    slot = (limits.for_target(event.target) if limits else None) or contextlib.nullcontext()
-    backend = backends.for_target(event.target)
+    slot = (limits.for_target(target) if limits else None) or contextlib.nullcontext()
+    backend = backends.for_target(target)
+    gen = None
     for attempt in range(1, max_attempts + 1):
         async with slot:
             start = time.perf_counter()
             try:
-                gen = await asyncio.wait_for(
-                    backend.generate(event.target, prompt, max_tokens, stop, timeout_s, event.prompt.chat), timeout_s + 5
-                )
+                gen = await asyncio.wait_for(backend.generate(target, prompt, max_tokens, stop, timeout_s, chat), timeout_s + 5)
             except BackendError as exc:
                 err = ErrorInfo(stage="inference", type=exc.kind, message=str(exc)[:2000])
             except TimeoutError:
@@ -93,23 +98,49 @@ async def generate_output(
         await asyncio.sleep(random.uniform(0, backoff_s * 2 ** (attempt - 1)))
     if err is not None and attempt > 1:
         err = err.model_copy(update={"message": f"{err.message} (after {attempt} attempts)"})
-    if err is None:
+    return ModelCall(gen if err is None else None, err, latency_ms, attempt)
+
+
+async def generate_output(
+    event: SampleDispatched,
+    backends: Backends,
+    timeout_s: float,
+    limits: ModelLimits | None = None,
+    max_attempts: int = 1,
+    backoff_s: float = 0.5,
+) -> OutputGenerated:
+    """Render the prompt and call the model of ``event.target`` (:func:`call_model`); never raises for
+    model failures: a failure is an OutputGenerated with ``error`` set."""
+    common = {**event.item_fields(), "benchmark_id": event.benchmark_id, "model_id": event.target.model_id}
+    try:
+        prompt = render_prompt(event.prompt.template, event.input, event.fewshot)
+    except PromptRenderError as exc:
+        return OutputGenerated(
+            **common, prompt="", output=None, error=ErrorInfo(stage="inference", type="prompt_render_error", message=str(exc))
+        )
+    max_tokens = event.prompt.max_tokens or event.target.max_tokens
+    stop = [*event.target.stop, *event.prompt.stop]
+    call = await call_model(event.target, prompt, max_tokens, stop, event.prompt.chat, backends, timeout_s, limits,
+                            max_attempts, backoff_s)
+    if call.error is None:
+        gen = call.generation
         return OutputGenerated(
             **common,
             prompt=prompt,
             output=gen.text,
-            latency_ms=latency_ms,
+            latency_ms=call.latency_ms,
             prompt_tokens=gen.prompt_tokens,
             completion_tokens=gen.completion_tokens,
         )
-    log.warning("inference failed for %s: %s %s", event.item_key(), err.type, err.message[:200])
-    return OutputGenerated(**common, prompt=prompt, output=None, latency_ms=latency_ms, error=err)
+    log.warning("inference failed for %s: %s %s", event.item_key(), call.error.type, call.error.message[:200])
+    return OutputGenerated(**common, prompt=prompt, output=None, latency_ms=call.latency_ms, error=call.error)
 
 
-def register(broker: KafkaBroker, settings: InferenceSettings, backends: Backends) -> None:
-    """Register the inference subscriber and its publisher on ``broker``."""
+def register(broker: KafkaBroker, settings: InferenceSettings, backends: Backends, limits: ModelLimits | None = None) -> None:
+    """Register the inference subscriber and its publisher on ``broker`` (``limits``: the per-model
+    semaphores, shared with the judge's HTTP endpoint, :mod:`uep_inference.http_api`)."""
     broker.publisher(Topics.OUTPUT_GENERATED, schema=OutputGenerated, title="OutputGenerated")
-    limits = ModelLimits()
+    limits = limits or ModelLimits()
 
     @broker.subscriber(
         Topics.SAMPLE_DISPATCHED,
@@ -127,7 +158,13 @@ def register(broker: KafkaBroker, settings: InferenceSettings, backends: Backend
             "generate", attributes={"uep.item": event.item_key(), "uep.model": event.target.name}
         ):
             out = await generate_output(
-                event, backends, settings.inference_timeout_s, limits,
+                event, backends, event.timeout_s or settings.inference_timeout_s, limits,
                 settings.inference_max_attempts, settings.inference_backoff_s,
             )
             await publish_event(broker, out)
+            if out.error is not None:  # stored as the item's failed result, and dead-lettered with the reason
+                body, headers = raw_records(msg)[0]
+                await dead_letter(
+                    broker, body, Topics.SAMPLE_DISPATCHED, f"{out.error.type}: {out.error.message}",
+                    key=event.key(), headers=headers, dlq_id=f"inference:{event.event_id}",
+                )

@@ -1,6 +1,8 @@
 """``uep-judge``: the judge service process (health on port 8094 by default)."""
 
+from uep_common.outbox import OutboxRelay
 from uep_common.service import ServiceRuntime, build_app, serve
+from uep_judge.client import InferenceClient
 from uep_judge.service import register
 from uep_judge.settings import JudgeSettings
 
@@ -8,11 +10,21 @@ DEFAULT_PORT = 8094
 
 
 def create_app():
-    """Build the judge's FastStream ASGI app."""
+    """Build the judge's FastStream ASGI app (with its outbox relay and inference client)."""
     settings = JudgeSettings()
-    runtime = ServiceRuntime(settings)
-    register(runtime.broker, settings)
-    return build_app(runtime), settings
+    runtime = ServiceRuntime(settings, use_db=True)
+    relay = OutboxRelay(runtime.sessionmaker, runtime.broker)
+    client = InferenceClient(settings.inference_url, settings.judge_timeout_s)
+    register(runtime.broker, settings, runtime.sessionmaker, relay, client)
+
+    async def start_relay() -> None:
+        relay.start()
+
+    async def stop() -> None:
+        await relay.stop()
+        await client.close()
+
+    return build_app(runtime, on_startup=[start_relay], on_shutdown=[stop]), settings
 
 
 def main() -> None:

@@ -1,49 +1,131 @@
-"""Judge service: consumes JudgeRequested.
+"""Judge service: JudgeRequested → judge model calls (through the inference service) → ScoreComputed.
 
-LLM-as-judge scoring (rubrics, pairwise, juries, parsing with retries) arrives with the judge issue. Until
-then no judge model is configured, so an item routed here is answered with a ScoreComputed that carries a
-``judge_not_configured`` error and no score: the item is accounted for, and no score is invented.
+For each item: load the judge configuration snapshot of its evaluation, ask every judge (rubric, reference
+or pairwise in both orders; invalid answers re-asked with the parse error, bounded), aggregate the jury,
+then record everything in one transaction (:mod:`uep_judge.store`) with the item's ScoreComputed in the
+outbox. ``metrics["decided_by"]`` is "judge". A hybrid evaluation's item whose verdict is not final
+(no valid verdict, swap-inconsistent, jury disagreement) gets NO ScoreComputed: it is recorded in
+``hybrid_routes`` (stage 'human') for the annotators, whose annotation publishes it. An item that cannot be
+judged at all gets a ScoreComputed with a ``judge`` error and no score — never an invented one.
 """
 
 from __future__ import annotations
+
+import logging
 
 from faststream import AckPolicy
 from faststream.kafka import KafkaBroker, KafkaMessage
 
 from uep_common.events import ErrorInfo, JudgeRequested, ScoreComputed, Topics
-from uep_common.messaging import consumer_options, decode_or_dead_letter, publish_event
+from uep_common.messaging import consumer_options, decode_or_dead_letter
+from uep_common.outbox import OutboxRelay
+from uep_common.telemetry import tracer
+from uep_judge.aggregate import Outcome, pairwise_outcome, rubric_outcome
+from uep_judge.client import Generate
+from uep_judge.modes import compare, grade
 from uep_judge.settings import JudgeSettings
+from uep_judge.store import ContextError, already_judged, load_context, record
+from uep_judge.templates import TemplateError, template_for
 
+log = logging.getLogger(__name__)
+_tracer = tracer("uep.judge")
 JUDGE_METRIC = "llm_judge"
 
 
-def unjudged(event: JudgeRequested) -> ScoreComputed:
-    """The ScoreComputed for an item no judge could grade: no verdict, no score, an explicit error."""
+def _score(event: JudgeRequested, metric_name: str, metric_version: str, outcome: Outcome | None, metrics: dict,
+           error: ErrorInfo | None) -> ScoreComputed:
     return ScoreComputed(
-        **event.item_fields(),
-        benchmark_id=event.benchmark_id,
-        model_id=event.model_id,
-        metric_name=JUDGE_METRIC,
-        metric_version="-",
-        is_correct=None,
-        score=None,
-        output=event.output,
-        error=ErrorInfo(stage="judge", type="judge_not_configured", message="no judge model is configured"),
+        **event.item_fields(), benchmark_id=event.benchmark_id, model_id=event.model_id,
+        metric_name=metric_name, metric_version=metric_version,
+        is_correct=outcome.is_correct if outcome and error is None else None,
+        score=outcome.score if outcome and error is None else None,
+        extracted=outcome.extracted if outcome and error is None else None,
+        metrics=metrics, output=event.output, latency_ms=event.latency_ms, prompt_tokens=event.prompt_tokens,
+        completion_tokens=event.completion_tokens, error=error,
     )
 
 
-def register(broker: KafkaBroker, settings: JudgeSettings) -> None:
-    """Register the judge's subscriber on ``broker``."""
+async def judge_item(event: JudgeRequested, sessionmaker, generate: Generate) -> ScoreComputed | None:
+    """Judge one item and record the outcome; returns the ScoreComputed staged in the outbox (None when the
+    item was judged before, its evaluation is gone, or it went to humans)."""
+    async with sessionmaker() as s:
+        if await already_judged(s, event):
+            log.info("item %s was judged before; skipping the redelivery", event.item_key())
+            return None
+        try:
+            ctx, problem = await load_context(s, event), None
+            if ctx is None:
+                log.warning("evaluation of %s no longer exists; nothing to judge", event.item_key())
+                return None
+        except ContextError as exc:
+            ctx, problem = None, exc
+    base = {"decided_by": "judge"}
+    if event.route_reason is not None:
+        base["route_reason"] = event.route_reason
+        base.update({f"auto_{k}": v for k, v in event.automatic.items() if k in ("metric_name", "extracted", "extraction")})
+    verdicts, template, outcome, human_reason = [], None, None, None
+    if problem is None and event.output is None:
+        problem = ContextError("no_output", "the model gave no output to judge")
+    if problem is None:
+        try:
+            tpl = template_for(ctx.cfg)
+            template = (tpl.name, tpl.version)
+            judge_names = ",".join(j.name for j in ctx.judges)
+            with _tracer.start_as_current_span("judge item", attributes={"uep.item": event.item_key(), "uep.judges": judge_names}):
+                if ctx.cfg.mode == "pairwise":
+                    comparisons = await compare(generate, ctx.cfg, tpl, ctx.judges, event.prompt, event.output, ctx.baseline, ctx.reference)
+                    verdicts = [v for c in comparisons for v in (c.ab, c.ba)]
+                    outcome = pairwise_outcome(ctx.cfg, comparisons)
+                else:
+                    verdicts = await grade(generate, ctx.cfg, tpl, ctx.judges, event.prompt, event.output, ctx.reference)
+                    outcome = rubric_outcome(ctx.cfg, verdicts)
+        except TemplateError as exc:
+            problem = ContextError("judge_template_error", str(exc))
+    if problem is not None:
+        metrics = {**base, "judge_invalid": 1}
+        score = _score(event, JUDGE_METRIC, "-", None, metrics, ErrorInfo(stage="judge", type=problem.kind, message=str(problem)[:2000]))
+        decision, details = "invalid", metrics
+    else:
+        metrics = {
+            **base, "judge_models": judge_names, "judge_template": f"{template[0]}/{template[1]}", **outcome.metrics,
+            "judge_prompt_tokens": sum(a.prompt_tokens or 0 for v in verdicts for a in v.attempts),
+            "judge_completion_tokens": sum(a.completion_tokens or 0 for v in verdicts for a in v.attempts),
+        }
+        details = metrics
+        name = f"{JUDGE_METRIC}_{ctx.cfg.mode}"
+        if ctx.evaluation_type == "hybrid" and outcome.human_reason is not None:
+            score, decision, human_reason = None, "human", outcome.human_reason
+        elif outcome.valid:
+            score, decision = _score(event, name, template[1], outcome, metrics, None), "scored"
+        else:
+            error = ErrorInfo(stage="judge", type=outcome.error_type, message=outcome.error_message)
+            score, decision = _score(event, name, template[1], outcome, metrics, error), "invalid"
+    async with sessionmaker() as s, s.begin():
+        ok = await record(s, event, ctx, template, verdicts, decision, details, score, human_reason)
+    if not ok:
+        log.info("item %s was recorded by another writer first", event.item_key())
+        return None
+    if human_reason is not None:
+        log.info("item %s sent to human annotators: %s", event.item_key(), human_reason)
+    return score
+
+
+def register(broker: KafkaBroker, settings: JudgeSettings, sessionmaker, relay: OutboxRelay, generate: Generate) -> None:
+    """Register the judge's subscriber on ``broker`` (ScoreComputed goes out through the outbox ``relay``)."""
+    broker.publisher(Topics.SCORE_COMPUTED, schema=ScoreComputed, title="judge:ScoreComputed")
 
     @broker.subscriber(
         Topics.JUDGE_REQUESTED,
         **consumer_options(settings, "judge"),
-        ack_policy=AckPolicy.NACK_ON_ERROR,
+        max_workers=settings.judge_concurrency,
+        ack_policy=AckPolicy.ACK_FIRST,
         title="judge:JudgeRequested",
-        description="Grades items with an LLM judge (not configured yet: answers with an explicit error).",
+        description="Grades items with LLM judges (rubric, reference-guided, pairwise; juries) and routes hybrid items.",
     )
     async def on_request(msg: KafkaMessage) -> None:
         event = await decode_or_dead_letter(broker, JudgeRequested, msg, Topics.JUDGE_REQUESTED)
         if event is None:
             return
-        await publish_event(broker, unjudged(event))
+        score = await judge_item(event, sessionmaker, generate)
+        if score is not None:
+            relay.kick()

@@ -2,6 +2,8 @@
 
 from uep_common.outbox import OutboxRelay
 from uep_common.service import ServiceRuntime, build_app, serve
+from uep_reporter.leaderboards import LeaderboardReconciler
+from uep_reporter.retention import RetentionWorker
 from uep_reporter.service import register
 from uep_reporter.settings import ReporterSettings
 
@@ -14,11 +16,20 @@ def create_app():
     runtime = ServiceRuntime(settings, use_db=True, use_redis=True)
     relay = OutboxRelay(runtime.sessionmaker, runtime.broker)
     register(runtime.broker, settings, runtime.sessionmaker, runtime.redis, relay)
+    retention_worker = RetentionWorker(runtime.sessionmaker, settings)
+    reconciler = LeaderboardReconciler(runtime.sessionmaker, settings.leaderboard_reconcile_s)
 
     async def start_relay() -> None:
         relay.start()
 
-    return build_app(runtime, on_startup=[start_relay], on_shutdown=[relay.stop]), settings
+    async def start_background() -> None:
+        retention_worker.start()
+        reconciler.start()
+
+    return build_app(
+        runtime, on_startup=[start_relay, start_background],
+        on_shutdown=[relay.stop, retention_worker.stop, reconciler.stop],
+    ), settings
 
 
 def main() -> None:

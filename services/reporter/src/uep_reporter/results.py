@@ -1,7 +1,7 @@
 """Storing scores idempotently and summarising finished evaluations (PostgreSQL).
 
 Results that arrive after an evaluation was cancelled are not stored; ``evaluations.discarded_items``
-counts them.
+counts them. Results that arrive after a stop are stored, and refresh the stopped evaluation's partial summary.
 
 Idempotency: ``sample_results`` is unique on (evaluation, sample, repeat, arm) and rows are inserted with
 ``ON CONFLICT DO NOTHING``; progress counters move only by the rows actually inserted, so a redelivered
@@ -16,16 +16,19 @@ import uuid
 from collections import defaultdict
 from dataclasses import dataclass
 
-from sqlalchemy import func, select, text, update
+from sqlalchemy import func, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from uep_common import budget
 from uep_common.db.models import Evaluation, Rescore, SampleResult, ScoreHistory
-from uep_common.events import EvaluationCompleted, EvaluationStatus, EvaluationSummary, ScoreComputed
+from uep_common.events import EvaluationCompleted, EvaluationStatus, ScoreComputed
 from uep_common.outbox import add_to_outbox
-from uep_reporter.stats import wilson_interval
+from uep_common.summary import compute_summary  # moved to libs/common (stop, interrupt); still importable here
 
-TERMINAL = ("completed", "failed", "cancelled")
+TERMINAL = ("completed", "failed", "cancelled", "stopped", "budget_exhausted")
+REFRESHED_WHEN_LATE = ("stopped",)
+"""Ended evaluations whose results still in flight at the end are stored: each refreshes the partial summary."""
 
 
 @dataclass(frozen=True)
@@ -149,60 +152,13 @@ async def store_scores(
         stop = stop_loss.reason(completed, errors) if stop_loss and completed < total else None
         if status not in TERMINAL and (completed >= total or stop):
             finished = await finish_evaluation(session, evaluation_id, tenant_id, trace_context, stop)
+        elif status in REFRESHED_WHEN_LATE:
+            summary = await compute_summary(session, evaluation_id)
+            await session.execute(
+                update(Evaluation).where(Evaluation.id == evaluation_id).values(summary=summary.model_dump(mode="json"))
+            )
         progress.append(Progress(evaluation_id, completed, errors, total, finished))
     return progress
-
-
-async def compute_summary(session: AsyncSession, evaluation_id: uuid.UUID) -> EvaluationSummary:
-    """Aggregate the stored results of one evaluation (see :class:`EvaluationSummary` for definitions).
-
-    Latency percentiles are ``percentile_cont`` (linear interpolation) over items with a latency.
-    """
-    sr = SampleResult
-    agg = (
-        await session.execute(
-            select(
-                func.count(),
-                func.count(sr.is_correct),
-                func.count().filter(sr.is_correct.is_(True)),
-                func.count(sr.error),
-                func.percentile_cont(0.5).within_group(sr.latency_ms),
-                func.percentile_cont(0.9).within_group(sr.latency_ms),
-                func.coalesce(func.sum(sr.prompt_tokens), 0),
-                func.coalesce(func.sum(sr.completion_tokens), 0),
-                func.mode().within_group(sr.metric_name),
-                func.count().filter(sr.metrics.has_key("extraction")),
-                func.count().filter(sr.metrics["extraction"].astext == "no_answer"),
-            ).where(sr.evaluation_id == evaluation_id)
-        )
-    ).one()
-    n, scored, correct, errors, p50, p90, ptok, ctok, metric_name, extracting, no_answer = agg
-    means = (
-        await session.execute(
-            text(
-                "SELECT m.key, avg(m.value::text::float8) FROM sample_results r, jsonb_each(r.metrics) m "
-                "WHERE r.evaluation_id = :e AND jsonb_typeof(m.value) = 'number' GROUP BY m.key ORDER BY m.key"
-            ),
-            {"e": evaluation_id},
-        )
-    ).all()
-    ci = wilson_interval(correct, scored)
-    return EvaluationSummary(
-        n=n,
-        scored=scored,
-        correct=correct,
-        errors=errors,
-        accuracy=correct / scored if scored else None,
-        ci_low=ci[0] if ci else None,
-        ci_high=ci[1] if ci else None,
-        latency_ms_p50=p50,
-        latency_ms_p90=p90,
-        prompt_tokens=int(ptok),
-        completion_tokens=int(ctok),
-        metric_name=metric_name,
-        metric_means={k: v for k, v in means},
-        extraction_failure_rate=no_answer / extracting if extracting else None,
-    )
 
 
 async def finish_evaluation(
@@ -211,12 +167,16 @@ async def finish_evaluation(
     """Write the summary, set the final status and stage EvaluationCompleted in the outbox.
 
     The status is ``completed``, or ``failed`` when every item errored (nothing could be scored) or when
-    ``stop_reason`` (stop-loss) ends it early; the summary then covers the items stored so far.
+    ``stop_reason`` (stop-loss) ends it early, or ``budget_exhausted`` when a budget cap stopped its dispatch
+    (its ``total_items`` was shrunk to the items dispatched); the summary then covers the items stored so far.
     """
     summary = await compute_summary(session, evaluation_id)
     failed = stop_reason is not None or (summary.n > 0 and summary.errors == summary.n)
     error = stop_reason or (f"all {summary.n} items failed; see the results for each item's error" if failed else None)
     status = EvaluationStatus.failed if failed else EvaluationStatus.completed
+    exhausted = None if stop_reason else await budget.exhausted_reason(session, evaluation_id)
+    if exhausted:  # a cap stopped dispatch (uep_common.budget); the items in flight then are all in
+        status, error = EvaluationStatus.budget_exhausted, exhausted
     await session.execute(
         update(Evaluation)
         .where(Evaluation.id == evaluation_id)

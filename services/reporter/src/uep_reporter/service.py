@@ -18,6 +18,8 @@ from uep_common.events import EvaluationCompleted, ScoreComputed, Topics
 from uep_common.messaging import UndecodableEvent, consumer_options, dead_letter, decode_event, raw_records
 from uep_common.outbox import OutboxRelay
 from uep_common.telemetry import context_from_headers, tracer
+from uep_reporter.leaderboards import record_completed, record_rescored
+from uep_reporter.reports import register_report_handlers
 from uep_reporter.results import StopLoss, apply_rescores, store_scores
 from uep_reporter.settings import ReporterSettings
 
@@ -33,6 +35,7 @@ def progress_key(evaluation_id) -> str:
 def register(broker: KafkaBroker, settings: ReporterSettings, sessionmaker, redis, relay: OutboxRelay) -> None:
     """Register the reporter's batch subscriber on ``broker``."""
     stop_loss = StopLoss(settings.stop_loss_error_rate, settings.stop_loss_min_items)
+    register_report_handlers(broker, settings, sessionmaker, relay)  # reports on completion and on request
     broker.publisher(Topics.EVALUATION_COMPLETED, schema=EvaluationCompleted, title="EvaluationCompleted")
 
     @broker.subscriber(
@@ -70,6 +73,11 @@ def register(broker: KafkaBroker, settings: ReporterSettings, sessionmaker, redi
                 raise
         if any(p.finished for p in progress):
             relay.kick()
+        # Leaderboard score + board snapshot of each newly completed (or rescored) evaluation; the
+        # LeaderboardReconciler records whatever a failure here leaves out.
+        await record_completed(sessionmaker, [p.evaluation_id for p in progress if p.finished and p.finished.status == "completed"])
+        if rescored:
+            await record_rescored(sessionmaker, rescored)
         for rescore_id in rescored:
             log.info("rescore %s completed", rescore_id)
         for p in progress:

@@ -1,5 +1,7 @@
 """Reporter settings (``UEP_*`` environment variables)."""
 
+from pathlib import Path
+
 from pydantic import Field
 
 from uep_common.settings import CommonSettings
@@ -15,3 +17,12 @@ class ReporterSettings(CommonSettings):
         0.5, ge=0, le=1, description="An evaluation whose error rate exceeds this stops itself (failed)..."
     )
     stop_loss_min_items: int = Field(20, ge=1, description="... once at least this many results are in.")
+    artifact_dir: Path = Field(Path(".run/dev/artifacts"), description="Report files (content-addressed artifacts).")
+    report_pdf: bool = Field(True, description="Render each report's PDF with headless Chromium.")
+    reports_enabled: bool = Field(True, description="Write a report when an evaluation completes.")
+    retention_keep_last: int = Field(20, ge=1, description="Evaluations whose per-item details are kept per benchmark and model.")
+    retention_enabled: bool = Field(True, description="Run the periodic retention cleanup.")
+    retention_interval_s: float = Field(3600.0, gt=0, description="Seconds between periodic retention runs.")
+    retention_initial_delay_s: float = Field(300.0, ge=0, description="Seconds after start-up before the first periodic run.")
+    retention_poll_s: float = Field(2.0, gt=0, description="Seconds between checks for runs requested through the API.")
+    leaderboard_reconcile_s: float = Field(30.0, gt=0, description="Seconds between backstop passes recording missed leaderboard scores.")

@@ -1,11 +1,11 @@
-"""Admission and bounded dispatch, with leases in PostgreSQL.
+"""Admission, dispatch events and lease release, with leases in PostgreSQL.
 
-Items of an evaluation are numbered ``i = ordinal × repeats + repeat`` (arm ``main``) and leased in that
-order; ``evaluations.dispatched_items`` is the cursor. At most ``max_in_flight`` items of an evaluation
-hold an open lease (dispatched, no ScoreComputed seen yet). Each lease row and its SampleDispatched
-outbox row are written in one transaction, under a row lock on the evaluation (``SELECT … FOR UPDATE``),
-so several scheduler replicas never lease one item twice. A lease that expires with no stored result is
-dispatched again with ``attempt + 1``; the reporter's idempotent insert makes a late duplicate harmless.
+Items of an evaluation are numbered ``i = ordinal × repeats + repeat`` (arm ``evaluations.arm``) and leased
+in that order; ``evaluations.dispatched_items`` is the cursor. Which evaluation gets the next slots, and how
+many, is decided by the allocation pass (:mod:`uep_scheduler.allocation`, fair queuing and capacity); this
+module admits evaluations, builds the SampleDispatched events of new and re-dispatched leases, and
+releases leases when scores arrive. A lease that expires with no stored result is dispatched again with
+``attempt + 1``; the reporter's idempotent insert makes a late duplicate harmless.
 """
 
 from __future__ import annotations
@@ -16,14 +16,12 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import and_, exists, func, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common import budget
 from uep_common.db.models import Benchmark, Evaluation, Model, Sample, SampleLease, SampleResult
 from uep_common.events import ModelTarget, PromptSpec, SampleDispatched
 from uep_common.outbox import add_to_outbox
 from uep_common.telemetry import context_from_headers, current_trace_headers, tracer
 
 _tracer = tracer("uep.scheduler")
-ARM = "main"
 
 
 def model_target(model: Model) -> ModelTarget:
@@ -44,13 +42,22 @@ def model_target(model: Model) -> ModelTarget:
 
 
 async def admit(session: AsyncSession, evaluation_id: uuid.UUID) -> bool:
-    """pending → running (idempotent). Returns True if the evaluation is running afterwards."""
-    ev = await session.scalar(select(Evaluation).where(Evaluation.id == evaluation_id).with_for_update())
+    """pending → running (idempotent). Returns True if the evaluation is running afterwards.
+
+    The arms of an A/B experiment are admitted together (every pending arm of its ``experiment_id``), so
+    that item ``i`` of every arm goes out in the same allocation pass (paired comparisons).
+    """
+    ev = await session.scalar(select(Evaluation).where(Evaluation.id == evaluation_id))
     if ev is None:
         return False
-    if ev.status == "pending":
-        ev.status = "running"
-        ev.started_at = datetime.now(UTC)
+    q = select(Evaluation).where(Evaluation.id == evaluation_id)
+    if ev.experiment_id is not None:
+        q = select(Evaluation).where(Evaluation.experiment_id == ev.experiment_id)
+    now = datetime.now(UTC)
+    for row in await session.scalars(q.order_by(Evaluation.id).with_for_update().execution_options(populate_existing=True)):
+        if row.status == "pending":
+            row.status = "running"
+            row.started_at = now
     return ev.status == "running"
 
 
@@ -75,7 +82,7 @@ async def fewshot_examples(
     return [{"input": i, "reference": r} for sid, i, r in pools[key] if sid != sample.id][:k]
 
 
-async def _dispatch(
+async def dispatch_events(
     session: AsyncSession,
     ev: Evaluation,
     benchmark: Benchmark,
@@ -84,9 +91,12 @@ async def _dispatch(
     leases: list[SampleLease],
     expires: datetime,
 ) -> None:
+    """Stage one SampleDispatched per lease in the outbox (the caller's transaction)."""
     prompt = PromptSpec.model_validate(benchmark.config.get("prompt") or {"template": "{{ prompt }}"})
     if ev.config.get("chat_template") is not None:
         prompt = prompt.model_copy(update={"chat": bool(ev.config["chat_template"])})
+    if ev.config.get("prompt_template"):  # an A/B arm that varies the prompt template
+        prompt = prompt.model_copy(update={"template": ev.config["prompt_template"]})
     k = int(ev.config.get("fewshot_k", prompt.fewshot_k))
     pools: dict[tuple, list] = {}
     parent = context_from_headers(ev.trace_context)
@@ -110,108 +120,21 @@ async def _dispatch(
                 prompt=prompt,
                 target=target,
                 lease_expires_at=expires,
+                timeout_s=ev.config.get("sample_timeout_s"),  # per-sample timeout (lifecycle); None = inference default
             )
             add_to_outbox(session, event, current_trace_headers())
 
 
-CAPACITY_HEADROOM = 2
-"""Items leased per evaluation at most this many times the model's serving capacity: enough to keep the
-model busy while results travel back, few enough that a cancel wastes little model time."""
-
-
-def in_flight_bound(ev: Evaluation, model: Model, default: int) -> int:
-    """Open leases allowed for ``ev``: its explicit ``max_in_flight``, else the scheduler's default capped at
-    :data:`CAPACITY_HEADROOM` × the model's registered capacity (``models.max_in_flight``)."""
-    if ev.config.get("max_in_flight"):
-        return int(ev.config["max_in_flight"])
-    capacity = model.max_in_flight
-    return min(default, CAPACITY_HEADROOM * capacity) if capacity else default
-
-
-async def _expired_leases(session: AsyncSession, evaluation_id: uuid.UUID, now: datetime, limit: int) -> list[SampleLease]:
-    """Leases of ``evaluation_id`` past their expiry whose item has no stored result (lost or stuck)."""
-    stored = exists().where(
+def stored_result(lease=SampleLease):
+    """SQL condition: the item of ``lease`` has a stored result."""
+    return exists().where(
         and_(
-            SampleResult.evaluation_id == SampleLease.evaluation_id,
-            SampleResult.sample_id == SampleLease.sample_id,
-            SampleResult.repeat == SampleLease.repeat,
-            SampleResult.arm == SampleLease.arm,
+            SampleResult.evaluation_id == lease.evaluation_id,
+            SampleResult.sample_id == lease.sample_id,
+            SampleResult.repeat == lease.repeat,
+            SampleResult.arm == lease.arm,
         )
     )
-    rows = await session.scalars(
-        select(SampleLease)
-        .where(SampleLease.evaluation_id == evaluation_id, SampleLease.lease_expires_at < now, ~stored)
-        .limit(limit)
-    )
-    return list(rows)
-
-
-async def top_up(
-    session: AsyncSession,
-    evaluation_id: uuid.UUID,
-    max_in_flight: int,
-    lease_seconds: float,
-    redispatch_expired: bool = True,
-) -> int:
-    """Re-dispatch expired leases (unless ``redispatch_expired`` is False: the hot path after a score leaves
-    that scan to the reconcile loop), then lease new items up to the in-flight bound. Returns items dispatched.
-
-    Must run inside a transaction; locks the evaluation row until commit.
-    """
-    ev = await session.scalar(select(Evaluation).where(Evaluation.id == evaluation_id).with_for_update())
-    if ev is None or ev.status != "running":
-        return 0
-    now = datetime.now(UTC)
-    expires = now + timedelta(seconds=lease_seconds)
-    model = await session.get(Model, ev.model_id)
-    bound = in_flight_bound(ev, model, max_in_flight)
-
-    expired = await _expired_leases(session, ev.id, now, bound) if redispatch_expired else []
-    for lease in expired:
-        lease.attempt += 1
-        lease.state = "leased"
-        lease.leased_at = now
-        lease.lease_expires_at = expires
-        lease.released_at = None
-
-    in_flight = await session.scalar(
-        select(func.count()).where(SampleLease.evaluation_id == ev.id, SampleLease.state == "leased")
-    )
-    room = max(0, bound - int(in_flight or 0))
-    room = await budget.reserve_for_dispatch(session, ev, model, min(room, ev.total_items - ev.dispatched_items)) if room else 0
-    start, end = ev.dispatched_items, min(ev.dispatched_items + room, ev.total_items)
-    fresh: list[SampleLease] = []
-    for i in range(start, end):
-        fresh.append(
-            SampleLease(
-                evaluation_id=ev.id, sample_id=None, repeat=i % ev.repeats, arm=ARM, state="leased",
-                attempt=1, leased_at=now, lease_expires_at=expires,
-            )
-        )
-    if not expired and not fresh:
-        return 0
-    benchmark = await session.get(Benchmark, ev.benchmark_id)
-    wanted_ordinals = {i // ev.repeats for i in range(start, end)}
-    by_ordinal: dict[int, Sample] = {}
-    if wanted_ordinals:
-        rows = await session.scalars(
-            select(Sample).where(
-                Sample.benchmark_id == ev.benchmark_id,
-                Sample.ordinal >= min(wanted_ordinals),
-                Sample.ordinal <= max(wanted_ordinals),
-            )
-        )
-        by_ordinal = {s.ordinal: s for s in rows}
-    for i, lease in zip(range(start, end), fresh, strict=True):
-        lease.sample_id = by_ordinal[i // ev.repeats].id
-    session.add_all(fresh)
-    ev.dispatched_items = end
-    samples = {s.id: s for s in by_ordinal.values()}
-    missing = {lease.sample_id for lease in expired} - samples.keys()
-    if missing:
-        samples.update({s.id: s for s in await session.scalars(select(Sample).where(Sample.id.in_(missing)))})
-    await _dispatch(session, ev, benchmark, model_target(model), samples, [*expired, *fresh], expires)
-    return len(expired) + len(fresh)
 
 
 async def release(session: AsyncSession, items: list[tuple[uuid.UUID, uuid.UUID, int, str]]) -> set[uuid.UUID]:

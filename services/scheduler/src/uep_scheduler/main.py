@@ -2,6 +2,7 @@
 
 from uep_common.outbox import OutboxRelay
 from uep_common.service import ServiceRuntime, build_app, serve
+from uep_scheduler.lifecycle import install as install_lifecycle
 from uep_scheduler.service import Scheduler, register
 from uep_scheduler.settings import SchedulerSettings
 
@@ -15,13 +16,16 @@ def create_app():
     relay = OutboxRelay(runtime.sessionmaker, runtime.broker)
     scheduler = Scheduler(runtime.sessionmaker, relay, settings)
     register(runtime.broker, settings, scheduler)
+    lifecycle = install_lifecycle(runtime, relay)  # dead-letter consumer; instance registry, interrupt on restart
 
     async def start_loops() -> None:
         relay.start()
+        await lifecycle.start()  # before the dispatch loop: interrupt what was running when no other replica lives
         scheduler.start()
 
     async def stop_loops() -> None:
         await scheduler.stop()
+        await lifecycle.stop()
         await relay.stop()
 
     return build_app(runtime, on_startup=[start_loops], on_shutdown=[stop_loops]), settings

@@ -1,10 +1,13 @@
-"""Scheduler service: EvaluationRequested → admit → bounded dispatch; ScoreComputed → release + top up;
-a reconcile loop re-dispatches expired leases and admits evaluations whose request event was lost."""
+"""Scheduler service: EvaluationRequested → admit; ScoreComputed → release leases, settle budgets, adapt
+model limits; one allocation task leases free slots by fair queuing (:mod:`uep_scheduler.allocation`),
+woken by both and by a reconcile tick, which also re-dispatches expired leases, admits evaluations whose
+request event was lost, and creates the due runs of schedules (:mod:`uep_scheduler.schedules`)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 
 from faststream import AckPolicy
@@ -14,68 +17,114 @@ from uep_common import budget
 from uep_common.events import EvaluationRequested, SampleDispatched, ScoreComputed, Topics
 from uep_common.messaging import UndecodableEvent, consumer_options, decode_event, decode_or_dead_letter, raw_records
 from uep_common.outbox import OutboxRelay
-from uep_scheduler.dispatch import admit, evaluations_to_reconcile, release, top_up
+from uep_scheduler.allocation import PassResult, allocate
+from uep_scheduler.capacity import adapt
+from uep_scheduler.dispatch import admit, evaluations_to_reconcile, release
+from uep_scheduler.schedules import run_due_schedules
 from uep_scheduler.settings import SchedulerSettings
 
 log = logging.getLogger(__name__)
 
 
 class Scheduler:
-    """Dispatch logic bound to a session factory, an outbox relay and settings."""
+    """Dispatch logic bound to a session factory, an outbox relay and settings.
+
+    One background task runs allocation passes: on :meth:`wake` (an admission, released leases) and every
+    ``tick_seconds`` (a reconcile pass). Passes of one process never overlap; passes of several replicas
+    are serialised by the allocation advisory lock in PostgreSQL.
+    """
 
     def __init__(self, sessionmaker, relay: OutboxRelay, settings: SchedulerSettings) -> None:
         self.sm = sessionmaker
         self.relay = relay
         self.settings = settings
         self._task: asyncio.Task | None = None
+        self._wake = asyncio.Event()
+        self._pass_lock = asyncio.Lock()
+
+    def wake(self) -> None:
+        """Ask the allocation task for a pass now."""
+        self._wake.set()
+
+    async def admit(self, evaluation_id: uuid.UUID) -> bool:
+        """pending → running in its own transaction (all arms of an A/B experiment); wakes the allocator."""
+        async with self.sm() as s, s.begin():
+            ok = await admit(s, evaluation_id)
+        if ok:
+            self.wake()
+        return ok
+
+    async def allocate_once(self, reconcile: bool = False) -> PassResult:
+        """One allocation pass in its own transaction; kicks the outbox relay when something was dispatched."""
+        async with self._pass_lock:
+            async with self.sm() as s, s.begin():
+                result = await allocate(s, self.settings, reconcile=reconcile)
+        if result.dispatched:
+            self.relay.kick()
+        return result
 
     async def top_up(self, evaluation_id: uuid.UUID, admit_first: bool = False, redispatch_expired: bool = True) -> int:
-        """Admit (optionally) and top up one evaluation in its own transaction."""
-        async with self.sm() as s, s.begin():
-            if admit_first and not await admit(s, evaluation_id):
-                return 0
-            n = await top_up(
-                s, evaluation_id, self.settings.max_in_flight_per_evaluation, self.settings.lease_seconds,
-                redispatch_expired,
-            )
-        if n:
-            self.relay.kick()
-        return n
+        """Admit ``evaluation_id`` (optionally), run a pass; returns the items it dispatched for that evaluation."""
+        if admit_first:
+            async with self.sm() as s, s.begin():
+                if not await admit(s, evaluation_id):
+                    return 0
+        r = await self.allocate_once(reconcile=redispatch_expired)
+        return r.leased.get(evaluation_id, 0) + r.redispatched.get(evaluation_id, 0)
 
     async def on_scored(self, scores: list[ScoreComputed]) -> None:
-        """Release the leases of scored items, settle their budget reservations, top up their evaluations."""
+        """Release the leases of scored items, settle their budget reservations, adapt model limits, wake
+        the allocator."""
         items = [(e.evaluation_id, e.sample_id, e.repeat, e.arm) for e in scores]
         async with self.sm() as s, s.begin():
             evaluations = await release(s, items)
             await budget.settle_scores(s, scores)
-        for evaluation_id in sorted(evaluations):
-            await self.top_up(evaluation_id, redispatch_expired=False)
+            if self.settings.adaptive_concurrency:
+                moved = await adapt(s, scores)
+                if moved:
+                    log.info("adaptive concurrency: %s", moved)
+        if evaluations:
+            self.wake()
 
     async def reconcile_once(self) -> None:
-        """One pass of the reconcile loop."""
+        """One reconcile pass: admit stale pending evaluations, create due scheduled runs, allocate with
+        expired-lease re-dispatch."""
         async with self.sm() as s:
-            running, pending = await evaluations_to_reconcile(s, self.settings.admit_pending_after_seconds)
+            _running, pending = await evaluations_to_reconcile(s, self.settings.admit_pending_after_seconds)
         for evaluation_id in pending:
-            await self.top_up(evaluation_id, admit_first=True)
-        for evaluation_id in running:
-            await self.top_up(evaluation_id)
+            async with self.sm() as s, s.begin():
+                await admit(s, evaluation_id)
+        created = await run_due_schedules(self.sm)
+        if created:
+            self.relay.kick()
+        await self.allocate_once(reconcile=True)
 
     async def _loop(self) -> None:
+        next_reconcile = 0.0
         while True:
             try:
-                await self.reconcile_once()
+                await asyncio.wait_for(self._wake.wait(), timeout=max(0.0, next_reconcile - time.monotonic()))
+            except TimeoutError:
+                pass
+            self._wake.clear()
+            try:
+                if time.monotonic() >= next_reconcile:
+                    await self.reconcile_once()
+                    next_reconcile = time.monotonic() + self.settings.tick_seconds
+                else:
+                    await self.allocate_once()
             except asyncio.CancelledError:
                 raise
             except Exception:
-                log.exception("reconcile pass failed")
-            await asyncio.sleep(self.settings.tick_seconds)
+                log.exception("allocation pass failed")
+                await asyncio.sleep(0.2)
 
     def start(self) -> None:
-        """Start the reconcile loop."""
-        self._task = asyncio.create_task(self._loop(), name="scheduler-reconcile")
+        """Start the allocation task."""
+        self._task = asyncio.create_task(self._loop(), name="scheduler-allocation")
 
     async def stop(self) -> None:
-        """Stop the reconcile loop."""
+        """Stop the allocation task."""
         if self._task:
             self._task.cancel()
             try:
@@ -90,7 +139,7 @@ def register(broker: KafkaBroker, settings: SchedulerSettings, scheduler: Schedu
 
     @broker.subscriber(
         Topics.EVALUATION_REQUESTED,
-        **consumer_options(settings, "scheduler.requests"),
+        **(consumer_options(settings, "scheduler.requests") | {"fetch_max_wait_ms": settings.requests_fetch_max_wait_ms}),
         ack_policy=AckPolicy.NACK_ON_ERROR,
         title="scheduler:EvaluationRequested",
         description="Admits an evaluation and dispatches its first items.",
@@ -99,8 +148,8 @@ def register(broker: KafkaBroker, settings: SchedulerSettings, scheduler: Schedu
         event = await decode_or_dead_letter(broker, EvaluationRequested, msg, Topics.EVALUATION_REQUESTED)
         if event is None:
             return
-        n = await scheduler.top_up(event.evaluation_id, admit_first=True)
-        log.info("evaluation %s admitted, %d items dispatched", event.evaluation_id, n)
+        ok = await scheduler.admit(event.evaluation_id)
+        log.info("evaluation %s %s", event.evaluation_id, "admitted" if ok else "not admitted (not pending or running)")
 
     @broker.subscriber(
         Topics.SCORE_COMPUTED,

@@ -10,12 +10,32 @@ class SchedulerSettings(CommonSettings):
 
     service_name: str = "scheduler"
     max_in_flight_per_evaluation: int = Field(
-        16, ge=1, description="Items of one evaluation leased and not yet scored, at most."
+        16, ge=1, description="Items of one evaluation leased and not yet scored, at most, unless it sets max_parallel."
+    )
+    max_in_flight_global: int = Field(
+        512, ge=1, description="Items leased and not yet scored across every evaluation and model, at most."
+    )
+    max_evaluation_share: float = Field(
+        0.5, gt=0, le=1, description="Share of max_in_flight_global one evaluation may hold (ceil(share × global))."
+    )
+    model_lease_factor: float = Field(
+        1.0, gt=0,
+        description="Leases per model at most this × its registered capacity (models.max_in_flight), across every "
+        "evaluation and scheduler replica; > 1 keeps items queued at inference while results travel back.",
+    )
+    adaptive_concurrency: bool = Field(
+        True, description="Additive increase / multiplicative decrease of a model's limit on transient errors."
+    )
+    aging_seconds: float = Field(
+        30.0, gt=0, description="A runnable evaluation with no slot for this long is served next (aging)."
     )
     lease_seconds: float = Field(
         300.0, gt=0, description="An item not scored this long after dispatch is dispatched again."
     )
-    tick_seconds: float = Field(1.0, gt=0, description="Period of the reconcile loop (top-ups, expired leases).")
+    tick_seconds: float = Field(1.0, gt=0, description="Period of the reconcile loop (allocation, expired leases, schedules).")
     admit_pending_after_seconds: float = Field(
         5.0, ge=0, description="Admit a pending evaluation whose EvaluationRequested was not seen after this long."
+    )
+    requests_fetch_max_wait_ms: int = Field(
+        10, ge=1, description="Long-poll wait of the EvaluationRequested consumer (admission latency)."
     )

@@ -16,20 +16,38 @@ LABELS = ("extraction", "status", "signature")
 """Categorical details stored with every score: extraction "no_answer", sandbox "timed_out", sacrebleu signature."""
 
 
+def hybrid_route_reason(is_correct: bool | None, extraction: str | None) -> str | None:
+    """Why a hybrid evaluation's automatic verdict is not final: 'no_answer' (no answer could be extracted),
+    'free_form' (the metric gives no true/false verdict, e.g. a graded metric), or None (decided)."""
+    if extraction == "no_answer":
+        return "no_answer"
+    if is_correct is None:
+        return "free_form"
+    return None
+
+
 async def score_output(event: OutputGenerated, refs: ReferenceStore) -> ScoreComputed | JudgeRequested:
-    """Score one output with its benchmark's metric (``config.metric = {name, params}``)."""
+    """Score one output with its benchmark's metric (``config.metric = {name, params}``).
+
+    ``llm_judge`` (and other non-automatic) benchmarks: a JudgeRequested instead. ``hybrid``: the metric
+    first; a decided item gets its ScoreComputed with ``metrics["decided_by"] = "automatic"``, an undecided
+    one (:func:`hybrid_route_reason`, or no metric configured: 'free_form') a JudgeRequested.
+    """
     config, evaluation_type = await refs.benchmark(event.benchmark_id)
     metric_cfg = config.get("metric") or {}
     name = metric_cfg.get("name", "unknown")
     common = {**event.item_fields(), "benchmark_id": event.benchmark_id, "model_id": event.model_id}
-    if evaluation_type != "automatic" and event.error is None:
-        return JudgeRequested(**common, prompt=event.prompt, output=event.output)
     passthrough = {
         "output": event.output,
         "latency_ms": event.latency_ms,
         "prompt_tokens": event.prompt_tokens,
         "completion_tokens": event.completion_tokens,
     }
+    hybrid = evaluation_type == "hybrid"
+    if evaluation_type not in ("automatic", "hybrid") and event.error is None:
+        return JudgeRequested(**common, **passthrough, prompt=event.prompt)
+    if hybrid and event.error is None and event.output is not None and not metric_cfg.get("name"):
+        return JudgeRequested(**common, **passthrough, prompt=event.prompt, route_reason="free_form")
     if event.error is not None or event.output is None:
         error = event.error or ErrorInfo(stage="inference", type="no_output", message="model returned no output")
         return ScoreComputed(
@@ -59,6 +77,12 @@ async def score_output(event: OutputGenerated, refs: ReferenceStore) -> ScoreCom
     metrics: dict = {result.name: result.score}
     metrics.update({k: result.details.get(k) for k in getattr(metric, "submetrics", ())})
     metrics.update({k: str(result.details[k]) for k in LABELS if k in result.details})
+    if hybrid:  # automatic metric first; what it cannot decide goes to the judge (issue 5, "Hybrid")
+        reason = hybrid_route_reason(result.is_correct, metrics.get("extraction"))
+        if reason is not None:
+            automatic = {"metric_name": result.name, "metric_version": result.version, "extracted": result.extracted, **metrics}
+            return JudgeRequested(**common, **passthrough, prompt=event.prompt, route_reason=reason, automatic=automatic)
+        metrics["decided_by"] = "automatic"
     return ScoreComputed(
         **common,
         **passthrough,

@@ -147,6 +147,36 @@ BENCHMARKS: list[BuiltinBenchmark] = [
 ]
 
 
+BENCHMARKS.append(
+    BuiltinBenchmark(
+        slug="gsm8k-judged",
+        name="GSM8K, judged (reference-guided, 100-item test sample)",
+        description="The GSM8K sample graded by an LLM judge with the reference answer in its prompt (reference-guided "
+        "grading, Zheng et al. 2023, MT-bench) on accuracy, completeness and clarity (0-10); correct = overall >= 5. "
+        "The default judge is the deterministic uep-judge; override per evaluation with {\"judge\": {\"judges\": [...]}}.",
+        category="math",
+        capability_dimensions=["math", "reasoning"],
+        config={
+            "prompt": {"template": GSM8K_TEMPLATE, "max_tokens": 256, "stop": ["\n\nQuestion:"]},
+            "judge": {
+                "mode": "reference",
+                "judges": ["uep-judge"],
+                "reference_field": "answer",
+                "dimensions": [
+                    {"name": "accuracy", "description": "Is the final answer the reference answer?", "min": 0, "max": 10},
+                    {"name": "completeness", "description": "Are the solution's steps all there?", "min": 0, "max": 10},
+                    {"name": "clarity", "description": "Is the solution easy to follow?", "min": 0, "max": 10},
+                ],
+            },
+            "language": "en",
+        },
+        loader=datasets.load_gsm8k,
+        license_key="gsm8k",
+        evaluation_type="llm_judge",
+    )
+)
+
+
 @dataclass(frozen=True)
 class LocalModel:
     """A model served by the local Triton (deploy/model-server)."""
@@ -184,5 +214,24 @@ LOCAL_MODELS: list[LocalModel] = [
         triton_model_name="uep_bench_echo",
         decoding_defaults={"max_tokens": 1, "temperature": 0.0, "stop": []},
         max_in_flight=64,
+    ),
+    LocalModel(
+        name="uep-judge",
+        version="1",
+        description="Deterministic judge model for LLM-as-judge tests and the demo: answers judge prompts with JSON "
+        "fixed by the prompt (markers choose fenced JSON, prose, out-of-scale scores); see "
+        "deploy/model-server judge_stub.py.",
+        triton_model_name="uep_judge",
+        decoding_defaults={"max_tokens": 512, "temperature": 0.0, "stop": []},
+        max_in_flight=16,
+    ),
+    LocalModel(
+        name="uep-judge-first",
+        version="1",
+        description="Deterministic position-biased judge: always prefers the first answer in pairwise comparisons, "
+        "harsh in rubric grading (judge_stub.py).",
+        triton_model_name="uep_judge_first",
+        decoding_defaults={"max_tokens": 512, "temperature": 0.0, "stop": []},
+        max_in_flight=16,
     ),
 ]

@@ -99,5 +99,8 @@ def seed(settings: CommonSettings) -> str:
                     setattr(existing, k, wanted[k])
                 if changed:
                     added.append(f"model {m.name} updated ({', '.join(changed)})")
+        from uep_common.db.budgets import seed_costs  # the cost model of the local models (budgets)
+
+        added += seed_costs(s)
     engine.dispose()
     return "seeded: " + (", ".join(added) if added else "nothing new")

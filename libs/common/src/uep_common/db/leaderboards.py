@@ -1,4 +1,10 @@
-"""Tables of leaderboard snapshots, retention and artifacts.
+"""Tables of leaderboards and retention.
+
+- ``leaderboard_scores``: the leaderboard score of one completed evaluation (score, 95 % interval, method),
+  computed once when it completes and kept forever, so boards survive retention deleting per-item details.
+- ``leaderboard_snapshots``: the ranked board of one (benchmark slug, score type) as it stood after an
+  evaluation completed; the rank-change history is read from consecutive snapshots.
+- ``retention_runs``: each retention run (periodic or requested through the API), what it kept and cleaned.
 
 Models here use :class:`uep_common.db.models.Base`; they are imported by ``uep_common.db.models`` so that
 Alembic and every service see one metadata.
@@ -6,4 +12,90 @@ Alembic and every service see one metadata.
 
 from __future__ import annotations
 
-from uep_common.db.models import Base  # noqa: F401
+import uuid
+from datetime import datetime
+
+from sqlalchemy import BigInteger, Boolean, CheckConstraint, DateTime, Float, ForeignKey, Index, Integer, String, Text, func
+from sqlalchemy.dialects.postgresql import JSONB, UUID
+from sqlalchemy.orm import Mapped, mapped_column
+
+from uep_common.db.models import Base
+
+SCORE_METHODS = ("wilson", "bootstrap", "none")
+RETENTION_RUN_STATUSES = ("requested", "running", "completed", "failed", "skipped")
+
+
+class LeaderboardScore(Base):
+    """Leaderboard score of one completed evaluation on the board (benchmark slug, score type).
+
+    ``score`` is the accuracy (``method`` 'wilson': Wilson 95 % interval) or the mean of a continuous score
+    (``method`` 'bootstrap': bootstrap 95 % interval, ``method_detail`` says which); ``n`` is the number of
+    scored items. ``ci_low``/``ci_high`` are NULL when undefined (fewer than one scored item, or fewer than two for
+    a mean)."""
+
+    __tablename__ = "leaderboard_scores"
+    __table_args__ = (
+        CheckConstraint("method IN ('wilson', 'bootstrap', 'none')", name="ck_leaderboard_scores_method"),
+        Index("ix_leaderboard_scores_board", "benchmark_slug", "score_type", "model_name", "model_version", "evaluated_at"),
+    )
+    evaluation_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("evaluations.id", ondelete="CASCADE"), primary_key=True
+    )
+    benchmark_slug: Mapped[str] = mapped_column(String(100), nullable=False)
+    benchmark_version: Mapped[str] = mapped_column(String(64), nullable=False)
+    score_type: Mapped[str] = mapped_column(String(100), nullable=False)
+    model_name: Mapped[str] = mapped_column(String(200), nullable=False)
+    model_version: Mapped[str] = mapped_column(String(100), nullable=False)
+    score: Mapped[float | None] = mapped_column(Float)
+    ci_low: Mapped[float | None] = mapped_column(Float)
+    ci_high: Mapped[float | None] = mapped_column(Float)
+    n: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    method: Mapped[str] = mapped_column(String(40), nullable=False)
+    method_detail: Mapped[str] = mapped_column(Text, nullable=False, default="")
+    evaluated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    computed_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now(), onupdate=func.now(), nullable=False
+    )
+
+
+class LeaderboardSnapshot(Base):
+    """The ranked board of (benchmark slug, score type) right after ``evaluation_id`` was recorded.
+
+    ``entries``: list of ``{model, model_version, position, rank, tie_group, score, ci_low, ci_high, n,
+    evaluation_id}`` in board order (see :mod:`uep_common.leaderboards`)."""
+
+    __tablename__ = "leaderboard_snapshots"
+    __table_args__ = (Index("ix_leaderboard_snapshots_board", "benchmark_slug", "score_type", "id"),)
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    benchmark_slug: Mapped[str] = mapped_column(String(100), nullable=False)
+    score_type: Mapped[str] = mapped_column(String(100), nullable=False)
+    evaluation_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
+    entries: Mapped[list] = mapped_column(JSONB, nullable=False, default=list)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
+
+
+class RetentionRun(Base):
+    """One retention run: requested through the API (``trigger`` 'api', executed by a reporter) or
+    periodic. ``keep_last`` NULL means the reporter's setting. ``result`` holds what was kept (with the
+    reason) and cleaned, and the rows and files deleted (see :mod:`uep_common.retention`)."""
+
+    __tablename__ = "retention_runs"
+    __table_args__ = (
+        CheckConstraint(
+            "status IN ('requested', 'running', 'completed', 'failed', 'skipped')", name="ck_retention_runs_status"
+        ),
+        Index("ix_retention_runs_requested", "requested_at", postgresql_where="status = 'requested'"),
+    )
+    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, default=uuid.uuid4)
+    trigger: Mapped[str] = mapped_column(String(20), nullable=False, default="api")
+    dry_run: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    keep_last: Mapped[int | None] = mapped_column(Integer)
+    scope: Mapped[dict] = mapped_column(
+        JSONB, nullable=False, default=dict, doc="{benchmark, model}: clean only evaluations of this slug / model name."
+    )
+    status: Mapped[str] = mapped_column(String(20), nullable=False, default="requested")
+    result: Mapped[dict | None] = mapped_column(JSONB(none_as_null=True))
+    error: Mapped[str | None] = mapped_column(Text)
+    requested_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

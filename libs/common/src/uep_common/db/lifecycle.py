@@ -1,9 +1,277 @@
-"""Tables of evaluation lifecycle and faults: retries, dead-letter records.
+"""Tables and state changes of the evaluation lifecycle and of faults: stop, retry, interrupted evaluations,
+retired results, dead-letter records, scheduler instances (migration 0008).
 
 Models here use :class:`uep_common.db.models.Base`; they are imported by ``uep_common.db.models`` so that
-Alembic and every service see one metadata.
+Alembic and every service see one metadata. The functions are shared by the gateway (stop, retry, redrive)
+and the scheduler (interrupt on restart); each must run inside the caller's transaction and locks the
+evaluation row first (``SELECT … FOR UPDATE``, the lock every writer of an evaluation takes), so it is
+serialised with the reporter storing results and the scheduler leasing items.
+
+Retry (``POST /v1/evaluations/{id}/retry``) re-runs only what did not finish:
+  * stored results with an error are moved to ``retired_results`` (kept, with the retry id and reason),
+  * their leases, and the open leases of items with no result, are set expired (``lease_expires_at`` in
+    the past, ``attempt_base = attempt``), so the scheduler dispatches them again with ``attempt + 1``;
+    items never leased are dispatched by the scheduler's cursor as before,
+  * counters are recounted from the stored rows and the evaluation is ``running`` again.
+Results without an error are never touched: same row ids, same ``score_event_id``.
 """
 
 from __future__ import annotations
 
-from uep_common.db.models import Base  # noqa: F401
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    Identity,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    func,
+    select,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB, UUID
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Mapped, mapped_column
+
+from uep_common.db.models import Base, Evaluation
+
+RETRYABLE = ("failed", "stopped", "interrupted", "cancelled", "budget_exhausted", "completed")
+"""Statuses a retry starts from. ``completed`` only when it has failed items; ``pending``/``running`` never
+(409): a running evaluation re-dispatches expired leases by itself."""
+STOPPABLE = ("pending", "running", "interrupted")
+"""Statuses ``POST …/stop`` accepts."""
+
+
+class RetiredResult(Base):
+    """A stored result moved aside by a retry or a redrive (the item is then run again). Kept forever, so
+    every outcome an item ever had can be traced; ``result_id`` is the id the row had in ``sample_results``."""
+
+    __tablename__ = "retired_results"
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    result_id: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    evaluation_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False, index=True)
+    sample_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False)
+    repeat: Mapped[int] = mapped_column(Integer, nullable=False)
+    arm: Mapped[str] = mapped_column(String(64), nullable=False)
+    output: Mapped[str | None] = mapped_column(Text)
+    extracted: Mapped[str | None] = mapped_column(Text)
+    is_correct: Mapped[bool | None] = mapped_column(Boolean)
+    score: Mapped[float | None] = mapped_column(Float)
+    metric_name: Mapped[str | None] = mapped_column(String(100))
+    metric_version: Mapped[str | None] = mapped_column(String(20))
+    metrics: Mapped[dict] = mapped_column(JSONB, nullable=False, default=dict)
+    latency_ms: Mapped[float | None] = mapped_column(Float)
+    prompt_tokens: Mapped[int | None] = mapped_column(Integer)
+    completion_tokens: Mapped[int | None] = mapped_column(Integer)
+    error: Mapped[dict | None] = mapped_column(JSONB(none_as_null=True))
+    attempt: Mapped[int] = mapped_column(Integer, nullable=False)
+    score_event_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False)
+    scored_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    reason: Mapped[str] = mapped_column(String(20), nullable=False, doc="'retry' or 'redrive'.")
+    retry_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False, index=True)
+    retired_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
+
+
+class DeadLetter(Base):
+    """A message that could not be processed, as consumed from the dead-letter topic ``uep.dead-letter.v1``.
+
+    ``dedupe_key`` makes the consumer idempotent: the ``uep-dlq-id`` header when the producer set one
+    (deterministic per failed item), else the SHA-256 of source topic, key and body. ``body``/``key``/
+    ``headers`` are the original message (without the ``uep-dlq-*`` headers), re-published by a redrive.
+    """
+
+    __tablename__ = "dead_letters"
+    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, default=uuid.uuid4)
+    dedupe_key: Mapped[str] = mapped_column(String(64), unique=True, nullable=False)
+    source_topic: Mapped[str] = mapped_column(String(200), nullable=False)
+    reason: Mapped[str] = mapped_column(Text, nullable=False)
+    event_type: Mapped[str | None] = mapped_column(String(100))
+    evaluation_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True), index=True)
+    item_key: Mapped[str | None] = mapped_column(String(200))
+    key: Mapped[bytes | None] = mapped_column(LargeBinary)
+    body: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+    headers: Mapped[dict] = mapped_column(JSONB, nullable=False, default=dict)
+    first_seen_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
+    last_seen_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
+    redrive_count: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
+    last_redriven_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class SchedulerInstance(Base):
+    """A running scheduler replica. It holds the session-level advisory lock ``(LOCK_NAMESPACE, lock_key)``
+    on a dedicated connection for its whole life, so PostgreSQL itself says whether it is alive (the lock
+    goes when the process or its connection dies, kill -9 included); ``heartbeat_at`` is refreshed every few
+    seconds for operators and to drop rows of instances long gone."""
+
+    __tablename__ = "scheduler_instances"
+    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, default=uuid.uuid4)
+    lock_key: Mapped[int] = mapped_column(Integer, Identity(always=False), unique=True, nullable=False)
+    hostname: Mapped[str] = mapped_column(String(200), nullable=False)
+    pid: Mapped[int] = mapped_column(Integer, nullable=False)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
+    heartbeat_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
+
+
+LOCK_NAMESPACE = 0x55455001
+"""First key of the two-key advisory locks of scheduler instances (``(LOCK_NAMESPACE, lock_key)``; key 0 is
+the start-up lock under which an instance decides whether to interrupt running evaluations)."""
+
+
+class LifecycleConflict(Exception):
+    """The evaluation's status does not allow the operation (HTTP 409). ``kind`` is machine-readable."""
+
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+async def lock_evaluation(session: AsyncSession, evaluation_id: uuid.UUID) -> Evaluation | None:
+    """The evaluation row, locked ``FOR UPDATE`` until the transaction ends (None if unknown)."""
+    return await session.scalar(select(Evaluation).where(Evaluation.id == evaluation_id).with_for_update())
+
+
+async def recount(session: AsyncSession, ev: Evaluation) -> tuple[int, int]:
+    """Set ``completed_items``/``error_items`` of ``ev`` from its stored ``sample_results`` rows (so counters
+    match rows exactly); returns ``(completed, errors)``."""
+    completed, errors = (
+        await session.execute(
+            text("SELECT count(*), count(error) FROM sample_results WHERE evaluation_id = :e"), {"e": ev.id}
+        )
+    ).one()
+    ev.completed_items, ev.error_items = int(completed), int(errors)
+    return ev.completed_items, ev.error_items
+
+
+_RETIRE_SQL = """
+WITH moved AS (
+    DELETE FROM sample_results r
+    WHERE r.evaluation_id = :e AND r.error IS NOT NULL {extra}
+    RETURNING r.*
+)
+INSERT INTO retired_results (result_id, evaluation_id, sample_id, repeat, arm, output, extracted, is_correct, score,
+    metric_name, metric_version, metrics, latency_ms, prompt_tokens, completion_tokens, error, attempt,
+    score_event_id, scored_at, reason, retry_id)
+SELECT id, evaluation_id, sample_id, repeat, arm, output, extracted, is_correct, score, metric_name, metric_version,
+    metrics, latency_ms, prompt_tokens, completion_tokens, error, attempt, score_event_id, created_at, :reason, :rid
+FROM moved
+RETURNING sample_id, repeat, arm
+"""
+
+_EXPIRE_UNFINISHED_SQL = """
+UPDATE sample_leases l
+SET state = 'leased', lease_expires_at = {expiry}, final_deadline = NULL, attempt_base = l.attempt,
+    released_at = NULL
+WHERE l.evaluation_id = :e {extra}
+  AND NOT EXISTS (SELECT 1 FROM sample_results r WHERE r.evaluation_id = l.evaluation_id
+                  AND r.sample_id = l.sample_id AND r.repeat = l.repeat AND r.arm = l.arm)
+"""
+
+
+@dataclass(frozen=True)
+class RetryOutcome:
+    """What a retry re-opened: ``failed`` error results moved aside, ``unfinished`` leased items with no
+    result set to be dispatched again, ``undispatched`` items the scheduler has not leased yet."""
+
+    retry_id: uuid.UUID
+    previous_status: str
+    failed: int
+    unfinished: int
+    undispatched: int
+
+
+async def retry_evaluation(session: AsyncSession, evaluation_id: uuid.UUID) -> RetryOutcome:
+    """Re-run the failed and unfinished items of an ended or interrupted evaluation (see the module docstring).
+
+    Raises:
+        LookupError: unknown evaluation.
+        LifecycleConflict: the status is not in :data:`RETRYABLE` (``not_retryable``), or nothing is left to
+            re-run (``nothing_to_retry``: every item has a result without an error).
+    """
+    ev = await lock_evaluation(session, evaluation_id)
+    if ev is None:
+        raise LookupError(evaluation_id)
+    if ev.status not in RETRYABLE:
+        raise LifecycleConflict(
+            f"evaluation is {ev.status}; only {', '.join(RETRYABLE)} evaluations can be retried", "not_retryable"
+        )
+    retry_id = uuid.uuid4()
+    moved = (
+        await session.execute(text(_RETIRE_SQL.format(extra="")), {"e": ev.id, "reason": "retry", "rid": retry_id})
+    ).all()
+    unfinished = (
+        await session.execute(text(_EXPIRE_UNFINISHED_SQL.format(expiry="now() - interval '1 second'", extra="")), {"e": ev.id})
+    ).rowcount
+    undispatched = ev.total_items - ev.dispatched_items
+    if not moved and not unfinished and undispatched <= 0:
+        raise LifecycleConflict("every item has a result without an error: nothing to retry", "nothing_to_retry")
+    previous = ev.status
+    await recount(session, ev)
+    ev.status, ev.error, ev.summary, ev.completed_at = "running", None, None, None
+    ev.resumed_at = datetime.now(UTC)
+    if ev.started_at is None:
+        ev.started_at = datetime.now(UTC)
+    return RetryOutcome(retry_id, previous, len(moved), max(0, unfinished - len(moved)), max(0, undispatched))
+
+
+async def reopen_item(
+    session: AsyncSession, ev: Evaluation, sample_id: uuid.UUID, repeat: int, arm: str, lease_expires_at: datetime
+) -> bool:
+    """Re-open one item for a redrive: its stored error result (if any) is moved aside, its lease is set
+    ``leased`` until ``lease_expires_at`` (the redriven message is in flight; if that is lost too, the lease
+    expires and the scheduler dispatches the item again), and an ended evaluation is ``running`` again.
+
+    ``ev`` must be locked by the caller. Returns False (and changes nothing) when the item has a result
+    without an error — it is finished and is never run again.
+    """
+    params = {"e": ev.id, "s": sample_id, "rp": repeat, "a": arm}
+    finished = await session.scalar(
+        text("SELECT count(*) FROM sample_results WHERE evaluation_id = :e AND sample_id = :s AND repeat = :rp "
+             "AND arm = :a AND error IS NULL"), params,
+    )
+    if finished:
+        return False
+    extra = "AND r.sample_id = :s AND r.repeat = :rp AND r.arm = :a"
+    await session.execute(text(_RETIRE_SQL.format(extra=extra)), {**params, "reason": "redrive", "rid": uuid.uuid4()})
+    await session.execute(
+        text(_EXPIRE_UNFINISHED_SQL.format(expiry=":exp", extra="AND l.sample_id = :s AND l.repeat = :rp AND l.arm = :a")),
+        {**params, "exp": lease_expires_at},
+    )
+    await recount(session, ev)
+    if ev.status not in ("pending", "running"):
+        ev.status, ev.error, ev.summary, ev.completed_at = "running", None, None, None
+        ev.resumed_at = datetime.now(UTC)
+    return True
+
+
+async def interrupt_running(session: AsyncSession, started_before: datetime) -> list[uuid.UUID]:
+    """Mark every evaluation ``running`` since before ``started_before`` (its ``resumed_at`` or ``started_at``)
+    as ``interrupted``: counters recounted from the stored rows, a partial summary, the reason in ``error``.
+    Evaluations admitted or retried after ``started_before`` are left alone. Returns the ids interrupted."""
+    from uep_common.summary import compute_summary
+
+    ids = list(
+        await session.scalars(
+            select(Evaluation.id)
+            .where(Evaluation.status == "running", func.coalesce(Evaluation.resumed_at, Evaluation.started_at) < started_before)
+            .order_by(Evaluation.id)
+        )
+    )
+    done: list[uuid.UUID] = []
+    for evaluation_id in ids:
+        ev = await lock_evaluation(session, evaluation_id)
+        if ev is None or ev.status != "running":
+            continue
+        await recount(session, ev)
+        ev.status = "interrupted"
+        ev.error = ("interrupted: the scheduler restarted while this evaluation was running; "
+                    f"POST /v1/evaluations/{ev.id}/retry resumes it")
+        ev.summary = (await compute_summary(session, ev.id)).model_dump(mode="json")
+        done.append(ev.id)
+    return done

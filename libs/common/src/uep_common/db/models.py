@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from decimal import Decimal
 
 from sqlalchemy import (
     BigInteger,
@@ -21,6 +22,7 @@ from sqlalchemy import (
     Index,
     Integer,
     LargeBinary,
+    Numeric,
     String,
     Text,
     UniqueConstraint,
@@ -32,7 +34,8 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 BENCHMARK_CATEGORIES = ("nlp", "code", "math", "reasoning", "safety", "custom")
 BENCHMARK_STATUSES = ("active", "deprecated", "draft")
 EVALUATION_TYPES = ("automatic", "llm_judge", "human", "hybrid")
-EVALUATION_STATUSES = ("pending", "running", "completed", "failed", "cancelled")
+EVALUATION_STATUSES = ("pending", "running", "completed", "failed", "cancelled", "interrupted", "stopped",
+                       "budget_exhausted")
 PRIORITIES = ("urgent", "high", "normal", "low")
 BACKENDS = ("triton", "openai_compatible")
 LEASE_STATES = ("leased", "released")
@@ -131,6 +134,19 @@ class Model(Base):
     )
     supports_logprobs: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
     max_in_flight: Mapped[int | None] = mapped_column(Integer, doc="Serving capacity (requests in flight).")
+    # Cost model (migration 0007; arithmetic and units in uep_common.costs): prices in the site currency.
+    cost_unit: Mapped[str] = mapped_column(
+        String(12), nullable=False, default="none", server_default="none", doc="none | tokens | gpu_second | call"
+    )
+    price_per_1k_input_tokens: Mapped[Decimal] = mapped_column(Numeric(24, 10), nullable=False, default=0, server_default="0")
+    price_per_1k_output_tokens: Mapped[Decimal] = mapped_column(Numeric(24, 10), nullable=False, default=0, server_default="0")
+    price_per_gpu_second: Mapped[Decimal] = mapped_column(
+        Numeric(24, 10), nullable=False, default=0, server_default="0", doc="GPU time = call latency (a proxy)."
+    )
+    price_per_call: Mapped[Decimal] = mapped_column(Numeric(24, 10), nullable=False, default=0, server_default="0")
+    expected_input_tokens: Mapped[int] = mapped_column(Integer, nullable=False, default=500, server_default="500")
+    expected_output_tokens: Mapped[int] = mapped_column(Integer, nullable=False, default=256, server_default="256")
+    expected_latency_ms: Mapped[float] = mapped_column(Float, nullable=False, default=1000.0, server_default="1000")
     created_at: Mapped[datetime] = _created()
 
 
@@ -175,11 +191,31 @@ class Evaluation(Base):
         JSONB, nullable=False, default=dict, doc="W3C traceparent/tracestate of the evaluation's root span."
     )
     idempotency_key: Mapped[str | None] = mapped_column(String(200))
+    resumed_at: Mapped[datetime | None] = mapped_column(
+        DateTime(timezone=True), doc="Last POST …/retry that set it running again (0008)."
+    )
+    batch_id: Mapped[uuid.UUID | None] = mapped_column(
+        UUID(as_uuid=True), doc="Evaluations created by one batch request (several models) share it (migration 0006)."
+    )
+    experiment_id: Mapped[uuid.UUID | None] = mapped_column(
+        UUID(as_uuid=True), doc="A/B experiment: each arm is its own evaluation with the same experiment_id."
+    )
+    arm: Mapped[str] = mapped_column(String(64), nullable=False, default="main", server_default="main", doc="A/B arm name.")
+    schedule_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("schedules.id", ondelete="SET NULL"), doc="The schedule (cron) that created this run."
+    )
+    pinned: Mapped[bool] = mapped_column(
+        Boolean, nullable=False, default=False, server_default="false",
+        doc="The pinned baseline of its (model name, benchmark slug): reports compare against it (migration 0011).",
+    )
     created_at: Mapped[datetime] = _created()
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     completed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     updated_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now(), onupdate=func.now(), nullable=False
+    )
+    details_cleaned_at: Mapped[datetime | None] = mapped_column(
+        DateTime(timezone=True), doc="When retention deleted the per-item details (the summary stays); NULL = intact."
     )
 
 
@@ -205,6 +241,15 @@ class SampleLease(Base):
     leased_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
     lease_expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
     released_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    attempt_base: Mapped[int] = mapped_column(
+        Integer, nullable=False, default=0, server_default="0",
+        doc="``attempt`` when the item was last retried or redriven: attempts since = attempt - attempt_base (0008).",
+    )
+    final_deadline: Mapped[datetime | None] = mapped_column(
+        DateTime(timezone=True),
+        doc="Set on a lease's last allowed attempt: its real expiry (lease_expires_at is then year 9999, so it is "
+        "not dispatched again); past it with no result, the item is recorded failed and dead-lettered (0008).",
+    )
 
 
 class SampleResult(Base):

@@ -1,7 +1,378 @@
-"""Cost estimates, caps and spend."""
+"""Cost estimates, caps, prices and spend.
+
+- ``POST /v1/evaluations/estimate``: the create body; what the evaluations would cost and whether creation
+  would be refused (402/409, see :mod:`uep_common.budget`), nothing stored.
+- ``GET /v1/caps``, ``PUT /v1/caps/site/evaluation``, ``PUT /v1/caps/tenant/day``,
+  ``PUT /v1/caps/benchmarks/{slug}``, ``PUT /v1/caps/evaluations/{id}`` (``{"amount": number | null}``,
+  null removes the cap). A viewer may change nothing; a builder may only lower a cap (the cap in force
+  after the change must not exceed the one before; removing a cap raises it to "none"); an admin may also
+  raise it. The site default is the admin's alone. 403 names the field.
+- ``GET /v1/costs/models``, ``PUT /v1/costs/models/{model}`` (admin): the cost model of the registry;
+  ``GET``/``PUT /v1/costs/benchmarks/{slug}`` (admin): expected item size of a benchmark.
+- ``GET /v1/spend?group_by=tenant|day|evaluation|role`` with filters ``tenant``, ``evaluation_id``, ``role``,
+  ``since``, ``until`` (UTC dates, inclusive): the spend ledger. A non-admin sees its own tenant only.
+- ``GET /v1/evaluations/{id}/budget``: one evaluation's account (estimate, reserved, settled, cap, reason).
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import uuid
+from datetime import date
+from decimal import Decimal
+from typing import Literal
 
-router = APIRouter()
+from fastapi import APIRouter, Depends, Query
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import case, func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from uep_common import budget
+from uep_common.costs import COST_UNITS, currency, money
+from uep_common.db.budgets import BenchmarkCostProfile, BudgetAccount, BudgetCap, SpendEntry, cap_target
+from uep_common.db.models import Benchmark, Evaluation, Model, Tenant
+from uep_gateway.api.evaluations import plan_evaluations
+from uep_gateway.auth import Principal, current_principal
+from uep_gateway.deps import db_session
+from uep_gateway.errors import FieldError
+from uep_gateway.schemas import EvaluationCreate
+
+router = APIRouter(tags=["budgets"])
+
+
+def _f(x: Decimal | None) -> float | None:
+    return None if x is None else float(x)
+
+
+# ---------------------------------------------------------------- estimate
+
+
+@router.post("/v1/evaluations/estimate")
+async def estimate(
+    body: EvaluationCreate,
+    session: AsyncSession = Depends(db_session),
+    principal: Principal = Depends(current_principal),
+) -> dict:
+    """What ``POST /v1/evaluations`` with this body would cost — per evaluation (items × per-item estimate)
+    and in total — and the refusal it would get (``refusal``: status 402/409, reason, type), or null.
+    Nothing is stored."""
+    evaluations, _ = await plan_evaluations(session, principal.tenant, body)
+    plans = [await budget.plan(session, ev) for ev in evaluations]
+    refusal = None
+    session.add_all(evaluations)
+    try:
+        await budget.check_creation(session, principal.tenant, evaluations, principal)
+    except budget.BudgetRefused as exc:
+        refusal = {"status": exc.status_code, "loc": ["body", exc.field], "msg": exc.reason, "type": exc.kind}
+    finally:
+        await session.rollback()  # an estimate stores nothing
+    total = sum((p.estimate for p in plans), Decimal(0))
+    return {
+        "currency": currency(),
+        "estimate": float(total),
+        "items": sum(p.items for p in plans),
+        "evaluations": [{k: v for k, v in p.as_dict().items() if k != "evaluation_id"} for p in plans],
+        "refusal": refusal,
+    }
+
+
+# ---------------------------------------------------------------- caps
+
+
+class CapUpdate(BaseModel):
+    """``PUT /v1/caps/...``: the cap in the site currency; null removes it (no cap at that level)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    amount: Decimal | None = Field(..., ge=0, max_digits=24, decimal_places=10)
+
+
+def _gt(a: Decimal | None, b: Decimal | None) -> bool:
+    """a > b where None means no cap (infinite)."""
+    if a is None:
+        return b is not None
+    return b is not None and a > b
+
+
+async def _set_cap(
+    session: AsyncSession, principal: Principal, scope: str, target: str, amount: Decimal | None, before: Decimal | None,
+    after_if_removed: Decimal | None, label: str, **cols,
+) -> dict:
+    principal.require("builder", f"changing {label}")
+    after = money(amount) if amount is not None else after_if_removed
+    if _gt(after, before) and not principal.at_least("admin"):
+        raise FieldError(
+            403, ("body", "amount"),
+            f"a builder may only lower a cap: {label} would go from {_cap_words(before)} to {_cap_words(after)}; "
+            "raising it needs the admin role",
+            "cap_raise_forbidden",
+        )
+    row = await session.scalar(select(BudgetCap).where(BudgetCap.scope == scope, BudgetCap.target == target).with_for_update())
+    if amount is None:
+        if row is not None:
+            await session.delete(row)
+    elif row is None:
+        session.add(BudgetCap(scope=scope, target=target, amount=money(amount), updated_by=principal.name, **cols))
+    else:
+        row.amount, row.updated_by = money(amount), principal.name
+    await session.commit()
+    return {"scope": scope, "amount": _f(money(amount)) if amount is not None else None, "effective_before": _f(before),
+            "effective": _f(after), "currency": currency(), "updated_by": principal.name}
+
+
+def _cap_words(x: Decimal | None) -> str:
+    return "no cap" if x is None else f"{money(x).normalize():f} {currency()}"
+
+
+async def _row_amount(session: AsyncSession, scope: str, target: str) -> Decimal | None:
+    v = await session.scalar(select(BudgetCap.amount).where(BudgetCap.scope == scope, BudgetCap.target == target))
+    return None if v is None else Decimal(v)
+
+
+@router.get("/v1/caps")
+async def list_caps(session: AsyncSession = Depends(db_session), principal: Principal = Depends(current_principal)) -> dict:
+    """The caps that apply to the caller's tenant: the site default per evaluation, the tenant's daily cap
+    (with what is used and left today), its benchmark caps and its evaluation caps."""
+    tenant = principal.tenant
+    site = await _row_amount(session, "site_evaluation", "")
+    day = await _row_amount(session, "tenant_day", str(tenant.id))
+    used = await budget.tenant_used_today(session, tenant.id)
+    rows = list(await session.scalars(
+        select(BudgetCap).where(BudgetCap.tenant_id == tenant.id, BudgetCap.scope.in_(("benchmark", "evaluation")))
+        .order_by(BudgetCap.scope, BudgetCap.target)
+    ))
+    return {
+        "currency": currency(),
+        "site": {"evaluation": _f(site)},
+        "tenant": {"slug": tenant.slug, "day": _f(day), "day_utc": budget.utc_today().isoformat(), "used_today": float(used),
+                   "left_today": None if day is None else float(max(day - used, Decimal(0)))},
+        "benchmarks": [{"benchmark": r.benchmark_slug, "amount": float(r.amount), "updated_by": r.updated_by}
+                       for r in rows if r.scope == "benchmark"],
+        "evaluations": [{"evaluation_id": str(r.evaluation_id), "amount": float(r.amount), "updated_by": r.updated_by}
+                        for r in rows if r.scope == "evaluation"],
+    }
+
+
+@router.put("/v1/caps/site/evaluation")
+async def put_site_cap(body: CapUpdate, session: AsyncSession = Depends(db_session),
+                       principal: Principal = Depends(current_principal)) -> dict:
+    """The site's default cap of every evaluation (admin only: it applies to every tenant)."""
+    principal.require("admin", "changing the site's default evaluation cap")
+    before = await _row_amount(session, "site_evaluation", "")
+    return await _set_cap(session, principal, "site_evaluation", "", body.amount, before, None,
+                          "the site's default evaluation cap")
+
+
+@router.put("/v1/caps/tenant/day")
+async def put_tenant_day_cap(body: CapUpdate, session: AsyncSession = Depends(db_session),
+                             principal: Principal = Depends(current_principal)) -> dict:
+    """The caller's tenant's cap per UTC day."""
+    t = principal.tenant
+    before = await _row_amount(session, "tenant_day", str(t.id))
+    return await _set_cap(session, principal, "tenant_day", str(t.id), body.amount, before, None,
+                          f"tenant {t.slug!r}'s daily cap", tenant_id=t.id)
+
+
+@router.put("/v1/caps/benchmarks/{slug}")
+async def put_benchmark_cap(slug: str, body: CapUpdate, session: AsyncSession = Depends(db_session),
+                            principal: Principal = Depends(current_principal)) -> dict:
+    """The cap of each of the tenant's evaluations of benchmark ``slug`` (overrides the site default)."""
+    if await session.scalar(select(Benchmark.id).where(Benchmark.slug == slug).limit(1)) is None:
+        raise FieldError(404, ("path", "slug"), f"unknown benchmark {slug!r}", "unknown_benchmark")
+    t = principal.tenant
+    site = await _row_amount(session, "site_evaluation", "")
+    target = cap_target("benchmark", t.id, slug)
+    own = await _row_amount(session, "benchmark", target)
+    before = own if own is not None else site
+    return await _set_cap(session, principal, "benchmark", target, body.amount, before, site,
+                          f"tenant {t.slug!r}'s cap for evaluations of {slug!r}", tenant_id=t.id, benchmark_slug=slug)
+
+
+@router.put("/v1/caps/evaluations/{evaluation_id}")
+async def put_evaluation_cap(evaluation_id: uuid.UUID, body: CapUpdate, session: AsyncSession = Depends(db_session),
+                             principal: Principal = Depends(current_principal)) -> dict:
+    """The cap of one evaluation (overrides the benchmark and site caps). Raising it after the evaluation
+    ended ``budget_exhausted`` does not resume it."""
+    ev = await session.get(Evaluation, evaluation_id)
+    if ev is None or (ev.tenant_id != principal.tenant.id and not principal.at_least("admin")):
+        raise FieldError(404, ("path", "evaluation_id"), f"unknown evaluation {evaluation_id}", "unknown_evaluation")
+    bench = await session.get(Benchmark, ev.benchmark_id)
+    before, _ = await budget.evaluation_cap(session, ev.tenant_id, bench.slug, ev.id)
+    fallback, _ = await budget.evaluation_cap(session, ev.tenant_id, bench.slug, None)
+    return await _set_cap(session, principal, "evaluation", str(ev.id), body.amount, before, fallback,
+                          f"evaluation {ev.id}'s cap", tenant_id=ev.tenant_id, evaluation_id=ev.id)
+
+
+# ---------------------------------------------------------------- prices
+
+
+class ModelCostUpdate(BaseModel):
+    """``PUT /v1/costs/models/{model}``: the model's cost unit, prices (site currency) and expected item size.
+    Omitted fields keep their value."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cost_unit: Literal["none", "tokens", "gpu_second", "call"] | None = None
+    price_per_1k_input_tokens: Decimal | None = Field(None, ge=0, max_digits=24, decimal_places=10)
+    price_per_1k_output_tokens: Decimal | None = Field(None, ge=0, max_digits=24, decimal_places=10)
+    price_per_gpu_second: Decimal | None = Field(None, ge=0, max_digits=24, decimal_places=10)
+    price_per_call: Decimal | None = Field(None, ge=0, max_digits=24, decimal_places=10)
+    expected_input_tokens: int | None = Field(None, ge=0, le=10_000_000)
+    expected_output_tokens: int | None = Field(None, ge=0, le=10_000_000)
+    expected_latency_ms: float | None = Field(None, ge=0, le=86_400_000)
+
+
+COST_FIELDS = tuple(ModelCostUpdate.model_fields)
+
+
+def _model_cost(m: Model) -> dict:
+    out = {"model": m.name, "version": m.version, "currency": currency()}
+    for k in COST_FIELDS:
+        v = getattr(m, k)
+        out[k] = float(v) if isinstance(v, Decimal) else v
+    return out
+
+
+@router.get("/v1/costs/models")
+async def list_model_costs(session: AsyncSession = Depends(db_session)) -> dict:
+    """The cost model of every registered model (units: ``none``, ``tokens``, ``gpu_second`` — latency as the
+    GPU-time proxy — and ``call``; see :mod:`uep_common.costs`)."""
+    rows = await session.scalars(select(Model).order_by(Model.name, Model.version))
+    return {"currency": currency(), "units": list(COST_UNITS), "models": [_model_cost(m) for m in rows]}
+
+
+@router.put("/v1/costs/models/{model}")
+async def put_model_cost(model: str, body: ModelCostUpdate, session: AsyncSession = Depends(db_session),
+                         principal: Principal = Depends(current_principal)) -> dict:
+    """Set a model's cost unit, prices and expected item size (admin; every version of the name unless the
+    path is a model id). Evaluations already created keep the per-item estimate they were created with."""
+    principal.require("admin", "changing model prices")
+    try:
+        q = select(Model).where(Model.id == uuid.UUID(model))
+    except ValueError:
+        q = select(Model).where(Model.name == model)
+    rows = list(await session.scalars(q))
+    if not rows:
+        raise FieldError(404, ("path", "model"), f"unknown model {model!r}", "unknown_model")
+    for m in rows:
+        for k, v in body.model_dump(exclude_none=True).items():
+            setattr(m, k, v)
+    await session.commit()
+    return {"models": [_model_cost(m) for m in rows]}
+
+
+class BenchmarkCostUpdate(BaseModel):
+    """``PUT /v1/costs/benchmarks/{slug}``: expected size of one item of the benchmark (null: the model's)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    expected_input_tokens: int | None = Field(None, ge=0, le=10_000_000)
+    expected_output_tokens: int | None = Field(None, ge=0, le=10_000_000)
+    expected_latency_ms: float | None = Field(None, ge=0, le=86_400_000)
+
+
+@router.get("/v1/costs/benchmarks/{slug}")
+async def get_benchmark_cost(slug: str, session: AsyncSession = Depends(db_session)) -> dict:
+    """A benchmark's expected item size (nulls: the model's expectation applies)."""
+    p = await session.get(BenchmarkCostProfile, slug)
+    return {"benchmark": slug, **{k: getattr(p, k) if p else None for k in BenchmarkCostUpdate.model_fields}}
+
+
+@router.put("/v1/costs/benchmarks/{slug}")
+async def put_benchmark_cost(slug: str, body: BenchmarkCostUpdate, session: AsyncSession = Depends(db_session),
+                             principal: Principal = Depends(current_principal)) -> dict:
+    """Set a benchmark's expected item size (admin)."""
+    principal.require("admin", "changing a benchmark's cost profile")
+    if await session.scalar(select(Benchmark.id).where(Benchmark.slug == slug).limit(1)) is None:
+        raise FieldError(404, ("path", "slug"), f"unknown benchmark {slug!r}", "unknown_benchmark")
+    p = await session.get(BenchmarkCostProfile, slug)
+    if p is None:
+        p = BenchmarkCostProfile(benchmark_slug=slug)
+        session.add(p)
+    for k, v in body.model_dump().items():
+        setattr(p, k, v)
+    await session.commit()
+    return {"benchmark": slug, **body.model_dump()}
+
+
+# ---------------------------------------------------------------- spend
+
+
+@router.get("/v1/spend")
+async def spend(
+    group_by: Literal["tenant", "day", "evaluation", "role"] = Query("tenant"),
+    tenant: str | None = Query(None, max_length=64, description="Tenant slug (admin: any; others: their own)."),
+    evaluation_id: uuid.UUID | None = Query(None),
+    role: Literal["inference", "judge"] | None = Query(None),
+    since: date | None = Query(None, description="First UTC day included."),
+    until: date | None = Query(None, description="Last UTC day included."),
+    session: AsyncSession = Depends(db_session),
+    principal: Principal = Depends(current_principal),
+) -> dict:
+    """Spend from the ledger, one row per group: ``reserved`` (reservations made), ``released`` (reservations
+    settled), ``open_reserved`` (= reserved − released: items in flight or never scored), ``settled`` (actual
+    cost: inference settled + judge charged), ``items_reserved``, ``items_settled``, ``calls`` (settled scores +
+    judge charges). ``spent`` = settled + open_reserved is what counts against caps."""
+    s = SpendEntry
+    tenant_id = principal.tenant.id
+    if tenant is not None and tenant != principal.tenant.slug:
+        if not principal.at_least("admin"):
+            raise FieldError(403, ("query", "tenant"), "only an admin may see another tenant's spend", "forbidden")
+        tenant_id = await session.scalar(select(Tenant.id).where(Tenant.slug == tenant))
+        if tenant_id is None:
+            raise FieldError(404, ("query", "tenant"), f"unknown tenant {tenant!r}", "unknown_tenant")
+    if since and until and since > until:
+        raise FieldError(422, ("query", "until"), "until is before since", "bad_range")
+    key = {"tenant": Tenant.slug, "day": s.day, "evaluation": s.evaluation_id, "role": s.role}[group_by]
+    q = select(
+        key,
+        func.coalesce(func.sum(case((s.kind == "reserve", s.reserved), else_=0)), 0),
+        func.coalesce(-func.sum(case((s.kind == "settle", s.reserved), else_=0)), 0),
+        func.coalesce(func.sum(s.settled), 0),
+        func.coalesce(func.sum(case((s.kind == "reserve", s.items), else_=0)), 0),
+        func.coalesce(func.sum(case((s.kind == "settle", s.items), else_=0)), 0),
+        func.count().filter(s.kind != "reserve"),
+    ).join(Tenant, Tenant.id == s.tenant_id)
+    if not (principal.at_least("admin") and tenant is None):
+        q = q.where(s.tenant_id == tenant_id)
+    if evaluation_id:
+        q = q.where(s.evaluation_id == evaluation_id)
+    if role:
+        q = q.where(s.role == role)
+    if since:
+        q = q.where(s.day >= since)
+    if until:
+        q = q.where(s.day <= until)
+    rows = (await session.execute(q.group_by(key).order_by(key))).all()
+    out = []
+    for k, reserved, released, settled, items_r, items_s, calls in rows:
+        reserved, released, settled = Decimal(reserved), Decimal(released), Decimal(settled)
+        out.append({
+            group_by: k.isoformat() if isinstance(k, date) else str(k),
+            "reserved": float(reserved), "released": float(released), "open_reserved": float(reserved - released),
+            "settled": float(settled), "spent": float(settled + reserved - released),
+            "items_reserved": int(items_r), "items_settled": int(items_s), "calls": int(calls),
+        })
+    totals = {k: sum(r[k] for r in out) for k in ("reserved", "released", "open_reserved", "settled", "spent",
+                                                  "items_reserved", "items_settled", "calls")}
+    return {"currency": currency(), "group_by": group_by, "rows": out, "totals": totals}
+
+
+@router.get("/v1/evaluations/{evaluation_id}/budget")
+async def evaluation_budget(evaluation_id: uuid.UUID, session: AsyncSession = Depends(db_session)) -> dict:
+    """One evaluation's budget account: estimate, per-item estimate, reserved (total and open), settled,
+    judge charges, its cap in force and where it comes from, and why a cap stopped it (if it did)."""
+    ev = await session.get(Evaluation, evaluation_id)
+    if ev is None:
+        raise FieldError(404, ("path", "evaluation_id"), f"unknown evaluation {evaluation_id}", "unknown_evaluation")
+    a = await session.get(BudgetAccount, evaluation_id)
+    bench = await session.get(Benchmark, ev.benchmark_id)
+    cap, source = await budget.evaluation_cap(session, ev.tenant_id, bench.slug, ev.id)
+    body = {"evaluation_id": str(ev.id), "status": ev.status, "currency": currency(), "cap": _f(cap), "cap_source": source}
+    if a is None:
+        return body | {"account": None}
+    return body | {"account": {
+        "cost_unit": a.cost_unit, "per_item": float(a.per_item), "planned_items": a.planned_items, "estimate": float(a.estimate),
+        "items_reserved": a.items_reserved, "items_settled": a.items_settled, "reserved_total": float(a.reserved_total),
+        "reserved_open": float(a.reserved_open), "settled_total": float(a.settled_total), "judge_total": float(a.judge_total),
+        "exhausted_reason": a.exhausted_reason, "exhausted_at": a.exhausted_at,
+    }}

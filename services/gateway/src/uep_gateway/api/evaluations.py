@@ -12,13 +12,24 @@ from sqlalchemy import select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common import budget
+from uep_common.creation import evaluation_config, new_evaluation
 from uep_common.db.models import Benchmark, Evaluation, Model, Sample, SampleResult, Tenant
 from uep_common.events import EvaluationCompleted, EvaluationRequested, EvaluationStatus, EvaluationSummary
 from uep_common.outbox import add_to_outbox
-from uep_common.telemetry import current_trace_headers, tracer
+from uep_common.prompts import PromptRenderError
+from uep_common.telemetry import tracer
+from uep_gateway.api.judges import evaluation_judge_config
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError
-from uep_gateway.schemas import EvaluationAccepted, EvaluationCreate, EvaluationView, Progress, ResultItem, ResultsPage
+from uep_gateway.schemas import (
+    EvaluationAccepted,
+    EvaluationCreate,
+    EvaluationRef,
+    EvaluationView,
+    Progress,
+    ResultItem,
+    ResultsPage,
+)
 
 router = APIRouter(prefix="/v1/evaluations", tags=["evaluations"])
 _tracer = tracer("uep.gateway")
@@ -52,7 +63,7 @@ async def resolve_benchmark(session: AsyncSession, ref: str, version: str | None
         if version and await session.scalar(select(Benchmark.id).where(Benchmark.slug == ref).limit(1)):
             raise FieldError(422, ("body", "benchmark_version"), f"benchmark {ref!r} has no version {version!r}", "unknown_benchmark_version")
         raise FieldError(422, ("body", "benchmark"), f"unknown benchmark {ref!r}", "unknown_benchmark")
-    if bench.evaluation_type != "automatic":
+    if bench.evaluation_type not in ("automatic", "llm_judge", "hybrid"):
         raise FieldError(
             422, ("body", "benchmark"),
             f"benchmark {ref!r} needs evaluation type {bench.evaluation_type!r}, which is not available yet",
@@ -63,15 +74,16 @@ async def resolve_benchmark(session: AsyncSession, ref: str, version: str | None
     return bench
 
 
-async def resolve_model(session: AsyncSession, ref: str, version: str | None) -> Model:
-    """Model by name or id (newest version unless ``version``). Raises 422 naming the field."""
+async def resolve_model(session: AsyncSession, ref: str, version: str | None, loc: tuple | None = None) -> Model:
+    """Model by name or id (newest version unless ``version``). Raises 422 naming the field (``loc``, default
+    ``body.model`` / ``body.model_version``)."""
     as_id = _as_uuid(ref)
     q = select(Model).where(Model.id == as_id) if as_id else select(Model).where(Model.name == ref)
     if version:
         q = q.where(Model.version == version)
     model = await session.scalar(q.order_by(Model.created_at.desc()).limit(1))
     if model is None:
-        loc = ("body", "model_version") if version else ("body", "model")
+        loc = loc or (("body", "model_version") if version else ("body", "model"))
         raise FieldError(422, loc, f"unknown model {ref!r}" + (f" version {version!r}" if version else ""), "unknown_model")
     return model
 
@@ -85,9 +97,11 @@ async def create_evaluation(
     tenant_slug: str = Header("default", alias=TENANT_HEADER, max_length=64),
     idempotency_key: str | None = Header(None, alias="Idempotency-Key", max_length=200),
 ) -> EvaluationAccepted:
-    """Accept an evaluation: the row and its EvaluationRequested event are committed in one transaction
-    (transactional outbox); the relay publishes the event. A repeated ``Idempotency-Key`` returns the
-    evaluation created the first time."""
+    """Accept an evaluation — or a batch (``models``: one evaluation per model, one ``batch_id``), or an A/B
+    experiment (``arms``: one evaluation per arm, one ``experiment_id``). Every row and its
+    EvaluationRequested event are committed in one transaction (transactional outbox), after one budget
+    check over all of them; the relay publishes the events. A repeated ``Idempotency-Key`` returns what was
+    created the first time."""
     settings = request.app.state.settings
     if body.repeats > settings.max_repeats:
         raise FieldError(422, ("body", "repeats"), f"at most {settings.max_repeats} repeats", "too_many_repeats")
@@ -97,56 +111,113 @@ async def create_evaluation(
             select(Evaluation).where(Evaluation.tenant_id == tenant.id, Evaluation.idempotency_key == idempotency_key)
         )
         if existing is not None:
-            return _accepted(existing)
-    bench = await resolve_benchmark(session, body.benchmark, body.benchmark_version)
-    model = await resolve_model(session, body.model, body.model_version)
-    n_samples = min(body.sample_limit or bench.sample_count, bench.sample_count)
-    evaluation_id = uuid.uuid4()
-    with _tracer.start_as_current_span(
-        "evaluation",
-        attributes={"uep.evaluation_id": str(evaluation_id), "uep.benchmark": bench.slug, "uep.model": model.name},
-    ):
-        evaluation = Evaluation(
-            id=evaluation_id,
-            tenant_id=tenant.id,
-            benchmark_id=bench.id,
-            model_id=model.id,
-            status="pending",
-            priority=body.priority.value,
-            sample_limit=body.sample_limit,
-            repeats=body.repeats,
-            total_items=n_samples * body.repeats,
-            config={
-                k: v
-                for k, v in (("max_in_flight", body.max_in_flight), ("fewshot_k", body.fewshot_k), ("chat_template", body.chat_template))
-                if v is not None
-            },
-            trace_context=current_trace_headers(),
-            idempotency_key=idempotency_key,
-        )
-        event = EvaluationRequested(
-            evaluation_id=evaluation_id,
-            tenant_id=tenant.id,
-            benchmark_id=bench.id,
-            benchmark_slug=bench.slug,
-            benchmark_version=bench.version,
-            model_id=model.id,
-            model_name=model.name,
-            sample_limit=body.sample_limit,
-            repeats=body.repeats,
-            priority=body.priority,
-            total_items=evaluation.total_items,
-        )
-        session.add(evaluation)
-        try:
-            await budget.check_creation(session, tenant, [evaluation])
-        except budget.BudgetRefused as exc:
-            raise FieldError(exc.status_code, ("body", exc.field), exc.reason, exc.kind) from exc
-        add_to_outbox(session, event)
-        await session.commit()
+            return await _accepted_group(session, existing)
+    evaluations, events = await plan_evaluations(session, tenant, body, idempotency_key)
+    session.add_all(evaluations)
+    try:
+        await budget.check_creation(session, tenant, evaluations)
+    except budget.BudgetRefused as exc:
+        raise FieldError(exc.status_code, ("body", exc.field), exc.reason, exc.kind) from exc
+    for ev, event in zip(evaluations, events, strict=True):
+        add_to_outbox(session, event, ev.trace_context)
+    await session.commit()
     request.app.state.relay.kick()
-    response.headers["Location"] = f"/v1/evaluations/{evaluation_id}"
-    return _accepted(evaluation)
+    response.headers["Location"] = f"/v1/evaluations/{evaluations[0].id}"
+    return await _accepted_group(session, evaluations[0], evaluations)
+
+
+async def plan_evaluations(
+    session: AsyncSession, tenant: Tenant, body: EvaluationCreate, idempotency_key: str | None = None
+) -> tuple[list[Evaluation], list[EvaluationRequested]]:
+    """The evaluations a create request asks for (not added to the session) and their events: one; one per
+    model of ``models`` (same ``batch_id``); or one per arm of ``arms`` (same ``experiment_id``). Raises
+    422 naming the field (``model``, ``models[i]``, ``arms[i].model``, ``arms[i].prompt_template``…)."""
+    if sum(x is not None for x in (body.models, body.arms)) > 1:
+        raise FieldError(422, ("body", "arms"), "give either models (a batch) or arms (an A/B experiment), not both", "conflicting_fields")
+    if body.models is not None and body.model is not None:
+        raise FieldError(422, ("body", "models"), "give either model or models, not both", "conflicting_fields")
+    if body.models is None and body.model is None and not (body.arms and all(a.model for a in body.arms)):
+        raise FieldError(422, ("body", "model"), "model is required (or models, or a model in every arm)", "missing")
+    bench = await resolve_benchmark(session, body.benchmark, body.benchmark_version)
+    judge_config = await evaluation_judge_config(session, bench, body.judge)  # {"judge": snapshot} or {}
+    base = {"max_parallel": body.max_parallel, "fewshot_k": body.fewshot_k, "chat_template": body.chat_template,
+            "sample_timeout_s": body.sample_timeout_s}
+    plans: list[tuple[Model, str, dict]] = []  # (model, arm, config)
+    batch_id = experiment_id = None
+    if body.arms is not None:
+        experiment_id = uuid.uuid4()
+        names = [a.name for a in body.arms]
+        for i, arm in enumerate(body.arms):
+            if names.index(arm.name) != i:
+                raise FieldError(422, ("body", "arms", i, "name"), f"arm name {arm.name!r} used twice", "duplicate_arm")
+            ref = arm.model or body.model
+            model = await resolve_model(session, ref, arm.model_version or (None if arm.model else body.model_version),
+                                        loc=("body", "arms", i, "model") if arm.model else ("body", "model"))
+            if arm.prompt_template is not None:
+                try:
+                    _compile_template(arm.prompt_template)
+                except PromptRenderError as exc:
+                    raise FieldError(422, ("body", "arms", i, "prompt_template"), str(exc), "bad_template") from exc
+            over = {k: v for k, v in (("fewshot_k", arm.fewshot_k), ("chat_template", arm.chat_template)) if v is not None}
+            plans.append((model, arm.name, evaluation_config(**(base | over), prompt_template=arm.prompt_template)))
+    elif body.models is not None:
+        batch_id = uuid.uuid4()
+        for i, ref in enumerate(body.models):
+            model = await resolve_model(session, ref, body.model_version, loc=("body", "models", i))
+            plans.append((model, "main", evaluation_config(**base)))
+    else:
+        plans.append((await resolve_model(session, body.model, body.model_version), "main", evaluation_config(**base)))
+    evaluations, events = [], []
+    for i, (model, arm, config) in enumerate(plans):
+        evaluation_id = uuid.uuid4()
+        with _tracer.start_as_current_span(
+            "evaluation",
+            attributes={"uep.evaluation_id": str(evaluation_id), "uep.benchmark": bench.slug, "uep.model": model.name, "uep.arm": arm},
+        ):
+            ev, event = new_evaluation(
+                tenant_id=tenant.id, bench=bench, model=model, sample_limit=body.sample_limit, repeats=body.repeats,
+                priority=body.priority, config=config | judge_config, arm=arm, batch_id=batch_id, experiment_id=experiment_id,
+                idempotency_key=idempotency_key if i == 0 else None, evaluation_id=evaluation_id,
+            )
+        evaluations.append(ev)
+        events.append(event)
+    if body.max_cost is not None:  # each evaluation's own cap (uep_common.budget records it at check_creation)
+        for ev in evaluations:
+            ev.config = {**ev.config, "max_cost": body.max_cost}
+    return evaluations, events
+
+
+def _compile_template(template: str) -> None:
+    """Raise PromptRenderError if ``template`` is not valid Jinja2 (rendering needs a sample, so only the syntax is checked)."""
+    from jinja2 import TemplateSyntaxError
+
+    from uep_common.prompts import _ENV
+
+    try:
+        _ENV.parse(template)
+    except TemplateSyntaxError as exc:
+        raise PromptRenderError(f"prompt template error: {exc}") from exc
+
+
+async def _accepted_group(session: AsyncSession, first: Evaluation, group: list[Evaluation] | None = None) -> EvaluationAccepted:
+    """The 202 body: ``first``'s fields and, for a batch or A/B request, every evaluation of its group."""
+    if group is None:
+        group = [first]
+        if first.batch_id or first.experiment_id:
+            col = Evaluation.batch_id if first.batch_id else Evaluation.experiment_id
+            group = list(await session.scalars(select(Evaluation).where(col == (first.batch_id or first.experiment_id))
+                                               .order_by(Evaluation.created_at, Evaluation.arm)))
+    names = dict((await session.execute(select(Model.id, Model.name).where(Model.id.in_({e.model_id for e in group})))).all())
+    accepted = _accepted(first)
+    return accepted.model_copy(update={
+        "batch_id": first.batch_id, "experiment_id": first.experiment_id, "arm": first.arm,
+        "estimated_cost": budget.combined_estimate([(e.config or {}).get("cost_estimate") for e in group]),
+        "evaluations": [
+            EvaluationRef(id=e.id, status=e.status, total_items=e.total_items, model=names.get(e.model_id, ""), arm=e.arm,
+                          links=_accepted(e).links)
+            for e in group
+        ] if len(group) > 1 or first.batch_id or first.experiment_id else [],
+    })
 
 
 def _accepted(ev: Evaluation) -> EvaluationAccepted:
@@ -155,6 +226,7 @@ def _accepted(ev: Evaluation) -> EvaluationAccepted:
         status=ev.status,
         total_items=ev.total_items,
         links={"self": f"/v1/evaluations/{ev.id}", "results": f"/v1/evaluations/{ev.id}/results"},
+        estimated_cost=(ev.config or {}).get("cost_estimate"),
     )
 
 
@@ -190,6 +262,11 @@ async def get_evaluation(
         model={"id": str(model.id), "name": model.name, "version": model.version},
         sample_limit=ev.sample_limit,
         repeats=ev.repeats,
+        max_parallel=(ev.config or {}).get("max_in_flight"),
+        batch_id=ev.batch_id,
+        experiment_id=ev.experiment_id,
+        arm=ev.arm,
+        schedule_id=ev.schedule_id,
         progress=Progress(
             completed=completed, errors=errors, total=ev.total_items,
             fraction=completed / ev.total_items if ev.total_items else 1.0, discarded=ev.discarded_items,

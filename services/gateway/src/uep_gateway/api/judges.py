@@ -1,7 +1,168 @@
-"""LLM-as-judge configuration and diagnostics."""
+"""LLM-as-judge: configuration checks (used when benchmarks are uploaded and evaluations created),
+diagnostics per judge model and template version, per-item verdicts and hybrid routes.
+
+- ``GET /v1/judges/diagnostics?evaluation_id=&benchmark=&judge_model=``: parse failure rate, position-swap
+  inconsistency rate, length correlation (Spearman), self-preference (``uep_common.judge_diagnostics``).
+- ``GET /v1/judges/verdicts?evaluation_id=``: every judge verdict of an evaluation with its raw answers.
+- ``GET /v1/judges/routes?evaluation_id=&stage=``: how a hybrid evaluation routed its items.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import uuid
 
-router = APIRouter()
+from fastapi import APIRouter, Depends, Query
+from jinja2 import Environment, TemplateSyntaxError
+from pydantic import ValidationError
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from uep_common.db.judging import HybridRoute, JudgeVerdict
+from uep_common.db.models import Benchmark, Evaluation, Model, Sample
+from uep_common.judge_config import JudgeConfig, merge_judge_config
+from uep_common.judge_diagnostics import VerdictRow, diagnostics
+from uep_gateway.deps import db_session
+from uep_gateway.errors import FieldError, FieldErrors
+
+router = APIRouter(prefix="/v1/judges", tags=["judges"])
+JUDGED_TYPES = ("llm_judge", "hybrid")
+MAX_DIAGNOSTIC_ROWS = 500_000
+
+
+def _config_errors(exc: ValidationError, loc: tuple) -> FieldErrors:
+    return FieldErrors(422, [{"loc": [*loc, *map(str, e["loc"])], "msg": e["msg"], "type": e["type"]} for e in exc.errors()])
+
+
+async def check_judge_config(session: AsyncSession, cfg: JudgeConfig, loc: tuple, benchmark_id: uuid.UUID | None = None) -> None:
+    """Check what a schema cannot: the judge models are registered, a custom template compiles, and the
+    pairwise baseline evaluation exists on the same benchmark. Raises 422 naming the field under ``loc``."""
+    problems = []
+    for i, name in enumerate(cfg.judges):
+        if await session.scalar(select(Model.id).where(Model.name == name).limit(1)) is None:
+            problems.append({"loc": [*loc, "judges", i], "msg": f"unknown judge model {name!r}", "type": "unknown_model"})
+    if cfg.template_text is not None:
+        try:
+            Environment().parse(cfg.template_text)
+        except TemplateSyntaxError as exc:
+            problems.append({"loc": [*loc, "template_text"], "msg": f"template syntax error: {exc}", "type": "bad_template"})
+    if cfg.mode == "pairwise" and benchmark_id is not None:
+        if cfg.baseline_evaluation_id is None:
+            problems.append({"loc": [*loc, "baseline_evaluation_id"], "msg": "pairwise judging needs the evaluation whose "
+                             "outputs are answer B", "type": "missing"})
+        else:
+            base = await session.get(Evaluation, cfg.baseline_evaluation_id)
+            if base is None:
+                problems.append({"loc": [*loc, "baseline_evaluation_id"], "msg": f"unknown evaluation {cfg.baseline_evaluation_id}",
+                                 "type": "unknown_evaluation"})
+            elif base.benchmark_id != benchmark_id:
+                problems.append({"loc": [*loc, "baseline_evaluation_id"], "msg": "the baseline evaluation is of another "
+                                 "benchmark (version); its outputs cannot be paired by sample", "type": "benchmark_mismatch"})
+    if problems:
+        raise FieldErrors(422, problems)
+
+
+async def benchmark_judge_config(session: AsyncSession, evaluation_type: str, judge: dict | None) -> dict | None:
+    """The validated ``judge`` block of an uploaded benchmark (``spec.judge``), or None for automatic ones.
+    Raises 422 naming ``spec.judge.<field>``."""
+    loc = ("body", "spec", "judge")
+    if evaluation_type not in JUDGED_TYPES:
+        if judge is not None:
+            raise FieldError(422, loc, f"judge settings need evaluation_type llm_judge or hybrid, not {evaluation_type!r}", "not_judged")
+        return None
+    if judge is None:
+        raise FieldError(422, loc, f"an {evaluation_type} benchmark needs a judge configuration", "missing")
+    try:
+        cfg = JudgeConfig.model_validate(judge)
+    except ValidationError as exc:
+        raise _config_errors(exc, loc) from None
+    await check_judge_config(session, cfg, loc)
+    return judge
+
+
+async def evaluation_judge_config(session: AsyncSession, bench: Benchmark, override: dict | None) -> dict:
+    """``{"judge": snapshot}`` for ``evaluations.config`` (the benchmark's judge block with the evaluation's
+    ``judge`` override applied, validated), or ``{}`` for automatic benchmarks. Raises 422 naming
+    ``judge.<field>``."""
+    loc = ("body", "judge")
+    if bench.evaluation_type not in JUDGED_TYPES:
+        if override is not None:
+            raise FieldError(422, loc, f"benchmark {bench.slug!r} is evaluated {bench.evaluation_type}; judge settings apply "
+                             "to llm_judge and hybrid benchmarks", "not_judged")
+        return {}
+    try:
+        cfg = merge_judge_config((bench.config or {}).get("judge"), override)
+    except ValidationError as exc:
+        raise _config_errors(exc, loc) from None
+    await check_judge_config(session, cfg, loc, bench.id)
+    return {"judge": cfg.model_dump(mode="json", exclude_none=True)}
+
+
+async def _verdict_rows(session: AsyncSession, evaluation_id: uuid.UUID | None, benchmark: str | None,
+                        judge_model: str | None) -> list[VerdictRow]:
+    q = select(JudgeVerdict)
+    if evaluation_id is not None:
+        q = q.where(JudgeVerdict.evaluation_id == evaluation_id)
+    if benchmark is not None:
+        ids = select(Benchmark.id).where(Benchmark.slug == benchmark)
+        q = q.where(JudgeVerdict.benchmark_id.in_(ids))
+    if judge_model is not None:
+        q = q.where(JudgeVerdict.judge_model_name == judge_model)
+    rows = await session.scalars(q.order_by(JudgeVerdict.id).limit(MAX_DIAGNOSTIC_ROWS))
+    columns = [c.key for c in JudgeVerdict.__table__.columns]
+    return [VerdictRow.from_record({c: getattr(r, c) for c in columns}) for r in rows]
+
+
+@router.get("/diagnostics")
+async def judge_diagnostics(
+    evaluation_id: uuid.UUID | None = Query(None, description="Only this evaluation's verdicts."),
+    benchmark: str | None = Query(None, max_length=100, description="Only verdicts on this benchmark (slug, all versions)."),
+    judge_model: str | None = Query(None, max_length=200, description="Only this judge model (name)."),
+    session: AsyncSession = Depends(db_session),
+) -> dict:
+    """Per judge model and template version: parse failure rate, invalid rate, position-swap inconsistency
+    rate, first-position rate, Spearman correlation of score with answer length, self-preference
+    (definitions in ``uep_common.judge_diagnostics``)."""
+    if evaluation_id is not None and await session.get(Evaluation, evaluation_id) is None:
+        raise FieldError(404, ("query", "evaluation_id"), f"unknown evaluation {evaluation_id}", "unknown_evaluation")
+    rows = await _verdict_rows(session, evaluation_id, benchmark, judge_model)
+    return {"judges": diagnostics(rows), "verdicts": len(rows)}
+
+
+@router.get("/verdicts")
+async def list_verdicts(
+    evaluation_id: uuid.UUID = Query(..., description="The evaluation whose judge verdicts to list."),
+    limit: int = Query(500, ge=1, le=5000),
+    session: AsyncSession = Depends(db_session),
+) -> list[dict]:
+    """Every judge verdict of an evaluation in benchmark order: judge, order, validity, scores or winner,
+    the last raw answer and every attempt's raw text and parse error."""
+    if await session.get(Evaluation, evaluation_id) is None:
+        raise FieldError(404, ("query", "evaluation_id"), f"unknown evaluation {evaluation_id}", "unknown_evaluation")
+    rows = (await session.execute(
+        select(JudgeVerdict, Sample.ordinal).join(Sample, Sample.id == JudgeVerdict.sample_id)
+        .where(JudgeVerdict.evaluation_id == evaluation_id)
+        .order_by(Sample.ordinal, JudgeVerdict.repeat, JudgeVerdict.judge_model_name, JudgeVerdict.position).limit(limit)
+    )).all()
+    keys = ("sample_id", "repeat", "arm", "judge_model_name", "mode", "template", "template_version", "position", "valid",
+            "attempts", "overall", "scores", "winner", "candidate_outcome", "reasoning", "raw_text", "attempts_log", "error",
+            "answer_chars", "prompt_tokens", "completion_tokens", "latency_ms")
+    return [{"sample_ordinal": ordinal, **{k: getattr(r, k) for k in keys}} for r, ordinal in rows]
+
+
+@router.get("/routes")
+async def list_routes(
+    evaluation_id: uuid.UUID = Query(..., description="A hybrid evaluation."),
+    stage: str | None = Query(None, pattern="^(judge|human)$"),
+    session: AsyncSession = Depends(db_session),
+) -> list[dict]:
+    """How a hybrid evaluation routed its items: stage 'judge' (the automatic metric could not decide) and
+    stage 'human' (the judge's verdict was invalid, swap-inconsistent or a jury disagreed), in benchmark order."""
+    if await session.get(Evaluation, evaluation_id) is None:
+        raise FieldError(404, ("query", "evaluation_id"), f"unknown evaluation {evaluation_id}", "unknown_evaluation")
+    q = (select(HybridRoute, Sample.ordinal).join(Sample, Sample.id == HybridRoute.sample_id)
+         .where(HybridRoute.evaluation_id == evaluation_id))
+    if stage:
+        q = q.where(HybridRoute.stage == stage)
+    rows = (await session.execute(q.order_by(Sample.ordinal, HybridRoute.repeat, HybridRoute.stage))).all()
+    return [{"sample_ordinal": o, "sample_id": r.sample_id, "repeat": r.repeat, "arm": r.arm, "stage": r.stage,
+             "reason": r.reason, "details": r.details, "created_at": r.created_at} for r, o in rows]

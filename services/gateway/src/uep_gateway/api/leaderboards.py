@@ -1,7 +1,318 @@
-"""Leaderboards and retention."""
+"""Leaderboards and retention.
+
+- ``GET /v1/leaderboards``: every board (benchmark slug × score type) with its model and evaluation counts.
+- ``GET /v1/leaderboards/compare?models=a,b@2&benchmarks=gsm8k,mmlu:mmlu_choice``: chosen models across
+  benchmarks, with the radar of all of them (``format=svg`` returns the radar itself).
+- ``GET /v1/leaderboards/{benchmark}?score_type=&top=&benchmark_version=``: the ranked board, tie groups.
+- ``GET /v1/leaderboards/{benchmark}/history?score_type=&limit=``: snapshots with rank changes.
+- ``POST /v1/retention/run`` ``{"dry_run": bool, "keep_last": int | null, "benchmark"?, "model"?}`` and ``GET /v1/retention/runs/{id}``:
+  a retention run executed by a reporter (which owns the artifact files); the POST waits up to ``wait_s``
+  seconds for the result (200) and otherwise answers 202 with the run to poll. Deleting needs an admin key.
+
+Ranking, scores and tie groups are defined in :mod:`uep_common.leaderboards`; retention in
+:mod:`uep_common.retention`.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import asyncio
+import time
+import uuid
+from datetime import datetime
 
-router = APIRouter()
+from fastapi import APIRouter, Depends, Query, Response
+from pydantic import BaseModel, Field
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from uep_common import leaderboards as lb
+from uep_common.db.leaderboards import RetentionRun
+from uep_common.db.models import Benchmark, Model
+from uep_gateway.auth import Principal, current_principal
+from uep_gateway.deps import db_session
+from uep_gateway.errors import FieldError
+
+router = APIRouter(tags=["leaderboards"])
+
+MAX_COMPARE_MODELS = 12
+MAX_COMPARE_BENCHMARKS = 24
+
+
+class BoardInfo(BaseModel):
+    """One board: benchmark slug × score type."""
+
+    benchmark: str
+    score_type: str
+    models: int = Field(description="Model versions on the board.")
+    evaluations: int = Field(description="Completed evaluations recorded on the board.")
+    last_evaluated: datetime
+    link: str
+
+
+class Entry(BaseModel):
+    """A model version's entry: its latest completed evaluation on the board."""
+
+    position: int = Field(description="Strict display order, 1-based.")
+    rank: int | None = Field(description="Competition rank of its tie group (1, 1, 3…); None when unrankable.")
+    tie_group: int | None = Field(description="1-based group of entries whose 95 % intervals are not separable.")
+    model: str
+    model_version: str
+    score: float | None
+    ci_low: float | None
+    ci_high: float | None
+    method: str = Field(description="wilson (accuracy) | bootstrap (mean of a continuous score) | none")
+    method_detail: str = Field(description="How the interval was computed, in words.")
+    n: int = Field(description="Scored items of the evaluation.")
+    evaluations: int = Field(description="Completed evaluations of this model version on the board.")
+    last_evaluated: datetime
+    evaluation_id: uuid.UUID
+    benchmark_version: str
+
+
+class Board(BaseModel):
+    """A ranked board (see uep_common.leaderboards for the score, entry and tie-group rules)."""
+
+    benchmark: str
+    score_type: str | None
+    score_types: list[str] = Field(description="Every score type this benchmark has a board for.")
+    tie_rule: str
+    total: int = Field(description="Entries on the whole board (before top).")
+    entries: list[Entry]
+
+
+class HistoryItem(BaseModel):
+    """The board as it stood after one evaluation was recorded, and the changes against the one before."""
+
+    id: int
+    created_at: datetime
+    evaluation_id: uuid.UUID | None
+    entries: list[dict]
+    changes: list[dict]
+
+
+class History(BaseModel):
+    """Snapshots of a board, newest first."""
+
+    benchmark: str
+    score_type: str | None
+    snapshots: list[HistoryItem]
+
+
+class RetentionRequest(BaseModel):
+    """A retention run: ``dry_run`` lists what would be cleaned and why the rest is kept; ``keep_last``
+    overrides the reporter's setting (evaluations kept per benchmark and model)."""
+
+    dry_run: bool = False
+    keep_last: int | None = Field(None, ge=1, le=100_000)
+    benchmark: str | None = Field(None, max_length=100, description="Clean only evaluations of this benchmark slug.")
+    model: str | None = Field(None, max_length=200, description="Clean only evaluations of this model name.")
+
+
+class RetentionRunView(BaseModel):
+    """A retention run and, once finished, its result (see uep_common.retention.run)."""
+
+    id: uuid.UUID
+    trigger: str
+    dry_run: bool
+    keep_last: int | None
+    scope: dict
+    status: str
+    result: dict | None
+    error: str | None
+    requested_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+TIE_RULE = (
+    "sorted by score, then lower bound; an entry whose 95 % upper bound is below the current group leader's "
+    "lower bound starts a new group, otherwise it shares the leader's group; rank = 1 + entries in better groups"
+)
+
+
+def _csv(value: str) -> list[str]:
+    return [x.strip() for x in value.split(",") if x.strip()]
+
+
+async def _benchmark_known(session: AsyncSession, slug: str) -> bool:
+    return bool(await session.scalar(select(Benchmark.id).where(Benchmark.slug == slug).limit(1)))
+
+
+async def _resolve_score_type(
+    session: AsyncSession, slug: str, score_type: str | None, loc: tuple[str, ...]
+) -> tuple[str | None, list[str]]:
+    """The board's score type (the requested one, else the one with most evaluations) and all of them.
+    404 naming ``loc`` for an unknown benchmark or a score type it has no board for."""
+    types = [t for t, _ in await lb.score_types(session, slug)]
+    if not types and not await _benchmark_known(session, slug):
+        raise FieldError(404, loc, f"unknown benchmark {slug!r}", "unknown_benchmark")
+    if score_type is None:
+        return (types[0] if types else None), sorted(types)
+    if score_type not in types:
+        have = ", ".join(sorted(types)) or "none yet"
+        raise FieldError(404, ("query", "score_type"), f"benchmark {slug!r} has no {score_type!r} board (has: {have})",
+                         "unknown_score_type")
+    return score_type, sorted(types)
+
+
+@router.get("/v1/leaderboards", response_model=list[BoardInfo])
+async def list_boards(session: AsyncSession = Depends(db_session)) -> list[BoardInfo]:
+    """Every leaderboard: benchmark slug × score type (the automatic metric's name, judge, human, hybrid)."""
+    return [
+        BoardInfo(**b, link=f"/v1/leaderboards/{b['benchmark']}?score_type={b['score_type']}")
+        for b in await lb.list_boards(session)
+    ]
+
+
+def _render_radar(series: dict, title: str) -> str | None:
+    """The radar drawn by the reporter's matplotlib renderer (``uep_reporter.charts.radar_svg``) where it is
+    installed (the workspace and the local stack); None in a gateway-only image. CPU-bound (and the first
+    call imports matplotlib): call it in a worker thread, never on the event loop."""
+    try:
+        from uep_reporter.charts import radar_svg
+    except ImportError:  # pragma: no cover - gateway image without the reporter package
+        return None
+    return radar_svg(series, title)
+
+
+@router.get("/v1/leaderboards/compare", response_model=None)
+async def compare(
+    models: str = Query(..., max_length=2000, description="Comma-separated model names, each optionally name@version."),
+    benchmarks: str | None = Query(
+        None, max_length=4000,
+        description="Comma-separated benchmark slugs, each optionally slug:score_type; default every benchmark "
+        "on which one of the models has a score.",
+    ),
+    format: str = Query("json", pattern="^(json|svg)$", description="json, or svg for the radar alone."),
+    session: AsyncSession = Depends(db_session),
+):
+    """Chosen models across benchmarks: each model's entry (score, interval, rank, tie group) per board and
+    the radar of all of them (dimensions = boards; a missing score is a gap, never a zero)."""
+    refs = list(dict.fromkeys(_csv(models)))
+    if not refs:
+        raise FieldError(422, ("query", "models"), "name at least one model", "empty")
+    if len(refs) > MAX_COMPARE_MODELS:
+        raise FieldError(422, ("query", "models"), f"at most {MAX_COMPARE_MODELS} models", "too_many")
+    for ref in refs:
+        name, _, version = ref.partition("@")
+        q = select(Model.id).where(Model.name == name)
+        if version:
+            q = q.where(Model.version == version)
+        if not await session.scalar(q.limit(1)):
+            raise FieldError(422, ("query", "models"), f"unknown model {ref!r}", "unknown_model")
+    boards: list[tuple[str, str]] = []
+    if benchmarks:
+        specs = list(dict.fromkeys(_csv(benchmarks)))
+        if len(specs) > MAX_COMPARE_BENCHMARKS:
+            raise FieldError(422, ("query", "benchmarks"), f"at most {MAX_COMPARE_BENCHMARKS} benchmarks", "too_many")
+        for spec in specs:
+            slug, _, st = spec.partition(":")
+            types = [t for t, _ in await lb.score_types(session, slug)]
+            if not types and not await _benchmark_known(session, slug):
+                raise FieldError(422, ("query", "benchmarks"), f"unknown benchmark {slug!r}", "unknown_benchmark")
+            if st and st not in types:
+                raise FieldError(422, ("query", "benchmarks"), f"benchmark {slug!r} has no {st!r} board", "unknown_score_type")
+            if st or types:
+                boards.append((slug, st or types[0]))
+    else:
+        names = {r.partition("@")[0] for r in refs}
+        seen: set[str] = set()
+        for b in await lb.list_boards(session):
+            if b["benchmark"] in seen:
+                continue
+            entries = await lb.load_board(session, b["benchmark"], b["score_type"])
+            if any(e.model in names for e in entries):
+                types = [t for t, _ in await lb.score_types(session, b["benchmark"])]
+                boards.append((b["benchmark"], types[0]))
+                seen.add(b["benchmark"])
+    result = await lb.compare_models(session, refs, boards)
+    if any(result["radar_series"].values()):
+        result["radar_svg"] = await asyncio.to_thread(_render_radar, result["radar_series"], "Models compared: " + ", ".join(refs))
+    if format == "svg":
+        if result["radar_svg"] is None:
+            raise FieldError(404, ("query", "format"), "no radar: none of the models has a score on these boards", "no_radar")
+        return Response(result["radar_svg"], media_type="image/svg+xml")
+    return result
+
+
+@router.get("/v1/leaderboards/{benchmark}", response_model=Board)
+async def get_board(
+    benchmark: str,
+    score_type: str | None = Query(None, max_length=100, description="Default: the benchmark's board with most evaluations."),
+    top: int | None = Query(None, ge=1, le=10_000, description="Only the first N entries (by position)."),
+    benchmark_version: str | None = Query(None, max_length=64, description="Only evaluations of this benchmark version."),
+    session: AsyncSession = Depends(db_session),
+) -> Board:
+    """The ranked board of a benchmark: per model version its latest completed evaluation, score with its
+    95 % interval, evaluation count, last evaluated, rank and tie group."""
+    st, types = await _resolve_score_type(session, benchmark, score_type, ("path", "benchmark"))
+    entries = await lb.load_board(session, benchmark, st, benchmark_version) if st else []
+    shown = entries[:top] if top else entries
+    return Board(
+        benchmark=benchmark, score_type=st, score_types=types, tie_rule=TIE_RULE, total=len(entries),
+        entries=[Entry(**{k: v for k, v in e.as_dict().items()}) for e in shown],
+    )
+
+
+@router.get("/v1/leaderboards/{benchmark}/history", response_model=History)
+async def get_history(
+    benchmark: str,
+    score_type: str | None = Query(None, max_length=100),
+    limit: int = Query(50, ge=1, le=1000),
+    session: AsyncSession = Depends(db_session),
+) -> History:
+    """Snapshots of the board, newest first, each with the rank changes against the one before it (one
+    snapshot per recorded evaluation)."""
+    st, _ = await _resolve_score_type(session, benchmark, score_type, ("path", "benchmark"))
+    snaps = await lb.board_history(session, benchmark, st, limit) if st else []
+    return History(benchmark=benchmark, score_type=st, snapshots=[HistoryItem(**s) for s in snaps])
+
+
+def _run_view(run: RetentionRun) -> RetentionRunView:
+    return RetentionRunView.model_validate(run, from_attributes=True)
+
+
+@router.post("/v1/retention/run", response_model=RetentionRunView, tags=["retention"],
+             responses={202: {"description": "requested; poll the run"}})
+async def request_retention(
+    body: RetentionRequest,
+    response: Response,
+    wait_s: float = Query(10.0, ge=0, le=60, description="Seconds to wait for a reporter to finish the run."),
+    session: AsyncSession = Depends(db_session),
+    principal: Principal = Depends(current_principal),
+) -> RetentionRunView:
+    """Request a retention run (a reporter executes it; several requests queue). 200 with the result when it
+    finished within ``wait_s``, else 202 with the run to poll at ``/v1/retention/runs/{id}``. A run that
+    deletes needs an ``admin`` API key (403 otherwise); a dry run is open to every caller."""
+    if not body.dry_run:
+        principal.require("admin", "a retention run that deletes (dry_run false)")
+    if body.benchmark is not None and not await _benchmark_known(session, body.benchmark):
+        raise FieldError(422, ("body", "benchmark"), f"unknown benchmark {body.benchmark!r}", "unknown_benchmark")
+    if body.model is not None and not await session.scalar(select(Model.id).where(Model.name == body.model).limit(1)):
+        raise FieldError(422, ("body", "model"), f"unknown model {body.model!r}", "unknown_model")
+    run = RetentionRun(
+        id=uuid.uuid4(), trigger="api", dry_run=body.dry_run, keep_last=body.keep_last, status="requested",
+        scope={k: v for k, v in (("benchmark", body.benchmark), ("model", body.model)) if v is not None},
+    )
+    session.add(run)
+    await session.commit()
+    deadline = time.monotonic() + wait_s
+    while True:
+        await session.refresh(run)
+        if run.status not in ("requested", "running"):
+            return _run_view(run)
+        if time.monotonic() >= deadline:
+            response.status_code = 202
+            response.headers["Location"] = f"/v1/retention/runs/{run.id}"
+            return _run_view(run)
+        await session.commit()  # end the read transaction so the next refresh sees the reporter's commit
+        await asyncio.sleep(0.2)
+
+
+@router.get("/v1/retention/runs/{run_id}", response_model=RetentionRunView, tags=["retention"])
+async def get_retention_run(run_id: uuid.UUID, session: AsyncSession = Depends(db_session)) -> RetentionRunView:
+    """A retention run: requested, running, completed (with its result), failed (with the error) or skipped."""
+    run = await session.get(RetentionRun, run_id)
+    if run is None:
+        raise FieldError(404, ("path", "run_id"), f"unknown retention run {run_id}", "unknown_retention_run")
+    return _run_view(run)

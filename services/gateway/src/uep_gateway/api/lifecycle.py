@@ -1,7 +1,253 @@
-"""Stop, retry and dead-letter re-drive of evaluations."""
+"""Stop and retry of evaluations; dead-letter records and their re-drive.
+
+* ``POST /v1/evaluations/{id}/stop`` — pending, running or interrupted → ``stopped``: nothing more is
+  dispatched (the scheduler dispatches only running evaluations), results already in flight are still
+  stored and refresh the partial summary (the reporter), an EvaluationCompleted with status ``stopped`` and
+  the partial summary at the stop is published. 409 (``not_stoppable``) from any other status.
+* ``POST /v1/evaluations/{id}/retry`` — re-runs only the failed and unfinished items of an evaluation that is
+  failed, stopped, interrupted, cancelled, budget_exhausted, or completed with failed items; finished results
+  are never touched (see :mod:`uep_common.db.lifecycle`). 409 naming the status otherwise
+  (``not_retryable``), or ``nothing_to_retry``.
+* ``GET /v1/dead-letters``, ``GET /v1/dead-letters/{id}``, ``POST /v1/dead-letters/{id}/redrive`` — the
+  records the scheduler keeps from ``uep.dead-letter.v1``; a redrive re-publishes the original message
+  (key, body, headers) to its source topic. For a SampleDispatched whose item ended failed, the failed
+  result is first moved aside and the item's lease re-opened, so the re-driven item can be stored, and a
+  lost re-drive is dispatched again when that lease expires. Consumers are idempotent, so a redrive is safe.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import base64
+import json
+import uuid
+from datetime import UTC, datetime, timedelta
 
-router = APIRouter()
+from fastapi import APIRouter, Depends, Query, Request
+from pydantic import BaseModel
+from sqlalchemy import select, tuple_
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from uep_common.db.lifecycle import (
+    STOPPABLE,
+    DeadLetter,
+    LifecycleConflict,
+    lock_evaluation,
+    reopen_item,
+    retry_evaluation,
+)
+from uep_common.events import EvaluationCompleted, EvaluationStatus, SampleDispatched, Topics
+from uep_common.messaging import UndecodableEvent, decode_event
+from uep_common.outbox import add_to_outbox
+from uep_common.summary import compute_summary
+from uep_gateway.api.evaluations import get_evaluation
+from uep_gateway.deps import db_session
+from uep_gateway.errors import FieldError
+from uep_gateway.schemas import EvaluationView
+
+router = APIRouter(tags=["lifecycle"])
+_UNKNOWN = "unknown_evaluation"
+
+
+def _not_found(evaluation_id: uuid.UUID) -> FieldError:
+    return FieldError(404, ("path", "evaluation_id"), f"unknown evaluation {evaluation_id}", _UNKNOWN)
+
+
+async def _mirror_progress(request: Request, evaluation_id: uuid.UUID, completed: int, errors: int, total: int) -> None:
+    """Overwrite the live progress in Redis after counters went down (retry/redrive moved rows aside)."""
+    try:
+        await request.app.state.redis.hset(
+            f"uep:evaluation:{evaluation_id}", mapping={"completed": completed, "errors": errors, "total": total}
+        )
+    except Exception:  # noqa: BLE001 - Redis is a cache; PostgreSQL holds the truth
+        pass
+
+
+@router.post("/v1/evaluations/{evaluation_id}/stop", response_model=EvaluationView)
+async def stop_evaluation(
+    evaluation_id: uuid.UUID, request: Request, session: AsyncSession = Depends(db_session)
+) -> EvaluationView:
+    """Stop an evaluation: nothing more is dispatched, results in flight are still stored, and it ends
+    ``stopped`` with its partial summary. 404 unknown; 409 when it is not pending, running or interrupted."""
+    ev = await lock_evaluation(session, evaluation_id)
+    if ev is None:
+        raise _not_found(evaluation_id)
+    if ev.status not in STOPPABLE:
+        raise FieldError(
+            409, ("path", "evaluation_id"),
+            f"evaluation is {ev.status}; only {', '.join(STOPPABLE)} evaluations can be stopped", "not_stoppable",
+        )
+    summary = await compute_summary(session, ev.id)
+    ev.status = EvaluationStatus.stopped.value
+    ev.error = "stopped by request"
+    ev.summary = summary.model_dump(mode="json")
+    ev.completed_at = datetime.now(UTC)
+    add_to_outbox(
+        session,
+        EvaluationCompleted(evaluation_id=ev.id, tenant_id=ev.tenant_id, status=EvaluationStatus.stopped,
+                            summary=summary, error=ev.error),
+        ev.trace_context or {},
+    )
+    await session.commit()
+    request.app.state.relay.kick()
+    return await get_evaluation(evaluation_id, request, session)
+
+
+class RetryView(BaseModel):
+    """What ``POST …/retry`` re-opened, and the evaluation afterwards."""
+
+    retry_id: uuid.UUID
+    previous_status: str
+    failed_items: int
+    unfinished_items: int
+    undispatched_items: int
+    evaluation: EvaluationView
+
+
+@router.post("/v1/evaluations/{evaluation_id}/retry", response_model=RetryView, status_code=202)
+async def retry(evaluation_id: uuid.UUID, request: Request, session: AsyncSession = Depends(db_session)) -> RetryView:
+    """Re-run the failed and unfinished items (never the finished ones): failed results are moved to
+    ``retired_results``, their leases and those of unfinished items expire so the scheduler dispatches them
+    again, counters are recounted, and the evaluation is ``running``. 404 unknown; 409 when its status does
+    not allow a retry (pending/running) or nothing is left to re-run."""
+    try:
+        outcome = await retry_evaluation(session, evaluation_id)
+    except LookupError:
+        raise _not_found(evaluation_id) from None
+    except LifecycleConflict as exc:
+        raise FieldError(409, ("path", "evaluation_id"), str(exc), exc.kind) from exc
+    ev = await lock_evaluation(session, evaluation_id)
+    counts = (ev.completed_items, ev.error_items, ev.total_items)
+    await session.commit()
+    await _mirror_progress(request, evaluation_id, *counts)
+    return RetryView(
+        retry_id=outcome.retry_id, previous_status=outcome.previous_status, failed_items=outcome.failed,
+        unfinished_items=outcome.unfinished, undispatched_items=outcome.undispatched,
+        evaluation=await get_evaluation(evaluation_id, request, session),
+    )
+
+
+# ----------------------------------------------------------------------------------------------- dead letters
+class DeadLetterView(BaseModel):
+    """One dead-letter record. ``body`` is the original message as text (invalid UTF-8 replaced)."""
+
+    id: uuid.UUID
+    source_topic: str
+    reason: str
+    event_type: str | None
+    evaluation_id: uuid.UUID | None
+    item_key: str | None
+    body: str
+    first_seen_at: datetime
+    last_seen_at: datetime
+    redrive_count: int
+    last_redriven_at: datetime | None
+
+
+class DeadLetterPage(BaseModel):
+    """A page of dead letters, newest first; pass ``next_cursor`` back as ``cursor``."""
+
+    items: list[DeadLetterView]
+    next_cursor: str | None
+
+
+def _view(d: DeadLetter) -> DeadLetterView:
+    return DeadLetterView(
+        id=d.id, source_topic=d.source_topic, reason=d.reason, event_type=d.event_type, evaluation_id=d.evaluation_id,
+        item_key=d.item_key, body=d.body.decode("utf-8", "replace")[:20_000], first_seen_at=d.first_seen_at,
+        last_seen_at=d.last_seen_at, redrive_count=d.redrive_count, last_redriven_at=d.last_redriven_at,
+    )
+
+
+def _decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
+    try:
+        at, id_ = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        return datetime.fromisoformat(at), uuid.UUID(id_)
+    except (ValueError, TypeError):
+        raise FieldError(422, ("query", "cursor"), "malformed cursor; pass next_cursor back unchanged", "bad_cursor") from None
+
+
+@router.get("/v1/dead-letters", response_model=DeadLetterPage, tags=["dead letters"])
+async def list_dead_letters(
+    evaluation_id: uuid.UUID | None = Query(None, description="Only the dead letters of this evaluation."),
+    source_topic: str | None = Query(None, max_length=200),
+    limit: int = Query(50, ge=1, le=500),
+    cursor: str | None = Query(None, max_length=500),
+    session: AsyncSession = Depends(db_session),
+) -> DeadLetterPage:
+    """Dead-letter records, newest first (keyset-paginated), optionally of one evaluation or source topic."""
+    q = select(DeadLetter)
+    if evaluation_id:
+        q = q.where(DeadLetter.evaluation_id == evaluation_id)
+    if source_topic:
+        q = q.where(DeadLetter.source_topic == source_topic)
+    if cursor:
+        q = q.where(tuple_(DeadLetter.first_seen_at, DeadLetter.id) < tuple_(*_decode_cursor(cursor)))
+    rows = (await session.scalars(q.order_by(DeadLetter.first_seen_at.desc(), DeadLetter.id.desc()).limit(limit + 1))).all()
+    nxt = None
+    if len(rows) > limit:
+        last = rows[limit - 1]
+        nxt = base64.urlsafe_b64encode(json.dumps([last.first_seen_at.isoformat(), str(last.id)]).encode()).decode()
+    return DeadLetterPage(items=[_view(d) for d in rows[:limit]], next_cursor=nxt)
+
+
+async def _dead_letter(session: AsyncSession, dead_letter_id: uuid.UUID, lock: bool = False) -> DeadLetter:
+    q = select(DeadLetter).where(DeadLetter.id == dead_letter_id)
+    d = await session.scalar(q.with_for_update() if lock else q)
+    if d is None:
+        raise FieldError(404, ("path", "dead_letter_id"), f"unknown dead letter {dead_letter_id}", "unknown_dead_letter")
+    return d
+
+
+@router.get("/v1/dead-letters/{dead_letter_id}", response_model=DeadLetterView, tags=["dead letters"])
+async def get_dead_letter(dead_letter_id: uuid.UUID, session: AsyncSession = Depends(db_session)) -> DeadLetterView:
+    """One dead-letter record. 404 when unknown."""
+    return _view(await _dead_letter(session, dead_letter_id))
+
+
+class RedriveView(BaseModel):
+    """A redrive: the record afterwards, and whether an ended item was re-opened for it."""
+
+    dead_letter: DeadLetterView
+    republished_to: str
+    reopened_item: bool
+
+
+@router.post("/v1/dead-letters/{dead_letter_id}/redrive", response_model=RedriveView, status_code=202, tags=["dead letters"])
+async def redrive(dead_letter_id: uuid.UUID, request: Request, session: AsyncSession = Depends(db_session)) -> RedriveView:
+    """Re-publish the original message to its source topic. A SampleDispatched whose item ended failed is
+    re-opened first (failed result moved aside, lease re-opened, evaluation running again). 404 unknown;
+    409 (``already_finished``) when the item already has a result without an error; 503 when the broker did
+    not take the message (a re-opened item is then dispatched again when its lease expires)."""
+    d = await _dead_letter(session, dead_letter_id, lock=True)
+    reopened = False
+    if d.source_topic == Topics.SAMPLE_DISPATCHED:
+        try:
+            event = decode_event(SampleDispatched, d.body)
+        except UndecodableEvent:
+            event = None
+        if event is not None:
+            ev = await lock_evaluation(session, event.evaluation_id)
+            if ev is not None:
+                lease_length = max(event.lease_expires_at - event.occurred_at, timedelta(seconds=30))
+                reopened = await reopen_item(
+                    session, ev, event.sample_id, event.repeat, event.arm, datetime.now(UTC) + lease_length
+                )
+                if not reopened:
+                    raise FieldError(
+                        409, ("path", "dead_letter_id"),
+                        f"item {event.item_key()} already has a result without an error; it is never run again",
+                        "already_finished",
+                    )
+                counts = (ev.completed_items, ev.error_items, ev.total_items, ev.id)
+    d.redrive_count += 1
+    d.last_redriven_at = datetime.now(UTC)
+    await session.commit()
+    if reopened:
+        await _mirror_progress(request, counts[3], *counts[:3])
+    headers = {k: str(v) for k, v in (d.headers or {}).items()}
+    try:
+        await request.app.state.broker.publish(d.body, topic=d.source_topic, key=d.key, headers=headers)
+    except Exception as exc:  # noqa: BLE001 - reported to the caller
+        raise FieldError(503, ("path", "dead_letter_id"), f"the broker did not take the message: {exc!r}"[:500], "broker_unavailable") from exc
+    return RedriveView(dead_letter=_view(d), republished_to=d.source_topic, reopened_item=reopened)
+

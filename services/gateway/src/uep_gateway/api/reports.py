@@ -1,7 +1,233 @@
-"""Reports (HTML, JSON, PDF) and comparisons."""
+"""Reports (HTML, JSON, PDF), baselines and comparisons.
+
+- ``POST /v1/evaluations/{id}/pin`` / ``DELETE …/pin``: make an evaluation the pinned baseline of its model
+  name and benchmark slug (one per pair: pinning unpins the previous one) / unpin it.
+- ``GET /v1/evaluations/{id}/compare?baseline=…``: paired comparison with a baseline (default: the pinned
+  one, else the last completed one of the same model name and benchmark).
+- ``POST /v1/evaluations/{id}/reports``: build a report now (202; the reporter writes it).
+- ``GET /v1/evaluations/{id}/reports`` and ``…/reports/{report_id}``: report rows and their status.
+- ``GET /v1/evaluations/{id}/report.html|json|pdf``: the newest ready report's file.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import uuid
+from datetime import datetime
+from typing import Literal
 
-router = APIRouter()
+from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi.responses import FileResponse
+from pydantic import BaseModel, Field
+from sqlalchemy import func, select, text, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from uep_common.artifacts import ArtifactStore, artifact_dir
+from uep_common.comparison import Comparison, compare, find_baseline
+from uep_common.db.models import Benchmark, Evaluation, Model
+from uep_common.db.reports import Artifact
+from uep_common.db.reports import Report as ReportRow
+from uep_common.events import ReportRequested
+from uep_common.outbox import add_to_outbox
+from uep_gateway.deps import db_session
+from uep_gateway.errors import FieldError
+
+router = APIRouter(prefix="/v1/evaluations", tags=["reports"])
+
+TERMINAL = ("completed", "failed", "cancelled", "stopped", "budget_exhausted")
+MEDIA = {"html": "text/html; charset=utf-8", "json": "application/json", "pdf": "application/pdf"}
+
+
+class PinView(BaseModel):
+    evaluation_id: uuid.UUID
+    pinned: bool
+    model_name: str
+    benchmark_slug: str
+    unpinned: list[uuid.UUID] = Field(default_factory=list, description="Evaluations that were the pinned baseline before.")
+
+
+class ReportRequest(BaseModel):
+    baseline: uuid.UUID | None = Field(None, description="Compare with this evaluation instead of the default baseline.")
+
+
+class ReportView(BaseModel):
+    id: uuid.UUID
+    evaluation_id: uuid.UUID
+    status: str
+    trigger: str
+    schema_version: str | None
+    baseline_evaluation_id: uuid.UUID | None
+    formats: list[str]
+    pdf_error: str | None
+    error: str | None
+    build_ms: dict
+    created_at: datetime
+    completed_at: datetime | None
+    links: dict[str, str]
+
+
+async def _evaluation(session: AsyncSession, evaluation_id: uuid.UUID, lock: bool = False) -> Evaluation:
+    q = select(Evaluation).where(Evaluation.id == evaluation_id)
+    ev = await session.scalar(q.with_for_update() if lock else q)
+    if ev is None:
+        raise FieldError(404, ("path", "evaluation_id"), f"unknown evaluation {evaluation_id}", "unknown_evaluation")
+    return ev
+
+
+async def _names(session: AsyncSession, ev: Evaluation) -> tuple[str, str]:
+    model_name = await session.scalar(select(Model.name).where(Model.id == ev.model_id))
+    slug = await session.scalar(select(Benchmark.slug).where(Benchmark.id == ev.benchmark_id))
+    return model_name, slug
+
+
+@router.post("/{evaluation_id}/pin", response_model=PinView)
+async def pin(evaluation_id: uuid.UUID, session: AsyncSession = Depends(db_session)) -> PinView:
+    """Pin a completed evaluation as the baseline of its (model name, benchmark slug); the previous pin of
+    that pair is removed in the same transaction. 409 when the evaluation is not completed."""
+    ev = await _evaluation(session, evaluation_id, lock=True)
+    if ev.status != "completed":
+        raise FieldError(409, ("path", "evaluation_id"), f"evaluation is {ev.status}; only a completed one can be a baseline", "not_completed")
+    model_name, slug = await _names(session, ev)
+    # one pin per pair, also under concurrent pins of two evaluations of the same pair
+    await session.execute(text("SELECT pg_advisory_xact_lock(hashtext(:k))"), {"k": f"uep-pin:{model_name}:{slug}"})
+    others = (
+        await session.scalars(
+            update(Evaluation)
+            .where(Evaluation.pinned.is_(True), Evaluation.id != ev.id,
+                   Evaluation.model_id.in_(select(Model.id).where(Model.name == model_name)),
+                   Evaluation.benchmark_id.in_(select(Benchmark.id).where(Benchmark.slug == slug)))
+            .values(pinned=False)
+            .returning(Evaluation.id)
+        )
+    ).all()
+    ev.pinned = True
+    await session.commit()
+    return PinView(evaluation_id=ev.id, pinned=True, model_name=model_name, benchmark_slug=slug, unpinned=sorted(others))
+
+
+@router.delete("/{evaluation_id}/pin", response_model=PinView)
+async def unpin(evaluation_id: uuid.UUID, session: AsyncSession = Depends(db_session)) -> PinView:
+    """Remove the pin of an evaluation (no-op when it is not pinned)."""
+    ev = await _evaluation(session, evaluation_id, lock=True)
+    model_name, slug = await _names(session, ev)
+    ev.pinned = False
+    await session.commit()
+    return PinView(evaluation_id=ev.id, pinned=False, model_name=model_name, benchmark_slug=slug)
+
+
+@router.get("/{evaluation_id}/compare", response_model=Comparison)
+async def compare_with_baseline(
+    evaluation_id: uuid.UUID,
+    baseline: uuid.UUID | None = Query(None, description="Baseline evaluation; default: pinned, else the last completed one."),
+    limit: int = Query(1000, ge=1, le=100_000, description="Most transitions listed (counts cover every item)."),
+    include_unchanged: bool = Query(False, description="Also list items whose outcome did not change."),
+    session: AsyncSession = Depends(db_session),
+) -> Comparison:
+    """Paired comparison: 2×2 table, exact McNemar test, paired bootstrap of the accuracy (and continuous
+    score) difference, per-item transitions (regressions first) and the fingerprint diff. 409 when no
+    baseline exists; 404 naming ``baseline`` when it is unknown."""
+    ev = await _evaluation(session, evaluation_id)
+    if baseline is not None:
+        if baseline == evaluation_id:
+            raise FieldError(422, ("query", "baseline"), "the baseline must be another evaluation", "same_evaluation")
+        if await session.get(Evaluation, baseline) is None:
+            raise FieldError(404, ("query", "baseline"), f"unknown evaluation {baseline}", "unknown_evaluation")
+        reason = "requested"
+    else:
+        found, reason = await find_baseline(session, ev)
+        if found is None:
+            model_name, slug = await _names(session, ev)
+            raise FieldError(409, ("query", "baseline"), f"no baseline: no other completed evaluation of {model_name} on {slug}; "
+                             "pass ?baseline= or pin one", "no_baseline")
+        baseline = found.id
+    return await compare(session, evaluation_id, baseline, reason, limit=limit, include_unchanged=include_unchanged)
+
+
+def _report_view(row: ReportRow) -> ReportView:
+    formats = [f for f, a in (("html", row.html_artifact_id), ("json", row.json_artifact_id), ("pdf", row.pdf_artifact_id)) if a]
+    base = f"/v1/evaluations/{row.evaluation_id}"
+    return ReportView(
+        id=row.id, evaluation_id=row.evaluation_id, status=row.status, trigger=row.trigger, schema_version=row.schema_version,
+        baseline_evaluation_id=row.baseline_evaluation_id, formats=formats, pdf_error=row.pdf_error, error=row.error,
+        build_ms=row.build_ms or {}, created_at=row.created_at, completed_at=row.completed_at,
+        links={"self": f"{base}/reports/{row.id}", **{f: f"{base}/report.{f}?report_id={row.id}" for f in formats}},
+    )
+
+
+@router.post("/{evaluation_id}/reports", status_code=202, response_model=ReportView)
+async def request_report(
+    evaluation_id: uuid.UUID, request: Request, response: Response, body: ReportRequest | None = None,
+    session: AsyncSession = Depends(db_session),
+) -> ReportView:
+    """Build a report of an ended evaluation now (202 with the pending report; poll its ``self`` link).
+    409 while the evaluation runs; 404 naming ``baseline`` when the requested baseline is unknown."""
+    ev = await _evaluation(session, evaluation_id)
+    if ev.status not in TERMINAL:
+        raise FieldError(409, ("path", "evaluation_id"), f"evaluation is {ev.status}; a report needs an ended evaluation", "not_finished")
+    baseline = body.baseline if body else None
+    if baseline is not None:
+        if baseline == evaluation_id:
+            raise FieldError(422, ("body", "baseline"), "the baseline must be another evaluation", "same_evaluation")
+        if await session.get(Evaluation, baseline) is None:
+            raise FieldError(404, ("body", "baseline"), f"unknown evaluation {baseline}", "unknown_evaluation")
+    row = ReportRow(id=uuid.uuid4(), evaluation_id=ev.id, status="pending", trigger="request",
+                    baseline_evaluation_id=baseline, build_ms={})
+    session.add(row)
+    add_to_outbox(session, ReportRequested(evaluation_id=ev.id, tenant_id=ev.tenant_id, report_id=row.id,
+                                           baseline_evaluation_id=baseline), ev.trace_context or {})
+    await session.commit()
+    await session.refresh(row)
+    request.app.state.relay.kick()
+    response.headers["Location"] = f"/v1/evaluations/{ev.id}/reports/{row.id}"
+    return _report_view(row)
+
+
+@router.get("/{evaluation_id}/reports", response_model=list[ReportView])
+async def list_reports(evaluation_id: uuid.UUID, session: AsyncSession = Depends(db_session)) -> list[ReportView]:
+    """Reports of an evaluation, newest first."""
+    await _evaluation(session, evaluation_id)
+    rows = await session.scalars(
+        select(ReportRow).where(ReportRow.evaluation_id == evaluation_id).order_by(ReportRow.created_at.desc())
+    )
+    return [_report_view(r) for r in rows]
+
+
+@router.get("/{evaluation_id}/reports/{report_id}", response_model=ReportView)
+async def get_report(evaluation_id: uuid.UUID, report_id: uuid.UUID, session: AsyncSession = Depends(db_session)) -> ReportView:
+    """One report's status and links."""
+    row = await session.get(ReportRow, report_id)
+    if row is None or row.evaluation_id != evaluation_id:
+        raise FieldError(404, ("path", "report_id"), f"unknown report {report_id} of evaluation {evaluation_id}", "unknown_report")
+    return _report_view(row)
+
+
+@router.get("/{evaluation_id}/report.{fmt}", response_class=FileResponse,
+            responses={200: {"content": {m: {} for m in MEDIA.values()}}})
+async def report_file(
+    evaluation_id: uuid.UUID, fmt: Literal["html", "json", "pdf"], request: Request,
+    report_id: uuid.UUID | None = Query(None, description="A specific report; default: the newest ready one."),
+    session: AsyncSession = Depends(db_session),
+):
+    """The file of the newest ready report (or ``report_id``). 404 ``no_report`` when none is ready yet,
+    ``no_pdf`` when Chromium could not render the PDF (the reason is given); 410 when retention deleted it."""
+    await _evaluation(session, evaluation_id)
+    q = select(ReportRow).where(ReportRow.evaluation_id == evaluation_id, ReportRow.status == "ready")
+    if report_id is not None:
+        q = q.where(ReportRow.id == report_id)
+    row = await session.scalar(q.order_by(ReportRow.completed_at.desc().nulls_last(), ReportRow.created_at.desc()).limit(1))
+    if row is None:
+        pending = await session.scalar(select(func.count()).where(ReportRow.evaluation_id == evaluation_id, ReportRow.status == "pending"))
+        msg = "the report is being written; retry shortly" if pending else "no report yet (POST /v1/evaluations/{id}/reports builds one)"
+        raise FieldError(404, ("path", "evaluation_id"), msg, "no_report")
+    artifact_id = {"html": row.html_artifact_id, "json": row.json_artifact_id, "pdf": row.pdf_artifact_id}[fmt]
+    if artifact_id is None:
+        if fmt == "pdf":
+            raise FieldError(404, ("path", "fmt"), f"this report has no PDF: {row.pdf_error or 'not rendered'}", "no_pdf")
+        raise FieldError(410, ("path", "fmt"), f"the {fmt} file of this report was deleted by retention", "artifact_deleted")
+    artifact = await session.get(Artifact, artifact_id)
+    path = ArtifactStore(artifact_dir(request.app.state.settings)).path_of(artifact) if artifact else None
+    if path is None or not path.exists():
+        raise FieldError(410, ("path", "fmt"), f"the {fmt} file of this report is gone", "artifact_deleted")
+    headers = {"ETag": f'"{artifact.sha256}"', "X-UEP-Report-Id": str(row.id)}
+    if fmt == "pdf":
+        headers["Content-Disposition"] = f'inline; filename="report-{evaluation_id}.pdf"'
+    return FileResponse(path, media_type=MEDIA[fmt], headers=headers)

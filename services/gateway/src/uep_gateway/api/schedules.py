@@ -1,7 +1,173 @@
-"""Batch, A/B and scheduled (cron) evaluations."""
+"""Scheduled evaluations: ``POST/GET/DELETE /v1/schedules`` (a cron expression re-runs a model on a
+benchmark, e.g. a nightly regression; each run is an evaluation linked to its schedule). The scheduler
+creates the due runs (``uep_scheduler.schedules``); batch and A/B requests go through
+``POST /v1/evaluations`` (``models``, ``arms``)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import uuid
+from datetime import UTC, datetime
 
-router = APIRouter()
+from croniter import croniter
+from fastapi import APIRouter, Depends, Header, Response
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from uep_common.db.models import Evaluation
+from uep_common.db.scheduling import Schedule, ScheduleRun
+from uep_common.events import Priority
+from uep_gateway.api.evaluations import TENANT_HEADER, resolve_benchmark, resolve_model, resolve_tenant
+from uep_gateway.deps import db_session
+from uep_gateway.errors import FieldError
+
+router = APIRouter(prefix="/v1/schedules", tags=["schedules"])
+
+
+class ScheduleOptions(BaseModel):
+    """Options of every run (as in ``POST /v1/evaluations``)."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+    benchmark_version: str | None = Field(None, description="Pin a benchmark version; default: the newest at each run.")
+    model_version: str | None = Field(None, description="Pin a model version; default: the newest at each run.")
+    sample_limit: int | None = Field(None, ge=1)
+    repeats: int = Field(1, ge=1)
+    priority: Priority = Priority.normal
+    max_parallel: int | None = Field(None, ge=1, le=1024)
+    fewshot_k: int | None = Field(None, ge=0, le=16)
+    chat_template: bool | None = None
+
+
+class ScheduleCreate(BaseModel):
+    """``POST /v1/schedules``."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+    name: str = Field("", max_length=200)
+    cron: str = Field(
+        min_length=1, max_length=200,
+        description="Cron expression in UTC, 5 fields (minute hour day month weekday), or 6 with seconds last.",
+    )
+    model: str = Field(min_length=1, max_length=200, description="Model name or id.")
+    benchmark: str = Field(min_length=1, max_length=100, description="Benchmark slug or id.")
+    options: ScheduleOptions = Field(default_factory=ScheduleOptions)
+    active: bool = True
+
+
+class ScheduleRunView(BaseModel):
+    """One due run: the evaluation it created (with its status), or why none was."""
+
+    scheduled_for: datetime
+    evaluation_id: uuid.UUID | None
+    status: str | None
+    error: str | None
+    created_at: datetime
+
+
+class ScheduleView(BaseModel):
+    """A schedule, with its runs (newest first) on ``GET /v1/schedules/{id}``."""
+
+    model_config = ConfigDict(protected_namespaces=())
+
+    id: uuid.UUID
+    name: str
+    cron: str
+    model: str
+    benchmark: str
+    options: dict
+    active: bool
+    next_run_at: datetime
+    created_at: datetime
+    deleted_at: datetime | None
+    runs: list[ScheduleRunView] | None = None
+
+
+def _view(s: Schedule, runs: list[ScheduleRunView] | None = None) -> ScheduleView:
+    return ScheduleView(
+        id=s.id, name=s.name, cron=s.cron, model=s.model, benchmark=s.benchmark, options=s.options, active=s.active,
+        next_run_at=s.next_run_at, created_at=s.created_at, deleted_at=s.deleted_at, runs=runs,
+    )
+
+
+@router.post("", status_code=201, response_model=ScheduleView)
+async def create_schedule(
+    body: ScheduleCreate,
+    response: Response,
+    session: AsyncSession = Depends(db_session),
+    tenant_slug: str = Header("default", alias=TENANT_HEADER, max_length=64),
+) -> ScheduleView:
+    """Create a schedule. The cron expression is checked with croniter (422 naming ``cron``), the model and
+    benchmark are resolved now (422 naming them); the first run is the first cron time after now."""
+    tenant = await resolve_tenant(session, tenant_slug)
+    if not croniter.is_valid(body.cron):
+        raise FieldError(422, ("body", "cron"), f"not a valid cron expression: {body.cron!r}", "bad_cron")
+    await resolve_benchmark(session, body.benchmark, body.options.benchmark_version)
+    await resolve_model(session, body.model, body.options.model_version)
+    now = datetime.now(UTC)
+    sch = Schedule(
+        tenant_id=tenant.id, name=body.name, cron=body.cron, model=body.model, benchmark=body.benchmark,
+        options=body.options.model_dump(mode="json", exclude_none=True), active=body.active,
+        next_run_at=croniter(body.cron, now).get_next(datetime).astimezone(UTC), created_at=now,
+    )
+    session.add(sch)
+    await session.commit()
+    response.headers["Location"] = f"/v1/schedules/{sch.id}"
+    return _view(sch)
+
+
+@router.get("", response_model=list[ScheduleView])
+async def list_schedules(
+    session: AsyncSession = Depends(db_session),
+    tenant_slug: str = Header("default", alias=TENANT_HEADER, max_length=64),
+) -> list[ScheduleView]:
+    """The tenant's schedules that are not deleted, oldest first."""
+    tenant = await resolve_tenant(session, tenant_slug)
+    rows = await session.scalars(
+        select(Schedule).where(Schedule.tenant_id == tenant.id, Schedule.deleted_at.is_(None)).order_by(Schedule.created_at)
+    )
+    return [_view(s) for s in rows]
+
+
+async def _get(session: AsyncSession, schedule_id: uuid.UUID, tenant_slug: str) -> Schedule:
+    tenant = await resolve_tenant(session, tenant_slug)
+    sch = await session.get(Schedule, schedule_id)
+    if sch is None or sch.tenant_id != tenant.id:
+        raise FieldError(404, ("path", "schedule_id"), f"unknown schedule {schedule_id}", "unknown_schedule")
+    return sch
+
+
+@router.get("/{schedule_id}", response_model=ScheduleView)
+async def get_schedule(
+    schedule_id: uuid.UUID,
+    session: AsyncSession = Depends(db_session),
+    tenant_slug: str = Header("default", alias=TENANT_HEADER, max_length=64),
+) -> ScheduleView:
+    """A schedule (deleted ones too) with its runs, newest first, each with its evaluation's status."""
+    sch = await _get(session, schedule_id, tenant_slug)
+    rows = await session.execute(
+        select(ScheduleRun, Evaluation.status)
+        .outerjoin(Evaluation, Evaluation.id == ScheduleRun.evaluation_id)
+        .where(ScheduleRun.schedule_id == sch.id)
+        .order_by(ScheduleRun.scheduled_for.desc())
+    )
+    runs = [
+        ScheduleRunView(scheduled_for=r.scheduled_for, evaluation_id=r.evaluation_id, status=status, error=r.error, created_at=r.created_at)
+        for r, status in rows
+    ]
+    return _view(sch, runs)
+
+
+@router.delete("/{schedule_id}", status_code=204)
+async def delete_schedule(
+    schedule_id: uuid.UUID,
+    session: AsyncSession = Depends(db_session),
+    tenant_slug: str = Header("default", alias=TENANT_HEADER, max_length=64),
+) -> Response:
+    """Delete a schedule: no further run is created; runs already created stay, linked to it (idempotent)."""
+    sch = await _get(session, schedule_id, tenant_slug)
+    if sch.deleted_at is None:
+        sch.deleted_at = datetime.now(UTC)
+        sch.active = False
+        await session.commit()
+    return Response(status_code=204)

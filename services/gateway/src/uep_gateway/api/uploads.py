@@ -15,6 +15,7 @@ from uep_common.db.models import Benchmark, MetricCatalogEntry, Sample
 from uep_common.params import param_problems
 from uep_common.prompts import render_prompt
 from uep_gateway.api.catalog import benchmark_view
+from uep_gateway.api.judges import benchmark_judge_config
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError, FieldErrors
 from uep_gateway.schemas import BenchmarkSpec, BenchmarkView, MetricView, SampleView
@@ -89,6 +90,9 @@ async def upload_benchmark(
         "metric": spec_obj.metric.model_dump(),
         "language": spec_obj.language,
     }
+    judge = await benchmark_judge_config(session, spec_obj.evaluation_type, spec_obj.judge)
+    if judge is not None:
+        config["judge"] = judge
     version = content_hash(config, rows)
     existing = await session.scalar(select(Benchmark).where(Benchmark.slug == spec_obj.slug, Benchmark.version == version))
     if existing is not None:

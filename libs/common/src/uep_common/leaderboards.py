@@ -1,0 +1,397 @@
+"""Leaderboards: per (benchmark slug, score type), one entry per model version, ranked in tie groups.
+
+Score type
+    ``judge`` for LLM-as-judge evaluations, ``human`` for human evaluations, ``hybrid`` for hybrid ones, and
+    otherwise the automatic metric's name (e.g. ``gsm8k_numeric_exact_match``). The evaluation type is
+    ``evaluations.config["evaluation_type"]`` when set, else ``human`` when the evaluation re-scores another
+    one (``config["source_evaluation_id"]``), else the benchmark's ``evaluation_type``.
+
+Score of an evaluation (:func:`compute_score`, stored once in ``leaderboard_scores`` when it completes)
+    Accuracy = correct / scored from its summary with the Wilson 95 % score interval (Wilson 1927); a
+    metric without a verdict (BLEU, ROUGE, judge ratings…) gets the mean of the items' ``score`` with a
+    bootstrap 95 % interval (Efron & Tibshirani 1993; :func:`uep_common.stats.bootstrap_mean`: BCa up to
+    5000 items, percentile above, fixed seed, so a recomputation gives the same interval). Errored items are
+    excluded, as in the summary. ``method`` is 'wilson' | 'bootstrap' | 'none'; ``method_detail`` the full text.
+
+Entry of a model
+    Each (model name, model version) is one entry: its LATEST completed evaluation on the board (by
+    completion time), as lm-eval/HELM/OpenCompass users expect — a newer run of the same model version
+    replaces the older one, even when the older scored higher (no best-of-k cherry-picking). The entry also
+    carries how many completed evaluations that model version has on the board and when it was last evaluated.
+
+Tie groups (:func:`rank_entries`)
+    Entries are ordered by score (descending), then by the interval's lower bound (descending), then by
+    model name and version. The first entry leads group 1. Walking down the list, an entry whose interval's
+    UPPER bound is below the current group leader's LOWER bound starts a new group and leads it; any other
+    entry joins the current group (its interval reaches the leader's, so the two are not separable at 95 %).
+    ``rank`` is competition ranking over groups: 1 + the number of entries in better groups (1, 1, 3, …);
+    ``position`` is the strict 1-based order for display. Overlap is judged against the leader only: an entry
+    that overlaps its predecessor but not the leader starts a new group (the rule is deterministic and needs
+    no transitive closure). Entries without a score or an interval (no scored item; a mean of one item) are
+    listed after the ranked ones with ``rank``/``tie_group`` None.
+
+Rank history
+    When an evaluation is recorded, the whole board is ranked again and stored in ``leaderboard_snapshots``;
+    :func:`board_history` lists snapshots with each model's rank change against the previous snapshot.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
+from datetime import datetime
+
+import numpy as np
+from sqlalchemy import func, select, text
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from uep_common.db.leaderboards import LeaderboardScore, LeaderboardSnapshot
+from uep_common import stats
+from uep_common.db.models import Benchmark, Evaluation, Model, SampleResult
+
+
+def wilson(successes: int, n: int) -> tuple[float, float] | None:
+    """Wilson 95 % score interval of ``successes / n`` (None when n = 0), from :mod:`uep_common.stats`."""
+    return stats.wilson_interval(successes, n)
+
+
+def evaluation_type_of(config: Mapping | None, benchmark_type: str) -> str:
+    """The evaluation type of an evaluation (see the module docstring)."""
+    config = config or {}
+    if config.get("evaluation_type"):
+        return str(config["evaluation_type"])
+    if config.get("source_evaluation_id"):
+        return "human"
+    return benchmark_type
+
+
+def score_type_of(evaluation_type: str, metric_name: str | None) -> str:
+    """Board score type: 'judge' | 'human' | 'hybrid' | the automatic metric's name ('automatic' if unknown)."""
+    if evaluation_type == "llm_judge":
+        return "judge"
+    if evaluation_type in ("human", "hybrid"):
+        return evaluation_type
+    return metric_name or "automatic"
+
+
+async def compute_score(session: AsyncSession, ev: Evaluation) -> dict:
+    """``{score, ci_low, ci_high, n, method, method_detail}`` of one evaluation (see the module docstring).
+
+    Uses the summary's correct/scored when it has an accuracy; otherwise the stored items' scores (after
+    retention cleaned the details only the summary is left: ``method`` 'none', ``score`` None)."""
+    s = ev.summary or {}
+    if s.get("accuracy") is not None and s.get("scored"):
+        k, n = int(s["correct"]), int(s["scored"])
+        ci = wilson(k, n)
+        return {"score": k / n, "ci_low": ci[0], "ci_high": ci[1], "n": n, "method": "wilson", "method_detail": stats.WILSON}
+    if ev.details_cleaned_at is None:
+        values = (
+            await session.scalars(
+                select(SampleResult.score).where(
+                    SampleResult.evaluation_id == ev.id, SampleResult.error.is_(None), SampleResult.score.is_not(None)
+                )
+            )
+        ).all()
+        if values:
+            ci = stats.bootstrap_mean(values)
+            return {"score": float(np.mean(values)), "ci_low": ci.low if ci else None, "ci_high": ci.high if ci else None,
+                    "n": len(values), "method": "bootstrap", "method_detail": ci.method if ci else "fewer than 2 values"}
+    return {"score": None, "ci_low": None, "ci_high": None, "n": 0, "method": "none", "method_detail": "no score"}
+
+
+# ---------------------------------------------------------------- ranking (pure)
+
+
+@dataclass(frozen=True)
+class BoardEntry:
+    """One model version on a board. Scores and bounds in the metric's unit; times timezone-aware UTC."""
+
+    model: str
+    model_version: str
+    evaluation_id: uuid.UUID
+    score: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n: int
+    method: str
+    evaluations: int
+    last_evaluated: datetime
+    benchmark_version: str
+    method_detail: str = ""
+    position: int | None = None
+    rank: int | None = None
+    tie_group: int | None = None
+
+    def as_dict(self) -> dict:
+        """JSON-ready dict (ids and times as strings)."""
+        d = asdict(self)
+        d["evaluation_id"] = str(self.evaluation_id)
+        d["last_evaluated"] = self.last_evaluated.isoformat()
+        return d
+
+
+def _rankable(e: BoardEntry) -> bool:
+    return e.score is not None and e.ci_low is not None and e.ci_high is not None and not math.isnan(e.score)
+
+
+def rank_entries(entries: Sequence[BoardEntry]) -> list[BoardEntry]:
+    """Order ``entries`` and assign ``position``, ``tie_group`` and ``rank`` by the tie-group rule of the
+    module docstring. Returns new entries; unrankable ones come last with rank/tie_group None."""
+    ranked = sorted((e for e in entries if _rankable(e)), key=lambda e: (-e.score, -e.ci_low, e.model, e.model_version))
+    rest = sorted(
+        (e for e in entries if not _rankable(e)),
+        key=lambda e: (e.score is None, -(e.score or 0.0), e.model, e.model_version),
+    )
+    out: list[BoardEntry] = []
+    group, leader, group_rank = 0, None, 1
+    for i, e in enumerate(ranked):
+        if leader is None or e.ci_high < leader.ci_low:
+            group, leader, group_rank = group + 1, e, i + 1
+        out.append(replace(e, position=i + 1, rank=group_rank, tie_group=group))
+    out += [replace(e, position=len(ranked) + j + 1, rank=None, tie_group=None) for j, e in enumerate(rest)]
+    return out
+
+
+# ---------------------------------------------------------------- boards from the database
+
+
+async def list_boards(session: AsyncSession) -> list[dict]:
+    """Every board: ``{benchmark, score_type, models, evaluations, last_evaluated}`` ordered by benchmark,
+    score type (only completed evaluations count)."""
+    ls = LeaderboardScore
+    rows = (
+        await session.execute(
+            select(
+                ls.benchmark_slug, ls.score_type,
+                func.count(func.distinct(func.concat(ls.model_name, "\x1f", ls.model_version))),
+                func.count(), func.max(ls.evaluated_at),
+            )
+            .join(Evaluation, Evaluation.id == ls.evaluation_id)
+            .where(Evaluation.status == "completed")
+            .group_by(ls.benchmark_slug, ls.score_type)
+            .order_by(ls.benchmark_slug, ls.score_type)
+        )
+    ).all()
+    return [
+        {"benchmark": b, "score_type": t, "models": m, "evaluations": n, "last_evaluated": last}
+        for b, t, m, n, last in rows
+    ]
+
+
+async def score_types(session: AsyncSession, benchmark_slug: str) -> list[tuple[str, int]]:
+    """``[(score type, evaluations)]`` of a benchmark's boards, most evaluations first."""
+    ls = LeaderboardScore
+    rows = (
+        await session.execute(
+            select(ls.score_type, func.count())
+            .join(Evaluation, Evaluation.id == ls.evaluation_id)
+            .where(ls.benchmark_slug == benchmark_slug, Evaluation.status == "completed")
+            .group_by(ls.score_type)
+            .order_by(func.count().desc(), ls.score_type)
+        )
+    ).all()
+    return [(t, n) for t, n in rows]
+
+
+async def load_board(
+    session: AsyncSession, benchmark_slug: str, score_type: str, benchmark_version: str | None = None
+) -> list[BoardEntry]:
+    """The ranked board (all entries; see the module docstring). ``benchmark_version`` restricts it to
+    evaluations of that benchmark version."""
+    ls = LeaderboardScore
+    q = (
+        select(ls)
+        .join(Evaluation, Evaluation.id == ls.evaluation_id)
+        .where(ls.benchmark_slug == benchmark_slug, ls.score_type == score_type, Evaluation.status == "completed")
+        .order_by(ls.model_name, ls.model_version, ls.evaluated_at.desc(), ls.evaluation_id.desc())
+    )
+    if benchmark_version:
+        q = q.where(ls.benchmark_version == benchmark_version)
+    entries: list[BoardEntry] = []
+    key = None
+    for row in (await session.scalars(q)).all():
+        if (row.model_name, row.model_version) != key:  # first row of a model version = its latest
+            key = (row.model_name, row.model_version)
+            entries.append(BoardEntry(
+                model=row.model_name, model_version=row.model_version, evaluation_id=row.evaluation_id,
+                score=row.score, ci_low=row.ci_low, ci_high=row.ci_high, n=row.n, method=row.method,
+                evaluations=0, last_evaluated=row.evaluated_at, benchmark_version=row.benchmark_version,
+                method_detail=row.method_detail,
+            ))
+        entries[-1] = replace(entries[-1], evaluations=entries[-1].evaluations + 1)
+    return rank_entries(entries)
+
+
+def _snapshot_entry(e: BoardEntry) -> dict:
+    return {
+        "model": e.model, "model_version": e.model_version, "position": e.position, "rank": e.rank,
+        "tie_group": e.tie_group, "score": e.score, "ci_low": e.ci_low, "ci_high": e.ci_high, "n": e.n,
+        "evaluation_id": str(e.evaluation_id),
+    }
+
+
+async def _lock_board(session: AsyncSession, benchmark_slug: str, score_type: str) -> None:
+    """Serialise writers of one board (transaction-scoped advisory lock), so concurrent reporters write
+    snapshots one after the other, each ranking the board with the other's score in it."""
+    await session.execute(
+        text("SELECT pg_advisory_xact_lock(hashtext(:k))"), {"k": f"uep.leaderboard:{benchmark_slug}:{score_type}"}
+    )
+
+
+async def record_evaluation(session: AsyncSession, evaluation_id: uuid.UUID) -> bool:
+    """Store (or refresh, after a rescore) the leaderboard score of a completed evaluation and, when it is
+    new or changed, write a snapshot of its board. Idempotent: recording an unchanged score writes nothing.
+
+    Must run inside a transaction. Returns True when a snapshot was written; False for an unknown or
+    not-completed evaluation or an unchanged score.
+    """
+    ev = await session.get(Evaluation, evaluation_id)
+    if ev is None or ev.status != "completed":
+        return False
+    bench = await session.get(Benchmark, ev.benchmark_id)
+    model = await session.get(Model, ev.model_id)
+    s = ev.summary or {}
+    score_type = score_type_of(evaluation_type_of(ev.config, bench.evaluation_type), s.get("metric_name"))
+    values = await compute_score(session, ev)
+    await _lock_board(session, bench.slug, score_type)
+    old = await session.get(LeaderboardScore, evaluation_id, populate_existing=True)
+    if old is not None and old.score_type == score_type and all(
+        getattr(old, k) == v for k, v in values.items()
+    ):
+        return False
+    row = {
+        "evaluation_id": ev.id, "benchmark_slug": bench.slug, "benchmark_version": bench.version,
+        "score_type": score_type, "model_name": model.name, "model_version": model.version,
+        "evaluated_at": ev.completed_at or ev.updated_at, **values,
+    }
+    await session.execute(
+        pg_insert(LeaderboardScore).values(row).on_conflict_do_update(
+            index_elements=[LeaderboardScore.evaluation_id],
+            set_={k: v for k, v in row.items() if k != "evaluation_id"} | {"computed_at": func.now()},
+        )
+    )
+    entries = await load_board(session, bench.slug, score_type)
+    session.add(LeaderboardSnapshot(
+        benchmark_slug=bench.slug, score_type=score_type, evaluation_id=ev.id,
+        entries=[_snapshot_entry(e) for e in entries],
+    ))
+    await session.flush()
+    return True
+
+
+async def unrecorded_evaluations(session: AsyncSession, limit: int = 100) -> list[uuid.UUID]:
+    """Completed evaluations without a leaderboard score (missed by a crash, or completed before
+    leaderboards existed), oldest completion first."""
+    rows = await session.scalars(
+        select(Evaluation.id)
+        .outerjoin(LeaderboardScore, LeaderboardScore.evaluation_id == Evaluation.id)
+        .where(Evaluation.status == "completed", LeaderboardScore.evaluation_id.is_(None))
+        .order_by(Evaluation.completed_at.nulls_first(), Evaluation.id)
+        .limit(limit)
+    )
+    return list(rows.all())
+
+
+async def board_history(session: AsyncSession, benchmark_slug: str, score_type: str, limit: int = 50) -> list[dict]:
+    """The last ``limit`` snapshots of a board, newest first: ``{id, created_at, evaluation_id, entries,
+    changes}`` where ``changes`` lists the entries whose position, rank or tie group differs from the
+    previous snapshot (``from_*`` None for an entry new on the board)."""
+    snaps = (
+        await session.scalars(
+            select(LeaderboardSnapshot)
+            .where(LeaderboardSnapshot.benchmark_slug == benchmark_slug, LeaderboardSnapshot.score_type == score_type)
+            .order_by(LeaderboardSnapshot.id.desc())
+            .limit(limit + 1)
+        )
+    ).all()
+    snaps = list(reversed(snaps))
+    out: list[dict] = []
+    for i, snap in enumerate(snaps):
+        if i == 0 and len(snaps) > limit:
+            continue  # only the baseline of the oldest one listed
+        prev = {(e["model"], e["model_version"]): e for e in snaps[i - 1].entries} if i else {}
+        changes = []
+        for e in snap.entries:
+            p = prev.get((e["model"], e["model_version"]))
+            before = (p["position"], p["rank"], p["tie_group"]) if p else (None, None, None)
+            if before != (e["position"], e["rank"], e["tie_group"]):
+                changes.append({
+                    "model": e["model"], "model_version": e["model_version"],
+                    "from_position": before[0], "to_position": e["position"],
+                    "from_rank": before[1], "to_rank": e["rank"],
+                    "from_tie_group": before[2], "to_tie_group": e["tie_group"],
+                })
+        out.append({
+            "id": snap.id, "created_at": snap.created_at,
+            "evaluation_id": str(snap.evaluation_id) if snap.evaluation_id else None,
+            "entries": snap.entries, "changes": changes,
+        })
+    return list(reversed(out))
+
+
+# ---------------------------------------------------------------- comparison across benchmarks
+
+
+def _pick(entries: Sequence[BoardEntry], model_ref: str) -> BoardEntry | None:
+    """The entry of ``name@version``, or of the most recently evaluated version of ``name``."""
+    name, _, version = model_ref.partition("@")
+    found = [e for e in entries if e.model == name and (not version or e.model_version == version)]
+    return max(found, key=lambda e: (e.last_evaluated, e.model_version)) if found else None
+
+
+def radar_series(rows: Mapping[str, Mapping[str, float | None]], dimensions: Sequence[str]) -> tuple[dict, list[str]]:
+    """Radar input ``{series: {dimension: value in [0, 1]}}`` from ``rows`` (model → dimension → score).
+
+    A missing score is left out of its series (the radar draws a gap, never a zero); a dimension with a
+    value outside [0, 1] is divided by its largest absolute value among the series (so the best is 1).
+    Returns the series and the dimensions no series has a score on (not drawn).
+    """
+    series: dict[str, dict[str, float]] = {m: {} for m in rows}
+    drawn = []
+    for d in dimensions:
+        vals = {m: float(rows[m][d]) for m in rows if rows[m].get(d) is not None}
+        if not vals:
+            continue
+        drawn.append(d)
+        scale = max(abs(v) for v in vals.values()) if any(v < 0 or v > 1 for v in vals.values()) else 1.0
+        for m, v in vals.items():
+            series[m][d] = max(0.0, v / scale) if scale else 0.0
+    return series, [d for d in dimensions if d not in drawn]
+
+
+async def compare_models(
+    session: AsyncSession,
+    models: Sequence[str],
+    boards: Sequence[tuple[str, str]],
+    radar: Callable[[Mapping[str, Mapping[str, float]], str], str] | None = None,
+) -> dict:
+    """Scores of ``models`` (``name`` or ``name@version``) on ``boards`` ((benchmark slug, score type)):
+    ``{models, boards, rows: [{model, scores: {"<slug>:<type>": entry | None}}], radar_svg, radar_left_out}``.
+
+    ``radar`` renders the radar (e.g. ``uep_reporter.charts.radar_svg``); None leaves ``radar_svg`` None.
+    """
+    cells: dict[str, dict[str, BoardEntry | None]] = {m: {} for m in models}
+    labels = [f"{slug}:{st}" for slug, st in boards]
+    for (slug, st), label in zip(boards, labels, strict=True):
+        entries = await load_board(session, slug, st)
+        for m in models:
+            cells[m][label] = _pick(entries, m)
+    rows = {m: {label: (e.score if e else None) for label, e in cells[m].items()} for m in models}
+    series, left_out = radar_series(rows, labels)
+    svg = None
+    if radar is not None and len(labels) > len(left_out):
+        svg = radar(series, "Models compared: " + ", ".join(models))
+    return {
+        "models": list(models),
+        "boards": [{"benchmark": slug, "score_type": st, "key": label} for (slug, st), label in zip(boards, labels, strict=True)],
+        "rows": [
+            {"model": m, "scores": {label: (e.as_dict() if e else None) for label, e in cells[m].items()}}
+            for m in models
+        ],
+        "radar_series": series,
+        "radar_left_out": left_out,
+        "radar_svg": svg,
+    }

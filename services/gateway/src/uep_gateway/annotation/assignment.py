@@ -1,0 +1,254 @@
+"""Handing items to annotators and taking their answers, safely under concurrency.
+
+Next item (:func:`next_item`), in one transaction:
+
+1. the annotator row is locked (``FOR UPDATE``), so one annotator's concurrent calls are serialised; an
+   open assignment of theirs in this task (not submitted, not expired) is returned again (a page reload
+   never skips an item);
+2. candidate items are selected in hand-out order with ``FOR UPDATE SKIP LOCKED`` (concurrent annotators
+   take different items instead of waiting): open items the annotator never held, and — unless gold —
+   with ``submitted + open assignments < N``;
+3. each locked candidate is checked again by a new statement (a fresh snapshot: another transaction may have
+   assigned it between our snapshot and our lock) and the first that still qualifies is assigned.
+
+Every writer of an item's assignments or annotations locks the item row first, so the count in step 3
+is exact. Locks are ``FOR NO KEY UPDATE``: they exclude each other but not the ``FOR KEY SHARE`` locks that
+foreign-key checks take when assignment and annotation rows are inserted (``FOR UPDATE`` would deadlock two
+submissions that both inserted an annotation of the task and then lock the task row). An assignment not submitted within the task's ``assignment_ttl_seconds`` expires: its slot is
+free for others, and a late submission is still accepted while the item is not complete. The unique
+constraints (item, annotator) on assignments and on annotations make "never the same item twice to one
+annotator" hold even against a bug here.
+
+Submission (:func:`submit`) locks the item, stores the annotation, and when it is the N-th of a scored item
+completes the item and stages its ScoreComputed in the outbox in the same transaction
+(:mod:`uep_gateway.annotation.scores`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import and_, exists, func, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from uep_common.db.annotation import Annotation, AnnotationAssignment, AnnotationItem, AnnotationTask, Annotator
+from uep_gateway.annotation.questions import gold_check, parse_questions, validate_answers
+from uep_gateway.annotation.scores import stage_score
+from uep_gateway.errors import FieldError, FieldErrors
+
+CANDIDATES_PER_ROUND = 8
+ROUNDS = 6
+
+
+async def resolve_annotator(session: AsyncSession, ref: str | None, loc: tuple, create: bool = True) -> Annotator:
+    """The annotator named ``ref`` (a name, or an id), registered on first use when ``create``.
+
+    Pre-auth stage: anyone may claim a name; the auth issue will bind annotators to principals.
+
+    Raises:
+        FieldError 422: no annotator given; 404: unknown id, or unknown name when not ``create``.
+    """
+    if not ref or not ref.strip():
+        raise FieldError(422, loc, "an annotator is required (X-UEP-Annotator header or annotator query parameter)",
+                         "missing_annotator")
+    ref = ref.strip()
+    try:
+        as_id = uuid.UUID(ref)
+    except ValueError:
+        as_id = None
+    if as_id is not None:
+        a = await session.get(Annotator, as_id)
+        if a is None:
+            raise FieldError(404, loc, f"unknown annotator {ref}", "unknown_annotator")
+        return a
+    if len(ref) > 200:
+        raise FieldError(422, loc, "annotator names have at most 200 characters", "invalid_annotator")
+    a = await session.scalar(select(Annotator).where(Annotator.name == ref))
+    if a is None:
+        if not create:
+            raise FieldError(404, loc, f"unknown annotator {ref!r}", "unknown_annotator")
+        await session.execute(pg_insert(Annotator).values(id=uuid.uuid4(), name=ref).on_conflict_do_nothing(index_elements=["name"]))
+        a = await session.scalar(select(Annotator).where(Annotator.name == ref))
+    return a
+
+
+@dataclass(frozen=True)
+class AnnotatorQuality:
+    """Gold accuracy of one annotator in one task. ``accuracy`` = correct / checked (None before any
+    check); flagged when ``checked >= min_gold_answers`` and ``accuracy < quality_threshold``."""
+
+    annotator_id: uuid.UUID
+    name: str
+    annotations: int
+    gold_checked: int
+    gold_correct: int
+    accuracy: float | None
+    flagged: bool
+
+
+async def quality(session: AsyncSession, task: AnnotationTask) -> dict[uuid.UUID, AnnotatorQuality]:
+    """Gold accuracy and flag of every annotator who submitted in ``task``."""
+    rows = await session.execute(
+        select(Annotation.annotator_id, Annotator.name, func.count(), func.sum(Annotation.gold_checked), func.sum(Annotation.gold_correct))
+        .join(Annotator, Annotator.id == Annotation.annotator_id)
+        .where(Annotation.task_id == task.id)
+        .group_by(Annotation.annotator_id, Annotator.name)
+        .order_by(Annotator.name)
+    )
+    out = {}
+    for annotator_id, name, n, checked, correct in rows.all():
+        checked, correct = int(checked or 0), int(correct or 0)
+        acc = correct / checked if checked else None
+        flagged = checked >= task.min_gold_answers and acc is not None and acc < task.quality_threshold
+        out[annotator_id] = AnnotatorQuality(annotator_id, name, int(n), checked, correct, acc, flagged)
+    return out
+
+
+async def progress(session: AsyncSession, task: AnnotationTask, annotator_id: uuid.UUID | None) -> dict:
+    """``{completed_items, total_items, annotator_done, annotator_gold_done}`` of ``task``."""
+    completed = await session.scalar(
+        select(func.count()).where(AnnotationItem.task_id == task.id, AnnotationItem.status == "complete")
+    )
+    done = gold_done = 0
+    if annotator_id is not None:
+        row = (await session.execute(
+            select(func.count(), func.count().filter(AnnotationItem.is_gold))
+            .select_from(Annotation).join(AnnotationItem, AnnotationItem.id == Annotation.item_id)
+            .where(Annotation.task_id == task.id, Annotation.annotator_id == annotator_id)
+        )).one()
+        done, gold_done = int(row[0]), int(row[1])
+    return {"completed_items": int(completed or 0), "total_items": task.total_items, "annotator_done": done,
+            "annotator_gold_done": gold_done}
+
+
+def _open_count(now: datetime):
+    """Correlated count of an item's open assignments (not submitted, not expired)."""
+    return (
+        select(func.count()).where(
+            AnnotationAssignment.item_id == AnnotationItem.id,
+            AnnotationAssignment.submitted_at.is_(None),
+            AnnotationAssignment.expires_at > now,
+        ).scalar_subquery()
+    )
+
+
+def _available(task: AnnotationTask, annotator_id: uuid.UUID, now: datetime):
+    held_by_me = exists().where(
+        and_(AnnotationAssignment.item_id == AnnotationItem.id, AnnotationAssignment.annotator_id == annotator_id)
+    )
+    return and_(
+        AnnotationItem.task_id == task.id,
+        AnnotationItem.status == "open",
+        ~held_by_me,
+        AnnotationItem.is_gold | (AnnotationItem.submitted_count + _open_count(now) < task.annotations_per_item),
+    )
+
+
+async def next_item(
+    session: AsyncSession, task: AnnotationTask, annotator: Annotator
+) -> tuple[AnnotationAssignment, AnnotationItem] | None:
+    """The annotator's open assignment in ``task``, or a new one on the next available item; None when
+    nothing is left for them (task complete, or every remaining item is full or was theirs already).
+    Must run inside a transaction (the caller commits)."""
+    await session.execute(select(Annotator.id).where(Annotator.id == annotator.id).with_for_update(key_share=True))
+    now = datetime.now(UTC)
+    mine = (await session.execute(
+        select(AnnotationAssignment, AnnotationItem)
+        .join(AnnotationItem, AnnotationItem.id == AnnotationAssignment.item_id)
+        .where(
+            AnnotationAssignment.task_id == task.id, AnnotationAssignment.annotator_id == annotator.id,
+            AnnotationAssignment.submitted_at.is_(None), AnnotationAssignment.expires_at > now,
+            AnnotationItem.status == "open",
+        )
+        .order_by(AnnotationItem.position).limit(1)
+    )).first()
+    if mine is not None:
+        return mine[0], mine[1]
+    if task.status != "open":
+        return None
+    for _ in range(ROUNDS):
+        candidates = list(await session.scalars(
+            select(AnnotationItem)
+            .where(_available(task, annotator.id, now))
+            .order_by(AnnotationItem.position)
+            .limit(CANDIDATES_PER_ROUND)
+            .with_for_update(skip_locked=True, key_share=True, of=AnnotationItem)
+        ))
+        if not candidates:
+            return None
+        now = datetime.now(UTC)
+        for item in candidates:
+            # a new statement sees every assignment committed before we locked the item
+            still = await session.scalar(
+                select(AnnotationItem.id).where(AnnotationItem.id == item.id, _available(task, annotator.id, now))
+            )
+            if still is None:
+                continue
+            a = AnnotationAssignment(
+                id=uuid.uuid4(), task_id=task.id, item_id=item.id, annotator_id=annotator.id, assigned_at=now,
+                expires_at=now + timedelta(seconds=task.assignment_ttl_seconds),
+            )
+            session.add(a)
+            await session.flush()
+            return a, item
+    return None
+
+
+async def submit(
+    session: AsyncSession, task: AnnotationTask, annotator: Annotator, assignment_id: uuid.UUID, answers: dict
+) -> tuple[Annotation, AnnotationItem]:
+    """Store the annotator's answers to the item of ``assignment_id``; complete the item (and stage its
+    ScoreComputed) when this is its N-th annotation. Must run inside a transaction (the caller commits).
+
+    Raises:
+        FieldErrors 422: answers invalid (each problem names the question).
+        FieldError 404: the assignment is not this annotator's in this task; 409: already submitted, or the
+            item was completed by others after this assignment expired.
+    """
+    questions = parse_questions(task.questions)
+    clean, problems = validate_answers(questions, answers)
+    if problems:
+        raise FieldErrors(422, problems)
+    a = await session.get(AnnotationAssignment, assignment_id)
+    if a is None or a.task_id != task.id or a.annotator_id != annotator.id:
+        raise FieldError(404, ("body", "assignment_id"), f"no assignment {assignment_id} of this annotator in this task",
+                         "unknown_assignment")
+    item = await session.scalar(
+        select(AnnotationItem).where(AnnotationItem.id == a.item_id).with_for_update(key_share=True)
+        .execution_options(populate_existing=True)
+    )
+    await session.refresh(a)
+    if a.submitted_at is not None:
+        raise FieldError(409, ("body", "assignment_id"), "this assignment was already submitted", "already_submitted")
+    if item.status != "open":
+        raise FieldError(409, ("body", "assignment_id"),
+                         "the assignment expired and the item was completed by other annotators", "item_complete")
+    checked = correct = 0
+    if item.is_gold:
+        checked, correct = gold_check(questions, item.gold_answers or {}, clean, task.gold_rating_tolerance)
+    now = datetime.now(UTC)
+    ann = Annotation(task_id=task.id, item_id=item.id, annotator_id=annotator.id, assignment_id=a.id, answers=clean,
+                     gold_checked=checked, gold_correct=correct)
+    session.add(ann)
+    a.submitted_at = now
+    item.submitted_count += 1
+    if not item.is_gold and item.submitted_count >= task.annotations_per_item:
+        item.status = "complete"
+        item.completed_at = now
+        await session.flush()
+        item.score_event_id = await stage_score(session, task, item, questions, await quality(session, task))
+        # the task row lock orders concurrent completions: the last one counts with every other committed
+        await session.execute(select(AnnotationTask.id).where(AnnotationTask.id == task.id).with_for_update(key_share=True))
+        left = await session.scalar(
+            select(func.count()).where(AnnotationItem.task_id == task.id, AnnotationItem.status == "open",
+                                       AnnotationItem.is_gold.is_(False))
+        )
+        if not left:
+            await session.execute(
+                update(AnnotationTask).where(AnnotationTask.id == task.id).values(status="completed", completed_at=now)
+            )
+    await session.flush()
+    return ann, item

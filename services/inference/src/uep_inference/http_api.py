@@ -1,0 +1,94 @@
+"""``POST /internal/generate``: one model call over HTTP, for the judge service.
+
+The judge calls its judge models through the inference service rather than talking to Triton itself, so a
+judge model is just a registered model: the same backends (Triton gRPC/HTTP, OpenAI-compatible), the same
+per-model capacity semaphores (judge calls and benchmark items queue for one model together), the same
+transient-failure retries. HTTP, not a Kafka request/response pair: a judge call is a synchronous step
+inside the handling of one item (the judge needs the answer to parse it, retry and aggregate), which on
+Kafka would need a reply topic, correlation ids and per-replica reply consumers; HTTP gives the timeout,
+the backpressure (a slow model slows the caller) and the error for free. It is an internal endpoint on
+the service's health port, not routed by the gateway.
+
+Request (JSON): ``{"target": ModelTarget, "prompt": str, "max_tokens": int?, "stop": [str]?, "chat": bool?}``.
+Responses (JSON): 200 ``{"text", "prompt_tokens", "completion_tokens", "latency_ms", "attempts"}``;
+422 ``{"detail": [{"loc", "msg", "type"}]}`` for a malformed request; 502 ``{"error": {"type", "message"},
+"latency_ms", "attempts"}`` when the model call failed (after the retries of transient failures).
+"""
+
+from __future__ import annotations
+
+import json
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from uep_common.events import ModelTarget
+from uep_inference.backends import Backends
+from uep_inference.service import ModelLimits, call_model
+from uep_inference.settings import InferenceSettings
+
+PATH = "/internal/generate"
+MAX_BODY_BYTES = 4 * 1024 * 1024
+
+
+class GenerateRequest(BaseModel):
+    """Body of ``POST /internal/generate``."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+    target: ModelTarget
+    prompt: str = Field(min_length=1)
+    max_tokens: int | None = Field(None, ge=1)
+    stop: list[str] = Field(default_factory=list)
+    chat: bool | None = None
+
+
+async def _read_body(receive) -> bytes:
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return b""
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise ValueError(f"request body larger than {MAX_BODY_BYTES} bytes")
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+async def _send_json(send, status: int, body: dict) -> None:
+    data = json.dumps(body).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]})
+    await send({"type": "http.response.body", "body": data})
+
+
+def make_generate_endpoint(backends: Backends, limits: ModelLimits, settings: InferenceSettings):
+    """The raw ASGI app of ``POST /internal/generate`` (mounted on the service's FastStream ASGI app)."""
+
+    async def endpoint(scope, receive, send) -> None:
+        if scope.get("method") != "POST":
+            await _send_json(send, 405, {"detail": [{"loc": ["method"], "msg": "use POST", "type": "method_not_allowed"}]})
+            return
+        try:
+            req = GenerateRequest.model_validate_json(await _read_body(receive))
+        except ValidationError as exc:
+            problems = [{"loc": ["body", *map(str, e["loc"])], "msg": e["msg"], "type": e["type"]} for e in exc.errors()[:10]]
+            await _send_json(send, 422, {"detail": problems})
+            return
+        except ValueError as exc:
+            await _send_json(send, 413, {"detail": [{"loc": ["body"], "msg": str(exc), "type": "too_large"}]})
+            return
+        call = await call_model(
+            req.target, req.prompt, req.max_tokens or req.target.max_tokens, [*req.target.stop, *req.stop], req.chat,
+            backends, settings.inference_timeout_s, limits, settings.inference_max_attempts, settings.inference_backoff_s,
+        )
+        if call.error is not None:
+            await _send_json(send, 502, {"error": call.error.model_dump(), "latency_ms": call.latency_ms, "attempts": call.attempts})
+            return
+        gen = call.generation
+        await _send_json(send, 200, {"text": gen.text, "prompt_tokens": gen.prompt_tokens, "completion_tokens": gen.completion_tokens,
+                                     "latency_ms": call.latency_ms, "attempts": call.attempts})
+
+    return endpoint

@@ -1,0 +1,423 @@
+"""Statistics of one evaluation from its stored results: summary with intervals, breakdowns by category and
+capability dimension, latency, tokens, cost by role, error kinds, extraction failures, the failures list,
+the capability profile and the trend of the model over its runs.
+
+Everything is read from PostgreSQL (the record) in a handful of queries; per-item arrays are processed with
+numpy. Methods (also written into every report): accuracy = correct / scored with the Wilson 95 % score
+interval (errored items excluded from the denominator, counted under errors); means with a bootstrap
+interval (:func:`uep_common.stats.bootstrap_mean`); latency percentiles by linear interpolation.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+from sqlalchemy import func, select, text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from uep_common import stats
+from uep_common.db.models import Benchmark, Evaluation, Model
+from uep_reporter.report_model import (
+    Breakdown,
+    BreakdownRow,
+    CostStats,
+    ErrorKind,
+    Estimate,
+    ExtractionStats,
+    FailureItem,
+    Failures,
+    LatencyStats,
+    Profile,
+    RoleCost,
+    Summary,
+    TokenStats,
+    TrendPoint,
+)
+
+CATEGORY_KEYS = (
+    ("metadata", "category"), ("metadata", "subject"), ("input", "subject"), ("input", "category"),
+    ("metadata", "subset"), ("input", "activity"),
+)
+"""Where an item's category comes from, first present wins (MMLU: ``input.subject``)."""
+DIMENSION_KEYS = (("metadata", "dimension"), ("metadata", "capability"))
+MAX_FAILURES = 200
+"""Failures listed in a report (the results API pages through all of them)."""
+MAX_TEXT = 1500
+MAX_METRIC_KEYS = 8
+MAX_TREND_POINTS = 60
+MIN_RADAR_AXES = 3
+MAX_RADAR_CATEGORIES = 16
+
+METHODS = {
+    "accuracy": stats.WILSON + "; accuracy = correct / scored, errored items excluded and counted as errors",
+    "means": "mean with a bootstrap confidence interval: BCa for n <= 5000, percentile above (the BCa jackknife is "
+    "O(n^2)); 2000 resamples (fewer above n = 10,000: 2e7 / n, at least 400), seed " + str(stats.BOOTSTRAP_SEED)
+    + " (scipy.stats.bootstrap)",
+    "latency": "percentiles p50/p90/p99 of the model call's wall time: " + stats.PERCENTILE,
+    "extraction": "extraction failure rate = items whose answer could not be extracted / items whose metric extracts; "
+    + stats.WILSON,
+    "comparison": stats.MCNEMAR + "; differences of means: paired bootstrap, one resampled index vector for both sides",
+    "baseline": "the pinned evaluation of the same model name and benchmark, else the last completed one before this one",
+    "trend": "every completed evaluation of this model name on this benchmark (all model and benchmark versions), "
+    "accuracy with its Wilson interval from the stored summary",
+    "profile": "radar: for each capability dimension, the mean accuracy over the benchmarks carrying it (this "
+    "evaluation for its benchmark, the latest completed evaluation of the same model version for the others); "
+    "categories of this benchmark when fewer than 3 dimensions are known",
+}
+
+
+def _est_prop(k: int, n: int) -> Estimate | None:
+    ci = stats.wilson(k, n)
+    if ci is None:
+        return None
+    return Estimate(value=k / n, ci_low=ci.low, ci_high=ci.high, confidence=ci.confidence, n=n, method=ci.method)
+
+
+def _est_mean(values: np.ndarray) -> Estimate | None:
+    if values.size == 0:
+        return None
+    ci = stats.bootstrap_mean(values)
+    return Estimate(
+        value=float(values.mean()), ci_low=ci.low if ci else None, ci_high=ci.high if ci else None, n=int(values.size),
+        method=ci.method if ci else "undefined interval: fewer than 2 values",
+    )
+
+
+def _truncate(value: object) -> str:
+    s = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return s if len(s) <= MAX_TEXT else s[:MAX_TEXT] + f"… [{len(s) - MAX_TEXT} more characters]"
+
+
+@dataclass
+class Items:
+    """Per-item arrays of one evaluation (index i = the i-th stored result)."""
+
+    category: list[str | None]
+    dimension: list[str | None]
+    is_correct: np.ndarray  # float: 1, 0, NaN (no verdict)
+    score: np.ndarray  # float, NaN = none
+    latency: np.ndarray  # float, NaN = none
+    prompt_tokens: np.ndarray
+    completion_tokens: np.ndarray
+    error_kind: list[tuple[str, str] | None]
+    extraction: list[str | None]
+    metric_versions: dict[str, list[str]] = field(default_factory=dict)
+    metric_name: str | None = None
+    category_source: str | None = None
+    dimension_source: str | None = None
+
+    @property
+    def n(self) -> int:
+        return int(self.is_correct.size)
+
+
+def _json_path(where: str, key: str) -> str:
+    col = "s.metadata" if where == "metadata" else "s.input"
+    return f"({col}->>'{key}')"
+
+
+async def _first_present(session: AsyncSession, evaluation_id: uuid.UUID, keys) -> tuple[str, str] | None:
+    """The first of ``keys`` that the evaluation's samples carry (looked up in the first 5000 items)."""
+    counts = ", ".join(f"count({_json_path(w, k)})" for w, k in keys)
+    row = (
+        await session.execute(
+            text(f"SELECT {counts} FROM (SELECT s.input, s.metadata FROM sample_results r JOIN samples s ON s.id = r.sample_id "
+                 "WHERE r.evaluation_id = :e LIMIT 5000) s"),
+            {"e": evaluation_id},
+        )
+    ).one()
+    for (w, k), c in zip(keys, row, strict=True):
+        if c:
+            return w, k
+    return None
+
+
+async def load_items(session: AsyncSession, evaluation_id: uuid.UUID) -> Items:
+    """Every stored result of an evaluation as arrays (one query, plus one to find the category field)."""
+    cat = await _first_present(session, evaluation_id, CATEGORY_KEYS)
+    dim = await _first_present(session, evaluation_id, DIMENSION_KEYS)
+    cat_sql = _json_path(*cat) if cat else "NULL"
+    dim_sql = _json_path(*dim) if dim else "NULL"
+    rows = (
+        await session.execute(
+            text(
+                f"SELECT {cat_sql}, {dim_sql}, r.is_correct, r.score, r.latency_ms, r.prompt_tokens, r.completion_tokens, "
+                "r.error->>'stage', r.error->>'type', r.metrics->>'extraction' "
+                "FROM sample_results r JOIN samples s ON s.id = r.sample_id WHERE r.evaluation_id = :e"
+            ),
+            {"e": evaluation_id},
+        )
+    ).all()
+    cols = list(zip(*rows)) if rows else [[] for _ in range(10)]
+    nan = float("nan")
+    versions: dict[str, set[str]] = defaultdict(set)
+    names: Counter[str] = Counter()
+    for name, version, count in (await session.execute(
+        text("SELECT metric_name, metric_version, count(*) FROM sample_results WHERE evaluation_id = :e "
+             "AND metric_name IS NOT NULL GROUP BY 1, 2"), {"e": evaluation_id})).all():
+        versions[name].add(version)
+        names[name] += count
+    return Items(
+        category=list(cols[0]),
+        dimension=list(cols[1]),
+        is_correct=np.array([nan if v is None else float(v) for v in cols[2]], dtype=float),
+        score=np.array([nan if v is None else v for v in cols[3]], dtype=float),
+        latency=np.array([nan if v is None else v for v in cols[4]], dtype=float),
+        prompt_tokens=np.array([0 if v is None else v for v in cols[5]], dtype=np.int64),
+        completion_tokens=np.array([0 if v is None else v for v in cols[6]], dtype=np.int64),
+        error_kind=[None if s is None else (s, t or "unknown") for s, t in zip(cols[7], cols[8])],
+        extraction=list(cols[9]),
+        metric_versions={k: sorted(v) for k, v in sorted(versions.items())},
+        metric_name=names.most_common(1)[0][0] if names else None,
+        category_source=".".join(cat) if cat else None,
+        dimension_source=".".join(dim) if dim else None,
+    )
+
+
+async def metric_arrays(session: AsyncSession, evaluation_id: uuid.UUID) -> dict[str, np.ndarray]:
+    """Numeric per-item metrics (``metrics`` JSON values that are numbers, booleans excluded), by key."""
+    rows = (
+        await session.execute(
+            text(
+                "SELECT m.key, array_agg(m.value::text::float8) FROM sample_results r, jsonb_each(r.metrics) m "
+                "WHERE r.evaluation_id = :e AND jsonb_typeof(m.value) = 'number' GROUP BY m.key ORDER BY count(*) DESC, m.key"
+            ),
+            {"e": evaluation_id},
+        )
+    ).all()
+    return {k: np.asarray(v, dtype=float) for k, v in rows[:MAX_METRIC_KEYS]}
+
+
+def _scored_stats(ok: np.ndarray, score: np.ndarray) -> tuple[int, int, Estimate | None, Estimate | None]:
+    verdict = ~np.isnan(ok)
+    scored = int(verdict.sum())
+    correct = int((ok[verdict] == 1.0).sum())
+    s = score[~np.isnan(score)]
+    binary = s.size > 0 and bool(np.isin(s, (0.0, 1.0)).all()) and scored == s.size
+    score_mean = None if binary else _est_mean(s)  # a 0/1 score is the accuracy: Wilson covers it
+    return scored, correct, _est_prop(correct, scored), score_mean
+
+
+async def cost_by_role(session: AsyncSession, evaluation_id: uuid.UUID) -> CostStats:
+    """Cost per role from the spend ledger (``spend_ledger``: ``settled`` of its settle and charge entries,
+    in the site currency); tokens only when no ledger exists or it holds nothing for the evaluation."""
+    tokens_note = "no spend ledger entries: tokens only (see summary.tokens)"
+    try:
+        from uep_common.costs import currency
+        from uep_common.db.budgets import SpendEntry
+    except ImportError:  # a deployment without the budgets module
+        return CostStats(available=False, note=tokens_note, by_role=[], total=None)
+    se = SpendEntry
+    rows = (
+        await session.execute(
+            select(se.role, func.sum(se.settled), func.sum(se.prompt_tokens), func.sum(se.completion_tokens), func.count())
+            .where(se.evaluation_id == evaluation_id, se.kind.in_(("settle", "charge")))
+            .group_by(se.role).order_by(se.role)
+        )
+    ).all()
+    if not rows:
+        return CostStats(available=False, note=tokens_note, by_role=[], total=None)
+    cur = currency()
+    by_role = [RoleCost(role=r, cost=float(c or 0), currency=cur, prompt_tokens=int(p or 0), completion_tokens=int(k or 0),
+                        calls=int(n)) for r, c, p, k, n in rows]
+    return CostStats(available=True, note="settled cost per role from the spend ledger (settle and charge entries)",
+                     by_role=by_role, total=sum(x.cost for x in by_role))
+
+
+async def build_summary(session: AsyncSession, evaluation_id: uuid.UUID, items: Items) -> Summary:
+    """The summary section (see the module docstring for the methods)."""
+    scored, correct, accuracy, score_mean = _scored_stats(items.is_correct, items.score)
+    lat = items.latency[~np.isnan(items.latency)]
+    pct = stats.percentiles(lat)
+    errors = Counter(k for k in items.error_kind if k)
+    examples: dict[tuple[str, str], str | None] = {
+        (st, ty or "unknown"): m
+        for st, ty, m in (await session.execute(text(
+            "SELECT DISTINCT ON (error->>'stage', error->>'type') error->>'stage', error->>'type', left(error->>'message', 300) "
+            "FROM sample_results WHERE evaluation_id = :e AND error IS NOT NULL ORDER BY error->>'stage', error->>'type', id"),
+            {"e": evaluation_id})).all()
+    } if errors else {}
+    extracting = [e for e in items.extraction if e is not None]
+    fails = sum(1 for e in extracting if e == "no_answer")
+    means = {k: e for k, v in (await metric_arrays(session, evaluation_id)).items() if (e := _est_mean(v)) is not None}
+    n = items.n
+    return Summary(
+        n=n, scored=scored, correct=correct, errors=sum(errors.values()),
+        metric_name=items.metric_name, metric_versions=items.metric_versions,
+        accuracy=accuracy, score_mean=score_mean, metric_means=means,
+        latency=LatencyStats(n=int(lat.size), p50=pct["p50"], p90=pct["p90"], p99=pct["p99"],
+                             mean=float(lat.mean()) if lat.size else None, method=stats.PERCENTILE),
+        tokens=TokenStats(
+            prompt=int(items.prompt_tokens.sum()), completion=int(items.completion_tokens.sum()),
+            total=int(items.prompt_tokens.sum() + items.completion_tokens.sum()),
+            mean_prompt_per_item=float(items.prompt_tokens.mean()) if n else None,
+            mean_completion_per_item=float(items.completion_tokens.mean()) if n else None,
+        ),
+        cost=await cost_by_role(session, evaluation_id),
+        extraction=ExtractionStats(
+            items_extracting=len(extracting), failures=fails, rate=_est_prop(fails, len(extracting)),
+            by_kind=dict(sorted(Counter(extracting).items())),
+        ),
+        error_kinds=[
+            ErrorKind(kind=f"{s}/{t}", stage=s, type=t, count=c, share=c / n if n else 0.0, example=examples.get((s, t)))
+            for (s, t), c in errors.most_common()
+        ],
+    )
+
+
+def breakdown(labels: list[str | None], items: Items, source: str | None, note: str) -> Breakdown:
+    """Accuracy (Wilson) and score mean (bootstrap) per label; rows sorted by label, items without one
+    grouped under ``(none)``."""
+    groups: dict[str, list[int]] = defaultdict(list)
+    for i, label in enumerate(labels):
+        groups[label if label is not None else "(none)"].append(i)
+    rows = []
+    for name in sorted(groups):
+        idx = np.asarray(groups[name])
+        scored, correct, acc, sm = _scored_stats(items.is_correct[idx], items.score[idx])
+        errs = sum(1 for i in groups[name] if items.error_kind[i])
+        rows.append(BreakdownRow(name=name, n=int(idx.size), scored=scored, correct=correct, errors=errs, accuracy=acc, score_mean=sm))
+    return Breakdown(source=source, note=note, rows=rows)
+
+
+def category_breakdown(items: Items) -> Breakdown:
+    """Per-category breakdown (e.g. MMLU subject); empty rows when the samples carry no category."""
+    if items.category_source is None:
+        return Breakdown(source=None, note="the samples carry no category (metadata.category/subject, input.subject…)", rows=[])
+    return breakdown(items.category, items, items.category_source, f"grouped by {items.category_source}")
+
+
+def dimension_breakdown(items: Items, dims: list[str]) -> Breakdown:
+    """Per capability dimension: from the samples' ``metadata.dimension`` when present, else every item counts
+    toward each of the benchmark's ``capability_dimensions`` (so every row equals the overall figure)."""
+    if items.dimension_source is not None:
+        return breakdown(items.dimension, items, items.dimension_source, f"grouped by {items.dimension_source}")
+    if not dims:
+        return Breakdown(source=None, note="the benchmark declares no capability dimensions", rows=[])
+    whole = breakdown([None] * items.n, items, None, "")
+    rows = [r.model_copy(update={"name": d}) for d in dims for r in whole.rows]
+    return Breakdown(source="benchmark.capability_dimensions", note="every item counts toward each dimension of the benchmark", rows=rows)
+
+
+async def failures(session: AsyncSession, evaluation_id: uuid.UUID, category_source: str | None) -> Failures:
+    """The first :data:`MAX_FAILURES` items that are not correct (wrong or errored), in benchmark order."""
+    cat_sql = _json_path(*category_source.split(".", 1)) if category_source else "NULL"
+    where = "r.evaluation_id = :e AND r.is_correct IS NOT TRUE"
+    total = (await session.execute(text(f"SELECT count(*) FROM sample_results r WHERE {where}"), {"e": evaluation_id})).scalar_one()
+    rows = (
+        await session.execute(
+            text(
+                f"SELECT s.ordinal, s.external_id, r.repeat, r.arm, {cat_sql}, s.input, s.reference, r.output, r.extracted, "
+                "r.is_correct, r.score, r.error FROM sample_results r JOIN samples s ON s.id = r.sample_id "
+                f"WHERE {where} ORDER BY s.ordinal, r.repeat, r.arm LIMIT :limit"
+            ),
+            {"e": evaluation_id, "limit": MAX_FAILURES},
+        )
+    ).all()
+    items = [
+        FailureItem(
+            ordinal=o, external_id=x, repeat=rp, arm=arm, category=c, input=_truncate(inp), reference=_truncate(ref),
+            output=None if out is None else _truncate(out), extracted=ext, is_correct=ok, score=sc,
+            error=None if err is None else f"{err.get('stage')}/{err.get('type')}: {err.get('message', '')}"[:MAX_TEXT],
+        )
+        for o, x, rp, arm, c, inp, ref, out, ext, ok, sc, err in rows
+    ]
+    return Failures(total=total, shown=len(items), items=items)
+
+
+def _summary_value(summary: dict | None) -> tuple[float, float | None, float | None] | None:
+    if not summary or summary.get("accuracy") is None:
+        return None
+    return summary["accuracy"], summary.get("ci_low"), summary.get("ci_high")
+
+
+async def trend(session: AsyncSession, ev: Evaluation, model: Model, bench: Benchmark) -> list[TrendPoint]:
+    """Every completed evaluation of this model name on this benchmark slug (plus this one), by time."""
+    schedule_col = getattr(Evaluation, "schedule_id", None)
+    cols = [Evaluation.id, Evaluation.completed_at, Evaluation.created_at, Evaluation.summary, Model.version, Benchmark.version]
+    if schedule_col is not None:
+        cols.append(schedule_col)
+    rows = (
+        await session.execute(
+            select(*cols)
+            .join(Model, Model.id == Evaluation.model_id)
+            .join(Benchmark, Benchmark.id == Evaluation.benchmark_id)
+            .where(Model.name == model.name, Benchmark.slug == bench.slug)
+            .where((Evaluation.status == "completed") | (Evaluation.id == ev.id))
+            .order_by(Evaluation.completed_at.desc().nulls_last())
+            .limit(MAX_TREND_POINTS)
+        )
+    ).all()
+    points = []
+    for row in rows:
+        value = _summary_value(row[3])
+        if value is None:
+            continue
+        current = row[0] == ev.id
+        points.append(TrendPoint(
+            evaluation_id=row[0], time=row[1] or row[2], value=value[0], ci_low=value[1], ci_high=value[2],
+            label="this run" if current else f"v{row[4]}", model_version=row[4], benchmark_version=row[5],
+            scheduled=bool(row[6]) if schedule_col is not None else False, current=current,
+        ))
+    return sorted(points, key=lambda p: p.time)
+
+
+async def _dimension_profile(session: AsyncSession, ev: Evaluation) -> dict[str, float]:
+    rows = (
+        await session.execute(
+            select(Evaluation.id, Evaluation.benchmark_id, Evaluation.summary, Benchmark.slug, Benchmark.capability_dimensions)
+            .join(Benchmark, Benchmark.id == Evaluation.benchmark_id)
+            .where(Evaluation.model_id == ev.model_id, (Evaluation.status == "completed") | (Evaluation.id == ev.id))
+            .order_by(Evaluation.completed_at.desc().nulls_last())
+        )
+    ).all()
+    own_slug = next((r[3] for r in rows if r[0] == ev.id), None)
+    per_bench: dict[str, tuple[float, list[str]]] = {}
+    for eid, _bid, summary, slug, dims in rows:
+        value = _summary_value(summary)
+        if value is None or (slug == own_slug and eid != ev.id) or slug in per_bench:
+            continue
+        per_bench[slug] = (value[0], list(dims or []))
+    acc: dict[str, list[float]] = defaultdict(list)
+    for value, dims in per_bench.values():
+        for d in dims:
+            acc[d].append(value)
+    return {d: float(np.mean(v)) for d, v in acc.items()}
+
+
+async def enough_dimensions(session: AsyncSession, ev: Evaluation, baseline: Evaluation | None) -> bool:
+    """Whether the capability-dimension radar has at least :data:`MIN_RADAR_AXES` axes (else categories are drawn)."""
+    dims = set(await _dimension_profile(session, ev))
+    if baseline is not None:
+        dims |= set(await _dimension_profile(session, baseline))
+    return len(dims) >= MIN_RADAR_AXES
+
+
+async def profile(session: AsyncSession, ev: Evaluation, model: Model, baseline: Evaluation | None,
+                  categories: Breakdown, baseline_categories: Breakdown | None) -> Profile:
+    """Series for the radar chart (see METHODS["profile"])."""
+    name = f"{model.name} v{model.version}"
+    series = {f"{name} (this run)": await _dimension_profile(session, ev)}
+    if baseline is not None:
+        bmodel = await session.get(Model, baseline.model_id)
+        series[f"{bmodel.name} v{bmodel.version} (baseline)"] = await _dimension_profile(session, baseline)
+    n_dims = len({d for s in series.values() for d in s})
+    if n_dims >= MIN_RADAR_AXES:
+        return Profile(source="capability_dimensions", note=METHODS["profile"], series=series)
+    rows = [r for r in categories.rows if r.accuracy is not None]
+    if len(rows) >= MIN_RADAR_AXES:
+        rows = sorted(rows, key=lambda r: -r.n)[:MAX_RADAR_CATEGORIES]
+        names = sorted(r.name for r in rows)
+        cat_series = {f"{name} (this run)": {r.name: r.accuracy.value for r in rows}}
+        if baseline_categories is not None:
+            b = {r.name: r.accuracy.value for r in baseline_categories.rows if r.accuracy is not None and r.name in names}
+            if b:
+                cat_series[next(iter(series.keys() - {f"{name} (this run)"}), "baseline")] = b
+        cat_series = {k: {n: v[n] for n in names if n in v} for k, v in cat_series.items()}
+        return Profile(source="categories", note=f"accuracy per category ({categories.source}); fewer than "
+                       f"{MIN_RADAR_AXES} capability dimensions are known for this model", series=cat_series)
+    return Profile(source="capability_dimensions", note=METHODS["profile"] + f" (only {n_dims} known)", series=series)

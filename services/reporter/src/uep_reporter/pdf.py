@@ -1,0 +1,63 @@
+"""HTML → PDF and HTML → PNG with the system's headless Chromium, driven by Playwright.
+
+Playwright never downloads a browser here: it launches ``/usr/bin/chromium`` (Debian's package, installed
+by ``make install``; override with ``UEP_CHROMIUM_PATH``) with networking features off. The page is loaded
+with ``set_content`` (no URL is fetched: the report is self-contained).
+"""
+
+from __future__ import annotations
+
+import os
+
+CHROMIUM_PATH = os.environ.get("UEP_CHROMIUM_PATH", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+class PdfUnavailable(RuntimeError):
+    """Chromium is missing or failed; the message says why (the report is stored without its PDF)."""
+
+
+async def _with_page(html: str, action, width: int = 1100):
+    from playwright.async_api import Error as PlaywrightError
+    from playwright.async_api import async_playwright
+
+    if not os.path.exists(CHROMIUM_PATH):
+        raise PdfUnavailable(f"no Chromium at {CHROMIUM_PATH} (install Debian's chromium: make chromium)")
+    try:
+        async with async_playwright() as p:
+            browser = await p.chromium.launch(executable_path=CHROMIUM_PATH, args=CHROMIUM_ARGS, headless=True)
+            try:
+                page = await browser.new_page(viewport={"width": width, "height": 900})
+                await page.route("**/*", lambda route: route.abort())  # nothing may be fetched
+                await page.set_content(html, wait_until="load")
+                return await action(page)
+            finally:
+                await browser.close()
+    except PlaywrightError as exc:
+        raise PdfUnavailable(f"Chromium failed: {str(exc).splitlines()[0][:300]}") from exc
+
+
+async def html_to_pdf(html: str) -> bytes:
+    """Render ``html`` to an A4 PDF (backgrounds printed, 12 mm margins).
+
+    Raises:
+        PdfUnavailable: Chromium is missing or failed.
+    """
+    async def pdf(page):
+        await page.emulate_media(media="print")
+        return await page.pdf(format="A4", print_background=True,
+                              margin={"top": "12mm", "bottom": "12mm", "left": "10mm", "right": "10mm"})
+
+    return await _with_page(html, pdf)
+
+
+async def html_to_png(html: str, width: int = 1100, full_page: bool = True) -> bytes:
+    """Screenshot of ``html`` rendered at ``width`` CSS pixels (to look at the charts).
+
+    Raises:
+        PdfUnavailable: Chromium is missing or failed.
+    """
+    async def shot(page):
+        return await page.screenshot(full_page=full_page, type="png")
+
+    return await _with_page(html, shot, width)

@@ -1,0 +1,247 @@
+"""The JSON report: pydantic models whose JSON Schema is published as ``docs/report.schema.json``.
+
+Versioning: :data:`REPORT_SCHEMA_VERSION` is ``MAJOR.MINOR``. New optional fields bump MINOR; a removed,
+renamed or retyped field, or a changed meaning, bumps MAJOR. Every report carries the version it follows.
+Regenerate the schema file with ``python -m uep_reporter.report_model > docs/report.schema.json``
+(a test fails when the file and the models disagree).
+
+Every figure with an interval says how it was computed (``method``): Wilson score interval for
+proportions, bootstrap (BCa or percentile, seed, resamples) for means, exact McNemar for paired verdicts.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from uep_common.comparison import Comparison
+from uep_common.fingerprint import FingerprintDiff
+
+REPORT_SCHEMA_VERSION = "1.0"
+SCHEMA_ID = "https://uep.example/schemas/report-1.0.json"
+
+
+class _M(BaseModel):
+    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
+
+
+class Estimate(_M):
+    """A point estimate with its interval (``ci_low``/``ci_high`` None when undefined, e.g. 0 trials)."""
+
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+    confidence: float = 0.95
+    n: int = Field(description="Observations behind the estimate.")
+    method: str
+
+
+class BenchmarkInfo(_M):
+    id: uuid.UUID
+    slug: str
+    name: str
+    version: str
+    category: str
+    capability_dimensions: list[str]
+    metric: str | None
+
+
+class ModelInfo(_M):
+    id: uuid.UUID
+    name: str
+    version: str
+
+
+class EvaluationInfo(_M):
+    id: uuid.UUID
+    status: str
+    created_at: datetime
+    completed_at: datetime | None
+    error: str | None
+    pinned: bool
+    repeats: int
+    sample_limit: int | None
+    experiment_id: uuid.UUID | None = None
+    arm: str | None = None
+    benchmark: BenchmarkInfo
+    model: ModelInfo
+
+
+class LatencyStats(_M):
+    n: int = Field(description="Items with a latency.")
+    p50: float | None
+    p90: float | None
+    p99: float | None
+    mean: float | None
+    unit: Literal["ms"] = "ms"
+    method: str
+
+
+class TokenStats(_M):
+    prompt: int
+    completion: int
+    total: int
+    mean_prompt_per_item: float | None
+    mean_completion_per_item: float | None
+
+
+class RoleCost(_M):
+    role: str
+    cost: float | None
+    currency: str | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    calls: int | None
+
+
+class CostStats(_M):
+    available: bool = Field(description="False when no spend ledger exists: tokens only.")
+    note: str
+    by_role: list[RoleCost]
+    total: float | None
+
+
+class ErrorKind(_M):
+    kind: str = Field(description="stage/type, e.g. inference/timeout.")
+    stage: str
+    type: str
+    count: int
+    share: float = Field(description="count / n (all items).")
+    example: str | None
+
+
+class ExtractionStats(_M):
+    items_extracting: int = Field(description="Items whose metric extracts an answer.")
+    failures: int
+    rate: Estimate | None = Field(description="failures / items_extracting with the Wilson interval; None when no item extracts.")
+    by_kind: dict[str, int]
+
+
+class Summary(_M):
+    n: int
+    scored: int
+    correct: int
+    errors: int
+    metric_name: str | None
+    metric_versions: dict[str, list[str]]
+    accuracy: Estimate | None = Field(description="correct / scored, Wilson 95 %; None when nothing was scored.")
+    score_mean: Estimate | None = Field(description="Mean of the items' `score` (bootstrap); None when no item has a score.")
+    metric_means: dict[str, Estimate] = Field(description="Means of numeric per-item metrics (bootstrap).")
+    latency: LatencyStats
+    tokens: TokenStats
+    cost: CostStats
+    extraction: ExtractionStats
+    error_kinds: list[ErrorKind]
+
+
+class BreakdownRow(_M):
+    name: str
+    n: int
+    scored: int
+    correct: int
+    errors: int
+    accuracy: Estimate | None
+    score_mean: Estimate | None
+
+
+class Breakdown(_M):
+    source: str | None = Field(description="Where the grouping comes from (e.g. input.subject); None when absent.")
+    note: str
+    rows: list[BreakdownRow]
+
+
+class TrendPoint(_M):
+    evaluation_id: uuid.UUID
+    time: datetime
+    value: float
+    ci_low: float | None
+    ci_high: float | None
+    label: str
+    model_version: str
+    benchmark_version: str
+    scheduled: bool
+    current: bool
+
+
+class Profile(_M):
+    source: str = Field(description="capability_dimensions (across benchmarks) or categories (this benchmark).")
+    note: str
+    series: dict[str, dict[str, float]] = Field(description="series → dimension → value in [0, 1].")
+
+
+class BaselineInfo(_M):
+    evaluation_id: uuid.UUID
+    reason: str = Field(description="pinned | previous | requested")
+    model_version: str
+    benchmark_version: str
+    completed_at: datetime | None
+    accuracy: float | None
+
+
+class FailureItem(_M):
+    ordinal: int
+    external_id: str | None
+    repeat: int
+    arm: str
+    category: str | None
+    input: str = Field(description="The sample's input as JSON, truncated.")
+    reference: str = Field(description="The reference as JSON, truncated.")
+    output: str | None
+    extracted: str | None
+    is_correct: bool | None
+    score: float | None
+    error: str | None
+
+
+class Failures(_M):
+    total: int = Field(description="Items not correct (wrong or errored).")
+    shown: int
+    items: list[FailureItem]
+
+
+class ComparisonSection(_M):
+    baseline: BaselineInfo
+    comparison: Comparison
+
+
+class Report(_M):
+    """A report of one evaluation (JSON Schema: docs/report.schema.json)."""
+
+    model_config = ConfigDict(extra="forbid", title="uep evaluation report", json_schema_serialization_defaults_required=True)
+
+    schema_version: Literal["1.0"] = REPORT_SCHEMA_VERSION
+    report_id: uuid.UUID
+    generated_at: datetime
+    evaluation: EvaluationInfo
+    summary: Summary
+    categories: Breakdown
+    dimensions: Breakdown
+    profile: Profile
+    trend: list[TrendPoint]
+    comparison: ComparisonSection | None
+    no_baseline_reason: str | None = None
+    fingerprint: dict[str, object]
+    fingerprint_diff: FingerprintDiff | None
+    failures: Failures
+    methods: dict[str, str] = Field(description="How each kind of figure is computed.")
+
+
+def json_schema() -> dict:
+    """The JSON Schema (draft 2020-12) of :class:`Report`, with ``$id`` and the schema version."""
+    schema = Report.model_json_schema(mode="serialization")
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": SCHEMA_ID,
+        "version": REPORT_SCHEMA_VERSION,
+        "description": (Report.__doc__ or "").strip() + " Versioned MAJOR.MINOR: optional additions bump MINOR, "
+        "breaking changes bump MAJOR.",
+        **schema,
+    }
+
+
+if __name__ == "__main__":
+    print(json.dumps(json_schema(), indent=2, sort_keys=True))

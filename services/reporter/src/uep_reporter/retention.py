@@ -1,0 +1,105 @@
+"""Reporter side of retention: the periodic cleanup and the runs requested through the gateway.
+
+A reporter replica runs :class:`RetentionWorker`: every ``retention_interval_s`` (first after
+``retention_initial_delay_s``) a periodic run, and every ``retention_poll_s`` it claims a run requested by
+``POST /v1/retention/run`` (a ``retention_runs`` row in status 'requested', claimed ``FOR UPDATE SKIP
+LOCKED`` so exactly one replica executes it). The reporter executes them because it owns the artifact files.
+What a run keeps and deletes is defined in :mod:`uep_common.retention`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from pathlib import Path
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from uep_common import retention
+from uep_common.artifacts import artifact_dir
+from uep_common.db.leaderboards import RetentionRun
+
+log = logging.getLogger(__name__)
+
+
+async def execute_requested(
+    sessionmaker: async_sessionmaker[AsyncSession], default_keep_last: int, artifact_root: Path | None
+) -> int:
+    """Claim and execute every requested run, oldest first; returns how many ran."""
+    done = 0
+    while True:
+        async with sessionmaker() as session, session.begin():
+            run = await session.scalar(
+                select(RetentionRun).where(RetentionRun.status == "requested")
+                .order_by(RetentionRun.requested_at).limit(1).with_for_update(skip_locked=True)
+            )
+            if run is None:
+                return done
+            run.status, run.started_at = "running", func.now()
+            run_id, dry_run, keep_last, scope = run.id, run.dry_run, run.keep_last or default_keep_last, run.scope or {}
+        try:
+            result = await retention.run(
+                sessionmaker, keep_last, dry_run=dry_run, artifact_root=artifact_root, wait_for_lock=True,
+                benchmark=scope.get("benchmark"), model=scope.get("model"),
+            )
+            status, error = result["status"], None
+        except Exception as exc:  # noqa: BLE001 - recorded on the run
+            log.exception("retention run %s failed", run_id)
+            result, status, error = None, "failed", f"{type(exc).__name__}: {exc}"[:2000]
+        async with sessionmaker() as session, session.begin():
+            run = await session.get(RetentionRun, run_id)
+            run.status, run.result, run.error, run.finished_at = status, result, error, func.now()
+        done += 1
+
+
+class RetentionWorker:
+    """Background loop of one reporter replica (see the module docstring)."""
+
+    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession], settings) -> None:
+        self._sessionmaker = sessionmaker
+        self._settings = settings
+        self._task: asyncio.Task | None = None
+        self._root = artifact_dir(settings)
+
+    def start(self) -> None:
+        """Start on the running event loop."""
+        self._task = asyncio.create_task(self._run(), name="retention")
+
+    async def stop(self) -> None:
+        """Cancel the loop (a run in progress is rolled back evaluation by evaluation; each is atomic)."""
+        if self._task:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+
+    async def periodic_once(self) -> dict:
+        """One periodic run, recorded in ``retention_runs`` unless another replica held the lock."""
+        s = self._settings
+        started = time.time()
+        result = await retention.run(self._sessionmaker, s.retention_keep_last, artifact_root=self._root)
+        if result["status"] != "skipped":
+            async with self._sessionmaker() as session, session.begin():
+                session.add(RetentionRun(
+                    trigger="periodic", dry_run=False, keep_last=s.retention_keep_last, status=result["status"],
+                    result=result, started_at=func.to_timestamp(started), finished_at=func.now(),
+                ))
+        return result
+
+    async def _run(self) -> None:
+        s = self._settings
+        next_periodic = time.monotonic() + s.retention_initial_delay_s
+        while True:
+            try:
+                await execute_requested(self._sessionmaker, s.retention_keep_last, self._root)
+                if s.retention_enabled and time.monotonic() >= next_periodic:
+                    next_periodic = time.monotonic() + s.retention_interval_s
+                    await self.periodic_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - the database may be down; try again next round
+                log.warning("retention pass failed", exc_info=True)
+            await asyncio.sleep(s.retention_poll_s)

@@ -1,0 +1,332 @@
+"""The allocation pass: which items are leased next, under fair queuing and capacity, in PostgreSQL.
+
+One pass runs in one transaction:
+
+1. ``pg_advisory_xact_lock(ALLOCATION_LOCK)``: a PostgreSQL transaction-level advisory lock serialises
+   allocation passes across every scheduler replica (released at commit or rollback). A pass reads the
+   open leases after taking the lock, so two replicas never both see the same free slot, never lease one
+   item twice (``sample_leases`` is also unique per item) and never exceed a capacity bound. The
+   evaluations that get items are then locked with ``SELECT … FOR UPDATE`` (in id order) and their status
+   re-checked, so a cancel or stop that commits meanwhile is honoured.
+2. With ``reconcile``: expired leases whose item has no stored result are dispatched again (attempt + 1,
+   no new slot: they were counted as in flight), and open leases whose item is stored are released.
+3. Free slots are given one at a time by two-level start-time fair queuing (:mod:`uep_scheduler.fairness`):
+   tenants, then flows (evaluations; the arms of an A/B experiment as one flow, so item ``i`` of every arm
+   goes out together), urgent class first, aging, under the bounds of :mod:`uep_scheduler.capacity`.
+4. The budget hook ``reserve_for_dispatch`` is asked once per evaluation for its planned items; the fair
+   queuing tags are then charged for what was allowed, in the order the slots were given.
+5. Leases and their SampleDispatched events (outbox) are written; the tags are stored.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from uep_common import budget
+from uep_common.db.models import Benchmark, Evaluation, Model, Sample, SampleLease
+from uep_common.db.scheduling import SchedClock, SchedFlow, SchedTenant
+from uep_scheduler.capacity import adaptive_limits, evaluation_bound, model_bound
+from uep_scheduler.dispatch import dispatch_events, model_target, stored_result
+from uep_scheduler.fairness import PRIORITY_WEIGHTS, FairQueue, FlowTag, TenantTag
+from uep_scheduler.settings import SchedulerSettings
+
+ALLOCATION_LOCK = 0x7565_7073
+"""Key of the transaction-level advisory lock held by an allocation pass (``'ueps'``)."""
+
+MAX_REDISPATCH_PER_PASS = 1000
+
+
+@dataclass
+class PassResult:
+    """What one pass did: new items leased and expired leases re-dispatched, per evaluation; ``order`` lists
+    the evaluations of each slot given, in order (for tests and metrics)."""
+
+    leased: dict[uuid.UUID, int] = field(default_factory=dict)
+    redispatched: dict[uuid.UUID, int] = field(default_factory=dict)
+    released_stale: int = 0
+    order: list[uuid.UUID] = field(default_factory=list)
+
+    @property
+    def dispatched(self) -> int:
+        """Events staged: new leases plus re-dispatches."""
+        return sum(self.leased.values()) + sum(self.redispatched.values())
+
+
+def flow_id_of(ev: Evaluation) -> uuid.UUID:
+    """The fair-queuing flow of ``ev``: its A/B experiment, else itself."""
+    return ev.experiment_id or ev.id
+
+
+async def _in_flight(session: AsyncSession, now: datetime) -> tuple[dict[uuid.UUID, int], dict[uuid.UUID, int], int]:
+    """Open leases ``(per evaluation, per model, total)``. A lease of an evaluation that is not running any
+    more counts only until it expires (it will never be dispatched again)."""
+    live = func.count().filter(SampleLease.lease_expires_at > now)
+    rows = await session.execute(
+        select(SampleLease.evaluation_id, Evaluation.model_id, Evaluation.status, func.count(), live)
+        .join(Evaluation, Evaluation.id == SampleLease.evaluation_id)
+        .where(SampleLease.state == "leased")
+        .group_by(SampleLease.evaluation_id, Evaluation.model_id, Evaluation.status)
+    )
+    per_ev: dict[uuid.UUID, int] = {}
+    per_model: dict[uuid.UUID, int] = defaultdict(int)
+    total = 0
+    for ev_id, model_id, status, n_all, n_live in rows:
+        n = n_all if status == "running" else n_live
+        per_ev[ev_id] = n
+        per_model[model_id] += n
+        total += n
+    return per_ev, per_model, total
+
+
+async def _samples_for(session: AsyncSession, ranges: list[tuple[uuid.UUID, int, int]]) -> dict[tuple[uuid.UUID, int], Sample]:
+    """Samples of ``(benchmark_id, first ordinal, last ordinal)`` ranges, by ``(benchmark_id, ordinal)`` (one query)."""
+    if not ranges:
+        return {}
+    cond = or_(*(and_(Sample.benchmark_id == b, Sample.ordinal.between(lo, hi)) for b, lo, hi in ranges))
+    return {(s.benchmark_id, s.ordinal): s for s in await session.scalars(select(Sample).where(cond))}
+
+
+async def _reconcile_leases(
+    session: AsyncSession, running: dict[uuid.UUID, Evaluation], models: dict[uuid.UUID, Model], now: datetime,
+    expires: datetime, result: PassResult,
+) -> None:
+    """Release open leases whose item is stored; dispatch expired ones again (attempt + 1)."""
+    stale = await session.execute(
+        update(SampleLease)
+        .where(SampleLease.state == "leased", SampleLease.lease_expires_at < now, stored_result())
+        .values(state="released", released_at=now)
+        .execution_options(synchronize_session=False)
+    )
+    result.released_stale = stale.rowcount or 0
+    if not running:
+        return
+    expired = list(
+        await session.scalars(
+            select(SampleLease)
+            .where(
+                SampleLease.state == "leased",
+                SampleLease.lease_expires_at < now,
+                SampleLease.evaluation_id.in_(list(running)),
+                ~stored_result(),
+            )
+            .order_by(SampleLease.id)
+            .limit(MAX_REDISPATCH_PER_PASS)
+            .with_for_update(skip_locked=True)
+        )
+    )
+    by_ev: dict[uuid.UUID, list[SampleLease]] = defaultdict(list)
+    for lease in expired:
+        lease.attempt += 1
+        lease.state = "leased"
+        lease.leased_at = now
+        lease.lease_expires_at = expires
+        lease.released_at = None
+        by_ev[lease.evaluation_id].append(lease)
+    for ev_id, leases in by_ev.items():
+        ev = running[ev_id]
+        samples = {s.id: s for s in await session.scalars(select(Sample).where(Sample.id.in_([x.sample_id for x in leases])))}
+        benchmark = await session.get(Benchmark, ev.benchmark_id)
+        await dispatch_events(session, ev, benchmark, model_target(models[ev.model_id]), samples, leases, expires)
+        result.redispatched[ev_id] = len(leases)
+
+
+async def _load_tags(session: AsyncSession, tenant_ids: set[uuid.UUID], flow_ids: set[uuid.UUID]):
+    clock = await session.scalar(select(SchedClock.vtime).where(SchedClock.id == 1)) or 0.0
+    tenants = {
+        t.tenant_id: (t.weight, t.vfinish, t.vtime)
+        for t in await session.scalars(select(SchedTenant).where(SchedTenant.tenant_id.in_(list(tenant_ids))))
+    }
+    flows = {
+        f.flow_id: (f.vfinish, f.last_dispatch_at, f.dispatched)
+        for f in await session.scalars(select(SchedFlow).where(SchedFlow.flow_id.in_(list(flow_ids))))
+    }
+    return clock, tenants, flows
+
+
+def _queue(clock, tenant_rows, flow_rows, groups: dict[uuid.UUID, list[Evaluation]], now: datetime, aging_s: float) -> FairQueue:
+    """A fresh FairQueue over ``groups`` (flow id → its running evaluations) from the stored tags."""
+    tenants = [TenantTag(t, w, vf, vt) for t, (w, vf, vt) in tenant_rows.items()]
+    flows = []
+    for fid, evs in groups.items():
+        first = min(evs, key=lambda e: (e.created_at, e.id))
+        vfinish, last, dispatched = flow_rows.get(fid, (0.0, None, 0))
+        since = last or min((e.started_at or e.created_at) for e in evs)
+        flows.append(
+            FlowTag(
+                flow_id=fid, tenant_id=first.tenant_id, weight=PRIORITY_WEIGHTS.get(first.priority, 2.0), vfinish=vfinish,
+                strict=first.priority == "urgent", aged=(now - since).total_seconds() >= aging_s,
+                order=(first.created_at, first.id), last_dispatch_at=last, dispatched=dispatched, payload=evs,
+            )
+        )
+    return FairQueue(clock, tenants, flows)
+
+
+async def allocate(
+    session: AsyncSession, settings: SchedulerSettings, *, reconcile: bool = False, now: datetime | None = None
+) -> PassResult:
+    """Run one allocation pass inside the caller's transaction (see the module docstring).
+
+    Args:
+        session: an open transaction on the system of record.
+        settings: capacity bounds, aging and lease duration.
+        reconcile: also re-dispatch expired leases and release stale ones.
+        now: the pass's clock (tests pass a simulated one); default the current UTC time.
+
+    Returns:
+        What was leased and re-dispatched.
+    """
+    now = now or datetime.now(UTC)
+    expires = now + timedelta(seconds=settings.lease_seconds)
+    result = PassResult()
+    await session.execute(select(func.pg_advisory_xact_lock(ALLOCATION_LOCK)))
+
+    running = {e.id: e for e in await session.scalars(select(Evaluation).where(Evaluation.status == "running"))}
+    models = {m.id: m for m in await session.scalars(select(Model).where(Model.id.in_({e.model_id for e in running.values()})))} if running else {}
+    if reconcile:
+        await _reconcile_leases(session, running, models, now, expires, result)
+
+    per_ev, per_model, total = await _in_flight(session, now)
+    free = settings.max_in_flight_global - total
+    waiting = {i: e for i, e in running.items() if e.dispatched_items < e.total_items}
+    if free <= 0 or not waiting:
+        return result
+
+    limits = await adaptive_limits(session, list({e.model_id for e in waiting.values()})) if settings.adaptive_concurrency else {}
+    model_cap = {m: model_bound(models[m], settings.model_lease_factor, limits.get(m)) for m in {e.model_id for e in waiting.values()}}
+    ev_cap = {
+        i: evaluation_bound(e, settings.max_in_flight_per_evaluation, settings.max_in_flight_global, settings.max_evaluation_share)
+        for i, e in waiting.items()
+    }
+    groups: dict[uuid.UUID, list[Evaluation]] = defaultdict(list)
+    for e in waiting.values():
+        groups[flow_id_of(e)].append(e)
+    clock, tenant_rows, flow_rows = await _load_tags(session, {e.tenant_id for e in waiting.values()}, set(groups))
+
+    # plan: give free slots one flow-packet at a time
+    planned: dict[uuid.UUID, int] = defaultdict(int)
+    ev_used = {i: per_ev.get(i, 0) for i in waiting}
+    model_used = dict(per_model)
+
+    def needing(flow: FlowTag) -> list[Evaluation]:
+        return [e for e in flow.payload if e.dispatched_items + planned[e.id] < e.total_items]
+
+    def eligible(flow: FlowTag) -> bool:
+        arms = needing(flow)
+        if not arms or len(arms) > free:
+            return False
+        want: dict[uuid.UUID, int] = defaultdict(int)
+        for e in arms:
+            if ev_used[e.id] >= ev_cap[e.id]:
+                return False
+            want[e.model_id] += 1
+        return all(model_cap[m] is None or model_used.get(m, 0) + n <= model_cap[m] for m, n in want.items())
+
+    queue = _queue(clock, tenant_rows, flow_rows, groups, now, settings.aging_seconds)
+    slots: list[tuple[uuid.UUID, list[uuid.UUID]]] = []
+    while free > 0:
+        flow = queue.pick(eligible)
+        if flow is None:
+            break
+        arms = needing(flow)
+        for e in arms:
+            planned[e.id] += 1
+            ev_used[e.id] += 1
+            model_used[e.model_id] = model_used.get(e.model_id, 0) + 1
+        free -= len(arms)
+        queue.charge(flow, len(arms), now)
+        slots.append((flow.flow_id, [e.id for e in arms]))
+    if not slots:
+        return result
+
+    # lock what gets items, re-check, ask the budget
+    locked = {
+        e.id: e
+        for e in await session.scalars(
+            select(Evaluation).where(Evaluation.id.in_(list(planned))).order_by(Evaluation.id)
+            .with_for_update().execution_options(populate_existing=True)
+        )
+    }
+    allowed: dict[uuid.UUID, int] = {}
+    for ev_id in sorted(planned):
+        ev = locked.get(ev_id)
+        if ev is None or ev.status != "running":
+            allowed[ev_id] = 0
+            continue
+        n = min(planned[ev_id], ev.total_items - ev.dispatched_items)
+        allowed[ev_id] = await budget.reserve_for_dispatch(session, ev, models[ev.model_id], n) if n > 0 else 0
+
+    # charge the tags for what was allowed, in slot order
+    queue = _queue(clock, tenant_rows, flow_rows, groups, now, settings.aging_seconds)
+    flows = {f.flow_id: f for f in queue.flows}
+    left = dict(allowed)
+    charged: set[uuid.UUID] = set()
+    for fid, arms in slots:
+        ok = [e for e in arms if left.get(e, 0) > 0]
+        for e in ok:
+            left[e] -= 1
+        if ok:
+            queue.charge(flows[fid], len(ok), now)
+            charged.add(fid)
+            result.order.extend(ok)
+
+    # leases and events (one query for the samples of every evaluation, one for their benchmarks)
+    todo = {ev_id: n for ev_id, n in allowed.items() if n > 0}
+    ranges = {
+        ev_id: (locked[ev_id].dispatched_items, locked[ev_id].dispatched_items + n) for ev_id, n in todo.items()
+    }
+    by_key = await _samples_for(session, [
+        (locked[i].benchmark_id, a // locked[i].repeats, (b - 1) // locked[i].repeats) for i, (a, b) in ranges.items()
+    ])
+    benchmarks = {b.id: b for b in await session.scalars(
+        select(Benchmark).where(Benchmark.id.in_({locked[i].benchmark_id for i in todo}))
+    )} if todo else {}
+    for ev_id, (start, end) in ranges.items():
+        ev = locked[ev_id]
+        fresh = [
+            SampleLease(
+                evaluation_id=ev.id, sample_id=by_key[(ev.benchmark_id, i // ev.repeats)].id, repeat=i % ev.repeats, arm=ev.arm,
+                state="leased", attempt=1, leased_at=now, lease_expires_at=expires,
+            )
+            for i in range(start, end)
+        ]
+        session.add_all(fresh)
+        ev.dispatched_items = end
+        samples = {by_key[(ev.benchmark_id, o)].id: by_key[(ev.benchmark_id, o)] for o in range(start // ev.repeats, (end - 1) // ev.repeats + 1)}
+        await dispatch_events(session, ev, benchmarks[ev.benchmark_id], model_target(models[ev.model_id]), samples, fresh, expires)
+        result.leased[ev_id] = end - start
+
+    await _store_tags(session, queue, charged)
+    return result
+
+
+async def _store_tags(session: AsyncSession, queue: FairQueue, charged: set[uuid.UUID]) -> None:
+    """Upsert the clock, the tenants and the flows that were charged (three statements)."""
+    if not charged:
+        return
+    await session.execute(
+        insert(SchedClock).values(id=1, vtime=queue.clock).on_conflict_do_update(index_elements=[SchedClock.id], set_={"vtime": queue.clock})
+    )
+    flows = sorted((f for f in queue.flows if f.flow_id in charged), key=lambda f: f.flow_id)
+    tenants = [queue.tenants[t] for t in sorted({f.tenant_id for f in flows})]
+    ins = insert(SchedTenant).values([
+        {"tenant_id": t.tenant_id, "weight": t.weight, "vfinish": t.vfinish, "vtime": t.vtime} for t in tenants
+    ])
+    await session.execute(ins.on_conflict_do_update(
+        index_elements=[SchedTenant.tenant_id], set_={"vfinish": ins.excluded.vfinish, "vtime": ins.excluded.vtime, "updated_at": func.now()}
+    ))
+    ins = insert(SchedFlow).values([
+        {"flow_id": f.flow_id, "tenant_id": f.tenant_id, "vfinish": f.vfinish, "last_dispatch_at": f.last_dispatch_at,
+         "dispatched": f.dispatched} for f in flows
+    ])
+    await session.execute(ins.on_conflict_do_update(
+        index_elements=[SchedFlow.flow_id],
+        set_={"vfinish": ins.excluded.vfinish, "last_dispatch_at": ins.excluded.last_dispatch_at, "dispatched": ins.excluded.dispatched,
+              "updated_at": func.now()},
+    ))

@@ -1,0 +1,179 @@
+"""Assignment invariants of human evaluation on the real stack: concurrent annotators, expiry, late
+submissions, never the same item twice; 4xx answers that name the field and store nothing; hybrid-routed
+items completed by humans publish the hybrid evaluation's missing ScoreComputed."""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+
+import httpx
+import pytest
+from sqlalchemy import text
+
+from .helpers import all_results, submit, wait_done
+
+PASS_FAIL = [{"name": "correct", "type": "pass_fail"}]
+
+
+@pytest.fixture(scope="module")
+def source(gateway):
+    evaluation_id = submit(gateway, benchmark="gsm8k", model="uep-oracle", sample_limit=6)
+    assert wait_done(gateway, evaluation_id)["status"] == "completed"
+    return evaluation_id
+
+
+def make_task(gateway, source, **extra) -> dict:
+    body = {"name": "t", "evaluation_id": source, "questions": PASS_FAIL, "annotations_per_item": 2} | extra
+    r = gateway.post("/v1/annotation-tasks", json=body)
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def test_concurrent_annotators_never_overfill_or_repeat(gateway, stack, db, source):
+    # 5 scored items + 1 gold, N = 2, six annotators working at once (each on its own connection)
+    task = make_task(gateway, source, gold=[{"sample_ordinal": 0, "answers": {"correct": "pass"}}])
+    names = [f"c{i}-{uuid.uuid4().hex[:6]}" for i in range(6)]
+    handed: dict[str, list[int]] = {n: [] for n in names}
+    errors: list[str] = []
+
+    def work(name: str) -> None:
+        with httpx.Client(base_url=stack.gateway_url, timeout=30) as c:
+            for _ in range(20):
+                body = c.get(f"/v1/annotation-tasks/{task['id']}/next", params={"annotator": name}).json()
+                if body.get("item") is None:
+                    return
+                handed[name].append(body["item"]["id"])
+                r = c.post(f"/v1/annotation-tasks/{task['id']}/annotations", params={"annotator": name},
+                           json={"assignment_id": body["assignment_id"], "answers": {"correct": "pass"}})
+                if r.status_code != 201:
+                    errors.append(r.text)
+                    return
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in names]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    for name, items in handed.items():
+        assert len(items) == len(set(items)), f"{name} got an item twice"
+    with db.connect() as c:
+        per_item = dict(c.execute(text(
+            "SELECT i.sample_ordinal, count(a.id) FROM annotation_items i LEFT JOIN annotations a ON a.item_id = i.id "
+            "WHERE i.task_id = :t AND NOT i.is_gold GROUP BY i.sample_ordinal"), {"t": task["id"]}).all())
+        gold = c.execute(text("SELECT count(*) FROM annotations a JOIN annotation_items i ON i.id = a.item_id "
+                              "WHERE i.task_id = :t AND i.is_gold"), {"t": task["id"]}).scalar()
+    assert per_item == {1: 2, 2: 2, 3: 2, 4: 2, 5: 2}  # exactly N each, never more
+    assert gold == sum(1 for items in handed.values() if items)  # the gold item once per annotator who worked
+    view = gateway.get(f"/v1/annotation-tasks/{task['id']}").json()
+    assert view["status"] == "completed" and view["completed_items"] == 5
+
+
+def test_expired_assignment_frees_the_slot_and_late_submission_is_refused_once_complete(gateway, db, source):
+    task = make_task(gateway, source, annotations_per_item=1, item_limit=2)
+    tid = task["id"]
+    first = gateway.get(f"/v1/annotation-tasks/{tid}/next", params={"annotator": "exp-alice"}).json()
+    again = gateway.get(f"/v1/annotation-tasks/{tid}/next", params={"annotator": "exp-alice"}).json()
+    assert again["assignment_id"] == first["assignment_id"]  # a reload returns the open assignment
+    other = gateway.get(f"/v1/annotation-tasks/{tid}/next", params={"annotator": "exp-bob"}).json()
+    assert other["item"]["id"] != first["item"]["id"]  # N = 1 and alice holds it
+    with db.begin() as c:  # alice walks away: her assignment expires
+        c.execute(text("UPDATE annotation_assignments SET expires_at = now() - interval '1 second' WHERE id = :a"),
+                  {"a": first["assignment_id"]})
+    carol = gateway.get(f"/v1/annotation-tasks/{tid}/next", params={"annotator": "exp-carol"}).json()
+    assert carol["item"]["id"] == first["item"]["id"]  # the slot is free again
+    r = gateway.post(f"/v1/annotation-tasks/{tid}/annotations", params={"annotator": "exp-carol"},
+                     json={"assignment_id": carol["assignment_id"], "answers": {"correct": "fail"}})
+    assert r.status_code == 201 and r.json()["item_complete"] is True and r.json()["score_event_id"]
+    late = gateway.post(f"/v1/annotation-tasks/{tid}/annotations", params={"annotator": "exp-alice"},
+                        json={"assignment_id": first["assignment_id"], "answers": {"correct": "pass"}})
+    assert late.status_code == 409 and late.json()["detail"][0]["type"] == "item_complete"
+    twice = gateway.post(f"/v1/annotation-tasks/{tid}/annotations", params={"annotator": "exp-carol"},
+                         json={"assignment_id": carol["assignment_id"], "answers": {"correct": "fail"}})
+    assert twice.status_code == 409 and twice.json()["detail"][0]["type"] == "already_submitted"
+    # alice never gets her old item again; bob holds the other one, so nothing is left for her
+    nxt = gateway.get(f"/v1/annotation-tasks/{tid}/next", params={"annotator": "exp-alice"}).json()
+    assert nxt["item"] is None and nxt["reason"] == "nothing_left_for_annotator"
+    foreign = gateway.post(f"/v1/annotation-tasks/{tid}/annotations", params={"annotator": "exp-alice"},
+                           json={"assignment_id": other["assignment_id"], "answers": {"correct": "pass"}})
+    assert foreign.status_code == 404 and foreign.json()["detail"][0]["loc"] == ["body", "assignment_id"]
+
+
+def _count(db, table: str) -> int:
+    with db.connect() as c:
+        return c.execute(text(f"SELECT count(*) FROM {table}")).scalar()
+
+
+def test_bad_requests_name_the_field_and_store_nothing(gateway, db, source):
+    before = (_count(db, "annotation_tasks"), _count(db, "evaluations"), _count(db, "annotation_items"))
+    cases = [
+        ({"questions": [{"name": "q", "type": "rating", "scale_min": 5, "scale_max": 3}]}, ["body", "questions", 0]),
+        ({"questions": [{"name": "note", "type": "comment"}]}, ["body", "questions"]),
+        ({"evaluation_id": str(uuid.uuid4())}, ["body", "evaluation_id"]),
+        ({"questions": [{"name": "p", "type": "pairwise"}]}, ["body", "compare_evaluation_id"]),
+        ({"gold": [{"sample_ordinal": 99, "answers": {"correct": "pass"}}]}, ["body", "gold", 0, "sample_ordinal"]),
+        ({"gold": [{"sample_ordinal": 1, "answers": {"correct": "maybe"}}]}, ["body", "gold", 0, "answers", "correct"]),
+        ({"source": "hybrid"}, ["body", "evaluation_id"]),  # an automatic evaluation routed nothing to humans
+    ]
+    for extra, loc in cases:
+        body = {"name": "bad", "evaluation_id": source, "questions": PASS_FAIL} | extra
+        r = gateway.post("/v1/annotation-tasks", json=body)
+        assert r.status_code == 422, (extra, r.text)
+        assert any(d["loc"][: len(loc)] == loc for d in r.json()["detail"]), (loc, r.json())
+    assert (_count(db, "annotation_tasks"), _count(db, "evaluations"), _count(db, "annotation_items")) == before
+
+    task = make_task(gateway, source, item_limit=1)
+    missing = gateway.get(f"/v1/annotation-tasks/{task['id']}/next")
+    assert missing.status_code == 422 and missing.json()["detail"][0]["loc"] == ["header", "X-UEP-Annotator"]
+    nxt = gateway.get(f"/v1/annotation-tasks/{task['id']}/next", headers={"X-UEP-Annotator": "val-ann"}).json()
+    bad = gateway.post(f"/v1/annotation-tasks/{task['id']}/annotations", headers={"X-UEP-Annotator": "val-ann"},
+                       json={"assignment_id": nxt["assignment_id"], "answers": {"correct": "yes", "extra": 1}})
+    assert bad.status_code == 422
+    assert {tuple(d["loc"]) for d in bad.json()["detail"]} == {("body", "answers", "correct"), ("body", "answers", "extra")}
+    with db.connect() as c:
+        assert c.execute(text("SELECT count(*) FROM annotations WHERE task_id = :t"), {"t": task["id"]}).scalar() == 0
+    unknown = gateway.get(f"/v1/annotation-tasks/{uuid.uuid4()}/next", params={"annotator": "x"})
+    assert unknown.status_code == 404 and unknown.json()["detail"][0]["loc"] == ["path", "task_id"]
+
+
+def test_hybrid_routed_items_get_their_score_from_humans(gateway, db):
+    """A hybrid evaluation whose judge sent two items to humans (the hybrid_routes rows the judge service
+    writes, with the item's prompt and output in details): the annotations complete the evaluation."""
+    evaluation_id = uuid.uuid4()
+    with db.begin() as c:
+        ref = c.execute(text(
+            "SELECT b.id, m.id, t.id FROM benchmarks b, models m, tenants t WHERE b.slug = 'gsm8k' AND m.name = 'uep-oracle' "
+            "AND t.slug = 'default' ORDER BY b.created_at DESC LIMIT 1")).one()
+        c.execute(text(
+            "INSERT INTO evaluations (id, tenant_id, benchmark_id, model_id, status, priority, repeats, total_items, "
+            "dispatched_items, completed_items, error_items, config, trace_context, started_at) VALUES "
+            "(:id, :t, :b, :m, 'running', 'normal', 1, 2, 2, 0, 0, CAST(:cfg AS jsonb), '{}', now())"),
+            {"id": evaluation_id, "t": ref[2], "b": ref[0], "m": ref[1], "cfg": json.dumps({"evaluation_type": "hybrid"})})
+        samples = c.execute(text("SELECT id, ordinal FROM samples WHERE benchmark_id = :b AND ordinal < 2 ORDER BY ordinal"),
+                            {"b": ref[0]}).all()
+        for sample_id, ordinal in samples:
+            c.execute(text(
+                "INSERT INTO hybrid_routes (evaluation_id, sample_id, repeat, arm, stage, reason, details) VALUES "
+                "(:e, :s, 0, 'main', 'human', 'swap_inconsistent', CAST(:d AS jsonb))"),
+                {"e": evaluation_id, "s": sample_id,
+                 "d": json.dumps({"output": f"answer {ordinal}", "prompt": f"question {ordinal}", "latency_ms": 12.5, "prompt_tokens": 30, "completion_tokens": 4})})
+    r = gateway.post("/v1/annotation-tasks", json={"name": "hybrid", "source": "hybrid", "evaluation_id": str(evaluation_id),
+                                                  "questions": PASS_FAIL, "annotations_per_item": 1})
+    assert r.status_code == 201, r.text
+    task = r.json()
+    assert task["result_evaluation_id"] == str(evaluation_id) and task["total_items"] == 2
+    for verdict in ("pass", "fail"):
+        nxt = gateway.get(f"/v1/annotation-tasks/{task['id']}/next", params={"annotator": "hy-ann"}).json()
+        ordinal = nxt["item"]["sample_ordinal"]
+        assert (nxt["item"]["prompt"], nxt["item"]["output"]) == (f"question {ordinal}", f"answer {ordinal}")
+        s = gateway.post(f"/v1/annotation-tasks/{task['id']}/annotations", params={"annotator": "hy-ann"},
+                         json={"assignment_id": nxt["assignment_id"], "answers": {"correct": verdict}})
+        assert s.status_code == 201 and s.json()["item_complete"]
+    final = wait_done(gateway, str(evaluation_id), timeout_s=60)
+    assert final["status"] == "completed" and final["summary"]["n"] == 2 and final["summary"]["correct"] == 1
+    results = all_results(gateway, str(evaluation_id))
+    assert [r["is_correct"] for r in results] == [True, False]
+    assert all(r["metrics"]["decided_by"] == "human" and r["metrics"]["route_reason"] == "swap_inconsistent" for r in results)
+    assert results[0]["latency_ms"] == 12.5 and results[0]["completion_tokens"] == 4  # the model call's numbers

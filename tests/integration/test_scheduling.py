@@ -1,0 +1,146 @@
+"""Scheduling through the gateway API on the real stack: batch, A/B arms, cron schedules, fairness between
+tenants and urgent priority on a saturated model, validation errors.
+
+The deterministic ``uep-oracle`` answers built-in items correctly iff ``ordinal % 3 != 2`` when the prompt
+contains the item's question verbatim, else "I do not know." (deploy/model-server/README.md): so GSM8K's
+first 6 items score [T, T, F, T, T, F] with the benchmark's template, and all wrong with a template that
+upper-cases the question.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from sqlalchemy import text
+
+from .helpers import all_results, register_model, submit, wait_done
+
+VERDICTS_6 = [True, True, False, True, True, False]
+
+
+def _bench_echo_endpoint(db) -> str:
+    with db.connect() as c:
+        return c.execute(text("SELECT endpoint FROM models WHERE name = 'uep-bench-echo'")).scalar_one()
+
+
+def test_batch_creates_one_evaluation_per_model(gateway, db):
+    other = register_model(db, _bench_echo_endpoint(db), "uep_oracle", "oracle-copy", max_in_flight=4)
+    r = gateway.post("/v1/evaluations", json={"benchmark": "gsm8k", "models": ["uep-oracle", other], "sample_limit": 6})
+    assert r.status_code == 202, r.text
+    body = r.json()
+    assert body["batch_id"] and len(body["evaluations"]) == 2
+    assert [e["model"] for e in body["evaluations"]] == ["uep-oracle", other]
+    for e in body["evaluations"]:
+        final = wait_done(gateway, e["id"])
+        assert final["status"] == "completed" and final["batch_id"] == body["batch_id"]
+        assert [x["is_correct"] for x in all_results(gateway, e["id"])] == VERDICTS_6
+
+
+def test_ab_arms_go_out_together_and_keep_their_arm(gateway, db):
+    r = gateway.post("/v1/evaluations", json={
+        "benchmark": "gsm8k", "model": "uep-oracle", "sample_limit": 6, "max_parallel": 2,
+        "arms": [{"name": "base"}, {"name": "shouting", "prompt_template": "{{ question | upper }}"}],
+    })
+    assert r.status_code == 202, r.text
+    body = r.json()
+    exp = body["experiment_id"]
+    arms = {e["arm"]: e["id"] for e in body["evaluations"]}
+    assert set(arms) == {"base", "shouting"}
+    finals = {a: wait_done(gateway, i) for a, i in arms.items()}
+    assert all(f["status"] == "completed" and f["experiment_id"] == exp for f in finals.values())
+    base, shouting = (all_results(gateway, arms[a]) for a in ("base", "shouting"))
+    assert [x["is_correct"] for x in base] == VERDICTS_6
+    assert [x["output"] for x in shouting] == ["I do not know."] * 6  # the arm's own template reached the model
+    assert {x["arm"] for x in base} == {"base"} and {x["arm"] for x in shouting} == {"shouting"}
+    with db.connect() as c:
+        rows = c.execute(text(
+            "SELECT s.ordinal, l.arm, l.leased_at FROM sample_leases l JOIN samples s ON s.id = l.sample_id "
+            "WHERE l.evaluation_id IN (:a, :b) ORDER BY s.ordinal, l.arm"), {"a": arms["base"], "b": arms["shouting"]}).all()
+    by_ordinal: dict[int, set] = {}
+    for ordinal, _arm, leased_at in rows:
+        by_ordinal.setdefault(ordinal, set()).add(leased_at)
+    # item i of both arms was leased in the same allocation pass (one transaction, one timestamp)
+    assert len(by_ordinal) == 6 and all(len(ts) == 1 for ts in by_ordinal.values())
+
+
+def test_schedule_runs_create_linked_evaluations_until_deleted(gateway):
+    r = gateway.post("/v1/schedules", json={"name": "every 2 s", "cron": "* * * * * */2", "model": "uep-oracle",
+                                            "benchmark": "gsm8k", "options": {"sample_limit": 3}})
+    assert r.status_code == 201, r.text
+    sid = r.json()["id"]
+    assert any(s["id"] == sid for s in gateway.get("/v1/schedules").json())
+    deadline = time.monotonic() + 30
+    runs = []
+    while time.monotonic() < deadline:
+        runs = gateway.get(f"/v1/schedules/{sid}").json()["runs"]
+        if len(runs) >= 2 and runs[-1]["status"] == "completed":
+            break
+        time.sleep(0.5)
+    assert len(runs) >= 2, runs
+    assert len({x["scheduled_for"] for x in runs}) == len(runs)  # one run per due time
+    first = gateway.get(f"/v1/evaluations/{runs[-1]['evaluation_id']}").json()
+    assert first["schedule_id"] == sid and first["summary"]["correct"] == 2  # [T, T, F]
+    assert gateway.delete(f"/v1/schedules/{sid}").status_code == 204
+    n = len(gateway.get(f"/v1/schedules/{sid}").json()["runs"])
+    time.sleep(3)
+    after = gateway.get(f"/v1/schedules/{sid}").json()
+    assert after["deleted_at"] and len(after["runs"]) == n
+    assert all(s["id"] != sid for s in gateway.get("/v1/schedules").json())
+
+
+def test_tenants_share_a_saturated_model_fairly_and_urgent_goes_first(gateway, db):
+    """Tenant A posts 4 evaluations, tenant B 1, on a model with capacity 2 (the bottleneck): while both are
+    backlogged, B gets half of the dispatches. Then an urgent evaluation's first item waits for at most one
+    slot."""
+    model = register_model(db, _bench_echo_endpoint(db), "uep_bench_echo", "echo-cap2", max_in_flight=2)
+    slugs = {}
+    with db.begin() as c:
+        for name in ("fair-a", "fair-b"):
+            slugs[name] = f"{name}-{uuid.uuid4().hex[:6]}"
+            c.execute(text("INSERT INTO tenants (id, slug, name) VALUES (:i, :s, :s)"), {"i": uuid.uuid4(), "s": slugs[name]})
+
+    def post(tenant, n, **kw):
+        r = gateway.post("/v1/evaluations", json={"benchmark": "mmlu", "model": model, "sample_limit": n, **kw},
+                         headers={"X-UEP-Tenant": slugs[tenant]})
+        assert r.status_code == 202, r.text
+        return r.json()["id"]
+
+    a = [post("fair-a", 12) for _ in range(4)]
+    b = post("fair-b", 24)
+    time.sleep(1.0)
+    urgent = post("fair-a", 2, priority="urgent")
+    for e in [*a, b, urgent]:
+        assert wait_done(gateway, e, timeout_s=180)["status"] == "completed"
+    with db.connect() as c:
+        rows = c.execute(text(
+            "SELECT l.id, l.evaluation_id, l.leased_at, e.started_at FROM sample_leases l JOIN evaluations e ON e.id = l.evaluation_id "
+            "WHERE e.model_id = (SELECT id FROM models WHERE name = :m) ORDER BY l.id"), {"m": model}).all()
+    ids = [str(r.evaluation_id) for r in rows]
+    # fairness: among the first 24 leases after B's first (both tenants backlogged), B has 12 ± 3
+    start = ids.index(b)
+    window = [x for x in ids[start:] if x != urgent][:24]
+    assert abs(window.count(b) - 12) <= 3, window.count(b)
+    # urgent: leases given after it was admitted and before its first lease — at most one
+    first_urgent = ids.index(urgent)
+    admitted = next(r.started_at for r in rows if str(r.evaluation_id) == urgent)
+    between = [r for r in rows[:first_urgent] if r.leased_at >= admitted]
+    assert len(between) <= 1, between
+
+
+def test_create_errors_name_the_field(gateway):
+    def err(body):
+        r = gateway.post("/v1/evaluations", json=body)
+        return r.status_code, r.json()["detail"][0]["loc"]
+
+    assert err({"benchmark": "gsm8k", "models": ["uep-oracle", "nope"]}) == (422, ["body", "models", 1])
+    assert err({"benchmark": "gsm8k", "model": "uep-oracle", "models": ["uep-oracle"]}) == (422, ["body", "models"])
+    assert err({"benchmark": "gsm8k", "model": "uep-oracle", "arms": [{"name": "a"}, {"name": "a"}]}) == (422, ["body", "arms", 1, "name"])
+    assert err({"benchmark": "gsm8k", "model": "uep-oracle", "arms": [{"name": "a"}, {"name": "b", "prompt_template": "{{ x"}]}) \
+        == (422, ["body", "arms", 1, "prompt_template"])
+    assert err({"benchmark": "gsm8k"}) == (422, ["body", "model"])
+    r = gateway.post("/v1/schedules", json={"cron": "61 * * * *", "model": "uep-oracle", "benchmark": "gsm8k"})
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "cron"]
+    # the old field name still works
+    eid = submit(gateway, benchmark="gsm8k", model="uep-oracle", sample_limit=1, max_in_flight=3)
+    assert gateway.get(f"/v1/evaluations/{eid}").json()["max_parallel"] == 3

@@ -1,0 +1,88 @@
+"""The annotation page (GET /annotate/{task_id}) in headless Chromium (Debian's chromium, driven by
+Playwright; no browser is downloaded): one item at a time, guidelines visible, keyboard shortcuts, progress;
+each submission is checked in the API's stored results."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from integration.helpers import submit, wait_done
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+GUIDELINES = "Pass only when the final number equals the reference answer."
+
+pytestmark = pytest.mark.skipif(not shutil.which(CHROMIUM) and not os.path.exists(CHROMIUM), reason="needs Debian's chromium (make chromium)")
+
+
+@pytest.fixture(scope="module")
+def task(gateway):
+    evaluation_id = submit(gateway, benchmark="gsm8k", model="uep-oracle", sample_limit=3)
+    assert wait_done(gateway, evaluation_id)["status"] == "completed"
+    r = gateway.post("/v1/annotation-tasks", json={
+        "name": "UI check", "evaluation_id": evaluation_id, "guidelines": GUIDELINES, "annotations_per_item": 1,
+        "questions": [
+            {"name": "correct", "type": "pass_fail", "prompt": "Is the final answer correct?"},
+            {"name": "quality", "type": "rating", "scale_min": 1, "scale_max": 5, "prompt": "Reasoning quality"},
+            {"name": "note", "type": "comment"},
+        ],
+    })
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def test_annotate_with_the_keyboard(gateway, stack, task, tmp_path):
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 860})
+            page.goto(f"{stack.gateway_url}/annotate/{task['id']}?annotator=ui-annotator")
+            expect(page.locator("#guidelines")).to_have_text(GUIDELINES)
+            expect(page.locator("#progress")).to_have_text("0/3")
+            expect(page.locator("#prompt")).not_to_be_empty()
+            first_item = page.locator("#item").get_attribute("data-item-id")
+            expect(page.locator("#submit")).to_be_disabled()  # nothing answered yet
+
+            page.keyboard.press("p")
+            page.keyboard.press("4")
+            expect(page.locator("fieldset[data-question=correct] button[data-value=pass]")).to_have_attribute("aria-pressed", "true")
+            expect(page.locator("fieldset[data-question=quality] button[data-value='4']")).to_have_attribute("aria-pressed", "true")
+            page.screenshot(path=str(tmp_path / "annotate.png"), full_page=True)
+            page.keyboard.press("Enter")
+            expect(page.locator("#progress")).to_have_text("1/3")
+            expect(page.locator("#mine")).to_have_text("1")
+            expect(page.locator("#item")).not_to_have_attribute("data-item-id", first_item)
+
+            # the second item: a comment typed in the text box does not trigger shortcuts; Ctrl+Enter submits
+            page.keyboard.press("f")
+            page.keyboard.press("2")
+            page.locator("fieldset[data-question=note] textarea").fill("final number is off by one p f 3")
+            second_item = page.locator("#item").get_attribute("data-item-id")
+            page.locator("fieldset[data-question=note] textarea").press("Control+Enter")
+            expect(page.locator("#progress")).to_have_text("2/3")
+            expect(page.locator("#item")).not_to_have_attribute("data-item-id", second_item)
+
+            page.keyboard.press("p")
+            page.keyboard.press("5")
+            page.keyboard.press("Enter")
+            expect(page.locator("#finished")).to_be_visible()
+            expect(page.locator("#progress")).to_have_text("3/3")
+        finally:
+            browser.close()
+    shot = tmp_path / "annotate.png"
+    assert shot.stat().st_size > 10_000
+    print(f"screenshot: {shot}")
+
+    results = gateway.get(f"/v1/annotation-tasks/{task['id']}/results").json()["items"]
+    stored = [(i["answers"][0]["annotator"], i["answers"][0]["answers"]) for i in results]
+    assert stored == [
+        ("ui-annotator", {"correct": "pass", "quality": 4}),
+        ("ui-annotator", {"correct": "fail", "quality": 2, "note": "final number is off by one p f 3"}),
+        ("ui-annotator", {"correct": "pass", "quality": 5}),
+    ]
+    assert all(i["status"] == "complete" for i in results)
