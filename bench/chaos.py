@@ -15,7 +15,7 @@ A run is *clean* when the evaluation completes with exactly ``n`` rows in ``samp
 no errors, counters equal to the rows, and verdicts equal to the clean run's. Prints each run's timings and
 ``clean runs: x/N``.
 
-Usage: ``python bench/chaos.py [--runs 5] [--n 500] [--in-flight 8]``. Stack location from
+Usage: ``python bench/chaos.py [--runs 5] [--n 500] [--in-flight 2]``. Stack location from
 ``UEP_CHAOS_PORT_BASE`` (default 25000), ``UEP_CHAOS_DB`` (uep_chaos), ``UEP_CHAOS_REDIS_DB`` (13),
 ``UEP_CHAOS_RUN_NAME`` (chaos).
 """
@@ -154,7 +154,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--n", type=int, default=500)
-    ap.add_argument("--in-flight", type=int, default=8, help="items in flight per evaluation (slows the run so faults land mid-way)")
+    ap.add_argument("--in-flight", type=int, default=2, help="items in flight per evaluation (slows the run so faults land mid-way)")
     ap.add_argument("--lease-seconds", type=float, default=10.0)
     ap.add_argument("--gap", type=float, default=2.0, help="seconds between a kill and the restart, and between faults")
     ap.add_argument("--step-timeout", type=float, default=600.0)

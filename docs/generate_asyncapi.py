@@ -27,6 +27,7 @@ def build() -> dict:
     from uep_judge.settings import JudgeSettings
     from uep_reporter.service import register as reporter
     from uep_reporter.settings import ReporterSettings
+    from uep_scheduler.lifecycle import register_dead_letters as scheduler_dead_letters
     from uep_scheduler.service import register as scheduler
     from uep_scheduler.settings import SchedulerSettings
     from uep_scorer.service import register as scorer
@@ -58,6 +59,7 @@ def build() -> dict:
         description="Undecodable messages, verbatim, with headers uep-dlq-reason and uep-dlq-source-topic.",
     )
     scheduler(broker, SchedulerSettings(), None)
+    scheduler_dead_letters(broker, SchedulerSettings(), None)
     inference(broker, InferenceSettings(), None)
     scorer(broker, ScorerSettings(), None)
     judge(broker, JudgeSettings(), None, None, None)

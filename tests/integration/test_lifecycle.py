@@ -235,10 +235,12 @@ def test_lease_expiring_on_a_killed_inference_worker_is_dispatched_again(gateway
 
 
 def test_lease_attempts_exhausted_item_is_recorded_failed_and_dead_lettered(gateway, db, stack, short_leases):
-    fwd = Forwarder(stack.triton_grpc)
+    # HTTP: a call into the black hole hangs for the client's 60 s (gRPC would give up on the handshake after
+    # ~20 s, and the item would fail in inference before its 6 leases of 3 s run out)
+    fwd = Forwarder(stack.triton_http)
     fwd.set("blackhole")
     try:
-        model = register_model(db, f"grpc://127.0.0.1:{fwd.port}", "uep_oracle", "lost")
+        model = register_model(db, f"http://127.0.0.1:{fwd.port}", "uep_oracle", "lost")
         evaluation_id = submit(gateway, benchmark="gsm8k", model=model, sample_limit=1, sample_timeout_s=120)
         final = wait_status(gateway, evaluation_id, ("completed", "failed"), 45)  # 6 leases of 3 s
         with db.connect() as c:

@@ -201,6 +201,19 @@ async def retry_evaluation(session: AsyncSession, evaluation_id: uuid.UUID) -> R
         raise LifecycleConflict(
             f"evaluation is {ev.status}; only {', '.join(RETRYABLE)} evaluations can be retried", "not_retryable"
         )
+    if ev.details_cleaned_at is not None:
+        raise LifecycleConflict(
+            "retention cleaned this evaluation's per-item details; its items cannot be told apart any more: "
+            "start a new evaluation", "details_cleaned",
+        )
+    if ev.status == "budget_exhausted":
+        # The budget shrank total_items to what it let through; a retry (after a cap was raised) restores
+        # the plan, and the budget hook decides again at dispatch.
+        from uep_common.db.budgets import BudgetAccount
+
+        planned = await session.scalar(select(BudgetAccount.planned_items).where(BudgetAccount.evaluation_id == ev.id))
+        if planned is not None and planned > ev.total_items:
+            ev.total_items = planned
     retry_id = uuid.uuid4()
     moved = (
         await session.execute(text(_RETIRE_SQL.format(extra="")), {"e": ev.id, "reason": "retry", "rid": retry_id})
@@ -260,6 +273,8 @@ async def interrupt_running(session: AsyncSession, started_before: datetime) -> 
         await session.scalars(
             select(Evaluation.id)
             .where(Evaluation.status == "running", func.coalesce(Evaluation.resumed_at, Evaluation.started_at) < started_before)
+            # A human evaluation is driven by annotators, not by the scheduler: a restart interrupts nothing of it.
+            .where(func.coalesce(Evaluation.config["evaluation_type"].astext, "automatic") != "human")
             .order_by(Evaluation.id)
         )
     )

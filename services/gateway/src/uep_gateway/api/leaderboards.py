@@ -165,13 +165,10 @@ async def list_boards(session: AsyncSession = Depends(db_session)) -> list[Board
 
 
 def _render_radar(series: dict, title: str) -> str | None:
-    """The radar drawn by the reporter's matplotlib renderer (``uep_reporter.charts.radar_svg``) where it is
-    installed (the workspace and the local stack); None in a gateway-only image. CPU-bound (and the first
-    call imports matplotlib): call it in a worker thread, never on the event loop."""
-    try:
-        from uep_reporter.charts import radar_svg
-    except ImportError:  # pragma: no cover - gateway image without the reporter package
-        return None
+    """The radar drawn by the shared matplotlib renderer (``uep_common.charts.radar_svg``, the one reports
+    use). CPU-bound (and the first call imports matplotlib): call it in a worker thread, never on the event loop."""
+    from uep_common.charts import radar_svg
+
     return radar_svg(series, title)
 
 

@@ -1,0 +1,200 @@
+"""Charts of reports and leaderboards, rendered by matplotlib as inline SVG strings.
+
+Each function returns one ``<svg …>…</svg>`` element (no XML header, no DOCTYPE, no external reference:
+text stays text, styled by the page's font stack), ready to be placed in an HTML page. Rendering is
+deterministic (fixed ``svg.hashsalt``, no date metadata), so the same data give the same bytes and the
+report artifacts are content-addressed stably. Thread-safe: figures are created with the object-oriented
+API (no pyplot state) on the Agg/SVG backends.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import math
+import re
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+
+import matplotlib
+
+matplotlib.use("Agg")
+from matplotlib import dates as mdates  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+PALETTE = ("#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#4b5563", "#ca8a04")
+_RC = {
+    "svg.fonttype": "none",
+    "font.family": ["DejaVu Sans", "sans-serif"],
+    "font.size": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+}
+
+
+def _to_svg(fig: Figure, title: str, data: object) -> str:
+    # Element ids (clip paths, markers) derive from svg.hashsalt; a salt per chart content keeps the ids of
+    # several charts on one page apart (matplotlib's ids can collide across figures otherwise, and a page
+    # then clips one chart with another's clip path), while the same data still give the same bytes.
+    salt = hashlib.sha256(repr((title, data)).encode()).hexdigest()[:16]
+    buf = io.StringIO()
+    with matplotlib.rc_context({"svg.hashsalt": salt}):
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None, "Title": title}, bbox_inches="tight")
+    svg = buf.getvalue()
+    svg = svg[svg.index("<svg"):]
+    svg = re.sub(r"\s*<metadata>.*?</metadata>", "", svg, count=1, flags=re.S)
+    # Every id (and reference to it) gets a per-chart prefix: ids stay unique on a page with many charts.
+    prefix = f"c{salt[:10]}-"
+    svg = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{prefix}{m[1]}"', svg)
+    svg = re.sub(r'((?:xlink:)?href)="#([^"]+)"', lambda m: f'{m[1]}="#{prefix}{m[2]}"', svg)
+    svg = re.sub(r"url\(#([^)]+)\)", lambda m: f"url(#{prefix}{m[1]})", svg)
+    # Scale with the page: keep the viewBox, let CSS set the size.
+    svg = re.sub(r'<svg([^>]*?) width="[^"]+" height="[^"]+"', r'<svg\1 role="img" class="chart"', svg, count=1)
+    return svg.replace("<svg", f'<svg aria-label="{_escape(title)}"', 1)
+
+
+def _escape(s: str) -> str:
+    return s.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _empty(title: str, message: str) -> str:
+    with matplotlib.rc_context(_RC):
+        fig = Figure(figsize=(6.0, 1.2))
+        ax = fig.add_subplot()
+        ax.axis("off")
+        ax.set_title(title, loc="left", fontsize=11, fontweight="bold")
+        ax.text(0.0, 0.3, message, transform=ax.transAxes, color="#6b7280")
+        return _to_svg(fig, title, message)
+
+
+def radar_svg(series: Mapping[str, Mapping[str, float]], title: str) -> str:
+    """Radar (spider) chart of capability dimensions.
+
+    Args:
+        series: series name (e.g. a model) → dimension → value in [0, 1]. Axes are the union of the
+            dimensions in first-seen order; a dimension a series lacks is left out of its polygon (gap).
+        title: chart title.
+
+    Returns:
+        An inline ``<svg>`` string. With fewer than three dimensions the polygon degenerates to a line or
+        a point; the chart says so under the title.
+
+    Raises:
+        ValueError: a value outside [0, 1].
+    """
+    dims: list[str] = list(dict.fromkeys(d for values in series.values() for d in values))
+    for name, values in series.items():
+        for d, v in values.items():
+            if v is not None and not (0.0 <= v <= 1.0):
+                raise ValueError(f"radar value of {name!r}/{d!r} must be in [0, 1], got {v}")
+    if not dims:
+        return _empty(title, "no capability dimensions to draw")
+    n = len(dims)
+    angles = [2 * math.pi * i / n for i in range(n)]  # clockwise from the top (offset and direction below)
+    with matplotlib.rc_context(_RC):
+        fig = Figure(figsize=(5.4, 4.6))
+        ax = fig.add_subplot(projection="polar")
+        ax.set_theta_offset(math.pi / 2)
+        ax.set_theta_direction(-1)
+        ax.set_ylim(0, 1)
+        ax.set_yticks([0.25, 0.5, 0.75, 1.0], ["0.25", "0.5", "0.75", "1"], color="#6b7280", fontsize=7)
+        ax.set_rlabel_position(180 / n if n > 1 else 45)
+        ax.set_xticks(angles, [d.replace("_", " ") for d in dims])
+        ax.set_thetalim(0, 2 * math.pi)  # set_xticks must not shrink the circle to the ticks' range
+        ax.tick_params(axis="x", pad=8)
+        ax.grid(color="#d1d5db", linewidth=0.6)
+        ax.spines["polar"].set_color("#d1d5db")
+        for i, (name, values) in enumerate(series.items()):
+            color = PALETTE[i % len(PALETTE)]
+            vals = [values.get(d) for d in dims]
+            ys = [float("nan") if v is None else float(v) for v in vals]
+            xs = angles + angles[:1]
+            ys_closed = ys + ys[:1]
+            # the first series (e.g. this run) is drawn on top; the others dashed, so equal polygons stay visible
+            z = 3 + len(series) - i
+            ax.plot(xs, ys_closed, color=color, linewidth=1.8 if i == 0 else 1.5, linestyle="-" if i == 0 else (0, (4, 2)),
+                    label=name, marker="o", markersize=3.5, zorder=z)
+            if n >= 3 and all(v is not None for v in vals):
+                ax.fill(xs, ys_closed, color=color, alpha=0.12 if i == 0 else 0.06, zorder=z - 0.5)
+        ax.set_title(title, fontsize=11, fontweight="bold", pad=18)
+        if n < 3:
+            fig.text(0.5, 0.01, f"only {n} dimension(s): the polygon degenerates", ha="center", color="#6b7280", fontsize=8)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), frameon=False, fontsize=8, ncol=1)
+        return _to_svg(fig, title, series)
+
+
+def trend_svg(
+    points: Sequence[tuple[datetime, float, float | None, float | None, str]], title: str, highlight: str | None = None
+) -> str:
+    """Trend line of a score over time with its confidence band.
+
+    Args:
+        points: ``(time, value, ci_low, ci_high, label)`` per run, any order (sorted by time here); values
+            in the score's unit (accuracy in [0, 1]); ``label`` annotates the point (e.g. the model version).
+        title: chart title.
+        highlight: the label of the point to mark (e.g. the evaluation being reported).
+
+    Returns:
+        An inline ``<svg>`` string (a note instead of a line when there is no point).
+    """
+    pts = sorted(points, key=lambda p: p[0])
+    if not pts:
+        return _empty(title, "no completed run to draw")
+    with matplotlib.rc_context(_RC):
+        fig = Figure(figsize=(7.2, 3.0))
+        ax = fig.add_subplot()
+        xs = [p[0] for p in pts]
+        ys = [p[1] for p in pts]
+        lo = [p[2] if p[2] is not None else p[1] for p in pts]
+        hi = [p[3] if p[3] is not None else p[1] for p in pts]
+        x_num = mdates.date2num(xs)
+        ax.fill_between(x_num, lo, hi, color=PALETTE[0], alpha=0.15, linewidth=0, label="95 % interval")
+        ax.errorbar(x_num, ys, yerr=[[y - low for y, low in zip(ys, lo)], [h - y for y, h in zip(ys, hi)]],
+                    fmt="o-", color=PALETTE[0], ecolor=PALETTE[0], elinewidth=0.8, capsize=2.5, markersize=4,
+                    linewidth=1.6, label="score")
+        for x, y, label in zip(x_num, ys, [p[4] for p in pts]):
+            is_hl = highlight is not None and label == highlight
+            ax.annotate(label, (x, y), textcoords="offset points", xytext=(0, 7), ha="center", fontsize=7,
+                        color="#111827" if is_hl else "#4b5563", fontweight="bold" if is_hl else "normal")
+            if is_hl:
+                ax.plot([x], [y], "o", markersize=9, markerfacecolor="none", markeredgecolor=PALETTE[1], markeredgewidth=1.6)
+        top = max(hi)
+        ax.set_ylim(max(0.0, min(lo) - 0.1), min(1.05, top + 0.12) if top <= 1.0 else top * 1.1)
+        if len(pts) == 1:
+            ax.set_xlim(x_num[0] - 1, x_num[0] + 1)
+        locator = mdates.AutoDateLocator(minticks=2, maxticks=6)
+        ax.xaxis.set_major_locator(locator)
+        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+        ax.grid(axis="y", color="#e5e7eb", linewidth=0.6)
+        ax.set_ylabel("score")
+        ax.set_title(title, loc="left", fontsize=11, fontweight="bold")
+        ax.legend(loc="lower right", frameon=False, fontsize=8)
+        return _to_svg(fig, title, pts)
+
+
+def bars_svg(rows: Sequence[tuple[str, float, float | None, float | None]], title: str, xlabel: str = "accuracy") -> str:
+    """Horizontal bars with interval whiskers, one row per category (in the given order).
+
+    Args:
+        rows: ``(label, value, ci_low, ci_high)``; values in [0, 1].
+        title: chart title.
+        xlabel: label of the value axis.
+    """
+    if not rows:
+        return _empty(title, "nothing to draw")
+    with matplotlib.rc_context(_RC):
+        fig = Figure(figsize=(6.8, 0.8 + 0.24 * len(rows)))
+        ax = fig.add_subplot()
+        ys = list(range(len(rows)))[::-1]
+        vals = [r[1] for r in rows]
+        lo = [v - (r[2] if r[2] is not None else v) for v, r in zip(vals, rows)]
+        hi = [(r[3] if r[3] is not None else v) - v for v, r in zip(vals, rows)]
+        ax.barh(ys, vals, color=PALETTE[0], alpha=0.75, height=0.65)
+        ax.errorbar(vals, ys, xerr=[lo, hi], fmt="none", ecolor="#111827", elinewidth=0.8, capsize=2)
+        ax.set_yticks(ys, [r[0].replace("_", " ") for r in rows], fontsize=8)
+        ax.set_xlim(0, 1)
+        ax.set_ylim(-0.6, len(rows) - 0.4)
+        ax.set_xlabel(xlabel)
+        ax.grid(axis="x", color="#e5e7eb", linewidth=0.6)
+        ax.set_title(title, loc="left", fontsize=11, fontweight="bold")
+        return _to_svg(fig, title, rows)
