@@ -18,6 +18,7 @@ from opentelemetry import context as otel_context
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from uep_common.background import BackgroundLoop
 from uep_common.db.models import OutboxMessage
 from uep_common.events import Event
 from uep_common.telemetry import context_from_headers, current_trace_headers
@@ -62,43 +63,25 @@ class OutboxRelay:
     ) -> None:
         self._sessionmaker = sessionmaker
         self._broker = broker
-        self._poll = poll_interval_s
         self._batch = batch_size
-        self._wake = asyncio.Event()
-        self._task: asyncio.Task | None = None
+        self._loop = BackgroundLoop("outbox-relay", self._drain, poll_interval_s)
         self.published = 0
 
     def kick(self) -> None:
         """Ask the relay to run now (call after committing outbox rows)."""
-        self._wake.set()
+        self._loop.wake()
 
     def start(self) -> None:
         """Start the background loop on the running event loop."""
-        self._task = asyncio.create_task(self._run(), name="outbox-relay")
+        self._loop.start()
 
     async def stop(self) -> None:
         """Stop the loop (rows not yet published stay in the table for the next relay)."""
-        if self._task:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
+        await self._loop.stop()
 
-    async def _run(self) -> None:
-        while True:
-            try:
-                while await self.relay_once() == self._batch:
-                    pass
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # the database or broker is down: retry at the next poll
-                log.exception("outbox relay pass failed")
-            try:
-                await asyncio.wait_for(self._wake.wait(), timeout=self._poll)
-            except TimeoutError:
-                pass
-            self._wake.clear()
+    async def _drain(self) -> None:
+        while await self.relay_once() == self._batch:
+            pass
 
     async def relay_once(self) -> int:
         """Publish one batch of unpublished rows; returns how many were published."""

@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from uep_common.db.session import make_async_engine, make_sessionmaker
 from uep_common.messaging import make_broker
+from uep_common.offsets import OffsetWatchdog
 from uep_common.settings import CommonSettings
 from uep_common.telemetry import setup_telemetry, shutdown_telemetry
 
@@ -120,10 +121,14 @@ def build_app(
         body = json.dumps({"status": "ready" if ok else "not_ready", "checks": checks}).encode()
         return AsgiResponse(body, 200 if ok else 503, headers={"content-type": "application/json"})
 
+    watchdog = OffsetWatchdog(runtime.broker, runtime.settings.kafka_offset_watchdog_s)
+
     async def _close() -> None:
+        await watchdog.stop()
         await runtime.close()
 
     async def _mark_started() -> None:
+        watchdog.start()
         runtime.started = True
 
     return AsgiFastStream(

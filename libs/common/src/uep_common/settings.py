@@ -34,6 +34,9 @@ class CommonSettings(BaseSettings):
     kafka_heartbeat_interval_ms: int = 1000
     kafka_fetch_max_wait_ms: int = Field(100, ge=1, description="Long-poll wait; latency ~ half of it on tansu.")
     kafka_request_timeout_ms: int = 10_000
+    kafka_offset_watchdog_s: float = Field(
+        3.0, gt=0, description="Seconds between checks for consumers left past a lost log (uep_common.offsets)."
+    )
     consumer_group_prefix: str = Field("uep", description="Consumer groups are '<prefix>.<service>'.")
     health_host: str = "127.0.0.1"
     health_port: int = Field(0, ge=0, le=65535, description="Port of /healthz and /readyz; 0 = service default.")

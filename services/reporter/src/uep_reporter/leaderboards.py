@@ -9,15 +9,14 @@ an unchanged score. The ranking itself lives in :mod:`uep_common.leaderboards` (
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
 from collections.abc import Iterable
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-
 from uep_common import leaderboards
+from uep_common.background import BackgroundLoop
 from uep_common.db.models import Rescore
 
 log = logging.getLogger(__name__)
@@ -59,29 +58,16 @@ class LeaderboardReconciler:
 
     def __init__(self, sessionmaker: async_sessionmaker[AsyncSession], interval_s: float) -> None:
         self._sessionmaker = sessionmaker
-        self._interval = interval_s
-        self._task: asyncio.Task | None = None
+        self._loop = BackgroundLoop("leaderboard-reconciler", self._drain, interval_s)
 
     def start(self) -> None:
         """Start on the running event loop."""
-        self._task = asyncio.create_task(self._run(), name="leaderboard-reconciler")
+        self._loop.start()
 
     async def stop(self) -> None:
         """Cancel the loop."""
-        if self._task:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
+        await self._loop.stop()
 
-    async def _run(self) -> None:
-        while True:
-            try:
-                while await reconcile_once(self._sessionmaker) == 100:
-                    pass
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # noqa: BLE001 - the database may be down; try again next round
-                log.warning("leaderboard reconciliation failed", exc_info=True)
-            await asyncio.sleep(self._interval)
+    async def _drain(self) -> None:
+        while await reconcile_once(self._sessionmaker) == 100:
+            pass

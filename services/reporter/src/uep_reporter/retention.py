@@ -9,16 +9,15 @@ What a run keeps and deletes is defined in :mod:`uep_common.retention`.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from pathlib import Path
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-
 from uep_common import retention
 from uep_common.artifacts import artifact_dir
+from uep_common.background import BackgroundLoop
 from uep_common.db.leaderboards import RetentionRun
 
 log = logging.getLogger(__name__)
@@ -60,21 +59,17 @@ class RetentionWorker:
     def __init__(self, sessionmaker: async_sessionmaker[AsyncSession], settings) -> None:
         self._sessionmaker = sessionmaker
         self._settings = settings
-        self._task: asyncio.Task | None = None
         self._root = artifact_dir(settings)
+        self._next_periodic = time.monotonic() + settings.retention_initial_delay_s
+        self._loop = BackgroundLoop("retention", self._round, settings.retention_poll_s)
 
     def start(self) -> None:
         """Start on the running event loop."""
-        self._task = asyncio.create_task(self._run(), name="retention")
+        self._loop.start()
 
     async def stop(self) -> None:
         """Cancel the loop (a run in progress is rolled back evaluation by evaluation; each is atomic)."""
-        if self._task:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
+        await self._loop.stop()
 
     async def periodic_once(self) -> dict:
         """One periodic run, recorded in ``retention_runs`` unless another replica held the lock."""
@@ -89,17 +84,9 @@ class RetentionWorker:
                 ))
         return result
 
-    async def _run(self) -> None:
+    async def _round(self) -> None:
         s = self._settings
-        next_periodic = time.monotonic() + s.retention_initial_delay_s
-        while True:
-            try:
-                await execute_requested(self._sessionmaker, s.retention_keep_last, self._root)
-                if s.retention_enabled and time.monotonic() >= next_periodic:
-                    next_periodic = time.monotonic() + s.retention_interval_s
-                    await self.periodic_once()
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # noqa: BLE001 - the database may be down; try again next round
-                log.warning("retention pass failed", exc_info=True)
-            await asyncio.sleep(s.retention_poll_s)
+        await execute_requested(self._sessionmaker, s.retention_keep_last, self._root)
+        if s.retention_enabled and time.monotonic() >= self._next_periodic:
+            self._next_periodic = time.monotonic() + s.retention_interval_s
+            await self.periodic_once()

@@ -33,7 +33,6 @@ Dead letters
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import logging
@@ -49,6 +48,7 @@ from sqlalchemy import select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from uep_common.background import BackgroundLoop
 from uep_common.db.lifecycle import LOCK_NAMESPACE, DeadLetter, SchedulerInstance, interrupt_running, lock_evaluation
 from uep_common.db.models import Benchmark, OutboxMessage, SampleLease, SampleResult
 from uep_common.events import ErrorInfo, ScoreComputed, Topics
@@ -103,7 +103,7 @@ class Lifecycle:
         """Process start (before the broker's subscribers run): evaluations running since before it are
         interrupted at start-up, ones this process admits are not."""
         self._conn: AsyncConnection | None = None
-        self._tasks: list[asyncio.Task] = []
+        self._loops: list[BackgroundLoop] = []
         self.interrupted: list[uuid.UUID] = []
 
     async def _register(self) -> None:
@@ -154,20 +154,17 @@ class Lifecycle:
             await self.exhaust_once()
         except Exception:
             log.exception("lease-exhaustion pass at start-up failed; the loop retries it")
-        self._tasks = [
-            asyncio.create_task(self._every(self.settings.scheduler_heartbeat_seconds, self._heartbeat), name="scheduler-heartbeat"),
-            asyncio.create_task(self._every(self.settings.tick_seconds, self.exhaust_once), name="lease-exhaustion"),
+        self._loops = [
+            BackgroundLoop("scheduler-heartbeat", self._heartbeat, self.settings.scheduler_heartbeat_seconds),
+            BackgroundLoop("lease-exhaustion", self.exhaust_once, self.settings.tick_seconds),
         ]
+        for loop in self._loops:
+            loop.start()
 
     async def stop(self) -> None:
         """Stop the loops, drop this instance's row and release its lock."""
-        for t in self._tasks:
-            t.cancel()
-        for t in self._tasks:
-            try:
-                await t
-            except asyncio.CancelledError:
-                pass
+        for loop in self._loops:
+            await loop.stop()
         if self._conn is not None:
             try:
                 await self._conn.execute(text("DELETE FROM scheduler_instances WHERE id = :id"), {"id": self.instance_id})
@@ -175,16 +172,6 @@ class Lifecycle:
                 await self._conn.close()
             except Exception:  # noqa: BLE001 - the lock goes with the connection anyway
                 log.warning("could not deregister scheduler instance", exc_info=True)
-
-    async def _every(self, period: float, fn) -> None:
-        while True:
-            try:
-                await fn()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("%s failed", fn.__name__)
-            await asyncio.sleep(period)
 
     async def _heartbeat(self) -> None:
         try:

@@ -14,6 +14,7 @@ from faststream import AckPolicy
 from faststream.kafka import KafkaBroker, KafkaMessage
 
 from uep_common import budget
+from uep_common.background import BackgroundLoop
 from uep_common.events import EvaluationRequested, SampleDispatched, ScoreComputed, Topics
 from uep_common.messaging import UndecodableEvent, consumer_options, decode_event, decode_or_dead_letter, raw_records
 from uep_common.outbox import OutboxRelay
@@ -38,13 +39,13 @@ class Scheduler:
         self.sm = sessionmaker
         self.relay = relay
         self.settings = settings
-        self._task: asyncio.Task | None = None
-        self._wake = asyncio.Event()
         self._pass_lock = asyncio.Lock()
+        self._next_reconcile = 0.0
+        self._loop = BackgroundLoop("scheduler-allocation", self._round, self._until_reconcile, error_delay_s=0.2)
 
     def wake(self) -> None:
         """Ask the allocation task for a pass now."""
-        self._wake.set()
+        self._loop.wake()
 
     async def admit(self, evaluation_id: uuid.UUID) -> bool:
         """pending → running in its own transaction (all arms of an A/B experiment); wakes the allocator."""
@@ -99,38 +100,24 @@ class Scheduler:
             self.relay.kick()
         await self.allocate_once(reconcile=True)
 
-    async def _loop(self) -> None:
-        next_reconcile = 0.0
-        while True:
-            try:
-                await asyncio.wait_for(self._wake.wait(), timeout=max(0.0, next_reconcile - time.monotonic()))
-            except TimeoutError:
-                pass
-            self._wake.clear()
-            try:
-                if time.monotonic() >= next_reconcile:
-                    await self.reconcile_once()
-                    next_reconcile = time.monotonic() + self.settings.tick_seconds
-                else:
-                    await self.allocate_once()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("allocation pass failed")
-                await asyncio.sleep(0.2)
+    def _until_reconcile(self) -> float:
+        return self._next_reconcile - time.monotonic()
+
+    async def _round(self) -> None:
+        """A reconcile pass when one is due, else an allocation pass."""
+        if time.monotonic() >= self._next_reconcile:
+            await self.reconcile_once()
+            self._next_reconcile = time.monotonic() + self.settings.tick_seconds
+        else:
+            await self.allocate_once()
 
     def start(self) -> None:
         """Start the allocation task."""
-        self._task = asyncio.create_task(self._loop(), name="scheduler-allocation")
+        self._loop.start()
 
     async def stop(self) -> None:
         """Stop the allocation task."""
-        if self._task:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
+        await self._loop.stop()
 
 
 def register(broker: KafkaBroker, settings: SchedulerSettings, scheduler: Scheduler) -> None:
