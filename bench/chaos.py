@@ -49,6 +49,9 @@ def _env(args) -> dict[str, str]:
         "UEP_OTEL_EXPORTER": "none",
         "UEP_LOG_LEVEL": "WARNING",
         "UEP_LEASE_SECONDS": str(args.lease_seconds),  # a lost item is dispatched again this long after
+        # a lost ScoreComputed (seen by the scheduler, never stored) is dispatched again this long after
+        "UEP_ORPHAN_GRACE_SECONDS": str(args.lease_seconds),
+        "UEP_ORPHAN_SWEEP_SECONDS": "5",
         "UEP_MAX_LEASE_ATTEMPTS": "20",  # faults must never turn an item into a failure here
     }
 

@@ -38,7 +38,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from sqlalchemy import func, select, tuple_
+from sqlalchemy import func, select, text, tuple_
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from uep_common.costs import Expected, Pricing, affordable, currency, evaluation_estimate, money, per_item_estimate
@@ -392,7 +392,10 @@ async def settle_scores(session: AsyncSession, scores: list[ScoreComputed]) -> N
             .values(rows)
             .on_conflict_do_nothing(
                 index_elements=["evaluation_id", "sample_id", "repeat", "arm", "attempt"],
-                index_where=SpendEntry.kind == "settle",
+                # a literal, not a bound parameter: PostgreSQL infers the arbiter index when planning, and a
+                # generic plan of the prepared statement (psycopg prepares after 5 runs) cannot prove
+                # ``kind = $1`` implies the partial index's ``kind = 'settle'``
+                index_where=text("kind = 'settle'"),
             )
             .returning(SpendEntry.evaluation_id, SpendEntry.items, SpendEntry.reserved, SpendEntry.settled)
         )

@@ -9,6 +9,11 @@ Versioning
     version; a removed, renamed or retyped field, or a changed meaning, bumps it and publishes on a new
     topic (the topic name ends in ``.v<N>``), so old consumers keep working during a migration.
 
+    Enumerations are open: a minor release may add a value (``EvaluationStatus`` gained ``interrupted``,
+    ``stopped`` and ``budget_exhausted`` within ``.v1``), so a consumer must accept a value it does not
+    know (treat an unknown status as "not completed"), not reject the event. Removing or renaming a value
+    is a breaking change and bumps the version.
+
 Common fields (every event)
     ``schema_version`` (int), ``event_id`` (UUID; the idempotency key: a consumer that sees an event_id
     twice must not change its state twice), ``evaluation_id`` (UUID), ``tenant_id`` (UUID),

@@ -9,7 +9,10 @@ One pass runs in one transaction:
    evaluations that get items are then locked with ``SELECT … FOR UPDATE`` (in id order) and their status
    re-checked, so a cancel or stop that commits meanwhile is honoured.
 2. With ``reconcile``: expired leases whose item has no stored result are dispatched again (attempt + 1,
-   no new slot: they were counted as in flight), and open leases whose item is stored are released.
+   no new slot: they were counted as in flight), and open leases whose item is stored are released. With
+   ``orphans_before`` also released leases whose item has no stored result and that were released before
+   it: the scheduler saw the item's ScoreComputed but the reporter never stored it (the message was lost
+   between the two consumers, e.g. by a broker that lost its log), so the item is dispatched again.
 3. Free slots are given one at a time by two-level start-time fair queuing (:mod:`uep_scheduler.fairness`):
    tenants, then flows (evaluations; the arms of an A/B experiment as one flow, so item ``i`` of every arm
    goes out together), urgent class first, aging, under the bounds of :mod:`uep_scheduler.capacity`.
@@ -95,9 +98,10 @@ async def _samples_for(session: AsyncSession, ranges: list[tuple[uuid.UUID, int,
 
 async def _reconcile_leases(
     session: AsyncSession, running: dict[uuid.UUID, Evaluation], models: dict[uuid.UUID, Model], now: datetime,
-    expires: datetime, result: PassResult,
+    expires: datetime, result: PassResult, orphans_before: datetime | None = None,
 ) -> None:
-    """Release open leases whose item is stored; dispatch expired ones again (attempt + 1)."""
+    """Release open leases whose item is stored; dispatch expired ones again (attempt + 1), and released ones
+    without a stored result released before ``orphans_before``."""
     stale = await session.execute(
         update(SampleLease)
         .where(SampleLease.state == "leased", SampleLease.lease_expires_at < now, stored_result())
@@ -111,8 +115,7 @@ async def _reconcile_leases(
         await session.scalars(
             select(SampleLease)
             .where(
-                SampleLease.state == "leased",
-                SampleLease.lease_expires_at < now,
+                _lost_condition(now, orphans_before),
                 SampleLease.evaluation_id.in_(list(running)),
                 ~stored_result(),
             )
@@ -135,6 +138,13 @@ async def _reconcile_leases(
         benchmark = await session.get(Benchmark, ev.benchmark_id)
         await dispatch_events(session, ev, benchmark, model_target(models[ev.model_id]), samples, leases, expires)
         result.redispatched[ev_id] = len(leases)
+
+
+def _lost_condition(now: datetime, orphans_before: datetime | None):
+    expired = and_(SampleLease.state == "leased", SampleLease.lease_expires_at < now)
+    if orphans_before is None:
+        return expired
+    return or_(expired, and_(SampleLease.state == "released", SampleLease.released_at < orphans_before))
 
 
 async def _load_tags(session: AsyncSession, tenant_ids: set[uuid.UUID], flow_ids: set[uuid.UUID]):
@@ -169,7 +179,8 @@ def _queue(clock, tenant_rows, flow_rows, groups: dict[uuid.UUID, list[Evaluatio
 
 
 async def allocate(
-    session: AsyncSession, settings: SchedulerSettings, *, reconcile: bool = False, now: datetime | None = None
+    session: AsyncSession, settings: SchedulerSettings, *, reconcile: bool = False, now: datetime | None = None,
+    orphans_before: datetime | None = None,
 ) -> PassResult:
     """Run one allocation pass inside the caller's transaction (see the module docstring).
 
@@ -177,6 +188,8 @@ async def allocate(
         session: an open transaction on the system of record.
         settings: capacity bounds, aging and lease duration.
         reconcile: also re-dispatch expired leases and release stale ones.
+        orphans_before: with ``reconcile``, also re-dispatch items released before this time that have no
+            stored result (step 2 of the module docstring); None skips that sweep.
         now: the pass's clock (tests pass a simulated one); default the current UTC time.
 
     Returns:
@@ -190,7 +203,7 @@ async def allocate(
     running = {e.id: e for e in await session.scalars(select(Evaluation).where(Evaluation.status == "running"))}
     models = {m.id: m for m in await session.scalars(select(Model).where(Model.id.in_({e.model_id for e in running.values()})))} if running else {}
     if reconcile:
-        await _reconcile_leases(session, running, models, now, expires, result)
+        await _reconcile_leases(session, running, models, now, expires, result, orphans_before)
 
     per_ev, per_model, total = await _in_flight(session, now)
     free = settings.max_in_flight_global - total

@@ -2,6 +2,8 @@
 
 from uep_common.outbox import OutboxRelay
 from uep_common.service import ServiceRuntime, build_app, serve
+from uep_common.wakeups import WaitingListener
+
 from uep_scheduler.lifecycle import install as install_lifecycle
 from uep_scheduler.service import Scheduler, register
 from uep_scheduler.settings import SchedulerSettings
@@ -17,13 +19,16 @@ def create_app():
     scheduler = Scheduler(runtime.sessionmaker, relay, settings)
     register(runtime.broker, settings, scheduler)
     lifecycle = install_lifecycle(runtime, relay)  # dead-letter consumer; instance registry, interrupt on restart
+    listener = WaitingListener(settings.database_url, scheduler.admit)  # admission on the gateway's NOTIFY
 
     async def start_loops() -> None:
         relay.start()
         await lifecycle.start()  # before the dispatch loop: interrupt what was running when no other replica lives
         scheduler.start()
+        listener.start()
 
     async def stop_loops() -> None:
+        await listener.stop()
         await scheduler.stop()
         await lifecycle.stop()
         await relay.stop()

@@ -9,6 +9,7 @@ import asyncio
 import logging
 import time
 import uuid
+from datetime import UTC, datetime, timedelta
 
 from faststream import AckPolicy
 from faststream.kafka import KafkaBroker, KafkaMessage
@@ -41,6 +42,7 @@ class Scheduler:
         self.settings = settings
         self._pass_lock = asyncio.Lock()
         self._next_reconcile = 0.0
+        self._next_orphan_sweep = 0.0
         self._loop = BackgroundLoop("scheduler-allocation", self._round, self._until_reconcile, error_delay_s=0.2)
 
     def wake(self) -> None:
@@ -55,11 +57,11 @@ class Scheduler:
             self.wake()
         return ok
 
-    async def allocate_once(self, reconcile: bool = False) -> PassResult:
+    async def allocate_once(self, reconcile: bool = False, orphans_before: datetime | None = None) -> PassResult:
         """One allocation pass in its own transaction; kicks the outbox relay when something was dispatched."""
         async with self._pass_lock:
             async with self.sm() as s, s.begin():
-                result = await allocate(s, self.settings, reconcile=reconcile)
+                result = await allocate(s, self.settings, reconcile=reconcile, orphans_before=orphans_before)
         if result.dispatched:
             self.relay.kick()
         return result
@@ -89,7 +91,8 @@ class Scheduler:
 
     async def reconcile_once(self) -> None:
         """One reconcile pass: admit stale pending evaluations, create due scheduled runs, allocate with
-        expired-lease re-dispatch."""
+        expired-lease re-dispatch (and, every ``orphan_sweep_seconds``, re-dispatch of items scored but never
+        stored)."""
         async with self.sm() as s:
             _running, pending = await evaluations_to_reconcile(s, self.settings.admit_pending_after_seconds)
         for evaluation_id in pending:
@@ -98,7 +101,11 @@ class Scheduler:
         created = await run_due_schedules(self.sm)
         if created:
             self.relay.kick()
-        await self.allocate_once(reconcile=True)
+        orphans_before = None
+        if time.monotonic() >= self._next_orphan_sweep:
+            self._next_orphan_sweep = time.monotonic() + self.settings.orphan_sweep_seconds
+            orphans_before = datetime.now(UTC) - timedelta(seconds=self.settings.orphan_grace_seconds)
+        await self.allocate_once(reconcile=True, orphans_before=orphans_before)
 
     def _until_reconcile(self) -> float:
         return self._next_reconcile - time.monotonic()

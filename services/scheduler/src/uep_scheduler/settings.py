@@ -32,6 +32,11 @@ class SchedulerSettings(CommonSettings):
     lease_seconds: float = Field(
         300.0, gt=0, description="An item not scored this long after dispatch is dispatched again."
     )
+    orphan_grace_seconds: float = Field(
+        60.0, gt=0, description="An item whose score the scheduler saw but whose result is not stored this long after "
+        "is dispatched again (its ScoreComputed was lost before the reporter stored it).",
+    )
+    orphan_sweep_seconds: float = Field(15.0, gt=0, description="Period of the sweep for such items (a reconcile pass).")
     tick_seconds: float = Field(1.0, gt=0, description="Period of the reconcile loop (allocation, expired leases, schedules).")
     admit_pending_after_seconds: float = Field(
         5.0, ge=0, description="Admit a pending evaluation whose EvaluationRequested was not seen after this long."

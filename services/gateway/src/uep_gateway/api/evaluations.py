@@ -10,7 +10,6 @@ from datetime import UTC, datetime
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from sqlalchemy import select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
-
 from uep_common import budget
 from uep_common.creation import evaluation_config, new_evaluation
 from uep_common.db.models import Benchmark, Evaluation, Model, Sample, SampleResult, Tenant
@@ -18,6 +17,8 @@ from uep_common.events import EvaluationCompleted, EvaluationRequested, Evaluati
 from uep_common.outbox import add_to_outbox
 from uep_common.prompts import PromptRenderError
 from uep_common.telemetry import tracer
+from uep_common.wakeups import notify_waiting
+
 from uep_gateway.api.judges import evaluation_judge_config
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError
@@ -120,6 +121,7 @@ async def create_evaluation(
         raise FieldError(exc.status_code, ("body", exc.field), exc.reason, exc.kind) from exc
     for ev, event in zip(evaluations, events, strict=True):
         add_to_outbox(session, event, ev.trace_context)
+    await notify_waiting(session, [ev.id for ev in evaluations])  # the scheduler admits on commit, not after Kafka
     await session.commit()
     request.app.state.relay.kick()
     response.headers["Location"] = f"/v1/evaluations/{evaluations[0].id}"
@@ -190,7 +192,6 @@ async def plan_evaluations(
 def _compile_template(template: str) -> None:
     """Raise PromptRenderError if ``template`` is not valid Jinja2 (rendering needs a sample, so only the syntax is checked)."""
     from jinja2 import TemplateSyntaxError
-
     from uep_common.prompts import _ENV
 
     try:
