@@ -36,7 +36,7 @@ from uep_common import budget
 from uep_common.db.models import Benchmark, Evaluation, Model, Sample, SampleLease
 from uep_common.db.scheduling import SchedClock, SchedFlow, SchedTenant
 from uep_scheduler.capacity import adaptive_limits, evaluation_bound, model_bound
-from uep_scheduler.dispatch import dispatch_events, model_target, stored_result
+from uep_scheduler.dispatch import admit, dispatch_events, model_target, stored_result
 from uep_scheduler.fairness import PRIORITY_WEIGHTS, FairQueue, FlowTag, TenantTag
 from uep_scheduler.settings import SchedulerSettings
 
@@ -55,6 +55,7 @@ class PassResult:
     redispatched: dict[uuid.UUID, int] = field(default_factory=dict)
     released_stale: int = 0
     order: list[uuid.UUID] = field(default_factory=list)
+    admitted: list[uuid.UUID] = field(default_factory=list)
 
     @property
     def dispatched(self) -> int:
@@ -180,7 +181,7 @@ def _queue(clock, tenant_rows, flow_rows, groups: dict[uuid.UUID, list[Evaluatio
 
 async def allocate(
     session: AsyncSession, settings: SchedulerSettings, *, reconcile: bool = False, now: datetime | None = None,
-    orphans_before: datetime | None = None,
+    orphans_before: datetime | None = None, admit_first: list[uuid.UUID] | None = None,
 ) -> PassResult:
     """Run one allocation pass inside the caller's transaction (see the module docstring).
 
@@ -190,6 +191,8 @@ async def allocate(
         reconcile: also re-dispatch expired leases and release stale ones.
         orphans_before: with ``reconcile``, also re-dispatch items released before this time that have no
             stored result (step 2 of the module docstring); None skips that sweep.
+        admit_first: evaluations to admit (pending → running, :func:`uep_scheduler.dispatch.admit`) in this
+            transaction before the pass, so a new evaluation's admission and first dispatch commit together.
         now: the pass's clock (tests pass a simulated one); default the current UTC time.
 
     Returns:
@@ -199,6 +202,9 @@ async def allocate(
     expires = now + timedelta(seconds=settings.lease_seconds)
     result = PassResult()
     await session.execute(select(func.pg_advisory_xact_lock(ALLOCATION_LOCK)))
+    for evaluation_id in admit_first or ():
+        if await admit(session, evaluation_id):
+            result.admitted.append(evaluation_id)
 
     running = {e.id: e for e in await session.scalars(select(Evaluation).where(Evaluation.status == "running"))}
     models = {m.id: m for m in await session.scalars(select(Model).where(Model.id.in_({e.model_id for e in running.values()})))} if running else {}

@@ -19,7 +19,7 @@ def create_app():
     scheduler = Scheduler(runtime.sessionmaker, relay, settings)
     register(runtime.broker, settings, scheduler)
     lifecycle = install_lifecycle(runtime, relay)  # dead-letter consumer; instance registry, interrupt on restart
-    listener = WaitingListener(settings.database_url, scheduler.admit)  # admission on the gateway's NOTIFY
+    listener = WaitingListener(settings.database_url, scheduler.request_admission)  # admission on the gateway's NOTIFY
 
     async def start_loops() -> None:
         relay.start()

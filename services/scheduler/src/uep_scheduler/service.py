@@ -9,6 +9,7 @@ import asyncio
 import logging
 import time
 import uuid
+from collections import OrderedDict
 from datetime import UTC, datetime, timedelta
 
 from faststream import AckPolicy
@@ -43,25 +44,55 @@ class Scheduler:
         self._pass_lock = asyncio.Lock()
         self._next_reconcile = 0.0
         self._next_orphan_sweep = 0.0
+        self._to_admit: set[uuid.UUID] = set()
+        self._admitted: OrderedDict[uuid.UUID, None] = OrderedDict()
+        """Evaluations this process admitted lately (bounded): their EvaluationRequested, arriving after the
+        wake-up admitted them, is skipped without a transaction."""
         self._loop = BackgroundLoop("scheduler-allocation", self._round, self._until_reconcile, error_delay_s=0.2)
 
     def wake(self) -> None:
         """Ask the allocation task for a pass now."""
         self._loop.wake()
 
+    def _remember(self, evaluation_ids) -> None:
+        for evaluation_id in evaluation_ids:
+            self._admitted[evaluation_id] = None
+            self._admitted.move_to_end(evaluation_id)
+        while len(self._admitted) > 10_000:
+            self._admitted.popitem(last=False)
+
     async def admit(self, evaluation_id: uuid.UUID) -> bool:
-        """pending → running in its own transaction (all arms of an A/B experiment); wakes the allocator."""
+        """pending → running in its own transaction (all arms of an A/B experiment); wakes the allocator.
+        An evaluation this process admitted lately returns True at once."""
+        if evaluation_id in self._admitted:
+            return True
         async with self.sm() as s, s.begin():
             ok = await admit(s, evaluation_id)
         if ok:
+            self._remember([evaluation_id])
             self.wake()
         return ok
 
+    async def request_admission(self, evaluation_id: uuid.UUID) -> None:
+        """Admit ``evaluation_id`` in the next allocation pass, in that pass's transaction (one transaction
+        from a wake-up to its first dispatch); woken at once."""
+        if evaluation_id not in self._admitted:
+            self._to_admit.add(evaluation_id)
+            self.wake()
+
     async def allocate_once(self, reconcile: bool = False, orphans_before: datetime | None = None) -> PassResult:
-        """One allocation pass in its own transaction; kicks the outbox relay when something was dispatched."""
+        """One allocation pass in its own transaction, admitting the evaluations of :meth:`request_admission`
+        first; kicks the outbox relay when something was dispatched."""
         async with self._pass_lock:
-            async with self.sm() as s, s.begin():
-                result = await allocate(s, self.settings, reconcile=reconcile, orphans_before=orphans_before)
+            to_admit, self._to_admit = sorted(self._to_admit), set()
+            try:
+                async with self.sm() as s, s.begin():
+                    result = await allocate(s, self.settings, reconcile=reconcile, orphans_before=orphans_before,
+                                            admit_first=to_admit)
+            except BaseException:
+                self._to_admit.update(to_admit)  # the next pass tries again
+                raise
+            self._remember(result.admitted)
         if result.dispatched:
             self.relay.kick()
         return result

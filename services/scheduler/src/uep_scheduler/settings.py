@@ -42,5 +42,6 @@ class SchedulerSettings(CommonSettings):
         5.0, ge=0, description="Admit a pending evaluation whose EvaluationRequested was not seen after this long."
     )
     requests_fetch_max_wait_ms: int = Field(
-        10, ge=1, description="Long-poll wait of the EvaluationRequested consumer (admission latency)."
+        100, ge=1, description="Long-poll wait of the EvaluationRequested consumer. Admission normally comes from the "
+        "gateway's NOTIFY (uep_common.wakeups); the event is the contract and the fallback, so it need not poll fast."
     )
