@@ -180,9 +180,12 @@ def test_builder_cannot_raise_a_cap_admin_can(gateway, keys):
 def test_over_budget_create_is_402_and_stores_nothing(gateway, db, priced_model, keys):
     hdr = {"X-UEP-Tenant": "budget-c"}
     assert gateway.put("/v1/caps/tenant/day", json={"amount": 3}, headers=bearer(keys["budget-c"]["admin"])).status_code == 200
+    # counted for this tenant only: evaluations of earlier tests may still be writing outbox rows
+    counts = text("SELECT (SELECT count(*) FROM evaluations WHERE tenant_id = t.id), "
+                  "(SELECT count(*) FROM outbox WHERE payload->>'tenant_id' = t.id::text), "
+                  "(SELECT count(*) FROM budget_accounts WHERE tenant_id = t.id) FROM tenants t WHERE t.slug = 'budget-c'")
     with db.connect() as c:
-        before = c.execute(text("SELECT (SELECT count(*) FROM evaluations), (SELECT count(*) FROM outbox), "
-                                "(SELECT count(*) FROM budget_accounts)")).one()
+        before = c.execute(counts).one()
     body = {"benchmark": "mmlu", "model": priced_model, "sample_limit": 5}
     est = gateway.post("/v1/evaluations/estimate", json=body, headers=hdr)
     assert est.status_code == 200, est.text
@@ -202,8 +205,7 @@ def test_over_budget_create_is_402_and_stores_nothing(gateway, db, priced_model,
     assert r.status_code == 409 and r.json()["detail"][0]["type"] == "over_evaluation_cap"
     assert "the tenant's cap for evaluations of benchmark 'mmlu' of 2 USD" in r.json()["detail"][0]["msg"]
     with db.connect() as c:
-        after = c.execute(text("SELECT (SELECT count(*) FROM evaluations), (SELECT count(*) FROM outbox), "
-                               "(SELECT count(*) FROM budget_accounts)")).one()
+        after = c.execute(counts).one()
     assert after == before  # nothing stored by the refused creates nor by the estimate
     ok = gateway.post("/v1/evaluations/estimate", json={**body, "sample_limit": 2}, headers=hdr).json()
     assert ok["refusal"] is None and ok["estimate"] == 2.0
