@@ -213,38 +213,42 @@ async def test_ab_arms_are_dispatched_together(sm, world):
 
 
 async def test_an_item_scored_but_never_stored_is_dispatched_again_by_the_orphan_sweep(sm, world):
-    """The scheduler released the leases of 5 scored items, but only 4 results were stored (the fifth
-    ScoreComputed was lost before the reporter stored it): a reconcile pass without the sweep leaves it; one
-    with ``orphans_before`` after its release dispatches exactly that item again (attempt 2)."""
+    """The scheduler released the leases of 5 scored items, but only 3 results were stored: the fourth item's
+    ScoreComputed was lost before the reporter stored it; the fifth was routed to human annotators (released
+    with its expiry held far out, as uep_judge.store does). Only the fourth is dispatched again (attempt 2),
+    and only by a reconcile pass with the sweep, after its lease expired and its release is past the cut-off."""
     import uuid
 
     from uep_common.db.models import OutboxMessage, SampleResult
 
     t, bench, model = await world.tenant("t"), await world.benchmark(5), await world.model(None)
     ev = await world.evaluation(t, bench, model, 5)
-    cfg, now = settings(), datetime.now(UTC)
+    cfg, now = settings(lease_seconds=30), datetime.now(UTC)
     r = await run_pass(sm, cfg, now)
     assert r.leased == {ev: 5}
     async with sm() as s, s.begin():
         leases = list(await s.scalars(select(SampleLease).where(SampleLease.evaluation_id == ev).order_by(SampleLease.id)))
         for lease in leases:
             lease.state, lease.released_at = "released", now
-        for lease in leases[:4]:
+        for lease in leases[:3]:
             s.add(SampleResult(evaluation_id=ev, sample_id=lease.sample_id, repeat=0, arm="main", is_correct=True,
                                score=1.0, metrics={}, score_event_id=uuid.uuid4()))
-        lost = leases[4].sample_id
-    later = now + timedelta(seconds=5)
-    async with sm() as s, s.begin():
-        r = await allocate(s, cfg, reconcile=True, now=later)
-    assert r.redispatched == {}  # no sweep: nothing
-    async with sm() as s, s.begin():
-        r = await allocate(s, cfg, reconcile=True, now=later, orphans_before=now - timedelta(seconds=1))
-    assert r.redispatched == {}  # released after the cut-off: still within its grace
-    async with sm() as s, s.begin():
-        r = await allocate(s, cfg, reconcile=True, now=later, orphans_before=later)
-    assert r.redispatched == {ev: 1}
+        leases[4].lease_expires_at = now + timedelta(days=36500)  # held for annotators
+        lost = leases[3].sample_id
+
+    async def reconcile(at, orphans_before=None):
+        async with sm() as s, s.begin():
+            return await allocate(s, cfg, reconcile=True, now=at, orphans_before=orphans_before)
+
+    before_expiry, after_expiry = now + timedelta(seconds=5), now + timedelta(seconds=31)
+    assert (await reconcile(after_expiry)).redispatched == {}  # no sweep: nothing
+    assert (await reconcile(before_expiry, orphans_before=before_expiry)).redispatched == {}  # lease not expired yet
+    assert (await reconcile(after_expiry, orphans_before=now - timedelta(seconds=1))).redispatched == {}  # within grace
+    assert (await reconcile(after_expiry, orphans_before=after_expiry)).redispatched == {ev: 1}
     async with sm() as s:
         again = await s.scalar(select(SampleLease).where(SampleLease.evaluation_id == ev, SampleLease.sample_id == lost))
         assert (again.state, again.attempt) == ("leased", 2)
+        held = await s.scalar(select(SampleLease).where(SampleLease.id == leases[4].id))
+        assert (held.state, held.attempt) == ("released", 1)
         events = [o.payload for o in await s.scalars(select(OutboxMessage).where(OutboxMessage.event_type == "SampleDispatched"))]
         assert [(e["sample_id"], e["attempt"]) for e in events if e["attempt"] == 2] == [(str(lost), 2)]

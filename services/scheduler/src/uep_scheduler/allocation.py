@@ -10,9 +10,10 @@ One pass runs in one transaction:
    re-checked, so a cancel or stop that commits meanwhile is honoured.
 2. With ``reconcile``: expired leases whose item has no stored result are dispatched again (attempt + 1,
    no new slot: they were counted as in flight), and open leases whose item is stored are released. With
-   ``orphans_before`` also released leases whose item has no stored result and that were released before
-   it: the scheduler saw the item's ScoreComputed but the reporter never stored it (the message was lost
-   between the two consumers, e.g. by a broker that lost its log), so the item is dispatched again.
+   ``orphans_before`` also released leases whose item has no stored result, released before it and past
+   their expiry: the scheduler saw the item's ScoreComputed but the reporter never stored it (the message
+   was lost between the two consumers, e.g. by a broker that lost its log), so the item is dispatched again
+   as if its lease had expired unscored.
 3. Free slots are given one at a time by two-level start-time fair queuing (:mod:`uep_scheduler.fairness`):
    tenants, then flows (evaluations; the arms of an A/B experiment as one flow, so item ``i`` of every arm
    goes out together), urgent class first, aging, under the bounds of :mod:`uep_scheduler.capacity`.
@@ -145,7 +146,10 @@ def _lost_condition(now: datetime, orphans_before: datetime | None):
     expired = and_(SampleLease.state == "leased", SampleLease.lease_expires_at < now)
     if orphans_before is None:
         return expired
-    return or_(expired, and_(SampleLease.state == "released", SampleLease.released_at < orphans_before))
+    # lease_expires_at < now as well: an item routed to human annotators is released with its expiry moved far
+    # out (uep_judge.store.HUMAN_LEASE_HOLD) and has no result until annotated; it is not lost
+    orphaned = and_(SampleLease.state == "released", SampleLease.released_at < orphans_before, SampleLease.lease_expires_at < now)
+    return or_(expired, orphaned)
 
 
 async def _load_tags(session: AsyncSession, tenant_ids: set[uuid.UUID], flow_ids: set[uuid.UUID]):

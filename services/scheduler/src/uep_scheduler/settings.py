@@ -34,7 +34,7 @@ class SchedulerSettings(CommonSettings):
     )
     orphan_grace_seconds: float = Field(
         60.0, gt=0, description="An item whose score the scheduler saw but whose result is not stored this long after "
-        "is dispatched again (its ScoreComputed was lost before the reporter stored it).",
+        "(and whose lease has expired) is dispatched again: its ScoreComputed was lost before the reporter stored it.",
     )
     orphan_sweep_seconds: float = Field(15.0, gt=0, description="Period of the sweep for such items (a reconcile pass).")
     tick_seconds: float = Field(1.0, gt=0, description="Period of the reconcile loop (allocation, expired leases, schedules).")
