@@ -15,6 +15,7 @@ from collections.abc import Iterable
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
 from uep_common import leaderboards
 from uep_common.background import BackgroundLoop
 from uep_common.db.models import Rescore

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
 from uep_common import retention
 from uep_common.artifacts import artifact_dir
 from uep_common.background import BackgroundLoop
