@@ -3,7 +3,6 @@
 from uep_common.outbox import OutboxRelay
 from uep_common.service import ServiceRuntime, build_app, serve
 from uep_common.wakeups import WaitingListener
-
 from uep_scheduler.lifecycle import install as install_lifecycle
 from uep_scheduler.service import Scheduler, register
 from uep_scheduler.settings import SchedulerSettings

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from sqlalchemy import select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
+
 from uep_common import budget
 from uep_common.creation import evaluation_config, new_evaluation
 from uep_common.db.models import Benchmark, Evaluation, Model, Sample, SampleResult, Tenant
@@ -18,7 +19,6 @@ from uep_common.outbox import add_to_outbox
 from uep_common.prompts import PromptRenderError
 from uep_common.telemetry import tracer
 from uep_common.wakeups import notify_waiting
-
 from uep_gateway.api.judges import evaluation_judge_config
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError
@@ -192,6 +192,7 @@ async def plan_evaluations(
 def _compile_template(template: str) -> None:
     """Raise PromptRenderError if ``template`` is not valid Jinja2 (rendering needs a sample, so only the syntax is checked)."""
     from jinja2 import TemplateSyntaxError
+
     from uep_common.prompts import _ENV
 
     try:
