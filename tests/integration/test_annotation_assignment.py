@@ -41,7 +41,11 @@ def test_concurrent_annotators_never_overfill_or_repeat(gateway, stack, db, sour
     def work(name: str) -> None:
         with httpx.Client(base_url=stack.gateway_url, timeout=30) as c:
             for _ in range(20):
-                body = c.get(f"/v1/annotation-tasks/{task['id']}/next", params={"annotator": name}).json()
+                got = c.get(f"/v1/annotation-tasks/{task['id']}/next", params={"annotator": name})
+                if got.status_code != 200:
+                    errors.append(got.text)
+                    return
+                body = got.json()
                 if body.get("item") is None:
                     return
                 handed[name].append(body["item"]["id"])
@@ -69,6 +73,30 @@ def test_concurrent_annotators_never_overfill_or_repeat(gateway, stack, db, sour
     assert gold == sum(1 for items in handed.values() if items)  # the gold item once per annotator who worked
     view = gateway.get(f"/v1/annotation-tasks/{task['id']}").json()
     assert view["status"] == "completed" and view["completed_items"] == 5
+
+
+def test_next_waits_for_items_locked_by_another_hand_out_instead_of_answering_nothing_left(gateway, db, source):
+    """Another annotator's hand-out transaction holds every item of the task (it locks up to 8 candidates):
+    ``/next`` must wait for it and then hand out an item, not answer "nothing left" (SKIP LOCKED alone finds
+    no row then; an earlier version answered so, seen as a CI failure with six concurrent annotators)."""
+    task = make_task(gateway, source)
+    result: dict = {}
+
+    def ask() -> None:
+        with httpx.Client(base_url=gateway.base_url, timeout=30) as c:
+            result["response"] = c.get(f"/v1/annotation-tasks/{task['id']}/next", params={"annotator": "waiter"})
+
+    with db.connect() as c:
+        c.execute(text("SELECT id FROM annotation_items WHERE task_id = :t FOR NO KEY UPDATE"), {"t": task["id"]})
+        asker = threading.Thread(target=ask)
+        asker.start()
+        asker.join(1.5)
+        assert asker.is_alive()  # waiting for the locks, not answering "nothing left"
+        c.rollback()  # the other hand-out ends without taking anything
+    asker.join(30)
+    r = result["response"]
+    assert r.status_code == 200, r.text
+    assert r.json()["item"] is not None
 
 
 def test_expired_assignment_frees_the_slot_and_late_submission_is_refused_once_complete(gateway, db, source):

@@ -7,7 +7,8 @@ Next item (:func:`next_item`), in one transaction:
    never skips an item);
 2. candidate items are selected in hand-out order with ``FOR UPDATE SKIP LOCKED`` (concurrent annotators
    take different items instead of waiting): open items the annotator never held, and — unless gold —
-   with ``submitted + open assignments < N``;
+   with ``submitted + open assignments < N``; when every such item is locked by another annotator's
+   transaction (SKIP LOCKED then finds none, though items are left), the same query waits for the locks;
 3. each locked candidate is checked again by a new statement (a fresh snapshot: another transaction may have
    assigned it between our snapshot and our lock) and the first that still qualifies is assigned.
 
@@ -147,6 +148,21 @@ def _available(task: AnnotationTask, annotator_id: uuid.UUID, now: datetime):
     )
 
 
+async def _lock_candidates(
+    session: AsyncSession, task: AnnotationTask, annotator_id: uuid.UUID, now: datetime, skip_locked: bool
+) -> list[AnnotationItem]:
+    """Up to CANDIDATES_PER_ROUND available items in hand-out order, locked ``FOR NO KEY UPDATE``; with
+    ``skip_locked`` items locked by others are passed over, else waited for (always in hand-out order, so two
+    waiters cannot deadlock each other)."""
+    return list(await session.scalars(
+        select(AnnotationItem)
+        .where(_available(task, annotator_id, now))
+        .order_by(AnnotationItem.position)
+        .limit(CANDIDATES_PER_ROUND)
+        .with_for_update(skip_locked=skip_locked, key_share=True, of=AnnotationItem)
+    ))
+
+
 async def next_item(
     session: AsyncSession, task: AnnotationTask, annotator: Annotator
 ) -> tuple[AnnotationAssignment, AnnotationItem] | None:
@@ -170,13 +186,11 @@ async def next_item(
     if task.status != "open":
         return None
     for _ in range(ROUNDS):
-        candidates = list(await session.scalars(
-            select(AnnotationItem)
-            .where(_available(task, annotator.id, now))
-            .order_by(AnnotationItem.position)
-            .limit(CANDIDATES_PER_ROUND)
-            .with_for_update(skip_locked=True, key_share=True, of=AnnotationItem)
-        ))
+        candidates = await _lock_candidates(session, task, annotator.id, now, skip_locked=True)
+        if not candidates:
+            # SKIP LOCKED returns nothing both when nothing is left and when every remaining item is locked by
+            # other annotators' transactions at this moment: wait for those locks to tell the two apart
+            candidates = await _lock_candidates(session, task, annotator.id, now, skip_locked=False)
         if not candidates:
             return None
         now = datetime.now(UTC)
