@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable
 
 from sqlalchemy import text
+from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common.background import BackgroundLoop
@@ -33,9 +34,8 @@ async def notify_waiting(session: AsyncSession, evaluation_ids: Iterable[uuid.UU
 
 
 def _libpq_url(database_url: str) -> str:
-    """``postgresql+psycopg://…`` (SQLAlchemy) → ``postgresql://…`` (psycopg)."""
-    scheme, sep, rest = database_url.partition("://")
-    return f"{scheme.split('+')[0]}{sep}{rest}"
+    """``postgresql+psycopg://…`` (SQLAlchemy) → ``postgresql://…`` (psycopg), password kept."""
+    return make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
 class WaitingListener:

@@ -22,7 +22,7 @@ from uep_common.messaging import UndecodableEvent, consumer_options, decode_even
 from uep_common.outbox import OutboxRelay
 from uep_scheduler.allocation import PassResult, allocate
 from uep_scheduler.capacity import adapt
-from uep_scheduler.dispatch import admit, evaluations_to_reconcile, release
+from uep_scheduler.dispatch import evaluations_to_reconcile, release
 from uep_scheduler.schedules import run_due_schedules
 from uep_scheduler.settings import SchedulerSettings
 
@@ -47,7 +47,7 @@ class Scheduler:
         self._to_admit: set[uuid.UUID] = set()
         self._admitted: OrderedDict[uuid.UUID, None] = OrderedDict()
         """Evaluations this process admitted lately (bounded): their EvaluationRequested, arriving after the
-        wake-up admitted them, is skipped without a transaction."""
+        NOTIFY admitted them, is skipped without a transaction."""
         self._loop = BackgroundLoop("scheduler-allocation", self._round, self._until_reconcile, error_delay_s=0.2)
 
     def wake(self) -> None:
@@ -61,21 +61,11 @@ class Scheduler:
         while len(self._admitted) > 10_000:
             self._admitted.popitem(last=False)
 
-    async def admit(self, evaluation_id: uuid.UUID) -> bool:
-        """pending → running in its own transaction (all arms of an A/B experiment); wakes the allocator.
-        An evaluation this process admitted lately returns True at once."""
-        if evaluation_id in self._admitted:
-            return True
-        async with self.sm() as s, s.begin():
-            ok = await admit(s, evaluation_id)
-        if ok:
-            self._remember([evaluation_id])
-            self.wake()
-        return ok
-
     async def request_admission(self, evaluation_id: uuid.UUID) -> None:
-        """Admit ``evaluation_id`` in the next allocation pass, in that pass's transaction (one transaction
-        from a wake-up to its first dispatch); woken at once."""
+        """Admit ``evaluation_id`` (pending → running, all arms of an A/B experiment) in the next allocation
+        pass, in that pass's transaction (one transaction from a wake-up to its first dispatch); woken at once.
+        The one way in for the gateway's NOTIFY, EvaluationRequested and the reconcile pass; an evaluation
+        this process admitted lately is skipped without a transaction."""
         if evaluation_id not in self._admitted:
             self._to_admit.add(evaluation_id)
             self.wake()
@@ -93,18 +83,11 @@ class Scheduler:
                 self._to_admit.update(to_admit)  # the next pass tries again
                 raise
             self._remember(result.admitted)
+        for evaluation_id in set(to_admit) - set(result.admitted):
+            log.info("evaluation %s not admitted (not pending or running)", evaluation_id)
         if result.dispatched:
             self.relay.kick()
         return result
-
-    async def top_up(self, evaluation_id: uuid.UUID, admit_first: bool = False, redispatch_expired: bool = True) -> int:
-        """Admit ``evaluation_id`` (optionally), run a pass; returns the items it dispatched for that evaluation."""
-        if admit_first:
-            async with self.sm() as s, s.begin():
-                if not await admit(s, evaluation_id):
-                    return 0
-        r = await self.allocate_once(reconcile=redispatch_expired)
-        return r.leased.get(evaluation_id, 0) + r.redispatched.get(evaluation_id, 0)
 
     async def on_scored(self, scores: list[ScoreComputed]) -> None:
         """Release the leases of scored items, settle their budget reservations, adapt model limits, wake
@@ -126,9 +109,7 @@ class Scheduler:
         stored)."""
         async with self.sm() as s:
             _running, pending = await evaluations_to_reconcile(s, self.settings.admit_pending_after_seconds)
-        for evaluation_id in pending:
-            async with self.sm() as s, s.begin():
-                await admit(s, evaluation_id)
+        self._to_admit.update(pending)  # admitted by the pass below, in its transaction
         created = await run_due_schedules(self.sm)
         if created:
             self.relay.kick()
@@ -173,8 +154,7 @@ def register(broker: KafkaBroker, settings: SchedulerSettings, scheduler: Schedu
         event = await decode_or_dead_letter(broker, EvaluationRequested, msg, Topics.EVALUATION_REQUESTED)
         if event is None:
             return
-        ok = await scheduler.admit(event.evaluation_id)
-        log.info("evaluation %s %s", event.evaluation_id, "admitted" if ok else "not admitted (not pending or running)")
+        await scheduler.request_admission(event.evaluation_id)
 
     @broker.subscriber(
         Topics.SCORE_COMPUTED,
