@@ -7,11 +7,12 @@ explicitly with their partition counts, session_timeout 6 s and fetch_max_wait 1
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka.errors import TopicAlreadyExistsError
+from aiokafka.errors import KafkaError, TopicAlreadyExistsError
 from faststream.kafka import KafkaBroker
 from faststream.kafka.opentelemetry import KafkaTelemetryMiddleware
 from opentelemetry.sdk.trace import TracerProvider
@@ -78,14 +79,45 @@ async def ensure_topics(settings: CommonSettings) -> list[str]:
     return created
 
 
+PUBLISH_ATTEMPTS = 3
+"""Tries of :func:`publish` (the first and two after a metadata refresh)."""
+
+
+def refresh_metadata(broker: KafkaBroker) -> bool:
+    """Ask the broker's aiokafka producer to refresh its cluster metadata now; False when it has none yet.
+
+    A producer whose cached metadata names partitions the broker no longer has (a memory-storage broker
+    restarted and a topic re-created with fewer partitions, shared/research/kafka-broker.md §6) fails every
+    send to them with ``UnknownError`` and does not refresh by itself until ``metadata_max_age_ms``.
+    """
+    state = getattr(broker._producer, "_producer", None)  # FastStream 0.7: AioKafkaFastProducerImpl → RealProducer
+    producer = getattr(state, "producer", None)
+    if producer is None:
+        return False
+    producer.client.force_metadata_update()
+    return True
+
+
+async def publish(broker: KafkaBroker, body: Any, *, topic: str, key: bytes | str | None, headers: dict[str, str]) -> None:
+    """``broker.publish`` with the ack awaited; on a Kafka error refresh the metadata and try again, up to
+    :data:`PUBLISH_ATTEMPTS` times in all (0.1 s, then 0.2 s apart). Raises the last error."""
+    for attempt in range(PUBLISH_ATTEMPTS):
+        try:
+            await broker.publish(body, topic=topic, key=key, headers=headers)
+            return
+        except KafkaError as exc:
+            if attempt == PUBLISH_ATTEMPTS - 1:
+                raise
+            log.warning("publish to %s failed (%r); refreshing metadata and retrying", topic, exc)
+            refresh_metadata(broker)
+            await asyncio.sleep(0.1 * 2**attempt)
+
+
 async def publish_event(broker: KafkaBroker, event: Event, headers: dict[str, str] | None = None) -> None:
-    """Publish ``event`` on its topic with its key and uep headers (+ ``headers``); waits for the ack."""
-    await broker.publish(
-        event.model_dump(mode="json"),
-        topic=event.topic,
-        key=event.key(),
-        headers={**event.headers(), **(headers or {})},
-    )
+    """Publish ``event`` on its topic with its key and uep headers (+ ``headers``); waits for the ack and
+    retries as :func:`publish` does."""
+    await publish(broker, event.model_dump(mode="json"), topic=event.topic, key=event.key(),
+                  headers={**event.headers(), **(headers or {})})
 
 
 async def dead_letter(

@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from uep_common.background import BackgroundLoop
 from uep_common.db.models import OutboxMessage
 from uep_common.events import Event
+from uep_common.messaging import publish
 from uep_common.telemetry import context_from_headers, current_trace_headers
 
 log = logging.getLogger(__name__)
@@ -114,7 +115,8 @@ class OutboxRelay:
         trace_keys = {"traceparent", "tracestate"}
         token = otel_context.attach(context_from_headers({k: v for k, v in row.headers.items() if k in trace_keys}))
         try:
-            await self._broker.publish(
+            await publish(
+                self._broker,
                 row.payload,
                 topic=row.topic,
                 key=row.key,
