@@ -134,21 +134,23 @@ async def evaluation_cap(
 ) -> tuple[Decimal | None, str]:
     """The cap of one evaluation and where it comes from: its own cap (``evaluation``), else the tenant's cap
     on the benchmark (``benchmark``), else the site default (``site_evaluation``); ``(None, "none")`` if none."""
+    keys = _evaluation_cap_keys(tenant_id, benchmark_slug, evaluation_id)
+    return _first_cap(keys, await _caps(session, keys))
+
+
+def _evaluation_cap_keys(tenant_id: uuid.UUID, benchmark_slug: str, evaluation_id: uuid.UUID | None) -> list[tuple[str, str]]:
     keys = [("site_evaluation", ""), ("benchmark", cap_target("benchmark", tenant_id, benchmark_slug))]
     if evaluation_id is not None:
         keys.append(("evaluation", str(evaluation_id)))
-    found = await _caps(session, keys)
+    return keys
+
+
+def _first_cap(keys: list[tuple[str, str]], found: dict[tuple[str, str], BudgetCap]) -> tuple[Decimal | None, str]:
+    """The most specific of ``keys`` (last first) that has a cap in ``found``."""
     for scope, target in reversed(keys):
         if (scope, target) in found:
             return Decimal(found[(scope, target)].amount), scope
     return None, "none"
-
-
-async def tenant_day_cap(session: AsyncSession, tenant_id: uuid.UUID, lock: bool = False) -> Decimal | None:
-    """The tenant's daily cap (None = none); ``lock`` locks the cap row until commit."""
-    found = await _caps(session, [("tenant_day", str(tenant_id))], lock=lock)
-    cap = found.get(("tenant_day", str(tenant_id)))
-    return Decimal(cap.amount) if cap else None
 
 
 def utc_today():
@@ -190,10 +192,13 @@ async def check_creation(session: AsyncSession, tenant: Tenant, evaluations: lis
     ``config["cost_estimate"]`` (returned by the create call). ``principal`` is unused (roles gate caps, not
     creation). Nothing is written when it raises."""
     plans = [await plan(session, ev) for ev in evaluations]
+    day_key = ("tenant_day", str(tenant.id))
+    cap_keys = {p.benchmark: _evaluation_cap_keys(tenant.id, p.benchmark, None) for p in plans}
+    found = await _caps(session, sorted({k for keys in cap_keys.values() for k in keys} | {day_key}))  # one round trip
     committed = Decimal(0)
     for ev, p in zip(evaluations, plans, strict=True):
         own = ev.config.get("max_cost") if ev.config else None
-        cap, scope = await evaluation_cap(session, tenant.id, p.benchmark, None)
+        cap, scope = _first_cap(cap_keys[p.benchmark], found)
         if cap is not None and p.estimate > cap:
             raise BudgetRefused(
                 409, "sample_limit",
@@ -203,7 +208,7 @@ async def check_creation(session: AsyncSession, tenant: Tenant, evaluations: lis
                 "over_evaluation_cap",
             )
         committed += min(p.estimate, Decimal(str(own))) if own is not None else p.estimate
-    day_cap = await tenant_day_cap(session, tenant.id)
+    day_cap = Decimal(found[day_key].amount) if day_key in found else None
     if day_cap is not None:
         used = await tenant_used_today(session, tenant.id)
         left = day_cap - used
@@ -215,6 +220,8 @@ async def check_creation(session: AsyncSession, tenant: Tenant, evaluations: lis
                 "spent or reserved",
                 "over_daily_cap",
             )
+    for ev, p in zip(evaluations, plans, strict=True):
+        ev.config = {**(ev.config or {}), "cost_estimate": p.as_dict()}  # before the INSERT: no UPDATE after it
     await session.flush()  # the evaluation rows first: accounts and caps refer to them
     for ev, p in zip(evaluations, plans, strict=True):
         own = ev.config.get("max_cost") if ev.config else None
@@ -222,7 +229,6 @@ async def check_creation(session: AsyncSession, tenant: Tenant, evaluations: lis
         if own is not None:
             session.add(BudgetCap(scope="evaluation", target=str(ev.id), tenant_id=ev.tenant_id, evaluation_id=ev.id,
                                   amount=money(own), updated_by="creation"))
-        ev.config = {**(ev.config or {}), "cost_estimate": p.as_dict()}
     await session.flush()
 
 
@@ -261,14 +267,17 @@ async def reserve_for_dispatch(session: AsyncSession, ev: Evaluation, model: Mod
     acct = await _locked_account(session, ev)
     per_item = Decimal(acct.per_item)
     allowed, why = n, None
-    cap, scope = await evaluation_cap(session, ev.tenant_id, acct.benchmark_slug, ev.id)
+    keys = _evaluation_cap_keys(ev.tenant_id, acct.benchmark_slug, ev.id)
+    day_key = ("tenant_day", str(ev.tenant_id))
+    found = await _caps(session, [*keys, day_key], lock=True)  # one round trip; the rows locked in id order
+    cap, scope = _first_cap(keys, found)
     if cap is not None:
         k = affordable(per_item, cap - acct.used, n)
         if k < allowed:
             allowed = k
             why = (f"{SCOPE_WORDS[scope].format(slug=acct.benchmark_slug)} of {_fmt(cap)} is reached "
                    f"({_fmt(acct.used)} spent or reserved, next item estimated at {_fmt(per_item)})")
-    day_cap = await tenant_day_cap(session, ev.tenant_id, lock=True)
+    day_cap = Decimal(found[day_key].amount) if day_key in found else None
     if day_cap is not None and allowed > 0:
         used = await tenant_used_today(session, ev.tenant_id)
         k = affordable(per_item, day_cap - used, allowed)

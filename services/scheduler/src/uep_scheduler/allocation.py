@@ -24,19 +24,19 @@ One pass runs in one transaction:
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import and_, func, or_, select, update
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy import and_, func, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common import budget
 from uep_common.db.models import Benchmark, Evaluation, Model, Sample, SampleLease
-from uep_common.db.scheduling import SchedClock, SchedFlow, SchedTenant
-from uep_scheduler.capacity import adaptive_limits, evaluation_bound, model_bound
+from uep_common.db.scheduling import SchedModel
+from uep_scheduler.capacity import evaluation_bound, model_bound
 from uep_scheduler.dispatch import admit, dispatch_events, model_target, stored_result
 from uep_scheduler.fairness import PRIORITY_WEIGHTS, FairQueue, FlowTag, TenantTag
 from uep_scheduler.settings import SchedulerSettings
@@ -152,16 +152,27 @@ def _lost_condition(now: datetime, orphans_before: datetime | None):
     return or_(expired, orphaned)
 
 
+_LOAD_TAGS = text(
+    "SELECT 'c', NULL::uuid, vtime, NULL::float8, NULL::float8, NULL::timestamptz, NULL::bigint FROM sched_clock WHERE id = 1 "
+    "UNION ALL SELECT 't', tenant_id, weight, vfinish, vtime, NULL, NULL FROM sched_tenants "
+    "          WHERE tenant_id = ANY(CAST(:tenants AS uuid[])) "
+    "UNION ALL SELECT 'f', flow_id, vfinish, NULL, NULL, last_dispatch_at, dispatched FROM sched_flows "
+    "          WHERE flow_id = ANY(CAST(:flows AS uuid[]))"
+)
+
+
 async def _load_tags(session: AsyncSession, tenant_ids: set[uuid.UUID], flow_ids: set[uuid.UUID]):
-    clock = await session.scalar(select(SchedClock.vtime).where(SchedClock.id == 1)) or 0.0
-    tenants = {
-        t.tenant_id: (t.weight, t.vfinish, t.vtime)
-        for t in await session.scalars(select(SchedTenant).where(SchedTenant.tenant_id.in_(list(tenant_ids))))
-    }
-    flows = {
-        f.flow_id: (f.vfinish, f.last_dispatch_at, f.dispatched)
-        for f in await session.scalars(select(SchedFlow).where(SchedFlow.flow_id.in_(list(flow_ids))))
-    }
+    """``(clock, {tenant: (weight, vfinish, vtime)}, {flow: (vfinish, last_dispatch_at, dispatched)})`` in one
+    round trip (the clock is 0.0 before the first pass)."""
+    clock, tenants, flows = 0.0, {}, {}
+    params = {"tenants": [str(t) for t in tenant_ids], "flows": [str(f) for f in flow_ids]}
+    for kind, key, a, b, c, last, n in await session.execute(_LOAD_TAGS, params):
+        if kind == "c":
+            clock = a
+        elif kind == "t":
+            tenants[key] = (a, b, c)
+        else:
+            flows[key] = (a, last, n)
     return clock, tenants, flows
 
 
@@ -206,12 +217,20 @@ async def allocate(
     expires = now + timedelta(seconds=settings.lease_seconds)
     result = PassResult()
     await session.execute(select(func.pg_advisory_xact_lock(ALLOCATION_LOCK)))
-    for evaluation_id in admit_first or ():
-        if await admit(session, evaluation_id):
-            result.admitted.append(evaluation_id)
+    result.admitted = await admit(session, list(admit_first or ()))
 
-    running = {e.id: e for e in await session.scalars(select(Evaluation).where(Evaluation.status == "running"))}
-    models = {m.id: m for m in await session.scalars(select(Model).where(Model.id.in_({e.model_id for e in running.values()})))} if running else {}
+    # the running evaluations with their model, benchmark and adaptive limit, in one round trip
+    rows = (await session.execute(
+        select(Evaluation, Model, Benchmark, SchedModel.limit)
+        .join(Model, Model.id == Evaluation.model_id)
+        .join(Benchmark, Benchmark.id == Evaluation.benchmark_id)
+        .outerjoin(SchedModel, SchedModel.model_id == Evaluation.model_id)
+        .where(Evaluation.status == "running")
+    )).all()
+    running = {e.id: e for e, _m, _b, _lim in rows}
+    models = {m.id: m for _e, m, _b, _lim in rows}
+    benchmarks = {b.id: b for _e, _m, b, _lim in rows}
+    aimd = {m.id: lim for _e, m, _b, lim in rows if lim is not None}
     if reconcile:
         await _reconcile_leases(session, running, models, now, expires, result, orphans_before)
 
@@ -221,7 +240,7 @@ async def allocate(
     if free <= 0 or not waiting:
         return result
 
-    limits = await adaptive_limits(session, list({e.model_id for e in waiting.values()})) if settings.adaptive_concurrency else {}
+    limits = aimd if settings.adaptive_concurrency else {}
     model_cap = {m: model_bound(models[m], settings.model_lease_factor, limits.get(m)) for m in {e.model_id for e in waiting.values()}}
     ev_cap = {
         i: evaluation_bound(e, settings.max_in_flight_per_evaluation, settings.max_in_flight_global, settings.max_evaluation_share)
@@ -299,7 +318,7 @@ async def allocate(
             charged.add(fid)
             result.order.extend(ok)
 
-    # leases and events (one query for the samples of every evaluation, one for their benchmarks)
+    # leases and events (one query for the samples of every evaluation)
     todo = {ev_id: n for ev_id, n in allowed.items() if n > 0}
     ranges = {
         ev_id: (locked[ev_id].dispatched_items, locked[ev_id].dispatched_items + n) for ev_id, n in todo.items()
@@ -307,9 +326,6 @@ async def allocate(
     by_key = await _samples_for(session, [
         (locked[i].benchmark_id, a // locked[i].repeats, (b - 1) // locked[i].repeats) for i, (a, b) in ranges.items()
     ])
-    benchmarks = {b.id: b for b in await session.scalars(
-        select(Benchmark).where(Benchmark.id.in_({locked[i].benchmark_id for i in todo}))
-    )} if todo else {}
     for ev_id, (start, end) in ranges.items():
         ev = locked[ev_id]
         fresh = [
@@ -329,27 +345,31 @@ async def allocate(
     return result
 
 
+_STORE_TAGS = text(
+    "WITH c AS (INSERT INTO sched_clock (id, vtime) VALUES (1, :clock) ON CONFLICT (id) DO UPDATE SET vtime = EXCLUDED.vtime), "
+    "t AS (INSERT INTO sched_tenants (tenant_id, weight, vfinish, vtime) "
+    "      SELECT * FROM jsonb_to_recordset(CAST(:tenants AS jsonb)) AS x(tenant_id uuid, weight float8, vfinish float8, vtime float8) "
+    "      ON CONFLICT (tenant_id) DO UPDATE SET vfinish = EXCLUDED.vfinish, vtime = EXCLUDED.vtime, updated_at = now()) "
+    "INSERT INTO sched_flows (flow_id, tenant_id, vfinish, last_dispatch_at, dispatched) "
+    "SELECT * FROM jsonb_to_recordset(CAST(:flows AS jsonb)) "
+    "     AS x(flow_id uuid, tenant_id uuid, vfinish float8, last_dispatch_at timestamptz, dispatched bigint) "
+    "ON CONFLICT (flow_id) DO UPDATE SET vfinish = EXCLUDED.vfinish, last_dispatch_at = EXCLUDED.last_dispatch_at, "
+    "   dispatched = EXCLUDED.dispatched, updated_at = now()"
+)
+
+
 async def _store_tags(session: AsyncSession, queue: FairQueue, charged: set[uuid.UUID]) -> None:
-    """Upsert the clock, the tenants and the flows that were charged (three statements)."""
+    """Upsert the clock, the tenants and the flows that were charged, in one statement (writable CTEs; rows
+    in key order, so concurrent upserts lock in the same order)."""
     if not charged:
         return
-    await session.execute(
-        insert(SchedClock).values(id=1, vtime=queue.clock).on_conflict_do_update(index_elements=[SchedClock.id], set_={"vtime": queue.clock})
-    )
     flows = sorted((f for f in queue.flows if f.flow_id in charged), key=lambda f: f.flow_id)
     tenants = [queue.tenants[t] for t in sorted({f.tenant_id for f in flows})]
-    ins = insert(SchedTenant).values([
-        {"tenant_id": t.tenant_id, "weight": t.weight, "vfinish": t.vfinish, "vtime": t.vtime} for t in tenants
-    ])
-    await session.execute(ins.on_conflict_do_update(
-        index_elements=[SchedTenant.tenant_id], set_={"vfinish": ins.excluded.vfinish, "vtime": ins.excluded.vtime, "updated_at": func.now()}
-    ))
-    ins = insert(SchedFlow).values([
-        {"flow_id": f.flow_id, "tenant_id": f.tenant_id, "vfinish": f.vfinish, "last_dispatch_at": f.last_dispatch_at,
-         "dispatched": f.dispatched} for f in flows
-    ])
-    await session.execute(ins.on_conflict_do_update(
-        index_elements=[SchedFlow.flow_id],
-        set_={"vfinish": ins.excluded.vfinish, "last_dispatch_at": ins.excluded.last_dispatch_at, "dispatched": ins.excluded.dispatched,
-              "updated_at": func.now()},
-    ))
+    await session.execute(_STORE_TAGS, {
+        "clock": queue.clock,
+        "tenants": json.dumps([{"tenant_id": str(t.tenant_id), "weight": t.weight, "vfinish": t.vfinish, "vtime": t.vtime}
+                               for t in tenants]),
+        "flows": json.dumps([{"flow_id": str(f.flow_id), "tenant_id": str(f.tenant_id), "vfinish": f.vfinish,
+                              "last_dispatch_at": f.last_dispatch_at.isoformat() if f.last_dispatch_at else None,
+                              "dispatched": f.dispatched} for f in flows]),
+    })

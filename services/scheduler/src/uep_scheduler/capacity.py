@@ -53,14 +53,6 @@ def model_bound(model: Model, factor: float, adaptive_limit: float | None) -> in
     return max(1, math.floor(factor * cap))
 
 
-async def adaptive_limits(session: AsyncSession, model_ids: list[uuid.UUID]) -> dict[uuid.UUID, float]:
-    """The current AIMD limits of ``model_ids`` (absent: no error seen yet, the registry capacity holds)."""
-    if not model_ids:
-        return {}
-    rows = await session.execute(select(SchedModel.model_id, SchedModel.limit).where(SchedModel.model_id.in_(model_ids)))
-    return {m: lim for m, lim in rows}
-
-
 async def adapt(session: AsyncSession, scores: list[ScoreComputed]) -> dict[uuid.UUID, str]:
     """Apply one AIMD step per model seen in ``scores`` (inside the caller's transaction; atomic in SQL, so
     replicas may call it concurrently). Returns ``{model_id: "decrease" | "increase"}`` for models whose

@@ -13,7 +13,7 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import and_, exists, func, select, tuple_, update
+from sqlalchemy import and_, exists, func, select, text, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common.db.models import Benchmark, Evaluation, Model, Sample, SampleLease, SampleResult
@@ -41,24 +41,33 @@ def model_target(model: Model) -> ModelTarget:
     )
 
 
-async def admit(session: AsyncSession, evaluation_id: uuid.UUID) -> bool:
-    """pending → running (idempotent). Returns True if the evaluation is running afterwards.
+async def admit(session: AsyncSession, evaluation_ids: list[uuid.UUID]) -> list[uuid.UUID]:
+    """pending → running (idempotent), in one statement. Returns those of ``evaluation_ids`` that are running
+    afterwards (admitted now or before).
 
     The arms of an A/B experiment are admitted together (every pending arm of its ``experiment_id``), so
-    that item ``i`` of every arm goes out in the same allocation pass (paired comparisons).
+    that item ``i`` of every arm goes out in the same allocation pass (paired comparisons). The rows are
+    locked in id order (``SELECT … ORDER BY id FOR UPDATE`` in a CTE), as every other multi-row lock of
+    ``evaluations`` is, so admission cannot deadlock with a cancel or another pass.
     """
-    ev = await session.scalar(select(Evaluation).where(Evaluation.id == evaluation_id))
-    if ev is None:
-        return False
-    q = select(Evaluation).where(Evaluation.id == evaluation_id)
-    if ev.experiment_id is not None:
-        q = select(Evaluation).where(Evaluation.experiment_id == ev.experiment_id)
-    now = datetime.now(UTC)
-    for row in await session.scalars(q.order_by(Evaluation.id).with_for_update().execution_options(populate_existing=True)):
-        if row.status == "pending":
-            row.status = "running"
-            row.started_at = now
-    return ev.status == "running"
+    if not evaluation_ids:
+        return []
+    ids = [str(i) for i in evaluation_ids]
+    rows = await session.execute(
+        text(
+            "WITH asked AS (SELECT id, experiment_id FROM evaluations WHERE id = ANY(CAST(:ids AS uuid[]))), "
+            "locked AS (SELECT e.id, e.status FROM evaluations e WHERE e.id IN (SELECT id FROM asked) "
+            "           OR e.experiment_id IN (SELECT experiment_id FROM asked WHERE experiment_id IS NOT NULL) "
+            "           ORDER BY e.id FOR UPDATE), "
+            "moved AS (UPDATE evaluations SET status = 'running', started_at = :now, updated_at = now() "
+            "          FROM locked WHERE evaluations.id = locked.id AND locked.status = 'pending' RETURNING evaluations.id) "
+            "SELECT l.id FROM locked l WHERE l.id = ANY(CAST(:ids AS uuid[])) "
+            "AND (l.status = 'running' OR l.id IN (SELECT id FROM moved))"
+        ),
+        {"ids": ids, "now": datetime.now(UTC)},
+    )
+    running = {r[0] for r in rows}
+    return [i for i in evaluation_ids if i in running]
 
 
 MAX_FEWSHOT = 16

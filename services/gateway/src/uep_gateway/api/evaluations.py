@@ -209,7 +209,10 @@ async def _accepted_group(session: AsyncSession, first: Evaluation, group: list[
             col = Evaluation.batch_id if first.batch_id else Evaluation.experiment_id
             group = list(await session.scalars(select(Evaluation).where(col == (first.batch_id or first.experiment_id))
                                                .order_by(Evaluation.created_at, Evaluation.arm)))
-    names = dict((await session.execute(select(Model.id, Model.name).where(Model.id.in_({e.model_id for e in group})))).all())
+    names = {}
+    for model_id in {e.model_id for e in group}:  # the models resolved by the request are in the identity map: no query
+        model = await session.get(Model, model_id)
+        names[model_id] = model.name if model else ""
     accepted = _accepted(first)
     return accepted.model_copy(update={
         "batch_id": first.batch_id, "experiment_id": first.experiment_id, "arm": first.arm,
