@@ -100,3 +100,52 @@ def test_relay_keeps_rows_it_could_not_publish(stack):
     create_database(url)
     migrate(url)
     asyncio.run(_failing(url))
+
+
+class _RecordingBroker:
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+
+    async def publish(self, body, **kwargs):
+        self.sent.append(body["event_id"])
+
+
+async def _claims(database_url: str) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    engine = make_async_engine(database_url)
+    sm = make_sessionmaker(engine)
+    now = datetime.now(UTC)
+    held, lapsed, plain, failing = _event(), _event(), _event(), _event()
+    async with sm() as s, s.begin():
+        held_row = add_to_outbox(s, held, trace_headers={}, claim_until=now + timedelta(seconds=60))
+        add_to_outbox(s, lapsed, trace_headers={}, claim_until=now - timedelta(seconds=1))  # its writer died
+        add_to_outbox(s, plain, trace_headers={})
+        failing_row = add_to_outbox(s, failing, trace_headers={}, claim_until=now + timedelta(seconds=60))
+    recorder = _RecordingBroker()
+    relay = OutboxRelay(sm, recorder)
+    assert await relay.relay_once() == 2  # the lapsed claim and the unclaimed row; the held ones are left alone
+    assert sorted(recorder.sent) == sorted([str(lapsed.event_id), str(plain.event_id)])
+
+    assert await relay.publish_claimed([held_row]) == 1  # the writer publishes its own row, no SELECT
+    assert recorder.sent[-1] == str(held.event_id)
+    assert await OutboxRelay(sm, _FailingBroker()).publish_claimed([failing_row]) == 0
+    async with sm() as s:
+        rows = {r.event_id: r for r in await s.scalars(select(OutboxMessage))}
+    assert rows[held.event_id].published_at is not None and rows[held.event_id].attempts == 1
+    assert rows[failing.event_id].published_at is None and rows[failing.event_id].claimed_until is None
+    assert "broker down" in rows[failing.event_id].last_error
+    assert await relay.relay_once() == 1  # the failed row lost its claim: the relay takes it at once
+    assert recorder.sent[-1] == str(failing.event_id) and len(recorder.sent) == 4
+    await engine.dispose()
+
+
+def test_claimed_rows_are_published_by_their_writer_and_taken_over_when_the_claim_ends(stack):
+    url = stack.database_url.rsplit("/", 1)[0] + "/uep_test_outbox_claims"
+    engine = make_sync_engine(url.rsplit("/", 1)[0] + "/postgres")
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
+        c.execute(text("DROP DATABASE IF EXISTS uep_test_outbox_claims WITH (FORCE)"))
+    engine.dispose()
+    create_database(url)
+    migrate(url)
+    asyncio.run(_claims(url))

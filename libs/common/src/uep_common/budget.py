@@ -191,35 +191,36 @@ async def check_creation(session: AsyncSession, tenant: Tenant, evaluations: lis
     a ``max_cost`` found in its ``config`` as the evaluation's cap, and stores the estimate in
     ``config["cost_estimate"]`` (returned by the create call). ``principal`` is unused (roles gate caps, not
     creation). Nothing is written when it raises."""
-    plans = [await plan(session, ev) for ev in evaluations]
-    day_key = ("tenant_day", str(tenant.id))
-    cap_keys = {p.benchmark: _evaluation_cap_keys(tenant.id, p.benchmark, None) for p in plans}
-    found = await _caps(session, sorted({k for keys in cap_keys.values() for k in keys} | {day_key}))  # one round trip
-    committed = Decimal(0)
-    for ev, p in zip(evaluations, plans, strict=True):
-        own = ev.config.get("max_cost") if ev.config else None
-        cap, scope = _first_cap(cap_keys[p.benchmark], found)
-        if cap is not None and p.estimate > cap:
-            raise BudgetRefused(
-                409, "sample_limit",
-                f"estimated cost {_fmt(p.estimate)} ({p.items} items × {_fmt(p.per_item)}) of {p.model} on {p.benchmark} "
-                f"exceeds {SCOPE_WORDS[scope].format(slug=p.benchmark)} of {_fmt(cap)}; evaluate fewer items or ask an "
-                "admin to raise the cap",
-                "over_evaluation_cap",
-            )
-        committed += min(p.estimate, Decimal(str(own))) if own is not None else p.estimate
-    day_cap = Decimal(found[day_key].amount) if day_key in found else None
-    if day_cap is not None:
-        used = await tenant_used_today(session, tenant.id)
-        left = day_cap - used
-        if committed > left:
-            raise BudgetRefused(
-                402, "sample_limit",
-                f"estimated cost {_fmt(committed)} exceeds what is left of tenant {tenant.slug!r}'s daily cap of "
-                f"{_fmt(day_cap)} on {utc_today().isoformat()} (UTC): {_fmt(max(left, Decimal(0)))} left, {_fmt(used)} "
-                "spent or reserved",
-                "over_daily_cap",
-            )
+    with session.no_autoflush:  # nothing is inserted before the checks pass, then once, with the estimate
+        plans = [await plan(session, ev) for ev in evaluations]
+        day_key = ("tenant_day", str(tenant.id))
+        cap_keys = {p.benchmark: _evaluation_cap_keys(tenant.id, p.benchmark, None) for p in plans}
+        found = await _caps(session, sorted({k for keys in cap_keys.values() for k in keys} | {day_key}))  # one round trip
+        committed = Decimal(0)
+        for ev, p in zip(evaluations, plans, strict=True):
+            own = ev.config.get("max_cost") if ev.config else None
+            cap, scope = _first_cap(cap_keys[p.benchmark], found)
+            if cap is not None and p.estimate > cap:
+                raise BudgetRefused(
+                    409, "sample_limit",
+                    f"estimated cost {_fmt(p.estimate)} ({p.items} items × {_fmt(p.per_item)}) of {p.model} on {p.benchmark} "
+                    f"exceeds {SCOPE_WORDS[scope].format(slug=p.benchmark)} of {_fmt(cap)}; evaluate fewer items or ask an "
+                    "admin to raise the cap",
+                    "over_evaluation_cap",
+                )
+            committed += min(p.estimate, Decimal(str(own))) if own is not None else p.estimate
+        day_cap = Decimal(found[day_key].amount) if day_key in found else None
+        if day_cap is not None:
+            used = await tenant_used_today(session, tenant.id)
+            left = day_cap - used
+            if committed > left:
+                raise BudgetRefused(
+                    402, "sample_limit",
+                    f"estimated cost {_fmt(committed)} exceeds what is left of tenant {tenant.slug!r}'s daily cap of "
+                    f"{_fmt(day_cap)} on {utc_today().isoformat()} (UTC): {_fmt(max(left, Decimal(0)))} left, {_fmt(used)} "
+                    "spent or reserved",
+                    "over_daily_cap",
+                )
     for ev, p in zip(evaluations, plans, strict=True):
         ev.config = {**(ev.config or {}), "cost_estimate": p.as_dict()}  # before the INSERT: no UPDATE after it
     await session.flush()  # the evaluation rows first: accounts and caps refer to them

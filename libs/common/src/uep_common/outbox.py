@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 
 from faststream.kafka import KafkaBroker
 from opentelemetry import context as otel_context
-from sqlalchemy import select
+from sqlalchemy import func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from uep_common.background import BackgroundLoop
@@ -27,13 +27,17 @@ from uep_common.telemetry import context_from_headers, current_trace_headers
 log = logging.getLogger(__name__)
 
 
-def add_to_outbox(session: AsyncSession, event: Event, trace_headers: dict[str, str] | None = None) -> OutboxMessage:
+def add_to_outbox(
+    session: AsyncSession, event: Event, trace_headers: dict[str, str] | None = None, claim_until: datetime | None = None
+) -> OutboxMessage:
     """Stage ``event`` in the outbox within the caller's transaction.
 
     ``trace_headers`` (W3C ``traceparent``/``tracestate``) default to the current span's, so the relay
-    publishes the event as part of the same trace.
+    publishes the event as part of the same trace. ``claim_until``: the caller publishes the row itself
+    after its commit (:meth:`OutboxRelay.publish_claimed`); relays take it over only after this time.
     """
     row = OutboxMessage(
+        claimed_until=claim_until,
         event_id=event.event_id,
         event_type=type(event).__name__,
         topic=event.topic,
@@ -90,7 +94,10 @@ class OutboxRelay:
             rows = (
                 await session.scalars(
                     select(OutboxMessage)
-                    .where(OutboxMessage.published_at.is_(None))
+                    .where(
+                        OutboxMessage.published_at.is_(None),
+                        or_(OutboxMessage.claimed_until.is_(None), OutboxMessage.claimed_until < func.now()),
+                    )
                     .order_by(OutboxMessage.id)
                     .limit(self._batch)
                     .with_for_update(skip_locked=True)
@@ -110,6 +117,34 @@ class OutboxRelay:
                     ok += 1
         self.published += ok
         return ok
+
+    async def publish_claimed(self, rows: list[OutboxMessage]) -> int:
+        """Publish committed rows that this process staged with a claim (``add_to_outbox(claim_until=…)``)
+        at once, without the relay's SELECT, then stamp ``published_at`` on those acknowledged. A row that
+        failed loses its claim (its error recorded) and the relay is kicked to retry it; if this process
+        dies first, relays take the rows over when the claim expires. Returns how many were published."""
+        if not rows:
+            return 0
+        results = await asyncio.gather(*(self._publish(r) for r in rows), return_exceptions=True)
+        now = datetime.now(UTC)
+        ok = [r.id for r, res in zip(rows, results, strict=True) if not isinstance(res, BaseException)]
+        failed = [(r.id, repr(res)[:2000]) for r, res in zip(rows, results, strict=True) if isinstance(res, BaseException)]
+        async with self._sessionmaker() as session, session.begin():
+            if ok:
+                await session.execute(
+                    update(OutboxMessage).where(OutboxMessage.id.in_(ok), OutboxMessage.published_at.is_(None))
+                    .values(published_at=now, attempts=OutboxMessage.attempts + 1)
+                )
+            for row_id, error in failed:
+                await session.execute(
+                    update(OutboxMessage).where(OutboxMessage.id == row_id)
+                    .values(claimed_until=None, last_error=error, attempts=OutboxMessage.attempts + 1)
+                )
+        if failed:
+            log.warning("%d claimed outbox rows failed to publish; left to the relay: %s", len(failed), failed[0][1][:200])
+            self.kick()
+        self.published += len(ok)
+        return len(ok)
 
     async def _publish(self, row: OutboxMessage) -> None:
         trace_keys = {"traceparent", "tracestate"}

@@ -19,7 +19,9 @@ One pass runs in one transaction:
    goes out together), urgent class first, aging, under the bounds of :mod:`uep_scheduler.capacity`.
 4. The budget hook ``reserve_for_dispatch`` is asked once per evaluation for its planned items; the fair
    queuing tags are then charged for what was allowed, in the order the slots were given.
-5. Leases and their SampleDispatched events (outbox) are written; the tags are stored.
+5. Leases and their SampleDispatched events (outbox) are written; the tags are stored. The outbox rows are
+   claimed (``outbox.claimed_until``) and returned: the caller publishes them right after its commit
+   (:meth:`uep_common.outbox.OutboxRelay.publish_claimed`), and relays take over any left when the claim ends.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from sqlalchemy import and_, func, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common import budget
-from uep_common.db.models import Benchmark, Evaluation, Model, Sample, SampleLease
+from uep_common.db.models import Benchmark, Evaluation, Model, OutboxMessage, Sample, SampleLease
 from uep_common.db.scheduling import SchedModel
 from uep_scheduler.capacity import evaluation_bound, model_bound
 from uep_scheduler.dispatch import admit, dispatch_events, model_target, stored_result
@@ -57,6 +59,8 @@ class PassResult:
     released_stale: int = 0
     order: list[uuid.UUID] = field(default_factory=list)
     admitted: list[uuid.UUID] = field(default_factory=list)
+    outbox: list[OutboxMessage] = field(default_factory=list)
+    """The SampleDispatched rows staged, claimed for the caller to publish after commit."""
 
     @property
     def dispatched(self) -> int:
@@ -100,7 +104,7 @@ async def _samples_for(session: AsyncSession, ranges: list[tuple[uuid.UUID, int,
 
 async def _reconcile_leases(
     session: AsyncSession, running: dict[uuid.UUID, Evaluation], models: dict[uuid.UUID, Model], now: datetime,
-    expires: datetime, result: PassResult, orphans_before: datetime | None = None,
+    expires: datetime, result: PassResult, orphans_before: datetime | None = None, claim: datetime | None = None,
 ) -> None:
     """Release open leases whose item is stored; dispatch expired ones again (attempt + 1), and released ones
     without a stored result released before ``orphans_before``."""
@@ -138,7 +142,8 @@ async def _reconcile_leases(
         ev = running[ev_id]
         samples = {s.id: s for s in await session.scalars(select(Sample).where(Sample.id.in_([x.sample_id for x in leases])))}
         benchmark = await session.get(Benchmark, ev.benchmark_id)
-        await dispatch_events(session, ev, benchmark, model_target(models[ev.model_id]), samples, leases, expires)
+        result.outbox += await dispatch_events(session, ev, benchmark, model_target(models[ev.model_id]), samples, leases,
+                                               expires, claim)
         result.redispatched[ev_id] = len(leases)
 
 
@@ -215,6 +220,7 @@ async def allocate(
     """
     now = now or datetime.now(UTC)
     expires = now + timedelta(seconds=settings.lease_seconds)
+    claim = now + timedelta(seconds=settings.outbox_claim_seconds)
     result = PassResult()
     await session.execute(select(func.pg_advisory_xact_lock(ALLOCATION_LOCK)))
     result.admitted = await admit(session, list(admit_first or ()))
@@ -232,7 +238,7 @@ async def allocate(
     benchmarks = {b.id: b for _e, _m, b, _lim in rows}
     aimd = {m.id: lim for _e, m, _b, lim in rows if lim is not None}
     if reconcile:
-        await _reconcile_leases(session, running, models, now, expires, result, orphans_before)
+        await _reconcile_leases(session, running, models, now, expires, result, orphans_before, claim)
 
     per_ev, per_model, total = await _in_flight(session, now)
     free = settings.max_in_flight_global - total
@@ -338,7 +344,8 @@ async def allocate(
         session.add_all(fresh)
         ev.dispatched_items = end
         samples = {by_key[(ev.benchmark_id, o)].id: by_key[(ev.benchmark_id, o)] for o in range(start // ev.repeats, (end - 1) // ev.repeats + 1)}
-        await dispatch_events(session, ev, benchmarks[ev.benchmark_id], model_target(models[ev.model_id]), samples, fresh, expires)
+        result.outbox += await dispatch_events(session, ev, benchmarks[ev.benchmark_id], model_target(models[ev.model_id]), samples,
+                                               fresh, expires, claim)
         result.leased[ev_id] = end - start
 
     await _store_tags(session, queue, charged)

@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import and_, exists, func, select, text, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.db.models import Benchmark, Evaluation, Model, Sample, SampleLease, SampleResult
+from uep_common.db.models import Benchmark, Evaluation, Model, OutboxMessage, Sample, SampleLease, SampleResult
 from uep_common.events import ModelTarget, PromptSpec, SampleDispatched
 from uep_common.outbox import add_to_outbox
 from uep_common.telemetry import context_from_headers, current_trace_headers, tracer
@@ -99,8 +99,10 @@ async def dispatch_events(
     samples: dict[uuid.UUID, Sample],
     leases: list[SampleLease],
     expires: datetime,
-) -> None:
-    """Stage one SampleDispatched per lease in the outbox (the caller's transaction)."""
+    claim_until: datetime | None = None,
+) -> list[OutboxMessage]:
+    """Stage one SampleDispatched per lease in the outbox (the caller's transaction); returns the rows.
+    ``claim_until``: the caller publishes them itself after its commit (see :func:`uep_common.outbox.add_to_outbox`)."""
     prompt = PromptSpec.model_validate(benchmark.config.get("prompt") or {"template": "{{ prompt }}"})
     if ev.config.get("chat_template") is not None:
         prompt = prompt.model_copy(update={"chat": bool(ev.config["chat_template"])})
@@ -109,6 +111,7 @@ async def dispatch_events(
     k = int(ev.config.get("fewshot_k", prompt.fewshot_k))
     pools: dict[tuple, list] = {}
     parent = context_from_headers(ev.trace_context)
+    rows: list[OutboxMessage] = []
     for lease in leases:
         sample = samples[lease.sample_id]
         fewshot = await fewshot_examples(session, sample, k, pools)
@@ -131,7 +134,8 @@ async def dispatch_events(
                 lease_expires_at=expires,
                 timeout_s=ev.config.get("sample_timeout_s"),  # per-sample timeout (lifecycle); None = inference default
             )
-            add_to_outbox(session, event, current_trace_headers())
+            rows.append(add_to_outbox(session, event, current_trace_headers(), claim_until))
+    return rows
 
 
 def stored_result(lease=SampleLease):

@@ -45,6 +45,7 @@ class Scheduler:
         self._next_reconcile = 0.0
         self._next_orphan_sweep = 0.0
         self._to_admit: set[uuid.UUID] = set()
+        self._publishing: set[asyncio.Task] = set()
         self._admitted: OrderedDict[uuid.UUID, None] = OrderedDict()
         """Evaluations this process admitted lately (bounded): their EvaluationRequested, arriving after the
         NOTIFY admitted them, is skipped without a transaction."""
@@ -85,9 +86,23 @@ class Scheduler:
             self._remember(result.admitted)
         for evaluation_id in set(to_admit) - set(result.admitted):
             log.info("evaluation %s not admitted (not pending or running)", evaluation_id)
-        if result.dispatched:
-            self.relay.kick()
+        if result.outbox:  # published now, beside the next pass; the relay takes over what fails
+            task = asyncio.create_task(self._publish(result.outbox))
+            self._publishing.add(task)
+            task.add_done_callback(self._publishing.discard)
         return result
+
+    async def _publish(self, rows) -> None:
+        try:
+            await self.relay.publish_claimed(rows)
+        except Exception:  # the rows keep their claim; relays publish them when it ends
+            log.exception("publishing %d claimed SampleDispatched rows failed", len(rows))
+        self.relay.kick()  # unclaimed rows the pass may have staged (an EvaluationCompleted of a budget exhaustion)
+
+    async def drain_publishing(self) -> None:
+        """Wait for the publication of every pass so far (tests; shutdown)."""
+        while self._publishing:
+            await asyncio.gather(*list(self._publishing), return_exceptions=True)
 
     async def on_scored(self, scores: list[ScoreComputed]) -> None:
         """Release the leases of scored items, settle their budget reservations, adapt model limits, wake
@@ -135,8 +150,9 @@ class Scheduler:
         self._loop.start()
 
     async def stop(self) -> None:
-        """Stop the allocation task."""
+        """Stop the allocation task; wait for the publications under way."""
         await self._loop.stop()
+        await self.drain_publishing()
 
 
 def register(broker: KafkaBroker, settings: SchedulerSettings, scheduler: Scheduler) -> None:

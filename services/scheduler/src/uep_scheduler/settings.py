@@ -32,6 +32,11 @@ class SchedulerSettings(CommonSettings):
     lease_seconds: float = Field(
         300.0, gt=0, description="An item not scored this long after dispatch is dispatched again."
     )
+    outbox_claim_seconds: float = Field(
+        5.0, gt=0,
+        description="The scheduler publishes its SampleDispatched rows itself right after the pass commits; outbox "
+        "relays take over a row still unpublished this long after the pass (the scheduler died in between).",
+    )
     orphan_grace_seconds: float = Field(
         60.0, gt=0, description="An item whose score the scheduler saw but whose result is not stored this long after "
         "(and whose lease has expired) is dispatched again: its ScoreComputed was lost before the reporter stored it.",

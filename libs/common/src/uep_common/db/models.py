@@ -359,7 +359,9 @@ class OutboxMessage(Base):
     """Transactional outbox: an event written in the same transaction as the state it announces.
 
     A relay publishes unpublished rows at least once (``FOR UPDATE SKIP LOCKED``, so relays in several
-    replicas never publish one row concurrently) and stamps ``published_at``.
+    replicas never publish one row concurrently) and stamps ``published_at``. A writer that publishes its
+    rows itself right after its commit (the scheduler's SampleDispatched) sets ``claimed_until``: relays
+    leave the row alone until then, and take it over if it is still unpublished after (migration 0013).
     """
 
     __tablename__ = "outbox"
@@ -375,6 +377,7 @@ class OutboxMessage(Base):
     published_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     attempts: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     last_error: Mapped[str | None] = mapped_column(Text)
+    claimed_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 # Tables of later areas live in their own modules (one per area); importing them here registers them on

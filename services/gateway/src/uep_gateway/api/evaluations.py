@@ -169,6 +169,9 @@ async def plan_evaluations(
             plans.append((model, "main", evaluation_config(**base)))
     else:
         plans.append((await resolve_model(session, body.model, body.model_version), "main", evaluation_config(**base)))
+    # the identity map holds rows weakly: keep the resolved ones for the request, so budget planning's
+    # session.get finds them without a query
+    session.info.setdefault("resolved_rows", []).extend([bench, *(m for m, _a, _c in plans)])
     evaluations, events = [], []
     for i, (model, arm, config) in enumerate(plans):
         evaluation_id = uuid.uuid4()
