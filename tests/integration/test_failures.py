@@ -36,10 +36,16 @@ def test_cancel_stops_dispatch_and_discards_late_results(gateway, db):
     from sqlalchemy import text
 
     evaluation_id = submit(gateway, benchmark="gsm8k", model="smollm2-135m-instruct", sample_limit=20)
+    def in_flight() -> int:
+        with db.connect() as c:
+            return c.execute(text("SELECT count(*) FROM sample_leases WHERE evaluation_id = :e AND state = 'leased'"),
+                             {"e": evaluation_id}).scalar()
+
     deadline = time.monotonic() + 120
-    while gateway.get(f"/v1/evaluations/{evaluation_id}").json()["progress"]["completed"] < 1:
-        assert time.monotonic() < deadline, "no result within 120 s"
-        time.sleep(0.2)
+    # one result stored and the next item in flight (its lease is taken a few ms after the score arrives)
+    while gateway.get(f"/v1/evaluations/{evaluation_id}").json()["progress"]["completed"] < 1 or in_flight() < 1:
+        assert time.monotonic() < deadline, "no result with an item in flight within 120 s"
+        time.sleep(0.05)
     r = gateway.post(f"/v1/evaluations/{evaluation_id}/cancel")
     assert r.status_code == 200 and r.json()["status"] == "cancelled" and r.json()["error"] == "cancelled by request"
     again = gateway.post(f"/v1/evaluations/{evaluation_id}/cancel")
