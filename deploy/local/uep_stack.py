@@ -316,7 +316,9 @@ def restart_broker(cfg: StackConfig) -> float:
     kill(cfg, "broker")
     start_broker(cfg)
     asyncio.run(ensure_topics(settings))
-    asyncio.run(fix_partitions(settings))
+    fixed = asyncio.run(fix_partitions(settings))
+    if fixed:
+        print(f"  re-created with {settings.kafka_partitions} partitions (auto-created by a client first): {', '.join(fixed)}")
     return time.monotonic() - t0
 
 
