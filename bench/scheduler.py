@@ -5,7 +5,7 @@ On a private stack (ports +31500, database ``uep_bench_sched``, Redis db 13, Tri
 1. latency: ``--posts`` evaluations (1 MMLU item each, on ``uep-bench-echo``) are POSTed one after another;
    for each, the time from just before the POST to its first SampleDispatched — leased (the allocation pass
    that leased it: ``sample_leases.leased_at``) and published to the broker (``outbox.published_at``, the
-   relay's publish acknowledged). Target: p50 < 50 ms.
+   broker's acknowledgement of the scheduler's own publish after the pass commits, or a relay's). Target: p50 < 50 ms.
 2. end-to-end throughput with ``--queued`` queued samples: ``--evaluations`` evaluations in two tenants
    (10,000 items in all by default) posted at once; items leased per second from the first lease to the
    last, and the time until all are completed (bounded by the whole pipeline, not only the scheduler).
