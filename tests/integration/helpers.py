@@ -2,9 +2,43 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import time
+from pathlib import Path
 
 import httpx
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def private_broker_config(port_offset: int, name: str):
+    """A ``uep_stack.StackConfig`` for a tansu broker of a test's own, on ``UEP_TEST_PORT_BASE + port_offset``
+    (beside the test stack's broker at +9092), its state under ``.run/<test run>/<name>``."""
+    import uep_stack
+
+    port = int(os.environ.get("UEP_TEST_PORT_BASE", "10000")) + port_offset
+    run_dir = ROOT / ".run" / os.environ.get("UEP_TEST_RUN_NAME", "test") / name
+    return dataclasses.replace(uep_stack.config(), broker_port=port, run_dir=run_dir)
+
+
+def fresh_database(stack, name: str) -> str:
+    """Drop, create and migrate database ``name`` on the stack's PostgreSQL (a test's own: the stack's relays
+    would otherwise act on its rows); returns its URL."""
+    from sqlalchemy import text
+
+    from uep_common.admin import create_database, migrate
+    from uep_common.db.session import make_sync_engine
+
+    server = stack.database_url.rsplit("/", 1)[0]
+    engine = make_sync_engine(f"{server}/postgres")
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
+        c.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+    engine.dispose()
+    url = f"{server}/{name}"
+    create_database(url)
+    migrate(url)
+    return url
 
 
 def submit(gateway: httpx.Client, **body) -> str:

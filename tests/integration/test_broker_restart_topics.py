@@ -6,9 +6,8 @@ keyed to partitions 4-5 are then published and read back from those partitions."
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import os
-from pathlib import Path
+
+from .helpers import private_broker_config
 
 TOPIC = "uep.sample.dispatched.v1"
 
@@ -56,7 +55,7 @@ async def _scenario(cfg) -> dict:
     import uep_stack
     from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-    from uep_common.messaging import ensure_topics, make_broker, publish
+    from uep_common.messaging import ensure_topics, make_broker, publish, refresh_metadata
     from uep_common.settings import CommonSettings
 
     settings = CommonSettings(kafka_bootstrap=f"127.0.0.1:{cfg.broker_port}", kafka_request_timeout_ms=3000)
@@ -82,7 +81,7 @@ async def _scenario(cfg) -> dict:
         out["fixed"] = await uep_stack.fix_partitions(settings)
         out["after_fix"] = await _partitions(cfg.broker_port)
         out["fixed_again"] = await uep_stack.fix_partitions(settings)
-        broker._producer._producer.producer.client.force_metadata_update()  # as a client's refresh would
+        assert refresh_metadata(broker)  # as a client's periodic refresh would
         await publish(broker, {"n": 2}, topic=TOPIC, key=key, headers={})
         out["read_back"] = await _read_partitions(settings.kafka_bootstrap, settings.kafka_partitions)
     finally:
@@ -90,14 +89,12 @@ async def _scenario(cfg) -> dict:
     return out
 
 
-def test_wrong_partition_count_is_fixed_and_publish_retries_after_metadata_refresh():
+def test_wrong_partition_count_is_fixed_and_events_reach_partitions_4_and_5():
     import uep_stack
 
     from uep_common.settings import CommonSettings
 
-    port = int(os.environ.get("UEP_TEST_PORT_BASE", "10000")) + 9098  # beside the test stack's broker (+9092)
-    run_dir = Path(__file__).resolve().parents[2] / ".run" / os.environ.get("UEP_TEST_RUN_NAME", "test") / "restart-topics"
-    cfg = dataclasses.replace(uep_stack.config(), broker_port=port, run_dir=run_dir)
+    cfg = private_broker_config(9098, "restart-topics")
     uep_stack.start_broker(cfg)
     try:
         out = asyncio.run(_scenario(cfg))

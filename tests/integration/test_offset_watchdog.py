@@ -6,11 +6,10 @@ broker the watchdog never moves a consumer."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import os
 import time
-from pathlib import Path
 from types import SimpleNamespace
+
+from .helpers import private_broker_config
 
 TOPIC = "uep.test.watchdog"
 
@@ -93,9 +92,7 @@ async def _scenario(cfg) -> tuple[list[str], int, int]:
 def test_consumer_past_a_lost_log_is_reset_and_gets_new_messages_once():
     import uep_stack
 
-    port = int(os.environ.get("UEP_TEST_PORT_BASE", "10000")) + 9099  # beside the test stack's broker (+9092)
-    run_dir = Path(__file__).resolve().parents[2] / ".run" / os.environ.get("UEP_TEST_RUN_NAME", "test") / "watchdog"
-    cfg = dataclasses.replace(uep_stack.config(), broker_port=port, run_dir=run_dir)
+    cfg = private_broker_config(9099, "watchdog")
     uep_stack.start_broker(cfg)
     try:
         got, resets_healthy, resets = asyncio.run(_scenario(cfg))

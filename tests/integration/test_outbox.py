@@ -5,16 +5,16 @@ import asyncio
 import uuid
 
 from aiokafka import AIOKafkaConsumer
-from sqlalchemy import select, text
-
-from uep_common.admin import create_database, migrate
+from sqlalchemy import select
 
 from uep_common.db.models import OutboxMessage
-from uep_common.db.session import make_async_engine, make_sessionmaker, make_sync_engine
+from uep_common.db.session import make_async_engine, make_sessionmaker
 from uep_common.events import EvaluationCompleted, EvaluationStatus
 from uep_common.messaging import make_broker
 from uep_common.outbox import OutboxRelay, add_to_outbox
 from uep_common.settings import CommonSettings
+
+from .helpers import fresh_database
 
 
 def _event() -> EvaluationCompleted:
@@ -92,14 +92,7 @@ async def _failing(database_url: str) -> None:
 
 def test_relay_keeps_rows_it_could_not_publish(stack):
     # A database of its own: the stack's relays would otherwise publish the row first.
-    url = stack.database_url.rsplit("/", 1)[0] + "/uep_test_outbox"
-    engine = make_sync_engine(url.rsplit("/", 1)[0] + "/postgres")
-    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
-        c.execute(text("DROP DATABASE IF EXISTS uep_test_outbox WITH (FORCE)"))
-    engine.dispose()
-    create_database(url)
-    migrate(url)
-    asyncio.run(_failing(url))
+    asyncio.run(_failing(fresh_database(stack, "uep_test_outbox")))
 
 
 class _RecordingBroker:
@@ -141,11 +134,4 @@ async def _claims(database_url: str) -> None:
 
 
 def test_claimed_rows_are_published_by_their_writer_and_taken_over_when_the_claim_ends(stack):
-    url = stack.database_url.rsplit("/", 1)[0] + "/uep_test_outbox_claims"
-    engine = make_sync_engine(url.rsplit("/", 1)[0] + "/postgres")
-    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
-        c.execute(text("DROP DATABASE IF EXISTS uep_test_outbox_claims WITH (FORCE)"))
-    engine.dispose()
-    create_database(url)
-    migrate(url)
-    asyncio.run(_claims(url))
+    asyncio.run(_claims(fresh_database(stack, "uep_test_outbox_claims")))

@@ -61,6 +61,8 @@ class PassResult:
     admitted: list[uuid.UUID] = field(default_factory=list)
     outbox: list[OutboxMessage] = field(default_factory=list)
     """The SampleDispatched rows staged, claimed for the caller to publish after commit."""
+    ended: list[uuid.UUID] = field(default_factory=list)
+    """Evaluations the pass ended (budget exhausted); their events are left to the outbox relay."""
 
     @property
     def dispatched(self) -> int:
@@ -309,6 +311,8 @@ async def allocate(
             continue
         n = min(planned[ev_id], ev.total_items - ev.dispatched_items)
         allowed[ev_id] = await budget.reserve_for_dispatch(session, ev, models[ev.model_id], n) if n > 0 else 0
+        if ev.status != "running":  # ended budget_exhausted: its EvaluationCompleted is in the outbox, unclaimed
+            result.ended.append(ev_id)
 
     # charge the tags for what was allowed, in slot order
     queue = _queue(clock, tenant_rows, flow_rows, groups, now, settings.aging_seconds)

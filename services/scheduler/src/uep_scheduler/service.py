@@ -73,7 +73,7 @@ class Scheduler:
 
     async def allocate_once(self, reconcile: bool = False, orphans_before: datetime | None = None) -> PassResult:
         """One allocation pass in its own transaction, admitting the evaluations of :meth:`request_admission`
-        first; kicks the outbox relay when something was dispatched."""
+        first; publishes the SampleDispatched rows it claimed, and kicks the relay for an evaluation it ended."""
         async with self._pass_lock:
             to_admit, self._to_admit = sorted(self._to_admit), set()
             try:
@@ -90,6 +90,8 @@ class Scheduler:
             task = asyncio.create_task(self._publish(result.outbox))
             self._publishing.add(task)
             task.add_done_callback(self._publishing.discard)
+        if result.ended:  # their EvaluationCompleted rows are not claimed
+            self.relay.kick()
         return result
 
     async def _publish(self, rows) -> None:
@@ -97,12 +99,6 @@ class Scheduler:
             await self.relay.publish_claimed(rows)
         except Exception:  # the rows keep their claim; relays publish them when it ends
             log.exception("publishing %d claimed SampleDispatched rows failed", len(rows))
-        self.relay.kick()  # unclaimed rows the pass may have staged (an EvaluationCompleted of a budget exhaustion)
-
-    async def drain_publishing(self) -> None:
-        """Wait for the publication of every pass so far (tests; shutdown)."""
-        while self._publishing:
-            await asyncio.gather(*list(self._publishing), return_exceptions=True)
 
     async def on_scored(self, scores: list[ScoreComputed]) -> None:
         """Release the leases of scored items, settle their budget reservations, adapt model limits, wake
@@ -152,7 +148,8 @@ class Scheduler:
     async def stop(self) -> None:
         """Stop the allocation task; wait for the publications under way."""
         await self._loop.stop()
-        await self.drain_publishing()
+        while self._publishing:
+            await asyncio.gather(*list(self._publishing), return_exceptions=True)
 
 
 def register(broker: KafkaBroker, settings: SchedulerSettings, scheduler: Scheduler) -> None:
