@@ -127,6 +127,26 @@ class JudgeConfig(BaseModel):
         return self.template or f"{self.mode}/v1"
 
 
+def format_number(value: float) -> str:
+    """The judge templates' ``num`` filter: ``10.0`` -> ``"10"``, ``2.5`` -> ``"2.5"``."""
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+TEMPLATE_FILTERS = {"num": format_number}
+"""Filters every judge template (file or ``template_text``) may use, beyond Jinja2's built-in ones."""
+
+
+def template_trial_variables(cfg: JudgeConfig) -> dict:
+    """Placeholder values of every variable the judge service passes to a template of ``cfg.mode``
+    (rubric/reference: question, answer, reference, dimensions, overall_min, overall_max, schema;
+    pairwise: question, answer_a, answer_b, reference, schema), for a trial render at creation."""
+    common = {"question": "Q", "reference": "R", "schema": "{}"}
+    if cfg.mode == "pairwise":
+        return {**common, "answer_a": "A", "answer_b": "B"}
+    return {**common, "answer": "A", "dimensions": [d.model_dump() for d in cfg.dimensions],
+            "overall_min": cfg.overall_min, "overall_max": cfg.overall_max}
+
+
 def merge_judge_config(benchmark_judge: dict | None, override: dict | None) -> JudgeConfig:
     """The benchmark's ``judge`` block with the evaluation's ``override`` keys replacing its own (shallow).
 

@@ -1,27 +1,42 @@
-"""Prompt rendering: a benchmark's Jinja2 template over a sample's input fields (used by the inference
-service, and by the gateway to check an uploaded benchmark's template against every row).
+"""Prompt rendering: a benchmark's (or an A/B arm's) Jinja2 template over a sample's input fields (used by
+the inference service, and by the gateway to check an uploaded benchmark's template against every row).
 
-Templates run in Jinja2's ``SandboxedEnvironment`` (benchmark authors are users, not operators) with
-``StrictUndefined``, so a template naming a field the sample lacks fails loudly instead of rendering "".
+Templates run in the bounded sandbox of :mod:`uep_common.templating` (benchmark authors are users, not
+operators) with ``StrictUndefined``, so a template naming a field the sample lacks fails loudly instead of
+rendering "", and a template that tries to escape the sandbox or exceeds a work or size limit fails with
+a message saying which.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
 
-from jinja2 import StrictUndefined, TemplateError
-from jinja2.sandbox import SandboxedEnvironment
+from jinja2 import Template, TemplateError
 
-_ENV = SandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False)
+from uep_common.templating import make_environment, render
+
+_ENV = make_environment()
 
 
 class PromptRenderError(ValueError):
-    """The template is invalid or refers to a missing field (message names it)."""
+    """The template is invalid, refers to a missing field, or exceeds a sandbox limit (message names it)."""
 
 
 @lru_cache(maxsize=256)
-def _compile(template: str):
+def _compile(template: str) -> Template:
     return _ENV.from_string(template)
+
+
+def check_prompt_template(template: str) -> None:
+    """Check that ``template`` parses in the sandbox (syntax and source length; rendering needs a sample).
+
+    Raises:
+        PromptRenderError: syntax error or source over the length limit.
+    """
+    try:
+        _compile(template)
+    except TemplateError as exc:
+        raise PromptRenderError(f"prompt template error: {exc}") from exc
 
 
 def render_prompt(template: str, fields: dict, fewshot: list[dict] | tuple = ()) -> str:
@@ -29,9 +44,10 @@ def render_prompt(template: str, fields: dict, fewshot: list[dict] | tuple = ())
     ``{"input": …, "reference": …}``; the template sees them as ``fewshot``, empty by default).
 
     Raises:
-        PromptRenderError: syntax error or undefined variable in the template.
+        PromptRenderError: syntax error, undefined variable, sandbox violation, or a work/size limit
+            exceeded (see :class:`uep_common.templating.TemplateLimits`).
     """
     try:
-        return _compile(template).render(**fields, fewshot=list(fewshot))
+        return render(_compile(template), {**fields, "fewshot": list(fewshot)})
     except TemplateError as exc:
         raise PromptRenderError(f"prompt template error: {exc}") from exc

@@ -1,6 +1,7 @@
 """Judge prompt templates: versioned Jinja files (``templates/<name>/<version>.jinja``) or a benchmark's own
-template text (versioned by its content hash), rendered with StrictUndefined so a missing variable fails
-loudly instead of sending the judge a half-empty prompt."""
+template text (versioned by its content hash). Both are compiled by the bounded sandbox of
+:mod:`uep_common.templating` (a benchmark's or an evaluation's template is user input) with
+StrictUndefined, so a missing variable fails loudly instead of sending the judge a half-empty prompt."""
 
 from __future__ import annotations
 
@@ -11,21 +12,14 @@ from pathlib import Path
 
 import jinja2
 
-from uep_common.judge_config import JudgeConfig
+from uep_common.judge_config import TEMPLATE_FILTERS, JudgeConfig, format_number
+from uep_common.templating import make_environment, render
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 RETRY_TEMPLATE = "retry/v1"
 
 
-def _num(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else str(value)
-
-
-_env = jinja2.Environment(
-    loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)), undefined=jinja2.StrictUndefined, autoescape=False,
-    keep_trailing_newline=False,
-)
-_env.filters["num"] = _num
+_env = make_environment(loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)), filters=TEMPLATE_FILTERS, keep_trailing_newline=False)
 
 
 class TemplateError(ValueError):
@@ -43,7 +37,7 @@ class JudgeTemplate:
     def render(self, **variables) -> str:
         """Render with ``variables``. Raises :class:`TemplateError`."""
         try:
-            return self.template.render(**variables).strip() + "\n"
+            return render(self.template, variables).strip() + "\n"
         except jinja2.TemplateError as exc:
             raise TemplateError(f"judge template {self.name}/{self.version} does not render: {exc}") from exc
 
@@ -73,8 +67,8 @@ def template_for(cfg: JudgeConfig) -> JudgeTemplate:
 
 def rubric_schema(cfg: JudgeConfig) -> str:
     """The JSON answer form shown to the judge in rubric and reference modes."""
-    scores = ", ".join(f'"{d.name}": <number {_num(d.min)}-{_num(d.max)}>' for d in cfg.dimensions)
-    return ('{"scores": {' + scores + '}, "overall": <number ' + f"{_num(cfg.overall_min)}-{_num(cfg.overall_max)}"
+    scores = ", ".join(f'"{d.name}": <number {format_number(d.min)}-{format_number(d.max)}>' for d in cfg.dimensions)
+    return ('{"scores": {' + scores + '}, "overall": <number ' + f"{format_number(cfg.overall_min)}-{format_number(cfg.overall_max)}"
             + '>, "reasoning": "<one or two sentences>"}')
 
 
