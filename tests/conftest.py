@@ -75,3 +75,66 @@ def gateway(stack):
 
     with httpx.Client(base_url=stack.gateway_url, timeout=30) as client:
         yield client
+
+
+# --------------------------------------------------------------------------- test tiers
+# Every test gets exactly one tier marker here, at collection, so that ``make test-unit`` / ``test-db`` /
+# ``test-stack`` (``pytest -m unit`` ...) can run a part without the servers the rest needs:
+#   unit   no server at all (subprocesses such as the scorer's sandbox or CLI are fine)
+#   db     PostgreSQL and/or Redis only (no broker, Triton or services)
+#   stack  the full local stack (the ``stack``, ``gateway`` and ``db`` fixtures above), or a broker/Triton of
+#          the test's own
+#   ui     headless Chromium (on the full stack)
+# A test is classified by the fixtures it requests — ``item.fixturenames`` is the whole closure, so a module
+# fixture that builds on ``gateway`` makes its tests ``stack`` — then by folder and module where a test starts
+# servers without such a fixture. A tier marker written on a test (``@pytest.mark.db``) wins over all of this.
+
+TIERS = ("unit", "db", "stack", "ui")
+# Fixtures, by the tier they need (tests/conftest.py; tests/scheduler/conftest.py's ``sm``/``world`` build
+# on ``alloc_db_url``, a migrated PostgreSQL database of their own).
+_STACK_FIXTURES = frozenset({"stack", "gateway", "db"})
+_DB_FIXTURES = frozenset({"alloc_db_url"})
+# Fixtures that start a server of their own, by (folder under tests/, fixture name).
+_SERVER_FIXTURES = {("model_server", "server"): "stack"}  # a tritonserver (uep-model-server) per module
+# Folders whose tests all have one tier unless a module below says otherwise.
+_FOLDER_TIERS = {
+    "ui": "ui",  # headless Chromium on the test stack
+    "integration": "stack",  # against the test stack; the safe default for a new module here
+}
+# Modules that start servers without requesting one of the fixtures above.
+_MODULE_TIERS = {
+    "integration/test_broker_restart_topics.py": "stack",  # a private tansu broker, restarted
+    "integration/test_offset_watchdog.py": "stack",  # a private tansu broker, restarted
+    "integration/test_wakeups.py": "db",  # PostgreSQL LISTEN/NOTIFY on the server's own database
+}
+
+
+def _tier_of(item: pytest.Item) -> str:
+    explicit = [t for t in TIERS if item.get_closest_marker(t) is not None]
+    if len(explicit) > 1:
+        raise pytest.UsageError(f"{item.nodeid}: more than one tier marker ({', '.join(explicit)})")
+    if explicit:
+        return explicit[0]
+    path = Path(str(item.path)).resolve()
+    rel = path.relative_to(ROOT / "tests").as_posix() if path.is_relative_to(ROOT / "tests") else path.name
+    folder = rel.split("/", 1)[0] if "/" in rel else ""
+    names = set(getattr(item, "fixturenames", ()))
+    if folder == "ui":  # before the fixtures: these tests use ``gateway`` too
+        return "ui"
+    if names & _STACK_FIXTURES:
+        return "stack"
+    for (where, name), tier in _SERVER_FIXTURES.items():
+        if folder == where and name in names:
+            return tier
+    if rel in _MODULE_TIERS:
+        return _MODULE_TIERS[rel]
+    if names & _DB_FIXTURES:
+        return "db"
+    return _FOLDER_TIERS.get(folder, "unit")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        tier = _tier_of(item)
+        if item.get_closest_marker(tier) is None:
+            item.add_marker(getattr(pytest.mark, tier))
