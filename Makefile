@@ -1,7 +1,7 @@
 # uep — Unified Evaluation Platform. `make demo` and `make test` are the two commands a new user needs.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: chromium
+.PHONY: chromium sandbox
 
 UV_VERSION := 0.13.9
 TOOLS := .tools
@@ -16,7 +16,7 @@ $(UV):
 	python3 -m venv $(TOOLS)
 	$(TOOLS)/bin/pip install -q "uv==$(UV_VERSION)"
 
-install: $(UV) chromium ## create .venv and install the whole workspace from uv.lock
+install: $(UV) chromium sandbox ## create .venv and install the whole workspace from uv.lock
 	$(UV) sync --frozen
 
 # Reports are rendered to PDF and the annotation page is tested in headless Chromium (Debian's package;
@@ -25,6 +25,15 @@ chromium:
 	@command -v chromium >/dev/null || { echo "installing Debian's chromium (PDF reports, annotation page tests)"; \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
 	  else sudo apt-get update -q && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; fi; }
+
+# The scorer runs benchmark and model code in a bubblewrap sandbox with a libseccomp filter, under Debian's
+# python3.11 (readable by the sandbox's unprivileged uid); without them code benchmarks score 'sandbox_unavailable'.
+SANDBOX_PKGS := bubblewrap libseccomp2 python3.11-minimal
+sandbox:
+	@{ command -v bwrap >/dev/null && /sbin/ldconfig -p | grep -q 'libseccomp\.so\.2' && [ -x /usr/bin/python3.11 ]; } || { \
+	  echo "installing Debian's $(SANDBOX_PKGS) (the scorer's code sandbox)"; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(SANDBOX_PKGS); \
+	  else sudo apt-get update -q && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(SANDBOX_PKGS); fi; }
 
 up: install ## start the local stack (broker, migrations, Triton, six services)
 	$(STACK) up
@@ -40,6 +49,17 @@ demo: install ## install, start the stack, evaluate the embedded LLM on real ben
 
 test: install ## run every test (unit, scorer, model server, end to end on a fresh stack)
 	$(PY) -m pytest -q -p no:cacheprovider
+
+# Test tiers (markers given by tests/conftest.py): unit needs no server; db needs PostgreSQL/Redis only;
+# stack starts a fresh test stack (and ui drives headless Chromium on it).
+test-unit: install ## run the tests that need no server (fast: no broker, database, Triton or services)
+	$(PY) -m pytest -q -p no:cacheprovider -m unit
+
+test-db: install ## run the tests that need PostgreSQL and/or Redis only (no broker, Triton or services)
+	$(PY) -m pytest -q -p no:cacheprovider -m db
+
+test-stack: install ## run the tests on a fresh test stack and in headless Chromium (-m "stack or ui")
+	$(PY) -m pytest -q -p no:cacheprovider -m "stack or ui"
 
 bench: install ## bench/pipeline_overhead: pipeline vs direct Triton throughput ratio
 	$(PY) bench/pipeline_overhead.py
@@ -59,4 +79,4 @@ bench-report: install ## bench/report: build the report (and leaderboard) of a 1
 asyncapi: install ## regenerate docs/asyncapi.json from the services' FastStream apps
 	$(PY) docs/generate_asyncapi.py
 
-.PHONY: help install up down status demo test bench bench-scorer bench-chaos asyncapi bench-scheduler bench-report
+.PHONY: help install up down status demo test test-unit test-db test-stack bench bench-scorer bench-chaos asyncapi bench-scheduler bench-report

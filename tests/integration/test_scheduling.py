@@ -64,35 +64,45 @@ def test_ab_arms_go_out_together_and_keep_their_arm(gateway, db):
     assert len(by_ordinal) == 6 and all(len(ts) == 1 for ts in by_ordinal.values())
 
 
-def test_schedule_runs_create_linked_evaluations_until_deleted(gateway):
+def _fast_schedule_tenant(db) -> dict:
+    """A tenant whose own minimum schedule interval is 1 s (the site default is minutes), as the header."""
+    slug = f"sched-{uuid.uuid4().hex[:8]}"
+    with db.begin() as c:
+        c.execute(text("INSERT INTO tenants (id, slug, name, min_schedule_interval_s) VALUES (:id, :s, :s, 1)"),
+                  {"id": uuid.uuid4(), "s": slug})
+    return {"X-UEP-Tenant": slug}
+
+
+def test_schedule_runs_create_linked_evaluations_until_deleted(gateway, db):
+    hdr = _fast_schedule_tenant(db)
     r = gateway.post("/v1/schedules", json={"name": "every 2 s", "cron": "* * * * * */2", "model": "uep-oracle",
-                                            "benchmark": "gsm8k", "options": {"sample_limit": 3}})
+                                            "benchmark": "gsm8k", "options": {"sample_limit": 3}}, headers=hdr)
     assert r.status_code == 201, r.text
     sid = r.json()["id"]
     try:
-        assert any(s["id"] == sid for s in gateway.get("/v1/schedules").json())
+        assert any(s["id"] == sid for s in gateway.get("/v1/schedules", headers=hdr).json())
         deadline = time.monotonic() + 60
         runs = []
         while time.monotonic() < deadline:
-            runs = gateway.get(f"/v1/schedules/{sid}").json()["runs"]  # newest first
+            runs = gateway.get(f"/v1/schedules/{sid}", headers=hdr).json()["runs"]  # newest first
             if len(runs) >= 2 and runs[-1]["status"] == "completed":
                 break
             time.sleep(0.5)
         assert len(runs) >= 2, runs
         assert len({x["scheduled_for"] for x in runs}) == len(runs)  # one run per due time
-        first = gateway.get(f"/v1/evaluations/{runs[-1]['evaluation_id']}").json()
+        first = gateway.get(f"/v1/evaluations/{runs[-1]['evaluation_id']}", headers=hdr).json()
         assert first["schedule_id"] == sid and first["summary"]["correct"] == 2  # [T, T, F]
     finally:  # a schedule left behind would start a run every 2 s for the rest of the test session
-        assert gateway.delete(f"/v1/schedules/{sid}").status_code == 204
-    n = len(gateway.get(f"/v1/schedules/{sid}").json()["runs"])
+        assert gateway.delete(f"/v1/schedules/{sid}", headers=hdr).status_code == 204
+    n = len(gateway.get(f"/v1/schedules/{sid}", headers=hdr).json()["runs"])
     time.sleep(3)
-    after = gateway.get(f"/v1/schedules/{sid}").json()
+    after = gateway.get(f"/v1/schedules/{sid}", headers=hdr).json()
     assert after["deleted_at"] and len(after["runs"]) == n
-    assert all(s["id"] != sid for s in gateway.get("/v1/schedules").json())
+    assert all(s["id"] != sid for s in gateway.get("/v1/schedules", headers=hdr).json())
     # its runs still in progress are cancelled so that they do not load the stack for later tests
     for run in after["runs"]:
         if run["status"] in ("pending", "running"):
-            gateway.post(f"/v1/evaluations/{run['evaluation_id']}/cancel")
+            gateway.post(f"/v1/evaluations/{run['evaluation_id']}/cancel", headers=hdr)
 
 
 def test_tenants_share_a_saturated_model_fairly_and_urgent_goes_first(gateway, db):

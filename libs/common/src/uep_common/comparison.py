@@ -239,7 +239,8 @@ async def compare(
         c_arr, b_arr = (await session.execute(text(
             cte + "SELECT array_agg(c_score ORDER BY sample_id, repeat), array_agg(b_score ORDER BY sample_id, repeat) FROM p "
             "WHERE c_score IS NOT NULL AND b_score IS NOT NULL"), params)).one()
-        score_view = _diff_view(np.asarray(c_arr, dtype=float), np.asarray(b_arr, dtype=float))
+        # array_agg over no rows is NULL: no item has a score on both sides
+        score_view = _diff_view(np.asarray(c_arr or [], dtype=float), np.asarray(b_arr or [], dtype=float))
     return Comparison(
         current_evaluation_id=current_id,
         baseline_evaluation_id=baseline_id,

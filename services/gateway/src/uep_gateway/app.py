@@ -27,6 +27,7 @@ from uep_gateway.api import (
     schedules,
     uploads,
 )
+from uep_gateway.body_limit import BodyLimitMiddleware
 from uep_gateway.settings import GatewaySettings
 
 
@@ -62,17 +63,12 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
 
-    @app.middleware("http")
-    async def limit_body_size(request: Request, call_next):
-        length = request.headers.get("content-length")
-        upload = request.method == "POST" and request.url.path == "/v1/benchmarks"
-        limit = settings.max_upload_bytes + 65_536 if upload else settings.max_request_bytes
-        if length is not None and (not length.isdigit() or int(length) > limit):
-            return JSONResponse(
-                status_code=413,
-                content={"detail": [{"loc": ["body"], "msg": f"request body larger than {limit} bytes", "type": "too_large"}]},
-            )
-        return await call_next(request)
+    def body_limit(scope: dict) -> int:
+        """Bytes a request body may take: the upload route gets the file limit and room for the form."""
+        upload = scope.get("method") == "POST" and scope.get("path") == "/v1/benchmarks"
+        return settings.max_upload_bytes + 65_536 if upload else settings.max_request_bytes
+
+    app.add_middleware(BodyLimitMiddleware, limit_for=body_limit)
 
     @app.get("/healthz", tags=["health"])
     async def healthz() -> dict:

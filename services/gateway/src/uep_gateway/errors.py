@@ -11,8 +11,9 @@ from fastapi import HTTPException
 class FieldError(HTTPException):
     """An HTTP error about one request field (``loc`` is the path to it, e.g. ``("body", "model")``)."""
 
-    def __init__(self, status_code: int, loc: tuple[str, ...], msg: str, type_: str) -> None:
-        super().__init__(status_code, detail=[{"loc": list(loc), "msg": msg, "type": type_}])
+    def __init__(self, status_code: int, loc: tuple[str, ...], msg: str, type_: str,
+                 headers: dict[str, str] | None = None) -> None:
+        super().__init__(status_code, detail=[{"loc": list(loc), "msg": msg, "type": type_}], headers=headers)
 
 
 class FieldErrors(HTTPException):
@@ -20,3 +21,11 @@ class FieldErrors(HTTPException):
 
     def __init__(self, status_code: int, problems: list[dict]) -> None:
         super().__init__(status_code, detail=problems)
+
+
+def work_limit_error(exc, loc_prefix: tuple = ("body",)) -> FieldError:
+    """The HTTP error of a :class:`uep_common.creation.WorkLimitRefused`: its status, ``loc`` = ``loc_prefix``
+    + its field (a header field is named ``("header", name)``), and ``Retry-After`` (seconds) when it has one."""
+    loc = ("header", exc.field) if exc.field.startswith("X-") else (*loc_prefix, exc.field)
+    headers = {"Retry-After": str(exc.retry_after_s)} if exc.retry_after_s is not None else None
+    return FieldError(exc.status_code, loc, exc.reason, exc.kind, headers=headers)

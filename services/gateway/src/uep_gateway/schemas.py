@@ -10,6 +10,10 @@ from typing import Literal
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from uep_common.events import EvaluationSummary, Priority, PromptSpec
+from uep_gateway.validation import INT32_MAX
+
+MAX_MONEY = 10**13
+"""Largest amount of money a request may give (``NUMERIC(24, 10)`` holds 14 integer digits)."""
 
 
 class ArmCreate(BaseModel):
@@ -20,7 +24,7 @@ class ArmCreate(BaseModel):
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$", description="Arm name, unique in the experiment.")
     model: str | None = Field(None, min_length=1, max_length=200, description="Default: the request's model.")
-    model_version: str | None = None
+    model_version: str | None = Field(None, max_length=100)
     prompt_template: str | None = Field(
         None, min_length=1, max_length=20_000, description="Jinja2 template replacing the benchmark's for this arm."
     )
@@ -28,25 +32,18 @@ class ArmCreate(BaseModel):
     fewshot_k: int | None = Field(None, ge=0, le=16)
 
 
-class EvaluationCreate(BaseModel):
-    """``POST /v1/evaluations``: one evaluation; a batch (``models``: one evaluation per model, linked by
-    ``batch_id``); or an A/B experiment (``arms``: one evaluation per arm, linked by ``experiment_id``,
-    dispatched together so that item i of every arm goes out together)."""
+class EvaluationOptions(BaseModel):
+    """The options of one evaluation, shared by ``POST /v1/evaluations`` (:class:`EvaluationCreate`) and the
+    runs of a schedule (``POST /v1/schedules`` ``options``): one set of fields and bounds for both. Integers
+    are bounded by their database columns (INTEGER); the site's and tenant's work limits (repeats, items per
+    evaluation) are checked by the routes (``uep_gateway.api.evaluations.check_options``)."""
 
     model_config = ConfigDict(extra="forbid", protected_namespaces=(), populate_by_name=True)
 
-    benchmark: str = Field(min_length=1, max_length=100, description="Benchmark slug or id.")
-    benchmark_version: str | None = Field(None, description="Content hash; default: the newest active version.")
-    model: str | None = Field(None, min_length=1, max_length=200, description="Model name or id (or give `models` or `arms`).")
-    model_version: str | None = Field(None, description="Default: the most recently registered version.")
-    models: list[str] | None = Field(
-        None, min_length=1, max_length=20, description="Batch: one evaluation per model (name or id), linked by batch_id."
-    )
-    arms: list[ArmCreate] | None = Field(
-        None, min_length=2, max_length=8, description="A/B experiment: one evaluation per arm, linked by experiment_id."
-    )
-    sample_limit: int | None = Field(None, ge=1, description="Evaluate the first N samples (benchmark order).")
-    repeats: int = Field(1, ge=1, description="Attempts per sample (for pass@k and stability).")
+    benchmark_version: str | None = Field(None, max_length=64, description="Content hash; default: the newest active version.")
+    model_version: str | None = Field(None, max_length=100, description="Default: the most recently registered version.")
+    sample_limit: int | None = Field(None, ge=1, le=INT32_MAX, description="Evaluate the first N samples (benchmark order).")
+    repeats: int = Field(1, ge=1, le=INT32_MAX, description="Attempts per sample (for pass@k and stability).")
     priority: Priority = Priority.normal
     max_parallel: int | None = Field(
         None, ge=1, le=1024, validation_alias=AliasChoices("max_parallel", "max_in_flight"),
@@ -59,11 +56,32 @@ class EvaluationCreate(BaseModel):
         None, description="Apply the model's chat template (true) or send raw text (false); default: the benchmark's."
     )
     sample_timeout_s: float | None = Field(
-        None, gt=0, le=3600,
+        None, gt=0, le=3600, allow_inf_nan=False,
         description="Per-sample timeout of each model call, seconds; default: the inference service's UEP_INFERENCE_TIMEOUT_S.",
     )
+
+    @property
+    def max_in_flight(self) -> int | None:
+        """Old name of :attr:`max_parallel`."""
+        return self.max_parallel
+
+
+class EvaluationCreate(EvaluationOptions):
+    """``POST /v1/evaluations``: one evaluation; a batch (``models``: one evaluation per model, linked by
+    ``batch_id``); or an A/B experiment (``arms``: one evaluation per arm, linked by ``experiment_id``,
+    dispatched together so that item i of every arm goes out together). The options are
+    :class:`EvaluationOptions`."""
+
+    benchmark: str = Field(min_length=1, max_length=100, description="Benchmark slug or id.")
+    model: str | None = Field(None, min_length=1, max_length=200, description="Model name or id (or give `models` or `arms`).")
+    models: list[str] | None = Field(
+        None, min_length=1, max_length=20, description="Batch: one evaluation per model (name or id), linked by batch_id."
+    )
+    arms: list[ArmCreate] | None = Field(
+        None, min_length=2, max_length=8, description="A/B experiment: one evaluation per arm, linked by experiment_id."
+    )
     max_cost: float | None = Field(
-        None, ge=0, description="Cap of each evaluation created (site currency): it runs until the cap is reached, then "
+        None, ge=0, le=MAX_MONEY, allow_inf_nan=False, description="Cap of each evaluation created (site currency): it runs until the cap is reached, then "
         "ends budget_exhausted (see POST /v1/evaluations/estimate for what it would cost)."
     )
     judge: dict | None = Field(
@@ -72,10 +90,6 @@ class EvaluationCreate(BaseModel):
         "baseline_evaluation_id, ...).",
     )
 
-    @property
-    def max_in_flight(self) -> int | None:
-        """Old name of :attr:`max_parallel`."""
-        return self.max_parallel
 
 
 class EvaluationRef(BaseModel):

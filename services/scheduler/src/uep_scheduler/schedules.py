@@ -6,29 +6,51 @@ transaction: inserts the run ``(schedule_id, scheduled_for)`` — unique, so a r
 even if two replicas race — creates the evaluation (linked by ``schedule_id``; budget hook
 ``check_creation``), stages its EvaluationRequested in the outbox, and advances ``next_run_at`` with
 croniter. Missed runs (scheduler down over several due times) are coalesced into one run for the latest
-due time. A run that cannot be created (model or benchmark gone, budget refused) is recorded with its
-reason and no evaluation.
+due time. A run that cannot be created (model or benchmark gone, budget refused, a work limit of
+``uep_common.creation``) is recorded with its reason and no evaluation.
+
+Runs of one schedule are never closer than the tenant's minimum schedule interval
+(``UEP_MIN_SCHEDULE_INTERVAL_S`` or ``tenants.min_schedule_interval_s``): ``next_run_at`` advances to the
+first cron time at least that long after the run just created, and a due time too close to the schedule's
+latest run (a schedule stored before the rule, or a lowered interval) is skipped without a run.
 """
 
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 
 from croniter import croniter
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common import budget
-from uep_common.creation import evaluation_config, find_benchmark, find_model, new_evaluation
+from uep_common.creation import (
+    WorkLimitRefused,
+    WorkLimits,
+    check_work_limits,
+    evaluation_config,
+    find_benchmark,
+    find_model,
+    new_evaluation,
+    next_allowed_run,
+)
 from uep_common.db.models import Tenant
 from uep_common.db.scheduling import Schedule, ScheduleRun
 from uep_common.outbox import add_to_outbox
+from uep_common.settings import CommonSettings
 from uep_common.telemetry import tracer
 
 log = logging.getLogger(__name__)
 _tracer = tracer("uep.scheduler")
+
+
+@lru_cache(maxsize=1)
+def site_limits() -> WorkLimits:
+    """The site's work limits from the ``UEP_*`` environment (read once per process)."""
+    return WorkLimits.from_settings(CommonSettings())
 
 
 def next_after(cron: str, after: datetime) -> datetime:
@@ -46,8 +68,9 @@ def due_time(cron: str, next_run_at: datetime, now: datetime) -> tuple[datetime,
     return scheduled_for, nxt
 
 
-async def _create_run(s: AsyncSession, sch: Schedule, scheduled_for: datetime) -> bool:
-    """Insert the run and its evaluation; False if the run already existed."""
+async def _create_run(s: AsyncSession, sch: Schedule, scheduled_for: datetime, tenant: Tenant, limits: WorkLimits) -> bool:
+    """Insert the run and its evaluation (checked against ``limits``, the site's, and ``tenant``'s work
+    limits); False if the run already existed or none was created."""
     run_id = await s.scalar(
         insert(ScheduleRun).values(schedule_id=sch.id, scheduled_for=scheduled_for)
         .on_conflict_do_nothing(constraint="uq_schedule_runs_due").returning(ScheduleRun.id)
@@ -72,25 +95,32 @@ async def _create_run(s: AsyncSession, sch: Schedule, scheduled_for: datetime) -
                     ev, event = new_evaluation(
                         tenant_id=sch.tenant_id, bench=bench, model=model, sample_limit=o.get("sample_limit"),
                         repeats=int(o.get("repeats", 1)), priority=o.get("priority", "normal"),
-                        config=evaluation_config(o.get("max_parallel"), o.get("fewshot_k"), o.get("chat_template")),
+                        config=evaluation_config(o.get("max_parallel"), o.get("fewshot_k"), o.get("chat_template"),
+                                                 sample_timeout_s=o.get("sample_timeout_s")),
                         schedule_id=sch.id,
                     )
+                    await check_work_limits(s, tenant, [ev], limits)
                     s.add(ev)
-                    await budget.check_creation(s, await s.get(Tenant, sch.tenant_id), [ev])
+                    await budget.check_creation(s, tenant, [ev])
                     add_to_outbox(s, event)
                     await s.flush()
             evaluation_id = ev.id
         except budget.BudgetRefused as exc:
             error = f"budget refused: {exc.reason}"
+        except WorkLimitRefused as exc:
+            error = f"work limit ({exc.kind}, {exc.field}): {exc.reason}"
     await s.execute(update(ScheduleRun).where(ScheduleRun.id == run_id).values(evaluation_id=evaluation_id, error=error))
     if error:
         log.warning("schedule %s run for %s not created: %s", sch.id, scheduled_for, error)
     return evaluation_id is not None
 
 
-async def run_due_schedules(sessionmaker, now: datetime | None = None, limit: int = 50) -> int:
-    """Create the due runs of every due schedule (one transaction). Returns evaluations created."""
+async def run_due_schedules(sessionmaker, now: datetime | None = None, limit: int = 50, limits: WorkLimits | None = None) -> int:
+    """Create the due runs of every due schedule (one transaction), never two runs of one schedule closer than
+    its tenant's ``min_schedule_interval_s``. ``limits``: the site's work limits (default: from the
+    environment, :func:`site_limits`). Returns evaluations created."""
     now = now or datetime.now(UTC)
+    site = limits or site_limits()
     created = 0
     async with sessionmaker() as s, s.begin():
         due = await s.scalars(
@@ -101,8 +131,14 @@ async def run_due_schedules(sessionmaker, now: datetime | None = None, limit: in
             .with_for_update(skip_locked=True)
         )
         for sch in list(due):
+            tenant = await s.get(Tenant, sch.tenant_id)
+            own = site.for_tenant(tenant)
             scheduled_for, nxt = due_time(sch.cron, sch.next_run_at, now)
-            if await _create_run(s, sch, scheduled_for):
+            last = await s.scalar(select(func.max(ScheduleRun.scheduled_for)).where(ScheduleRun.schedule_id == sch.id))
+            if last is not None and scheduled_for < last + timedelta(seconds=own.min_schedule_interval_s):
+                sch.next_run_at = max(nxt, next_allowed_run(sch.cron, last, own))  # too close to its latest run
+                continue
+            if await _create_run(s, sch, scheduled_for, tenant, site):
                 created += 1
-            sch.next_run_at = nxt
+            sch.next_run_at = max(nxt, next_allowed_run(sch.cron, scheduled_for, own))
     return created

@@ -5,6 +5,7 @@ import logging
 from uep_common.service import ServiceRuntime, build_app, serve
 from uep_scorer.catalog import register_catalogue
 from uep_scorer.references import ReferenceStore
+from uep_scorer.sandbox import configure as configure_sandbox
 from uep_scorer.service import register
 from uep_scorer.settings import ScorerSettings
 
@@ -14,7 +15,8 @@ DEFAULT_PORT = 8093
 def create_app():
     """Build the scorer's FastStream ASGI app."""
     settings = ScorerSettings()
-    runtime = ServiceRuntime(settings, use_db=True)
+    runtime = ServiceRuntime(settings, use_db=True)  # sets up logging
+    configure_sandbox(settings.sandbox_mode)  # probes the isolation; logs ERROR (unavailable) or WARNING (unsafe)
     register(
         runtime.broker, settings, ReferenceStore(runtime.sessionmaker, settings.reference_cache_size), runtime.sessionmaker
     )

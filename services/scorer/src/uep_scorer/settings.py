@@ -1,5 +1,7 @@
 """Scorer settings (``UEP_*`` environment variables)."""
 
+from typing import Literal
+
 from pydantic import Field
 
 from uep_common.settings import CommonSettings
@@ -11,3 +13,8 @@ class ScorerSettings(CommonSettings):
     service_name: str = "scorer"
     scorer_concurrency: int = Field(4, ge=1, description="Outputs scored concurrently (code runs in subprocesses).")
     reference_cache_size: int = Field(50_000, ge=0)
+    sandbox_mode: Literal["bwrap", "unsafe_process"] = Field(
+        "bwrap",
+        description="Code sandbox (UEP_SANDBOX_MODE): 'bwrap' (isolated; probed at start-up, code items score "
+        "'sandbox_unavailable' if it cannot be set up) or 'unsafe_process' (no isolation, explicit opt-in only).",
+    )

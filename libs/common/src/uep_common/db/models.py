@@ -57,14 +57,25 @@ def _created() -> Mapped[datetime]:
     return mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
 
 
+TENANT_LIMIT_COLUMNS = ("max_items_per_evaluation", "max_queued_items", "max_evaluations_per_minute", "min_schedule_interval_s")
+
+
 class Tenant(Base):
-    """A team using uep; every evaluation belongs to one tenant."""
+    """A team using uep; every evaluation belongs to one tenant.
+
+    The ``max_*``/``min_*`` columns (migration 0014) override the site's work limits for this tenant (null =
+    the site default; see :class:`uep_common.creation.WorkLimits`)."""
 
     __tablename__ = "tenants"
+    __table_args__ = tuple(CheckConstraint(f"{c} IS NULL OR {c} >= 1", name=f"ck_tenants_{c}") for c in TENANT_LIMIT_COLUMNS)
     id: Mapped[uuid.UUID] = _uuid_pk()
     slug: Mapped[str] = mapped_column(String(64), unique=True, nullable=False)
     name: Mapped[str] = mapped_column(String(200), nullable=False)
     created_at: Mapped[datetime] = _created()
+    max_items_per_evaluation: Mapped[int | None] = mapped_column(Integer, doc="Items (samples × repeats) of one evaluation.")
+    max_queued_items: Mapped[int | None] = mapped_column(Integer, doc="Items not yet finished across its evaluations.")
+    max_evaluations_per_minute: Mapped[int | None] = mapped_column(Integer, doc="Evaluations created in any 60 s.")
+    min_schedule_interval_s: Mapped[int | None] = mapped_column(Integer, doc="Closest two runs of a schedule, seconds.")
 
 
 class Benchmark(Base):

@@ -36,8 +36,9 @@ from uep_gateway.annotation.schemas import (
 from uep_gateway.annotation.tasks import create_task
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError
+from uep_gateway.validation import INT32_MAX, NUL_CHECK
 
-router = APIRouter(tags=["human evaluation"])
+router = APIRouter(tags=["human evaluation"], dependencies=NUL_CHECK)
 ANNOTATOR_HEADER = "X-UEP-Annotator"
 _pages = Environment(
     loader=FileSystemLoader(Path(__file__).resolve().parents[1] / "annotation" / "templates"),
@@ -228,7 +229,7 @@ def _cursor(position: int) -> str:
 def _position(cursor: str) -> int:
     try:
         (position,) = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-        if not isinstance(position, int):
+        if type(position) is not int or not -INT32_MAX <= position <= INT32_MAX:  # annotation_items.position is INTEGER
             raise ValueError
         return position
     except (ValueError, TypeError, json.JSONDecodeError):

@@ -7,6 +7,8 @@
   null removes the cap). A viewer may change nothing; a builder may only lower a cap (the cap in force
   after the change must not exceed the one before; removing a cap raises it to "none"); an admin may also
   raise it. The site default is the admin's alone. 403 names the field.
+- ``GET``/``PUT /v1/caps/tenant/limits`` (PUT: admin): the tenant's work limits — items per evaluation, items
+  queued, evaluations per minute, minimum schedule interval (:class:`uep_common.creation.WorkLimits`).
 - ``GET /v1/costs/models``, ``PUT /v1/costs/models/{model}`` (admin): the cost model of the registry;
   ``GET``/``PUT /v1/costs/benchmarks/{slug}`` (admin): expected item size of a benchmark.
 - ``GET /v1/spend?group_by=tenant|day|evaluation|role`` with filters ``tenant``, ``evaluation_id``, ``role``,
@@ -17,11 +19,12 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import asdict
 from datetime import date
 from decimal import Decimal
 from typing import Literal
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import case, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -29,14 +32,16 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from uep_common import budget
 from uep_common.costs import COST_UNITS, currency, money
 from uep_common.db.budgets import BenchmarkCostProfile, BudgetAccount, BudgetCap, SpendEntry, cap_target
-from uep_common.db.models import Benchmark, Evaluation, Model, Tenant
+from uep_common.creation import WorkLimits
+from uep_common.db.models import TENANT_LIMIT_COLUMNS, Benchmark, Evaluation, Model, Tenant
 from uep_gateway.api.evaluations import plan_evaluations
 from uep_gateway.auth import Principal, current_principal
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError
 from uep_gateway.schemas import EvaluationCreate
+from uep_gateway.validation import INT32_MAX, NUL_CHECK
 
-router = APIRouter(tags=["budgets"])
+router = APIRouter(tags=["budgets"], dependencies=NUL_CHECK)
 
 
 def _f(x: Decimal | None) -> float | None:
@@ -170,6 +175,45 @@ async def put_tenant_day_cap(body: CapUpdate, session: AsyncSession = Depends(db
     before = await _row_amount(session, "tenant_day", str(t.id))
     return await _set_cap(session, principal, "tenant_day", str(t.id), body.amount, before, None,
                           f"tenant {t.slug!r}'s daily cap", tenant_id=t.id)
+
+
+class TenantLimitsUpdate(BaseModel):
+    """``PUT /v1/caps/tenant/limits``: the tenant's own work limits; a field left out is unchanged, null
+    returns it to the site default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_items_per_evaluation: int | None = Field(None, ge=1, le=INT32_MAX, description="Items (samples × repeats) of one evaluation.")
+    max_queued_items: int | None = Field(None, ge=1, le=INT32_MAX, description="Items not yet finished across its evaluations.")
+    max_evaluations_per_minute: int | None = Field(None, ge=1, le=INT32_MAX, description="Evaluations created in any 60 s.")
+    min_schedule_interval_s: int | None = Field(None, ge=1, le=INT32_MAX, description="Closest two runs of a schedule, seconds.")
+
+
+def _limits_view(request: Request, tenant: Tenant) -> dict:
+    site = WorkLimits.from_settings(request.app.state.settings)
+    return {"tenant": tenant.slug, "site": asdict(site), "own": {c: getattr(tenant, c) for c in TENANT_LIMIT_COLUMNS},
+            "effective": asdict(site.for_tenant(tenant))}
+
+
+@router.get("/v1/caps/tenant/limits")
+async def get_tenant_limits(request: Request, principal: Principal = Depends(current_principal)) -> dict:
+    """The caller's tenant's work limits: the site defaults (``UEP_MAX_ITEMS_PER_EVALUATION``,
+    ``UEP_MAX_QUEUED_ITEMS``, ``UEP_MAX_EVALUATIONS_PER_MINUTE``, ``UEP_MIN_SCHEDULE_INTERVAL_S``), the tenant's
+    own values (null = the default) and the effective ones (see :class:`uep_common.creation.WorkLimits`)."""
+    return _limits_view(request, principal.tenant)
+
+
+@router.put("/v1/caps/tenant/limits")
+async def put_tenant_limits(body: TenantLimitsUpdate, request: Request, session: AsyncSession = Depends(db_session),
+                            principal: Principal = Depends(current_principal)) -> dict:
+    """Set the caller's tenant's own work limits (admin only: an admin key acts for another tenant with
+    ``X-UEP-Tenant``). Returns the view of ``GET /v1/caps/tenant/limits``."""
+    principal.require("admin", "changing a tenant's work limits")
+    tenant = await session.scalar(select(Tenant).where(Tenant.id == principal.tenant.id).with_for_update())
+    for name, value in body.model_dump(exclude_unset=True).items():
+        setattr(tenant, name, value)
+    await session.commit()
+    return _limits_view(request, tenant)
 
 
 @router.put("/v1/caps/benchmarks/{slug}")

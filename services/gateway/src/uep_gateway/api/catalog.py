@@ -9,8 +9,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from uep_common.db.models import BENCHMARK_STATUSES, Benchmark, Model
 from uep_gateway.deps import db_session
 from uep_gateway.schemas import BenchmarkView, ModelView
+from uep_gateway.validation import NUL_CHECK
 
-router = APIRouter(prefix="/v1", tags=["catalogue"])
+router = APIRouter(prefix="/v1", tags=["catalogue"], dependencies=NUL_CHECK)
 
 
 def benchmark_view(b: Benchmark) -> BenchmarkView:

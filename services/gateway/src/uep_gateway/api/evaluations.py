@@ -9,30 +9,40 @@ from datetime import UTC, datetime
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from sqlalchemy import select, tuple_
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common import budget
-from uep_common.creation import evaluation_config, new_evaluation
+from uep_common.creation import (
+    WorkLimitRefused,
+    WorkLimits,
+    check_work_limits,
+    evaluation_config,
+    lock_tenant_creations,
+    new_evaluation,
+)
 from uep_common.db.models import Benchmark, Evaluation, Model, Sample, SampleResult, Tenant
 from uep_common.events import EvaluationCompleted, EvaluationRequested, EvaluationStatus, EvaluationSummary
 from uep_common.outbox import add_to_outbox
-from uep_common.prompts import PromptRenderError
+from uep_common.prompts import PromptRenderError, check_prompt_template
 from uep_common.telemetry import tracer
 from uep_common.wakeups import notify_waiting
 from uep_gateway.api.judges import evaluation_judge_config
 from uep_gateway.deps import db_session
-from uep_gateway.errors import FieldError
+from uep_gateway.errors import FieldError, work_limit_error
 from uep_gateway.schemas import (
     EvaluationAccepted,
     EvaluationCreate,
+    EvaluationOptions,
     EvaluationRef,
     EvaluationView,
     Progress,
     ResultItem,
     ResultsPage,
 )
+from uep_gateway.validation import INT32_MAX, NUL_CHECK
 
-router = APIRouter(prefix="/v1/evaluations", tags=["evaluations"])
+router = APIRouter(prefix="/v1/evaluations", tags=["evaluations"], dependencies=NUL_CHECK)
 _tracer = tracer("uep.gateway")
 TENANT_HEADER = "X-UEP-Tenant"
 
@@ -104,16 +114,24 @@ async def create_evaluation(
     check over all of them; the relay publishes the events. A repeated ``Idempotency-Key`` returns what was
     created the first time."""
     settings = request.app.state.settings
-    if body.repeats > settings.max_repeats:
-        raise FieldError(422, ("body", "repeats"), f"at most {settings.max_repeats} repeats", "too_many_repeats")
+    check_options(body, settings)
     tenant = await resolve_tenant(session, tenant_slug)
+    limits = WorkLimits.from_settings(settings)
     if idempotency_key:
+        # one creation of this tenant at a time until commit (check_work_limits takes the same lock otherwise): a
+        # concurrent request with the same key waits here, then finds the first one's rows
+        await lock_tenant_creations(session, tenant.id)
         existing = await session.scalar(
             select(Evaluation).where(Evaluation.tenant_id == tenant.id, Evaluation.idempotency_key == idempotency_key)
         )
         if existing is not None:
             return await _accepted_group(session, existing)
     evaluations, events = await plan_evaluations(session, tenant, body, idempotency_key)
+    try:
+        await check_work_limits(session, tenant, evaluations, limits,
+                                many_field="arms" if body.arms is not None else "models")
+    except WorkLimitRefused as exc:
+        raise work_limit_error(exc) from exc
     session.add_all(evaluations)
     try:
         await budget.check_creation(session, tenant, evaluations)
@@ -122,7 +140,19 @@ async def create_evaluation(
     for ev, event in zip(evaluations, events, strict=True):
         add_to_outbox(session, event, ev.trace_context)
     await notify_waiting(session, [ev.id for ev in evaluations])  # the scheduler admits on commit, not after Kafka
-    await session.commit()
+    try:
+        await session.commit()
+    except IntegrityError as exc:
+        # another creation with this Idempotency-Key won (one that did not take the lock above, e.g. an older
+        # gateway during a rolling upgrade): nothing of this one was written; answer with the winner's rows
+        await session.rollback()
+        if idempotency_key and "uq_evaluations_idempotency_key" in str(exc.orig):
+            winner = await session.scalar(
+                select(Evaluation).where(Evaluation.tenant_id == tenant.id, Evaluation.idempotency_key == idempotency_key)
+            )
+            if winner is not None:
+                return await _accepted_group(session, winner)
+        raise
     request.app.state.relay.kick()
     response.headers["Location"] = f"/v1/evaluations/{evaluations[0].id}"
     return await _accepted_group(session, evaluations[0], evaluations)
@@ -192,16 +222,18 @@ async def plan_evaluations(
     return evaluations, events
 
 
+def check_options(options: EvaluationOptions, settings, loc: tuple = ("body",)) -> None:
+    """The site's rules on evaluation options beyond their schema, for a create and a schedule alike:
+    ``repeats`` at most ``UEP_MAX_REPEATS``. Raises 422 naming the field under ``loc``."""
+    if options.repeats > settings.max_repeats:
+        raise FieldError(422, (*loc, "repeats"), f"at most {settings.max_repeats} repeats, not {options.repeats:,}",
+                         "too_many_repeats")
+
+
 def _compile_template(template: str) -> None:
-    """Raise PromptRenderError if ``template`` is not valid Jinja2 (rendering needs a sample, so only the syntax is checked)."""
-    from jinja2 import TemplateSyntaxError
-
-    from uep_common.prompts import _ENV
-
-    try:
-        _ENV.parse(template)
-    except TemplateSyntaxError as exc:
-        raise PromptRenderError(f"prompt template error: {exc}") from exc
+    """Raise PromptRenderError if ``template`` does not compile in the template sandbox (rendering needs a
+    sample, so only the syntax and the source length are checked here)."""
+    check_prompt_template(template)
 
 
 async def _accepted_group(session: AsyncSession, first: Evaluation, group: list[Evaluation] | None = None) -> EvaluationAccepted:
@@ -294,8 +326,10 @@ def _encode_cursor(ordinal: int, repeat: int, arm: str) -> str:
 def _decode_cursor(cursor: str) -> tuple[int, int, str]:
     try:
         ordinal, repeat, arm = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-        if not (isinstance(ordinal, int) and isinstance(repeat, int) and isinstance(arm, str)):
+        if not (type(ordinal) is int and type(repeat) is int and isinstance(arm, str)):
             raise ValueError
+        if not (-INT32_MAX <= ordinal <= INT32_MAX and -INT32_MAX <= repeat <= INT32_MAX and len(arm) <= 64 and "\x00" not in arm):
+            raise ValueError  # the columns are INTEGER and VARCHAR(64), and PostgreSQL refuses NUL
         return ordinal, repeat, arm
     except (ValueError, TypeError, json.JSONDecodeError):
         raise FieldError(422, ("query", "cursor"), "malformed cursor; pass next_cursor back unchanged", "bad_cursor") from None

@@ -12,21 +12,24 @@ from __future__ import annotations
 import uuid
 
 from fastapi import APIRouter, Depends, Query
-from jinja2 import Environment, TemplateSyntaxError
+from jinja2 import TemplateError
 from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common.db.judging import HybridRoute, JudgeVerdict
 from uep_common.db.models import Benchmark, Evaluation, Model, Sample
-from uep_common.judge_config import JudgeConfig, merge_judge_config
+from uep_common.judge_config import TEMPLATE_FILTERS, JudgeConfig, merge_judge_config, template_trial_variables
 from uep_common.judge_diagnostics import VerdictRow, diagnostics
+from uep_common.templating import make_environment, trial_render
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError, FieldErrors
+from uep_gateway.validation import NUL_CHECK
 
-router = APIRouter(prefix="/v1/judges", tags=["judges"])
+router = APIRouter(prefix="/v1/judges", tags=["judges"], dependencies=NUL_CHECK)
 JUDGED_TYPES = ("llm_judge", "hybrid")
 MAX_DIAGNOSTIC_ROWS = 500_000
+_TEMPLATES = make_environment(filters=TEMPLATE_FILTERS, keep_trailing_newline=False)
 
 
 def _config_errors(exc: ValidationError, loc: tuple) -> FieldErrors:
@@ -34,17 +37,19 @@ def _config_errors(exc: ValidationError, loc: tuple) -> FieldErrors:
 
 
 async def check_judge_config(session: AsyncSession, cfg: JudgeConfig, loc: tuple, benchmark_id: uuid.UUID | None = None) -> None:
-    """Check what a schema cannot: the judge models are registered, a custom template compiles, and the
-    pairwise baseline evaluation exists on the same benchmark. Raises 422 naming the field under ``loc``."""
+    """Check what a schema cannot: the judge models are registered, a custom template compiles and renders
+    in the template sandbox with placeholder variables (syntax, sandbox violations, work and size limits),
+    and the pairwise baseline evaluation exists on the same benchmark. Raises 422 naming the field under
+    ``loc``."""
     problems = []
     for i, name in enumerate(cfg.judges):
         if await session.scalar(select(Model.id).where(Model.name == name).limit(1)) is None:
             problems.append({"loc": [*loc, "judges", i], "msg": f"unknown judge model {name!r}", "type": "unknown_model"})
     if cfg.template_text is not None:
         try:
-            Environment().parse(cfg.template_text)
-        except TemplateSyntaxError as exc:
-            problems.append({"loc": [*loc, "template_text"], "msg": f"template syntax error: {exc}", "type": "bad_template"})
+            trial_render(_TEMPLATES, cfg.template_text, template_trial_variables(cfg))
+        except TemplateError as exc:
+            problems.append({"loc": [*loc, "template_text"], "msg": f"judge template refused: {exc}", "type": "bad_template"})
     if cfg.mode == "pairwise" and benchmark_id is not None:
         if cfg.baseline_evaluation_id is None:
             problems.append({"loc": [*loc, "baseline_evaluation_id"], "msg": "pairwise judging needs the evaluation whose "

@@ -31,8 +31,9 @@ from uep_common.db.models import Benchmark, Model
 from uep_gateway.auth import Principal, current_principal
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError
+from uep_gateway.validation import NUL_CHECK
 
-router = APIRouter(tags=["leaderboards"])
+router = APIRouter(tags=["leaderboards"], dependencies=NUL_CHECK)
 
 MAX_COMPARE_MODELS = 12
 MAX_COMPARE_BENCHMARKS = 24

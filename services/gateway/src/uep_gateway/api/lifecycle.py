@@ -43,8 +43,9 @@ from uep_gateway.api.evaluations import get_evaluation
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError
 from uep_gateway.schemas import EvaluationView
+from uep_gateway.validation import NUL_CHECK
 
-router = APIRouter(tags=["lifecycle"])
+router = APIRouter(tags=["lifecycle"], dependencies=NUL_CHECK)
 _UNKNOWN = "unknown_evaluation"
 
 

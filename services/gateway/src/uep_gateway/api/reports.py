@@ -18,20 +18,21 @@ from typing import Literal
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import FileResponse
 from pydantic import BaseModel, Field
-from sqlalchemy import func, select, text, update
+from sqlalchemy import exists, func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common.artifacts import ArtifactStore, artifact_dir
 from uep_common.comparison import Comparison, compare, find_baseline
-from uep_common.db.models import Benchmark, Evaluation, Model
+from uep_common.db.models import Benchmark, Evaluation, Model, SampleResult
 from uep_common.db.reports import Artifact
 from uep_common.db.reports import Report as ReportRow
 from uep_common.events import ReportRequested
 from uep_common.outbox import add_to_outbox
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError
+from uep_gateway.validation import NUL_CHECK
 
-router = APIRouter(prefix="/v1/evaluations", tags=["reports"])
+router = APIRouter(prefix="/v1/evaluations", tags=["reports"], dependencies=NUL_CHECK)
 
 TERMINAL = ("completed", "failed", "cancelled", "stopped", "budget_exhausted")
 MEDIA = {"html": "text/html; charset=utf-8", "json": "application/json", "pdf": "application/pdf"}
@@ -124,7 +125,8 @@ async def compare_with_baseline(
 ) -> Comparison:
     """Paired comparison: 2×2 table, exact McNemar test, paired bootstrap of the accuracy (and continuous
     score) difference, per-item transitions (regressions first) and the fingerprint diff. 409 when no
-    baseline exists; 404 naming ``baseline`` when it is unknown."""
+    baseline exists; 404 naming ``baseline`` when it is unknown; 409 ``no_results`` naming ``evaluation_id``
+    (or ``baseline``) when that evaluation has no scored result yet (e.g. a judged one before its first verdict)."""
     ev = await _evaluation(session, evaluation_id)
     if baseline is not None:
         if baseline == evaluation_id:
@@ -139,6 +141,10 @@ async def compare_with_baseline(
             raise FieldError(409, ("query", "baseline"), f"no baseline: no other completed evaluation of {model_name} on {slug}; "
                              "pass ?baseline= or pin one", "no_baseline")
         baseline = found.id
+    for eid, loc in ((evaluation_id, ("path", "evaluation_id")), (baseline, ("query", "baseline"))):
+        if not await session.scalar(select(exists().where(SampleResult.evaluation_id == eid, SampleResult.score.is_not(None)))):
+            raise FieldError(409, loc, f"evaluation {eid} has no scored results yet (none stored, or only errors): nothing "
+                             "to compare; try again once its first items are scored", "no_results")
     return await compare(session, evaluation_id, baseline, reason, limit=limit, include_unchanged=include_unchanged)
 
 

@@ -16,8 +16,9 @@ from uep_common.telemetry import context_from_headers, current_trace_headers, tr
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError
 from uep_gateway.schemas import RescoreView
+from uep_gateway.validation import NUL_CHECK
 
-router = APIRouter(prefix="/v1/evaluations", tags=["rescoring"])
+router = APIRouter(prefix="/v1/evaluations", tags=["rescoring"], dependencies=NUL_CHECK)
 _tracer = tracer("uep.gateway")
 
 

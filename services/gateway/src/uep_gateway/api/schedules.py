@@ -9,34 +9,27 @@ import uuid
 from datetime import UTC, datetime
 
 from croniter import croniter
-from fastapi import APIRouter, Depends, Header, Response
+from fastapi import APIRouter, Depends, Header, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common.db.models import Evaluation
 from uep_common.db.scheduling import Schedule, ScheduleRun
-from uep_common.events import Priority
-from uep_gateway.api.evaluations import TENANT_HEADER, resolve_benchmark, resolve_model, resolve_tenant
+from uep_common.creation import WorkLimitRefused, WorkLimits, check_items, check_schedule_interval
+from uep_gateway.api.evaluations import TENANT_HEADER, check_options, resolve_benchmark, resolve_model, resolve_tenant
 from uep_gateway.deps import db_session
-from uep_gateway.errors import FieldError
+from uep_gateway.errors import FieldError, work_limit_error
+from uep_gateway.schemas import EvaluationOptions
+from uep_gateway.validation import NUL_CHECK
 
-router = APIRouter(prefix="/v1/schedules", tags=["schedules"])
+router = APIRouter(prefix="/v1/schedules", tags=["schedules"], dependencies=NUL_CHECK)
 
 
-class ScheduleOptions(BaseModel):
-    """Options of every run (as in ``POST /v1/evaluations``)."""
-
-    model_config = ConfigDict(extra="forbid", protected_namespaces=())
-
-    benchmark_version: str | None = Field(None, description="Pin a benchmark version; default: the newest at each run.")
-    model_version: str | None = Field(None, description="Pin a model version; default: the newest at each run.")
-    sample_limit: int | None = Field(None, ge=1)
-    repeats: int = Field(1, ge=1)
-    priority: Priority = Priority.normal
-    max_parallel: int | None = Field(None, ge=1, le=1024)
-    fewshot_k: int | None = Field(None, ge=0, le=16)
-    chat_template: bool | None = None
+class ScheduleOptions(EvaluationOptions):
+    """Options of every run: exactly the options of ``POST /v1/evaluations`` (:class:`EvaluationOptions`,
+    the same fields, bounds and checks), ``benchmark_version``/``model_version`` pinning a version (default:
+    the newest at each run)."""
 
 
 class ScheduleCreate(BaseModel):
@@ -93,18 +86,32 @@ def _view(s: Schedule, runs: list[ScheduleRunView] | None = None) -> ScheduleVie
 @router.post("", status_code=201, response_model=ScheduleView)
 async def create_schedule(
     body: ScheduleCreate,
+    request: Request,
     response: Response,
     session: AsyncSession = Depends(db_session),
     tenant_slug: str = Header("default", alias=TENANT_HEADER, max_length=64),
 ) -> ScheduleView:
-    """Create a schedule. The cron expression is checked with croniter (422 naming ``cron``), the model and
-    benchmark are resolved now (422 naming them); the first run is the first cron time after now."""
+    """Create a schedule. The options are checked as a create's (422 naming ``options.<field>``), the cron
+    expression with croniter and against the minimum interval between two runs (422 naming ``cron``), the
+    model and benchmark are resolved now (422 naming them) and a run's items checked against the tenant's
+    limit per evaluation; the first run is the first cron time after now. Each run is checked against the
+    work limits again when the scheduler creates it."""
+    check_options(body.options, request.app.state.settings, ("body", "options"))
     tenant = await resolve_tenant(session, tenant_slug)
     if not croniter.is_valid(body.cron):
         raise FieldError(422, ("body", "cron"), f"not a valid cron expression: {body.cron!r}", "bad_cron")
-    await resolve_benchmark(session, body.benchmark, body.options.benchmark_version)
-    await resolve_model(session, body.model, body.options.model_version)
+    limits = WorkLimits.from_settings(request.app.state.settings).for_tenant(tenant)
     now = datetime.now(UTC)
+    try:
+        check_schedule_interval(body.cron, limits, now)
+    except WorkLimitRefused as exc:
+        raise work_limit_error(exc) from exc
+    bench = await resolve_benchmark(session, body.benchmark, body.options.benchmark_version)
+    await resolve_model(session, body.model, body.options.model_version)
+    try:  # each run is one evaluation of these options: refuse now what every run would be refused
+        check_items(bench.sample_count, body.options.sample_limit, body.options.repeats, limits, "each run")
+    except WorkLimitRefused as exc:
+        raise work_limit_error(exc, ("body", "options")) from exc
     sch = Schedule(
         tenant_id=tenant.id, name=body.name, cron=body.cron, model=body.model, benchmark=body.benchmark,
         options=body.options.model_dump(mode="json", exclude_none=True), active=body.active,

@@ -1,31 +1,110 @@
 """``POST /v1/benchmarks`` (custom benchmark upload), ``GET /v1/benchmarks/{ref}/samples`` (preview) and
-``GET /v1/metrics`` (the scorer's metric catalogue)."""
+``GET /v1/metrics`` (the scorer's metric catalogue).
+
+Parsing, validating and rendering an upload, and rendering a preview, run in the gateway's bounded worker
+processes (:mod:`uep_gateway.upload_worker`, started with the app), never on the event loop: a file or
+template past its time or memory budget is refused (422 naming ``["body", "file"]`` or
+``["body", "spec", "prompt", "template"]``) while the gateway keeps answering.
+"""
 
 from __future__ import annotations
 
+import gc
+import hashlib
+import json
 import uuid
+from collections import OrderedDict
+from contextlib import asynccontextmanager
 
-from fastapi import APIRouter, Depends, File, Form, Query, Request, Response, UploadFile
+from fastapi import APIRouter, Depends, FastAPI, File, Form, Query, Request, Response, UploadFile
 from pydantic import ValidationError
 from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.benchmarks import content_hash
 from uep_common.db.models import Benchmark, MetricCatalogEntry, Sample
 from uep_common.params import param_problems
-from uep_common.prompts import render_prompt
 from uep_gateway.api.catalog import benchmark_view
 from uep_gateway.api.judges import benchmark_judge_config
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError, FieldErrors
 from uep_gateway.schemas import BenchmarkSpec, BenchmarkView, MetricView, SampleView
-from uep_gateway.uploads import UploadInvalid, detect_format, read_records, validate_rows
+from uep_gateway.upload_worker import BudgetExceeded, WorkerPool
+from uep_gateway.validation import NUL_CHECK
+from uep_gateway.uploads import (
+    FILE_LOC,
+    TEMPLATE_LOC,
+    UploadInvalid,
+    UploadLimits,
+    check_upload,
+    detect_format,
+    render_previews,
+    spec_problems,
+    value_problem,
+)
 
-router = APIRouter(prefix="/v1", tags=["catalogue"])
+# Templates (SHA-256 of the text) that ran past a worker's budget while rendering: refused again at once,
+# so that repeating a bomb (an upload, or the preview of one stored earlier) does not tie up a worker.
+_COSTLY_TEMPLATES: OrderedDict[str, str] = OrderedDict()
+_COSTLY_MAX = 1024
+
+
+def workers_of(app: FastAPI) -> WorkerPool:
+    """The app's upload worker pool (``app.state.upload_workers``), made from its settings on first use."""
+    pool = getattr(app.state, "upload_workers", None)
+    if pool is None:
+        s = app.state.settings
+        pool = WorkerPool(s.upload_workers, s.upload_worker_timeout_s, s.upload_worker_memory_bytes)
+        app.state.upload_workers = pool
+    return pool
+
+
+@asynccontextmanager
+async def _workers_lifespan(app: FastAPI):
+    """Start the upload workers with the app (stop them with it), then ``gc.freeze()`` what startup made:
+    a full collection over the gateway's ~200,000 startup objects pauses the event loop ~130 ms (more on a
+    busy machine); frozen, they are never scanned again."""
+    pool = workers_of(app)
+    await pool.start()
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        await pool.close()
+
+
+router = APIRouter(prefix="/v1", tags=["catalogue"], lifespan=_workers_lifespan, dependencies=NUL_CHECK)
 
 
 def _invalid(exc: UploadInvalid) -> FieldErrors:
     return FieldErrors(422, [{"loc": p.loc, "msg": p.msg, "type": p.type} for p in exc.problems])
+
+
+def _template_key(template: str) -> str:
+    return hashlib.sha256(template.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _remember_costly(template: str, reason: str) -> None:
+    _COSTLY_TEMPLATES[_template_key(template)] = reason
+    while len(_COSTLY_TEMPLATES) > _COSTLY_MAX:
+        _COSTLY_TEMPLATES.popitem(last=False)
+
+
+def _budget_refusal(exc: BudgetExceeded, template: str) -> FieldError:
+    """422 naming the template (the job was rendering) or the file (reading it, or not told)."""
+    if exc.phase == "render":
+        reason = f"rendering the prompt template {exc}"
+        _remember_costly(template, reason)
+        return FieldError(422, tuple(TEMPLATE_LOC), reason, "template_too_costly")
+    return FieldError(422, tuple(FILE_LOC), f"reading the file {exc}", "file_too_costly")
+
+
+class PreviewSample(SampleView):
+    """A sample in a preview: ``prompt`` is cut to the gateway's ``preview_prompt_chars`` characters
+    (``prompt_truncated`` then true); ``prompt_error`` says why the template could not render it."""
+
+    prompt_truncated: bool = False
+    prompt_error: str | None = None
 
 
 @router.get("/metrics", response_model=list[MetricView])
@@ -59,6 +138,11 @@ async def upload_benchmark(
         raise FieldErrors(
             422, [{"loc": ["body", "spec", *map(str, e["loc"])], "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
         ) from None
+    bad_spec = spec_problems(json.loads(spec))
+    if bad_spec:
+        raise _invalid(UploadInvalid(bad_spec))
+    if file.filename and value_problem(file.filename):
+        raise FieldError(422, ("body", "file", "filename"), f"the file name {value_problem(file.filename)[1]}", "bad_value")
     metric = await session.get(MetricCatalogEntry, spec_obj.metric.name)
     if metric is None:
         known = list(await session.scalars(select(MetricCatalogEntry.name).order_by(MetricCatalogEntry.name)))
@@ -82,9 +166,9 @@ async def upload_benchmark(
         raise FieldError(413, ("body", "file"), f"file larger than {settings.max_upload_bytes} bytes", "too_large")
     try:
         fmt = detect_format(file.filename, format)
-        rows = validate_rows(read_records(data, fmt), spec_obj.prompt.template, settings.max_upload_rows)
     except UploadInvalid as exc:
         raise _invalid(exc) from None
+    template = spec_obj.prompt.template
     config = {
         "prompt": spec_obj.prompt.model_dump(),
         "metric": spec_obj.metric.model_dump(),
@@ -93,7 +177,18 @@ async def upload_benchmark(
     judge = await benchmark_judge_config(session, spec_obj.evaluation_type, spec_obj.judge)
     if judge is not None:
         config["judge"] = judge
-    version = content_hash(config, rows)
+    if (known := _COSTLY_TEMPLATES.get(_template_key(template))) is not None:
+        raise FieldError(422, tuple(TEMPLATE_LOC), known, "template_too_costly")
+    limits = UploadLimits(max_rows=settings.max_upload_rows, max_columns=settings.max_upload_columns,
+                          max_decoded_bytes=settings.max_upload_decoded_bytes, max_row_bytes=settings.max_upload_row_bytes,
+                          max_prompt_chars=settings.max_prompt_chars)
+    try:
+        rows, version = await workers_of(request.app).run(check_upload, data, fmt, template, limits, config)
+    except UploadInvalid as exc:
+        raise _invalid(exc) from None
+    except BudgetExceeded as exc:
+        raise _budget_refusal(exc, template) from None
+    del data
     existing = await session.scalar(select(Benchmark).where(Benchmark.slug == spec_obj.slug, Benchmark.version == version))
     if existing is not None:
         response.status_code = 200
@@ -119,15 +214,25 @@ async def upload_benchmark(
     return benchmark_view(bench)
 
 
-@router.get("/benchmarks/{ref}/samples", response_model=list[SampleView])
+@router.get("/benchmarks/{ref}/samples", response_model=list[PreviewSample])
 async def preview_samples(
+    request: Request,
+    response: Response,
     ref: str,
     version: str | None = Query(None, max_length=64),
     limit: int = Query(5, ge=1, le=100),
     offset: int = Query(0, ge=0),
     session: AsyncSession = Depends(db_session),
-) -> list[SampleView]:
-    """Samples of a benchmark (slug or id; newest version unless ``version``) with their rendered prompts."""
+) -> list[PreviewSample]:
+    """Samples of a benchmark (slug or id; newest version unless ``version``) with their rendered prompts.
+
+    Bounded: the prompts are rendered in a worker process within ``preview_timeout_s`` seconds (past it,
+    or when the template fails on a sample, ``prompt`` is ``""`` and ``prompt_error`` says why); each
+    prompt is cut to ``preview_prompt_chars`` characters (``prompt_truncated``); and the page ends before
+    the first sample that would take the response (JSON) past ``preview_max_bytes`` bytes; it then carries
+    ``X-Uep-Preview-Truncated: true`` and ``X-Uep-Preview-Next-Offset`` (the offset of that sample).
+    Uploads bound each row to ``max_upload_row_bytes``, well under the response bound."""
+    settings = request.app.state.settings
     try:
         as_id = uuid.UUID(ref)
     except ValueError:
@@ -138,12 +243,30 @@ async def preview_samples(
     bench = await session.scalar(q.order_by(Benchmark.created_at.desc()).limit(1))
     if bench is None:
         raise FieldError(404, ("path", "ref"), f"unknown benchmark {ref!r}" + (f" version {version!r}" if version else ""), "unknown_benchmark")
-    samples = await session.scalars(
+    samples = list(await session.scalars(
         select(Sample).where(Sample.benchmark_id == bench.id).order_by(Sample.ordinal).offset(offset).limit(limit)
-    )
+    ))
     template = (bench.config.get("prompt") or {}).get("template", "")
-    return [
-        SampleView(ordinal=s.ordinal, external_id=s.external_id, input=s.input, reference=s.reference,
-                   prompt=render_prompt(template, s.input))
-        for s in samples
-    ]
+    known = _COSTLY_TEMPLATES.get(_template_key(template))
+    rendered: list[tuple[str, bool, str | None]] | None = None
+    if known is None and samples:
+        try:
+            rendered = await workers_of(request.app).run(render_previews, template, [s.input for s in samples],
+                                                         settings.preview_prompt_chars, timeout_s=settings.preview_timeout_s)
+        except BudgetExceeded as exc:
+            known = f"rendering the prompt template {exc}"
+            _remember_costly(template, known)
+    if rendered is None:
+        rendered = [("", False, known)] * len(samples)
+    out: list[PreviewSample] = []
+    size = 2  # the list's brackets
+    for i, (s, (prompt, truncated, error)) in enumerate(zip(samples, rendered)):
+        view = PreviewSample(ordinal=s.ordinal, external_id=s.external_id, input=s.input, reference=s.reference,
+                             prompt=prompt, prompt_truncated=truncated, prompt_error=error)
+        size += len(view.model_dump_json().encode()) + (1 if out else 0)
+        if size > settings.preview_max_bytes:
+            response.headers["X-Uep-Preview-Truncated"] = "true"
+            response.headers["X-Uep-Preview-Next-Offset"] = str(offset + i)
+            break
+        out.append(view)
+    return out

