@@ -61,8 +61,9 @@ class Run:
 
     def __init__(self, client, engine, n: int, in_flight: int) -> None:
         self.c, self.engine, self.n = client, engine, n
-        r = client.post("/v1/evaluations", json={"benchmark": "mmlu", "model": "uep-oracle", "sample_limit": n,
-                                                 "max_in_flight": in_flight})
+        r = client.post(
+            "/v1/evaluations", json={"benchmark": "mmlu", "model": "uep-oracle", "sample_limit": n, "max_in_flight": in_flight}
+        )
         r.raise_for_status()
         self.id = r.json()["id"]
 
@@ -88,8 +89,13 @@ class Run:
         from sqlalchemy import text
 
         with self.engine.connect() as c:
-            rows = c.execute(text("SELECT s.ordinal, r.is_correct FROM sample_results r JOIN samples s ON s.id = r.sample_id "
-                                  "WHERE r.evaluation_id = :e"), {"e": self.id}).all()
+            rows = c.execute(
+                text(
+                    "SELECT s.ordinal, r.is_correct FROM sample_results r JOIN samples s ON s.id = r.sample_id "
+                    "WHERE r.evaluation_id = :e"
+                ),
+                {"e": self.id},
+            ).all()
         return dict(rows)
 
     def check(self, reference: dict[int, bool | None]) -> list[str]:
@@ -98,11 +104,15 @@ class Run:
 
         problems = []
         with self.engine.connect() as c:
-            rows, items, errors, ev = c.execute(text(
-                "SELECT (SELECT count(*) FROM sample_results WHERE evaluation_id = :e), "
-                "(SELECT count(DISTINCT (sample_id, repeat, arm)) FROM sample_results WHERE evaluation_id = :e), "
-                "(SELECT count(*) FROM sample_results WHERE evaluation_id = :e AND error IS NOT NULL), "
-                "(SELECT row(status, completed_items, error_items)::text FROM evaluations WHERE id = :e)"), {"e": self.id}).one()
+            rows, items, errors, ev = c.execute(
+                text(
+                    "SELECT (SELECT count(*) FROM sample_results WHERE evaluation_id = :e), "
+                    "(SELECT count(DISTINCT (sample_id, repeat, arm)) FROM sample_results WHERE evaluation_id = :e), "
+                    "(SELECT count(*) FROM sample_results WHERE evaluation_id = :e AND error IS NOT NULL), "
+                    "(SELECT row(status, completed_items, error_items)::text FROM evaluations WHERE id = :e)"
+                ),
+                {"e": self.id},
+            ).one()
         if rows != self.n or items != self.n:
             problems.append(f"{rows} rows for {items} items (want {self.n})")
         if errors:
@@ -122,8 +132,11 @@ def chaos_run(stack, uep_stack, client, engine, args, reference) -> dict:
     run = Run(client, engine, args.n, args.in_flight)
     rec: dict = {"evaluation_id": run.id, "faults": [], "problems": []}
     for fraction, name in STEPS:
-        b = run.wait(lambda b, f=fraction: b["progress"]["completed"] >= f * args.n or b["status"] in TERMINAL,
-                     f"{fraction:.0%} stored", args.step_timeout)
+        b = run.wait(
+            lambda b, f=fraction: b["progress"]["completed"] >= f * args.n or b["status"] in TERMINAL,
+            f"{fraction:.0%} stored",
+            args.step_timeout,
+        )
         if b["status"] in TERMINAL:
             rec["problems"].append(f"finished before the {name} fault")
             break
@@ -157,7 +170,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--n", type=int, default=500)
-    ap.add_argument("--in-flight", type=int, default=2, help="items in flight per evaluation (slows the run so faults land mid-way)")
+    ap.add_argument(
+        "--in-flight", type=int, default=2, help="items in flight per evaluation (slows the run so faults land mid-way)"
+    )
     ap.add_argument("--lease-seconds", type=float, default=10.0)
     ap.add_argument("--gap", type=float, default=2.0, help="seconds between a kill and the restart, and between faults")
     ap.add_argument("--step-timeout", type=float, default=600.0)
@@ -192,7 +207,9 @@ def main() -> int:
             assert b["status"] == "completed" and clean.check(clean.verdicts()) == [], b
             reference = clean.verdicts()
             clean_s = time.monotonic() - t
-            print(f"clean run: {args.n} items in {clean_s:.1f} s, {sum(v is True for v in reference.values())} correct", flush=True)
+            print(
+                f"clean run: {args.n} items in {clean_s:.1f} s, {sum(v is True for v in reference.values())} correct", flush=True
+            )
             for i in range(args.runs):
                 try:
                     rec = chaos_run(stack, uep_stack, client, engine, args, reference)
@@ -204,8 +221,10 @@ def main() -> int:
         engine.dispose()
         uep_stack.down(stack)
     ok = sum(r["clean"] for r in records)
-    print(f"\nclean runs: {ok}/{len(records)}  (n={args.n}, clean run {clean_s:.1f} s; chaos runs "
-          f"{', '.join(str(r.get('seconds', '-')) for r in records)} s)")
+    print(
+        f"\nclean runs: {ok}/{len(records)}  (n={args.n}, clean run {clean_s:.1f} s; chaos runs "
+        f"{', '.join(str(r.get('seconds', '-')) for r in records)} s)"
+    )
     return 0 if ok == len(records) else 1
 
 

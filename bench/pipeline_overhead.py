@@ -60,7 +60,10 @@ def pipeline(gateway_url: str, n: int, in_flight: int) -> float:
 
     with httpx.Client(base_url=gateway_url, timeout=30) as c:
         t0 = time.perf_counter()
-        r = c.post("/v1/evaluations", json={"benchmark": "mmlu", "model": "uep-bench-echo", "sample_limit": n, "max_in_flight": in_flight})
+        r = c.post(
+            "/v1/evaluations",
+            json={"benchmark": "mmlu", "model": "uep-bench-echo", "sample_limit": n, "max_in_flight": in_flight},
+        )
         r.raise_for_status()
         eid = r.json()["id"]
         while True:
@@ -130,8 +133,10 @@ def main() -> int:
     finally:
         uep_stack.down(cfg)
     d, p = args.n / t_direct, args.n / t_pipe
-    print(f"\nN={args.n} requests, concurrency {args.concurrency}, uep_bench_echo service time {args.service_ms} ms/batch, "
-          f"scheduler window {window}")
+    print(
+        f"\nN={args.n} requests, concurrency {args.concurrency}, uep_bench_echo service time {args.service_ms} ms/batch, "
+        f"scheduler window {window}"
+    )
     print(f"direct tritonclient (gRPC):   {d:8.1f} req/s  ({t_direct:.2f} s)")
     print(f"whole pipeline (6 services):  {p:8.1f} req/s  ({t_pipe:.2f} s, POST → completed, all stored)")
     print(f"ratio pipeline/direct:        {p / d:8.3f}   (target ≥ 0.95)")

@@ -50,30 +50,38 @@ def prepare(n: int) -> tuple[uuid.UUID, uuid.UUID]:
         c.execute(text("SELECT setseed(0.42)"))
         c.execute(text("INSERT INTO tenants (id, slug, name) VALUES (:t, 'bench', 'bench')"), {"t": tenant})
         c.execute(
-            text("INSERT INTO benchmarks (id, slug, name, description, version, category, status, is_builtin, evaluation_type, "
-                 "capability_dimensions, config, sample_count) VALUES (:b, 'synth-mc', 'Synthetic MC', '', 'v1', 'reasoning', "
-                 "'active', false, 'automatic', '[\"knowledge\", \"reasoning\", \"math\"]', "
-                 "'{\"prompt\": {\"template\": \"{{ question }}\", \"max_tokens\": 16}, \"metric\": {\"name\": \"multiple_choice_letter\", \"params\": {}}}', :n)"),
+            text(
+                "INSERT INTO benchmarks (id, slug, name, description, version, category, status, is_builtin, evaluation_type, "
+                "capability_dimensions, config, sample_count) VALUES (:b, 'synth-mc', 'Synthetic MC', '', 'v1', 'reasoning', "
+                "'active', false, 'automatic', '[\"knowledge\", \"reasoning\", \"math\"]', "
+                '\'{"prompt": {"template": "{{ question }}", "max_tokens": 16}, "metric": {"name": "multiple_choice_letter", "params": {}}}\', :n)'
+            ),
             {"b": bench, "n": n},
         )
         c.execute(
-            text("INSERT INTO samples (id, benchmark_id, ordinal, external_id, input, reference, metadata) "
-                 "SELECT gen_random_uuid(), :b, i, 'synth/' || i, jsonb_build_object('question', 'Question number ' || i || '?', "
-                 "'subject', 'subject_' || lpad((i % :s)::text, 2, '0'), 'choices', jsonb_build_array('a', 'b', 'c', 'd')), "
-                 "jsonb_build_object('answer', chr(65 + i % 4)), '{}' FROM generate_series(0, :n - 1) i"),
+            text(
+                "INSERT INTO samples (id, benchmark_id, ordinal, external_id, input, reference, metadata) "
+                "SELECT gen_random_uuid(), :b, i, 'synth/' || i, jsonb_build_object('question', 'Question number ' || i || '?', "
+                "'subject', 'subject_' || lpad((i % :s)::text, 2, '0'), 'choices', jsonb_build_array('a', 'b', 'c', 'd')), "
+                "jsonb_build_object('answer', chr(65 + i % 4)), '{}' FROM generate_series(0, :n - 1) i"
+            ),
             {"b": bench, "n": n, "s": SUBJECTS},
         )
         c.execute(
-            text("INSERT INTO models (id, name, version, description, backend, endpoint, decoding_defaults, supports_logprobs) "
-                 "VALUES (:m, 'bench-model', '2', '', 'triton', '127.0.0.1:1', '{}', false)"),
+            text(
+                "INSERT INTO models (id, name, version, description, backend, endpoint, decoding_defaults, supports_logprobs) "
+                "VALUES (:m, 'bench-model', '2', '', 'triton', '127.0.0.1:1', '{}', false)"
+            ),
             {"m": model},
         )
         for k, (eid, p_ok, minutes_ago) in enumerate(((base_id, 0.55, 60), (cur_id, 0.6, 1))):
             c.execute(
-                text("INSERT INTO evaluations (id, tenant_id, benchmark_id, model_id, status, priority, repeats, total_items, "
-                     "dispatched_items, completed_items, error_items, config, trace_context, created_at, started_at, completed_at) VALUES "
-                     "(:e, :t, :b, :m, 'completed', 'normal', 1, :n, :n, :n, 0, '{}', '{}', now() - make_interval(mins => :ago), "
-                     "now() - make_interval(mins => :ago), now() - make_interval(mins => :ago - 1))"),
+                text(
+                    "INSERT INTO evaluations (id, tenant_id, benchmark_id, model_id, status, priority, repeats, total_items, "
+                    "dispatched_items, completed_items, error_items, config, trace_context, created_at, started_at, completed_at) VALUES "
+                    "(:e, :t, :b, :m, 'completed', 'normal', 1, :n, :n, :n, 0, '{}', '{}', now() - make_interval(mins => :ago), "
+                    "now() - make_interval(mins => :ago), now() - make_interval(mins => :ago - 1))"
+                ),
                 {"e": eid, "t": tenant, "b": bench, "m": model, "n": n, "ago": minutes_ago},
             )
             # per subject a different accuracy; 1 % errors (no verdict); 2 % extraction failures
@@ -112,8 +120,10 @@ def prepare(n: int) -> tuple[uuid.UUID, uuid.UUID]:
         async with sm() as s, s.begin():
             for eid in (base_id, cur_id):
                 summ = await compute_summary(s, eid)
-                await s.execute(text("UPDATE evaluations SET summary = CAST(:s AS jsonb) WHERE id = :e"),
-                                {"s": summ.model_dump_json(), "e": eid})
+                await s.execute(
+                    text("UPDATE evaluations SET summary = CAST(:s AS jsonb) WHERE id = :e"),
+                    {"s": summ.model_dump_json(), "e": eid},
+                )
         await eng.dispose()
 
     _a.run(summaries())
@@ -134,9 +144,18 @@ async def _build(sm, evaluation_id: uuid.UUID) -> tuple[dict[str, float], str]:
     t2 = time.perf_counter()
     body = render_json(report)
     t3 = time.perf_counter()
-    return {"cpu_s": time.process_time() - c0, "collect_s": t1 - t0, "render_s": t2 - t1, "json_s": t3 - t2, "report_s": t3 - t0,
-            "html_bytes": len(html), "json_bytes": len(body), "n": report.summary.n, "metric": report.summary.metric_name,
-            "paired": report.comparison.comparison.n_paired if report.comparison else 0}, html
+    return {
+        "cpu_s": time.process_time() - c0,
+        "collect_s": t1 - t0,
+        "render_s": t2 - t1,
+        "json_s": t3 - t2,
+        "report_s": t3 - t0,
+        "html_bytes": len(html),
+        "json_bytes": len(body),
+        "n": report.summary.n,
+        "metric": report.summary.metric_name,
+        "paired": report.comparison.comparison.n_paired if report.comparison else 0,
+    }, html
 
 
 async def _leaderboard(sm, evaluation_id: uuid.UUID, metric: str | None) -> int | None:
@@ -208,19 +227,27 @@ def main() -> None:
     args = parser.parse_args()
     t = time.perf_counter()
     current = prepare(args.items)[1] if not args.reuse else _existing()
-    print(f"{'reused' if args.reuse else 'prepared'} {args.items:,} items × 2 evaluations in {time.perf_counter() - t:.1f} s (database {DB})")
+    print(
+        f"{'reused' if args.reuse else 'prepared'} {args.items:,} items × 2 evaluations in {time.perf_counter() - t:.1f} s (database {DB})"
+    )
     r = asyncio.run(measure(current, not args.no_pdf))
     print(f"report of {int(r['n']):,} items ({int(r['paired']):,} pairs compared with the baseline):")
     print(f"  collect (queries + statistics)   {r['collect_s']:7.2f} s")
     print(f"  render HTML (charts + template)  {r['render_s']:7.2f} s   ({r['html_bytes'] / 1024:.0f} KiB)")
     print(f"  JSON                             {r['json_s']:7.2f} s   ({r['json_bytes'] / 1024:.0f} KiB)")
-    print(f"  total                            {r['report_s']:7.2f} s   target < 5 s: {'PASS' if r['report_s'] < 5 else 'FAIL'}"
-          f"   (CPU time of this process {r['cpu_s']:.2f} s; load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
-    print(f"  peak Python memory (tracemalloc, separate run) {r['report_tracemalloc_peak_mb']:.1f} MiB; "
-          f"max RSS after the build {r['max_rss_after_build_mb']:.0f} MiB")
+    print(
+        f"  total                            {r['report_s']:7.2f} s   target < 5 s: {'PASS' if r['report_s'] < 5 else 'FAIL'}"
+        f"   (CPU time of this process {r['cpu_s']:.2f} s; load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)"
+    )
+    print(
+        f"  peak Python memory (tracemalloc, separate run) {r['report_tracemalloc_peak_mb']:.1f} MiB; "
+        f"max RSS after the build {r['max_rss_after_build_mb']:.0f} MiB"
+    )
     if r["leaderboard_s"] == r["leaderboard_s"]:
-        print(f"leaderboard (record + load, {int(r['leaderboard_entries'])} entries) {r['leaderboard_s']:.2f} s, "
-              f"peak {r['leaderboard_tracemalloc_peak_mb']:.1f} MiB")
+        print(
+            f"leaderboard (record + load, {int(r['leaderboard_entries'])} entries) {r['leaderboard_s']:.2f} s, "
+            f"peak {r['leaderboard_tracemalloc_peak_mb']:.1f} MiB"
+        )
     else:
         print("leaderboard: uep_common.leaderboards not available (hook in bench/report.py:measure)")
     if "pdf_s" in r:

@@ -64,12 +64,15 @@ def latency(gateway_url: str, engine, posts: int) -> dict[str, list[float]]:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         with engine.connect() as c:
-            rows = c.execute(text(
-                "SELECT x.eid, x.pub, (SELECT min(l.leased_at) FROM sample_leases l WHERE l.evaluation_id = x.eid::uuid), "
-                "       (SELECT e.started_at FROM evaluations e WHERE e.id = x.eid::uuid) "
-                "FROM (SELECT o.payload->>'evaluation_id' AS eid, min(o.published_at) AS pub FROM outbox o "
-                "      WHERE o.event_type = 'SampleDispatched' AND o.payload->>'evaluation_id' = ANY(:ids) GROUP BY 1) x"),
-                {"ids": list(t_post)}).all()
+            rows = c.execute(
+                text(
+                    "SELECT x.eid, x.pub, (SELECT min(l.leased_at) FROM sample_leases l WHERE l.evaluation_id = x.eid::uuid), "
+                    "       (SELECT e.started_at FROM evaluations e WHERE e.id = x.eid::uuid) "
+                    "FROM (SELECT o.payload->>'evaluation_id' AS eid, min(o.published_at) AS pub FROM outbox o "
+                    "      WHERE o.event_type = 'SampleDispatched' AND o.payload->>'evaluation_id' = ANY(:ids) GROUP BY 1) x"
+                ),
+                {"ids": list(t_post)},
+            ).all()
         if len(rows) == len(t_post) and all(r[1] for r in rows):
             break
         time.sleep(0.5)
@@ -98,8 +101,11 @@ def throughput(gateway_url: str, engine, queued: int, n_evals: int) -> tuple[flo
     t0 = time.perf_counter()
     with httpx.Client(base_url=gateway_url, timeout=30) as c:
         for i in range(n_evals):
-            r = c.post("/v1/evaluations", json={"benchmark": "mmlu", "model": "uep-bench-echo", "sample_limit": per, "max_parallel": 256},
-                       headers={"X-UEP-Tenant": slugs[i % 2]})
+            r = c.post(
+                "/v1/evaluations",
+                json={"benchmark": "mmlu", "model": "uep-bench-echo", "sample_limit": per, "max_parallel": 256},
+                headers={"X-UEP-Tenant": slugs[i % 2]},
+            )
             r.raise_for_status()
             ids.append(r.json()["id"])
         while True:
@@ -110,9 +116,12 @@ def throughput(gateway_url: str, engine, queued: int, n_evals: int) -> tuple[flo
     elapsed = time.perf_counter() - t0
     assert all(s == "completed" for s in st), st
     with engine.connect() as c:
-        first, last, n = c.execute(text(
-            "SELECT min(leased_at), max(leased_at), count(*) FROM sample_leases WHERE evaluation_id = ANY(:ids) AND attempt = 1"),
-            {"ids": ids}).one()
+        first, last, n = c.execute(
+            text(
+                "SELECT min(leased_at), max(leased_at), count(*) FROM sample_leases WHERE evaluation_id = ANY(:ids) AND attempt = 1"
+            ),
+            {"ids": ids},
+        ).one()
     return (n - 1) / max(1e-9, (last - first).total_seconds()), elapsed, n
 
 
@@ -134,8 +143,19 @@ async def pass_throughput(queued: int, n_evals: int) -> tuple[float, int, float]
         model = await s.scalar(select(Model).where(Model.name == "uep-bench-echo"))
         per = queued // n_evals
         for i in range(n_evals):
-            s.add(Evaluation(tenant_id=tenants[i % len(tenants)], benchmark_id=bench.id, model_id=model.id, status="running",
-                             priority="normal", repeats=1, total_items=per, config={"max_in_flight": 256}, trace_context={}))
+            s.add(
+                Evaluation(
+                    tenant_id=tenants[i % len(tenants)],
+                    benchmark_id=bench.id,
+                    model_id=model.id,
+                    status="running",
+                    priority="normal",
+                    repeats=1,
+                    total_items=per,
+                    config={"max_in_flight": 256},
+                    trace_context={},
+                )
+            )
     cfg = SchedulerSettings(database_url=DB_URL, max_in_flight_global=512, adaptive_concurrency=False)
     leased, passes, busy = 0, 0, 0.0
     while leased < queued:
@@ -161,20 +181,22 @@ def main() -> int:
     ap.add_argument("--evaluations", type=int, default=10)
     ap.add_argument("--skip-e2e", action="store_true", help="only the latency and pass measurements")
     args = ap.parse_args()
-    os.environ.update({
-        "UEP_STACK_PORT_BASE": "31500",
-        "UEP_STACK_RUN_DIR": str(ROOT / ".run" / "bench-sched"),
-        "UEP_DATABASE_URL": DB_URL,
-        "UEP_REDIS_URL": "redis://127.0.0.1:6379/13",
-        "UEP_TRITON_MODELS": "bench_echo",
-        "UEP_BENCH_SERVICE_MS": "2",
-        "UEP_INFERENCE_CONCURRENCY": "128",
-        "UEP_OTEL_EXPORTER": "none",
-        "UEP_LOG_LEVEL": "WARNING",
-        # each completed evaluation would otherwise launch Chromium for its report's PDF (seconds of CPU on
-        # these 2 cores, measured as 3-5x slower passes): this bench measures the scheduler, not reports
-        "UEP_REPORTS_ENABLED": "false",
-    })
+    os.environ.update(
+        {
+            "UEP_STACK_PORT_BASE": "31500",
+            "UEP_STACK_RUN_DIR": str(ROOT / ".run" / "bench-sched"),
+            "UEP_DATABASE_URL": DB_URL,
+            "UEP_REDIS_URL": "redis://127.0.0.1:6379/13",
+            "UEP_TRITON_MODELS": "bench_echo",
+            "UEP_BENCH_SERVICE_MS": "2",
+            "UEP_INFERENCE_CONCURRENCY": "128",
+            "UEP_OTEL_EXPORTER": "none",
+            "UEP_LOG_LEVEL": "WARNING",
+            # each completed evaluation would otherwise launch Chromium for its report's PDF (seconds of CPU on
+            # these 2 cores, measured as 3-5x slower passes): this bench measures the scheduler, not reports
+            "UEP_REPORTS_ENABLED": "false",
+        }
+    )
     import redis
     from sqlalchemy import text
 
@@ -201,8 +223,12 @@ def main() -> int:
     rate, passes, ms_per_pass = asyncio.run(pass_throughput(args.queued, args.evaluations))
     engine.dispose()
     print(f"\nPOST → first SampleDispatched over {len(stages['leased'])} evaluations (target p50 < 50 ms):")
-    for stage, label in (("response", "POST answered"), ("admitted", "admitted (scheduler)"),
-                         ("leased", "leased (allocation pass)"), ("published", "published to the broker")):
+    for stage, label in (
+        ("response", "POST answered"),
+        ("admitted", "admitted (scheduler)"),
+        ("leased", "leased (allocation pass)"),
+        ("published", "published to the broker"),
+    ):
         xs = stages[stage]
         print(f"  {label + ':':<30} p50 {statistics.median(xs):7.1f} ms   p99 {_pct(xs, 99):7.1f} ms")
     after = stages["after_response"]

@@ -31,12 +31,82 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-WORDS = (
-    "the a an of to in and is was for on that with as by at from it this be are or not have has had "
-    "model answer question paris france capital city river mountain quick brown fox jumps over lazy dog "
-    "data evaluation metric score translation summary language system result test run time year people "
-    "first second third large small new old good bad high low long short great little own other right"
-).split()
+WORDS = [
+    "the",
+    "a",
+    "an",
+    "of",
+    "to",
+    "in",
+    "and",
+    "is",
+    "was",
+    "for",
+    "on",
+    "that",
+    "with",
+    "as",
+    "by",
+    "at",
+    "from",
+    "it",
+    "this",
+    "be",
+    "are",
+    "or",
+    "not",
+    "have",
+    "has",
+    "had",
+    "model",
+    "answer",
+    "question",
+    "paris",
+    "france",
+    "capital",
+    "city",
+    "river",
+    "mountain",
+    "quick",
+    "brown",
+    "fox",
+    "jumps",
+    "over",
+    "lazy",
+    "dog",
+    "data",
+    "evaluation",
+    "metric",
+    "score",
+    "translation",
+    "summary",
+    "language",
+    "system",
+    "result",
+    "test",
+    "run",
+    "time",
+    "year",
+    "people",
+    "first",
+    "second",
+    "third",
+    "large",
+    "small",
+    "new",
+    "old",
+    "good",
+    "bad",
+    "high",
+    "low",
+    "long",
+    "short",
+    "great",
+    "little",
+    "own",
+    "other",
+    "right",
+]
 
 
 def squad_normalize_answer(s: str) -> str:
@@ -86,7 +156,11 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 
 
 def compare(
-    label: str, n: int, ours: Callable[[], list[Any]], ref: Callable[[], list[Any]], repeats: int,
+    label: str,
+    n: int,
+    ours: Callable[[], list[Any]],
+    ref: Callable[[], list[Any]],
+    repeats: int,
     same: Callable[[Any, Any], bool],
 ) -> dict[str, Any]:
     """Time both (alternating passes so both see the same machine conditions) and check agreement."""
@@ -165,42 +239,58 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     em = get_metric("exact_match")
     em_params = {"squad": True}
-    rows.append(compare(
-        "exact_match (squad)", args.n,
-        lambda: [em.score(out, {"answer": ref}, em_params).is_correct for ref, out in pairs],
-        lambda: [squad_normalize_answer(out) == squad_normalize_answer(ref) for ref, out in pairs],
-        args.repeats, lambda a, b: a == b,
-    ))
+    rows.append(
+        compare(
+            "exact_match (squad)",
+            args.n,
+            lambda: [em.score(out, {"answer": ref}, em_params).is_correct for ref, out in pairs],
+            lambda: [squad_normalize_answer(out) == squad_normalize_answer(ref) for ref, out in pairs],
+            args.repeats,
+            lambda a, b: a == b,
+        )
+    )
 
     bleu = get_metric("sentence_bleu")
     bleu_params = {"effective_order": True}
-    rows.append(compare(
-        "bleu (sentence)", args.n,
-        lambda: [bleu.score(out, {"answer": ref}, bleu_params).score for ref, out in pairs],
-        lambda: [sacrebleu.sentence_bleu(out, [ref]).score for ref, out in pairs],
-        args.repeats, close,
-    ))
+    rows.append(
+        compare(
+            "bleu (sentence)",
+            args.n,
+            lambda: [bleu.score(out, {"answer": ref}, bleu_params).score for ref, out in pairs],
+            lambda: [sacrebleu.sentence_bleu(out, [ref]).score for ref, out in pairs],
+            args.repeats,
+            close,
+        )
+    )
 
     rouge = get_metric("rouge")
     scorer = rouge_scorer.RougeScorer(list(DEFAULT_TYPES))
-    rows.append(compare(
-        "rouge (1/2/L/Lsum)", args.n,
-        lambda: [
-            [d[f"{t}_f"] for t in DEFAULT_TYPES]
-            for d in (rouge.score(out, {"answer": ref}, {}).details for ref, out in pairs)
-        ],
-        lambda: [[s[t].fmeasure for t in DEFAULT_TYPES] for s in (scorer.score(ref, out) for ref, out in pairs)],
-        args.repeats, lambda a, b: all(close(x, y) for x, y in zip(a, b)),
-    ))
+    rows.append(
+        compare(
+            "rouge (1/2/L/Lsum)",
+            args.n,
+            lambda: [
+                [d[f"{t}_f"] for t in DEFAULT_TYPES]
+                for d in (rouge.score(out, {"answer": ref}, {}).details for ref, out in pairs)
+            ],
+            lambda: [[s[t].fmeasure for t in DEFAULT_TYPES] for s in (scorer.score(ref, out) for ref, out in pairs)],
+            args.repeats,
+            lambda a, b: all(close(x, y) for x, y in zip(a, b)),
+        )
+    )
 
     problems = list(read_problems().values())[: args.problems]
     passk = get_metric("humaneval_pass_at_1")
-    rows.append(compare(
-        "pass@1 (humaneval)", len(problems),
-        lambda: [passk.score(p["canonical_solution"], p, {"timeout_s": 10.0}).is_correct for p in problems],
-        lambda: [check_correctness(p, p["canonical_solution"], 10.0)["passed"] for p in problems],
-        args.repeats, lambda a, b: a == b,
-    ))
+    rows.append(
+        compare(
+            "pass@1 (humaneval)",
+            len(problems),
+            lambda: [passk.score(p["canonical_solution"], p, {"timeout_s": 10.0}).is_correct for p in problems],
+            lambda: [check_correctness(p, p["canonical_solution"], 10.0)["passed"] for p in problems],
+            args.repeats,
+            lambda a, b: a == b,
+        )
+    )
 
     rows.append(sandbox_vs_process(problems, max(args.repeats, 3)))
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).parent))
-import uep_stack  # noqa: E402
+import uep_stack
 
 MODEL = os.environ.get("UEP_DEMO_MODEL", "smollm2-135m-instruct")
 PLAN = [
@@ -90,7 +90,9 @@ def report(client: httpx.Client, final: dict[str, dict]) -> None:
             print(f"{'':<10} no answer could be extracted from {_fmt(s['extraction_failure_rate']).strip()} of the replies")
         extra = {k: v for k, v in (s.get("metric_means") or {}).items() if k in ("strict_match", "flexible_match")}
         if extra:
-            print(f"{'':<10} gsm8k strict (#### answer): {_fmt(extra.get('strict_match'))}, flexible (last number): {_fmt(extra.get('flexible_match'))}")
+            print(
+                f"{'':<10} gsm8k strict (#### answer): {_fmt(extra.get('strict_match'))}, flexible (last number): {_fmt(extra.get('flexible_match'))}"
+            )
     print(
         "\nA 135M-parameter model is near chance on MMLU and rarely solves GSM8K or HumanEval; the intervals are "
         "wide because n is small. These numbers show the pipeline working on real data, not a good model."

@@ -227,13 +227,34 @@ def start_broker(cfg: StackConfig) -> None:
     shutil.rmtree(state, ignore_errors=True)
     state.mkdir(parents=True)
     url = f"tcp://127.0.0.1:{cfg.broker_port}"
-    env = {k: v for k, v in os.environ.items() if k not in {"LISTENER_URL", "ADVERTISED_LISTENER_URL", "STORAGE_ENGINE", "CLUSTER_ID", "SCHEMA_REGISTRY"}}
-    spawn(cfg, "broker", [str(tansu), "broker", "--listener-url", url, "--advertised-listener-url", url,
-                          "--storage-engine", "memory://tansu/", "--silent"], env, cwd=state)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"LISTENER_URL", "ADVERTISED_LISTENER_URL", "STORAGE_ENGINE", "CLUSTER_ID", "SCHEMA_REGISTRY"}
+    }
+    spawn(
+        cfg,
+        "broker",
+        [
+            str(tansu),
+            "broker",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+            "--storage-engine",
+            "memory://tansu/",
+            "--silent",
+        ],
+        env,
+        cwd=state,
+    )
     wait_until(
         "tansu topic list",
         lambda: subprocess.run([str(tansu), "topic", "list", "--broker", url], capture_output=True, timeout=5).returncode == 0,
-        20, cfg, "broker",
+        20,
+        cfg,
+        "broker",
     )
 
 
@@ -252,13 +273,31 @@ def prepare_database_and_topics(cfg: StackConfig) -> None:
 def start_triton(cfg: StackConfig) -> None:
     """Start ``uep-model-server`` (Triton on CPU) and wait for the server and every model to be ready."""
     models = [m.strip() for m in cfg.triton_models.split(",") if m.strip()]
-    spawn(cfg, "triton", [str(BIN / "uep-model-server"), "--http-port", str(cfg.triton_http), "--grpc-port",
-                          str(cfg.triton_grpc), "--metrics-port", str(cfg.triton_metrics), "--models", ",".join(models)],
-          cfg.service_env("triton"))
+    spawn(
+        cfg,
+        "triton",
+        [
+            str(BIN / "uep-model-server"),
+            "--http-port",
+            str(cfg.triton_http),
+            "--grpc-port",
+            str(cfg.triton_grpc),
+            "--metrics-port",
+            str(cfg.triton_metrics),
+            "--models",
+            ",".join(models),
+        ],
+        cfg.service_env("triton"),
+    )
     base = f"http://127.0.0.1:{cfg.triton_http}"
     wait_until("Triton /v2/health/ready", lambda: _http_ok(f"{base}/v2/health/ready"), 240, cfg, "triton")
-    names = {"smollm2": "smollm2_135m_instruct", "oracle": "uep_oracle", "bench_echo": "uep_bench_echo",
-             "judge": "uep_judge", "judge_first": "uep_judge_first"}
+    names = {
+        "smollm2": "smollm2_135m_instruct",
+        "oracle": "uep_oracle",
+        "bench_echo": "uep_bench_echo",
+        "judge": "uep_judge",
+        "judge_first": "uep_judge_first",
+    }
     for m in models:
         wait_until(f"model {m} ready", lambda m=m: _http_ok(f"{base}/v2/models/{names.get(m, m)}/ready"), 120, cfg, "triton")
 
@@ -336,8 +375,8 @@ async def fix_partitions(settings, attempts: int = 10) -> list[str]:
     from aiokafka.admin import AIOKafkaAdminClient, NewTopic
     from aiokafka.errors import TopicAlreadyExistsError
 
-    from uep_common.messaging import DEAD_LETTER_TOPIC
     from uep_common.events import Topics
+    from uep_common.messaging import DEAD_LETTER_TOPIC
 
     names = [*Topics.all(), DEAD_LETTER_TOPIC]
     fixed: list[str] = []
@@ -345,15 +384,25 @@ async def fix_partitions(settings, attempts: int = 10) -> list[str]:
     await admin.start()
     try:
         for _ in range(attempts):
-            wrong = [d["topic"] for d in await admin.describe_topics(names)
-                     if d.get("error_code", 0) != 0 or len(d.get("partitions", [])) != settings.kafka_partitions]
+            wrong = [
+                d["topic"]
+                for d in await admin.describe_topics(names)
+                if d.get("error_code", 0) != 0 or len(d.get("partitions", [])) != settings.kafka_partitions
+            ]
             if not wrong:
                 return fixed
             await admin.delete_topics(wrong)
             for name in wrong:
                 try:
-                    await admin.create_topics([NewTopic(name=name, num_partitions=settings.kafka_partitions,
-                                                        replication_factor=settings.kafka_replication_factor)])
+                    await admin.create_topics(
+                        [
+                            NewTopic(
+                                name=name,
+                                num_partitions=settings.kafka_partitions,
+                                replication_factor=settings.kafka_replication_factor,
+                            )
+                        ]
+                    )
                 except TopicAlreadyExistsError:
                     pass
             fixed.extend(wrong)
@@ -384,8 +433,11 @@ def up(cfg: StackConfig, with_triton: bool = True) -> None:
     except BaseException:
         down(cfg)
         raise
-    (cfg.run_dir / "stack.json").write_text(json.dumps({"gateway_url": cfg.gateway_url, "database_url": cfg.database_url,
-                                                         "kafka_bootstrap": f"127.0.0.1:{cfg.broker_port}"}))
+    (cfg.run_dir / "stack.json").write_text(
+        json.dumps(
+            {"gateway_url": cfg.gateway_url, "database_url": cfg.database_url, "kafka_bootstrap": f"127.0.0.1:{cfg.broker_port}"}
+        )
+    )
     print(f"stack ready in {time.monotonic() - t0:.1f} s — gateway {cfg.gateway_url}, logs in {cfg.run_dir / 'logs'}")
 
 
@@ -425,7 +477,9 @@ def main(argv: list[str] | None = None) -> int:
     cfg = config()
     if args.command in ("kill", "start"):
         if args.service not in [*SERVICES, "triton", "broker"] or (args.command == "start" and args.service not in SERVICES):
-            p.error(f"{args.command} needs one of {', '.join(SERVICES if args.command == 'start' else [*SERVICES, 'triton', 'broker'])}")
+            p.error(
+                f"{args.command} needs one of {', '.join(SERVICES if args.command == 'start' else [*SERVICES, 'triton', 'broker'])}"
+            )
         if args.command == "kill":
             print(f"killed {args.service} (pid {kill(cfg, args.service)})")
         else:

@@ -25,7 +25,9 @@ def _counts(db) -> dict[str, int]:
     with db.connect() as c:
         counts = {t: c.execute(text(f"SELECT count(*) FROM {t}")).scalar() for t in TABLES}
         # other events (completions, reports) come and go with earlier tests' evaluations: count the creations'
-        counts["requested_events"] = c.execute(text("SELECT count(*) FROM outbox WHERE event_type = 'EvaluationRequested'")).scalar()
+        counts["requested_events"] = c.execute(
+            text("SELECT count(*) FROM outbox WHERE event_type = 'EvaluationRequested'")
+        ).scalar()
         return counts
 
 
@@ -48,14 +50,26 @@ SOME_ID = "00000000-0000-4000-8000-000000000000"
     [
         ("POST", "/v1/evaluations", {**CREATE, "benchmark": "gsm8k\x00"}, ["body", "benchmark"]),
         ("POST", "/v1/evaluations", {**CREATE, "model": "uep-\x00oracle"}, ["body", "model"]),
-        ("POST", "/v1/evaluations", {**CREATE, "arms": [ARMS[0], {"name": "terse", "prompt_template": "{{ question }}\x00"}]},
-         ["body", "arms", 1, "prompt_template"]),
-        ("POST", "/v1/evaluations", {"benchmark": "gsm8k-judged", "model": "uep-oracle", "judge": {"dimensions": ["ok", "b\x00d"]}},
-         ["body", "judge", "dimensions", 1]),
+        (
+            "POST",
+            "/v1/evaluations",
+            {**CREATE, "arms": [ARMS[0], {"name": "terse", "prompt_template": "{{ question }}\x00"}]},
+            ["body", "arms", 1, "prompt_template"],
+        ),
+        (
+            "POST",
+            "/v1/evaluations",
+            {"benchmark": "gsm8k-judged", "model": "uep-oracle", "judge": {"dimensions": ["ok", "b\x00d"]}},
+            ["body", "judge", "dimensions", 1],
+        ),
         ("POST", "/v1/evaluations", {**CREATE, "judge": {"k\x00ey": 1}}, ["body", "judge", "k\x00ey"]),
         ("POST", "/v1/evaluations/estimate", {**CREATE, "model": "\x00"}, ["body", "model"]),
-        ("POST", "/v1/schedules", {"name": "nightly\x00", "cron": "0 2 * * *", "model": "uep-oracle", "benchmark": "gsm8k"},
-         ["body", "name"]),
+        (
+            "POST",
+            "/v1/schedules",
+            {"name": "nightly\x00", "cron": "0 2 * * *", "model": "uep-oracle", "benchmark": "gsm8k"},
+            ["body", "name"],
+        ),
         ("POST", "/v1/annotators", {"name": "ann\x00"}, ["body", "name"]),
         ("GET", f"/v1/annotation-tasks/{SOME_ID}/next?annotator=a%00b", None, ["query", "annotator"]),
         ("GET", f"/v1/evaluations/{SOME_ID}/results?cursor=abc%00", None, ["query", "cursor"]),
@@ -148,11 +162,15 @@ def test_compare_before_the_first_scored_result_is_a_409(gateway, db):
     assert wait_done(gateway, baseline)["status"] == "completed"
     # a judged evaluation that has not stored a result yet: interrupted, so nothing dispatches it meanwhile
     with db.begin() as c:
-        fresh = c.execute(text(
-            "INSERT INTO evaluations (id, tenant_id, benchmark_id, model_id, status, priority, sample_limit, repeats, total_items, "
-            "dispatched_items, completed_items, error_items, config, trace_context, arm) "
-            "SELECT gen_random_uuid(), tenant_id, benchmark_id, model_id, 'interrupted', 'normal', 2, 1, 2, 0, 0, 0, config, "
-            "'{}'::jsonb, 'main' FROM evaluations WHERE id = :b RETURNING id"), {"b": baseline}).scalar()
+        fresh = c.execute(
+            text(
+                "INSERT INTO evaluations (id, tenant_id, benchmark_id, model_id, status, priority, sample_limit, repeats, total_items, "
+                "dispatched_items, completed_items, error_items, config, trace_context, arm) "
+                "SELECT gen_random_uuid(), tenant_id, benchmark_id, model_id, 'interrupted', 'normal', 2, 1, 2, 0, 0, 0, config, "
+                "'{}'::jsonb, 'main' FROM evaluations WHERE id = :b RETURNING id"
+            ),
+            {"b": baseline},
+        ).scalar()
     detail = _detail(gateway.get(f"/v1/evaluations/{fresh}/compare", params={"baseline": baseline}), 409)
     assert detail[0]["loc"] == ["path", "evaluation_id"] and detail[0]["type"] == "no_results", detail
     detail = _detail(gateway.get(f"/v1/evaluations/{baseline}/compare", params={"baseline": str(fresh)}), 409)

@@ -58,12 +58,12 @@ def check(candidate):
     assert candidate(1) == 2 and candidate(-5) == -4
 '''
 
-KILL_ALL_TEST = '''
+KILL_ALL_TEST = """
 import ctypes
 def check(candidate):
     ctypes.CDLL(None).kill(-1, 9)
     assert candidate(1) == 2
-'''
+"""
 
 CORRECT = "```python\ndef inc(x):\n    return x + 1\n```"
 WRONG = "```python\ndef inc(x):\n    return x\n```"
@@ -105,15 +105,21 @@ def test_hostile_code_benchmark_cannot_harm_the_scorer_or_forge_a_pass(stack, ga
         ("kill_all", CORRECT, KILL_ALL_TEST),
     ]
     data = "\n".join(
-        json.dumps({
-            "id": name, "input": {"question": f"Write inc. [[say:{output}]]"},
-            "reference": {"prompt": "def inc(x):\n    \"\"\"x + 1\"\"\"\n", "test": test, "entry_point": "inc"},
-        })
+        json.dumps(
+            {
+                "id": name,
+                "input": {"question": f"Write inc. [[say:{output}]]"},
+                "reference": {"prompt": 'def inc(x):\n    """x + 1"""\n', "test": test, "entry_point": "inc"},
+            }
+        )
         for name, output, test in rows
     )
     slug = f"hostile-code-{uuid.uuid4().hex[:8]}"
     spec = {
-        "slug": slug, "name": slug, "category": "custom", "capability_dimensions": ["code"],
+        "slug": slug,
+        "name": slug,
+        "category": "custom",
+        "capability_dimensions": ["code"],
         "prompt": {"template": "{{ question }}", "max_tokens": 256},
         "metric": {"name": "humaneval_pass_at_1", "params": {"timeout_s": 10}},
     }

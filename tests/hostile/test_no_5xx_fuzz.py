@@ -38,8 +38,14 @@ def _run_operation(operation, mode: GenerationMode, base_url: str) -> tuple[int,
     failures as ``"METHOD /path: what"``)."""
     sent, failures = 0, []
 
-    @settings(max_examples=FUZZ_MAX_EXAMPLES, deadline=timedelta(seconds=10), derandomize=True, database=None,
-              suppress_health_check=list(HealthCheck), report_multiple_bugs=False)
+    @settings(
+        max_examples=FUZZ_MAX_EXAMPLES,
+        deadline=timedelta(seconds=10),
+        derandomize=True,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+        report_multiple_bugs=False,
+    )
     @given(case=operation.as_strategy(generation_mode=mode, headers={"X-UEP-Tenant": FUZZ_TENANT}))
     def run(case) -> None:
         nonlocal sent
@@ -58,8 +64,10 @@ def _run_operation(operation, mode: GenerationMode, base_url: str) -> tuple[int,
 
 def test_no_operation_answers_5xx(stack, db):
     with db.begin() as c:
-        c.execute(text("INSERT INTO tenants (id, slug, name) VALUES (gen_random_uuid(), :s, 'fuzzing') "
-                       "ON CONFLICT (slug) DO NOTHING"), {"s": FUZZ_TENANT})
+        c.execute(
+            text("INSERT INTO tenants (id, slug, name) VALUES (gen_random_uuid(), :s, 'fuzzing') ON CONFLICT (slug) DO NOTHING"),
+            {"s": FUZZ_TENANT},
+        )
     schema = schemathesis.openapi.from_url(f"{stack.gateway_url}/openapi.json")
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) >= 40  # the whole API, not an empty document

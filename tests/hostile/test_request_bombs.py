@@ -53,7 +53,7 @@ class HealthProbe:
                 self.latencies.append(time.perf_counter() - t0 if ok else float("inf"))
                 self._stop.wait(0.02)
 
-    def __enter__(self) -> "HealthProbe":
+    def __enter__(self) -> HealthProbe:
         self._thread.start()
         self._control.start()
         time.sleep(0.1)
@@ -76,8 +76,16 @@ class HealthProbe:
 
 
 def spec(slug: str, template: str = "{{ question }}", **extra) -> str:
-    return json.dumps({"slug": slug, "name": f"Bomb {slug}", "category": "custom", "prompt": {"template": template, "max_tokens": 8},
-                       "metric": {"name": "exact_match", "params": {}}, **extra})
+    return json.dumps(
+        {
+            "slug": slug,
+            "name": f"Bomb {slug}",
+            "category": "custom",
+            "prompt": {"template": template, "max_tokens": 8},
+            "metric": {"name": "exact_match", "params": {}},
+            **extra,
+        }
+    )
 
 
 def upload(gateway, slug_spec: str, content: bytes, filename: str, timeout: float = 120) -> httpx.Response:
@@ -90,9 +98,11 @@ def refused(gateway, stack, slug_spec: str, content: bytes, filename: str) -> tu
         t0 = time.perf_counter()
         r = upload(gateway, slug_spec, content, filename)
         took = time.perf_counter() - t0
-    print(f"{filename}: {len(content)} bytes, {r.status_code} in {took:.2f} s, worst /healthz {probe.worst * 1000:.1f} ms "
-          f"over {len(probe.latencies)} polls (slowest: {probe.slowest()}; client's own worst stall "
-          f"{probe.client_stall * 1000:.0f} ms)")
+    print(
+        f"{filename}: {len(content)} bytes, {r.status_code} in {took:.2f} s, worst /healthz {probe.worst * 1000:.1f} ms "
+        f"over {len(probe.latencies)} polls (slowest: {probe.slowest()}; client's own worst stall "
+        f"{probe.client_stall * 1000:.0f} ms)"
+    )
     return r, took, probe.worst
 
 
@@ -107,8 +117,12 @@ def assert_not_stored(gateway, slug: str) -> None:
 
 def parquet_bomb(rows: int) -> bytes:
     """One repeated constant per column, dictionary- and RLE-encoded, zstd: a tiny file declaring ``rows``."""
-    table = pa.table({"question": pa.repeat("What is two plus two?", rows).dictionary_encode(),
-                      "answer": pa.repeat("4", rows).dictionary_encode()})
+    table = pa.table(
+        {
+            "question": pa.repeat("What is two plus two?", rows).dictionary_encode(),
+            "answer": pa.repeat("4", rows).dictionary_encode(),
+        }
+    )
     buf = io.BytesIO()
     pq.write_table(table, buf, compression="zstd", row_group_size=rows)
     return buf.getvalue()
@@ -131,10 +145,13 @@ def test_parquet_bomb_is_refused_from_its_metadata(gateway, stack, rows):
     assert_not_stored(gateway, slug)
 
 
-@pytest.mark.parametrize("template", [
-    "{% for i in range(10000) %}{% for j in range(1000) %}x{% endfor %}{% endfor %}",  # 10^7 iterations
-    "{{ 'a' * 100000000 }}",  # a 100 MB string
-])
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{% for i in range(10000) %}{% for j in range(1000) %}x{% endfor %}{% endfor %}",  # 10^7 iterations
+        "{{ 'a' * 100000000 }}",  # a 100 MB string
+    ],
+)
 def test_costly_templates_are_refused_and_not_stored(gateway, stack, template):
     slug = f"tplbomb-{uuid.uuid4().hex[:8]}"
     r, took, worst = refused(gateway, stack, spec(slug, template), ROW, "rows.jsonl")
@@ -163,9 +180,11 @@ def test_slow_template_is_stopped_by_the_worker_budget(gateway, stack):
 def multipart_stream(slug_spec: str, file_bytes: int, boundary: str = "uepbombboundary"):
     """A multipart/form-data body (``spec`` field, then a JSONL ``file`` of ``file_bytes``) as a generator,
     so httpx sends it chunked, without Content-Length."""
-    yield (f"--{boundary}\r\nContent-Disposition: form-data; name=\"spec\"\r\n\r\n{slug_spec}\r\n"
-           f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"big.jsonl\"\r\n"
-           "Content-Type: application/octet-stream\r\n\r\n").encode()
+    yield (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="spec"\r\n\r\n{slug_spec}\r\n'
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.jsonl"\r\n'
+        "Content-Type: application/octet-stream\r\n\r\n"
+    ).encode()
     chunk = ROW * (65_536 // len(ROW))
     for _ in range(file_bytes // len(chunk)):
         yield chunk
@@ -176,15 +195,22 @@ def test_chunked_body_past_the_limit_is_refused(gateway, stack):
     slug = f"chunked-{uuid.uuid4().hex[:8]}"
     with HealthProbe(stack.gateway_url) as probe:
         t0 = time.perf_counter()
-        r = gateway.post("/v1/benchmarks", content=multipart_stream(spec(slug), 60 * 1_048_576),
-                         headers={"Content-Type": "multipart/form-data; boundary=uepbombboundary"}, timeout=120)
+        r = gateway.post(
+            "/v1/benchmarks",
+            content=multipart_stream(spec(slug), 60 * 1_048_576),
+            headers={"Content-Type": "multipart/form-data; boundary=uepbombboundary"},
+            timeout=120,
+        )
         took = time.perf_counter() - t0
         assert "content-length" not in {k.lower() for k in r.request.headers}
-        small = gateway.post("/v1/evaluations", content=(b"x" * 65_536 for _ in range(32)),
-                             headers={"Content-Type": "application/json"})
+        small = gateway.post(
+            "/v1/evaluations", content=(b"x" * 65_536 for _ in range(32)), headers={"Content-Type": "application/json"}
+        )
     print(f"chunked 60 MiB upload: {r.status_code} in {took:.2f} s, worst /healthz {probe.worst * 1000:.1f} ms")
     assert r.status_code == 413, r.text
-    assert r.json()["detail"] == [{"loc": ["body"], "msg": f"request body larger than {50 * 1_048_576 + 65_536} bytes", "type": "too_large"}]
+    assert r.json()["detail"] == [
+        {"loc": ["body"], "msg": f"request body larger than {50 * 1_048_576 + 65_536} bytes", "type": "too_large"}
+    ]
     assert small.status_code == 413 and small.json()["detail"][0]["msg"] == "request body larger than 1048576 bytes"
     assert probe.worst < HEALTHZ_MAX_S
     assert_not_stored(gateway, slug)
@@ -196,8 +222,12 @@ def test_nul_characters_are_422_naming_the_field(gateway, db):
     with db.connect() as c:
         before = c.execute(text("SELECT count(*) FROM benchmarks")).scalar()
     slug = f"nul-{uuid.uuid4().hex[:8]}"
-    r = upload(gateway, json.dumps({"slug": slug, "name": "a\x00b", "prompt": {"template": "{{ question }}"},
-                                    "metric": {"name": "exact_match"}}), ROW, "rows.jsonl")
+    r = upload(
+        gateway,
+        json.dumps({"slug": slug, "name": "a\x00b", "prompt": {"template": "{{ question }}"}, "metric": {"name": "exact_match"}}),
+        ROW,
+        "rows.jsonl",
+    )
     assert r.status_code == 422 and locs(r) == [["body", "spec", "name"]], r.text
     r = upload(gateway, spec(slug, "{{ question }}\x00"), ROW, "rows.jsonl")
     assert r.status_code == 422 and locs(r) == [TEMPLATE_LOC], r.text
@@ -214,7 +244,9 @@ def test_preview_of_a_big_allowed_prompt_is_bounded(gateway, stack):
     """100 rows of an 8,000-character question, a template repeating it 10 times (80,000 characters,
     allowed): each preview prompt is cut to 16,384 characters and the page stops under 2 MiB."""
     slug = f"bigprompt-{uuid.uuid4().hex[:8]}"
-    rows = b"".join(json.dumps({"id": f"r{i}", "question": f"{i:04d}" + "q" * 7996, "answer": "a"}).encode() + b"\n" for i in range(100))
+    rows = b"".join(
+        json.dumps({"id": f"r{i}", "question": f"{i:04d}" + "q" * 7996, "answer": "a"}).encode() + b"\n" for i in range(100)
+    )
     r = upload(gateway, spec(slug, "{% for i in range(10) %}{{ question }}{% endfor %}"), rows, "rows.jsonl")
     assert r.status_code == 201, r.text
     with HealthProbe(stack.gateway_url) as probe:
@@ -238,14 +270,27 @@ def test_preview_of_a_costly_stored_template_is_bounded(gateway, stack, db):
     bench_id = uuid.uuid4()
     template = SLOW_TEMPLATE + " (stored)"
     with db.begin() as c:
-        c.execute(text("INSERT INTO benchmarks (id, slug, name, description, version, category, status, is_builtin, evaluation_type, "
-                       "capability_dimensions, config, sample_count, created_at) VALUES (:id, :slug, :slug, '', :v, 'custom', 'active', "
-                       "false, 'automatic', '[]', CAST(:config AS jsonb), 100, now())"),
-                  {"id": bench_id, "slug": slug, "v": uuid.uuid4().hex,
-                   "config": json.dumps({"prompt": {"template": template}, "metric": {"name": "exact_match", "params": {}}})})
-        c.execute(text("INSERT INTO samples (id, benchmark_id, ordinal, input, reference, metadata) "
-                       "SELECT gen_random_uuid(), :b, g, CAST('{\"question\": \"q\"}' AS jsonb), CAST('{\"answer\": \"a\"}' AS jsonb), "
-                       "CAST('{}' AS jsonb) FROM generate_series(0, 99) g"), {"b": bench_id})
+        c.execute(
+            text(
+                "INSERT INTO benchmarks (id, slug, name, description, version, category, status, is_builtin, evaluation_type, "
+                "capability_dimensions, config, sample_count, created_at) VALUES (:id, :slug, :slug, '', :v, 'custom', 'active', "
+                "false, 'automatic', '[]', CAST(:config AS jsonb), 100, now())"
+            ),
+            {
+                "id": bench_id,
+                "slug": slug,
+                "v": uuid.uuid4().hex,
+                "config": json.dumps({"prompt": {"template": template}, "metric": {"name": "exact_match", "params": {}}}),
+            },
+        )
+        c.execute(
+            text(
+                "INSERT INTO samples (id, benchmark_id, ordinal, input, reference, metadata) "
+                'SELECT gen_random_uuid(), :b, g, CAST(\'{"question": "q"}\' AS jsonb), CAST(\'{"answer": "a"}\' AS jsonb), '
+                "CAST('{}' AS jsonb) FROM generate_series(0, 99) g"
+            ),
+            {"b": bench_id},
+        )
     with HealthProbe(stack.gateway_url) as probe:
         t0 = time.perf_counter()
         page = gateway.get(f"/v1/benchmarks/{slug}/samples", params={"limit": 100})

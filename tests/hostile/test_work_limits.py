@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import text
 
-from integration.helpers import submit, wait_done
+from integration.helpers import wait_done
 
 TABLES = ("evaluations", "schedules", "budget_accounts")
 
@@ -20,7 +20,9 @@ def _counts(db) -> dict[str, int]:
     with db.connect() as c:
         counts = {t: c.execute(text(f"SELECT count(*) FROM {t}")).scalar() for t in TABLES}
         # other events (completions, reports) come and go with earlier tests' evaluations: count the creations'
-        counts["requested_events"] = c.execute(text("SELECT count(*) FROM outbox WHERE event_type = 'EvaluationRequested'")).scalar()
+        counts["requested_events"] = c.execute(
+            text("SELECT count(*) FROM outbox WHERE event_type = 'EvaluationRequested'")
+        ).scalar()
         return counts
 
 
@@ -52,13 +54,21 @@ def test_tenant_items_per_evaluation_override(gateway, db):
     tenant = _tenant(db, max_items_per_evaluation=50)
     h = {"X-UEP-Tenant": tenant}
     before = _counts(db)
-    d = _detail(gateway.post("/v1/evaluations", headers=h, json={"benchmark": "gsm8k", "model": "uep-oracle", "sample_limit": 60}), 422)
+    d = _detail(
+        gateway.post("/v1/evaluations", headers=h, json={"benchmark": "gsm8k", "model": "uep-oracle", "sample_limit": 60}), 422
+    )
     assert d["loc"] == ["body", "sample_limit"] and d["type"] == "too_many_items" and "at most 50 items" in d["msg"], d
-    d = _detail(gateway.post("/v1/evaluations", headers=h,
-                             json={"benchmark": "gsm8k", "model": "uep-oracle", "sample_limit": 20, "repeats": 3}), 422)
+    d = _detail(
+        gateway.post(
+            "/v1/evaluations", headers=h, json={"benchmark": "gsm8k", "model": "uep-oracle", "sample_limit": 20, "repeats": 3}
+        ),
+        422,
+    )
     assert d["loc"] == ["body", "repeats"] and "60 items" in d["msg"], d
     assert _counts(db) == before
-    r = gateway.post("/v1/evaluations", headers=h, json={"benchmark": "gsm8k", "model": "uep-oracle", "sample_limit": 10, "repeats": 5})
+    r = gateway.post(
+        "/v1/evaluations", headers=h, json={"benchmark": "gsm8k", "model": "uep-oracle", "sample_limit": 10, "repeats": 5}
+    )
     assert r.status_code == 202 and r.json()["total_items"] == 50, r.text
     wait_done(gateway, r.json()["id"])
 
@@ -68,19 +78,30 @@ def test_items_queued_across_the_tenants_evaluations(gateway, db):
     h = {"X-UEP-Tenant": tenant}
     # 8 items queued: an interrupted evaluation (unfinished; nothing dispatches it until a retry)
     with db.begin() as c:
-        c.execute(text(
-            "INSERT INTO evaluations (id, tenant_id, benchmark_id, model_id, status, priority, sample_limit, repeats, total_items, "
-            "dispatched_items, completed_items, error_items, config, trace_context, arm) "
-            "SELECT gen_random_uuid(), t.id, b.id, m.id, 'interrupted', 'normal', 9, 1, 9, 1, 1, 0, '{}'::jsonb, '{}'::jsonb, 'main' "
-            "FROM tenants t, benchmarks b, models m WHERE t.slug = :t AND b.slug = 'gsm8k' AND m.name = 'uep-oracle' LIMIT 1"),
-            {"t": tenant})
+        c.execute(
+            text(
+                "INSERT INTO evaluations (id, tenant_id, benchmark_id, model_id, status, priority, sample_limit, repeats, total_items, "
+                "dispatched_items, completed_items, error_items, config, trace_context, arm) "
+                "SELECT gen_random_uuid(), t.id, b.id, m.id, 'interrupted', 'normal', 9, 1, 9, 1, 1, 0, '{}'::jsonb, '{}'::jsonb, 'main' "
+                "FROM tenants t, benchmarks b, models m WHERE t.slug = :t AND b.slug = 'gsm8k' AND m.name = 'uep-oracle' LIMIT 1"
+            ),
+            {"t": tenant},
+        )
     before = _counts(db)
-    d = _detail(gateway.post("/v1/evaluations", headers=h, json={"benchmark": "gsm8k", "model": "uep-oracle", "sample_limit": 3}), 409)
+    d = _detail(
+        gateway.post("/v1/evaluations", headers=h, json={"benchmark": "gsm8k", "model": "uep-oracle", "sample_limit": 3}), 409
+    )
     assert d["loc"] == ["body", "sample_limit"] and d["type"] == "too_many_queued_items", d
     assert "8 items queued" in d["msg"] and "limit of 10" in d["msg"], d
     # two arms of 2 items each: 4 more than 8 is over 10 too
-    d = _detail(gateway.post("/v1/evaluations", headers=h, json={
-        "benchmark": "gsm8k", "model": "uep-oracle", "sample_limit": 2, "arms": [{"name": "a"}, {"name": "b"}]}), 409)
+    d = _detail(
+        gateway.post(
+            "/v1/evaluations",
+            headers=h,
+            json={"benchmark": "gsm8k", "model": "uep-oracle", "sample_limit": 2, "arms": [{"name": "a"}, {"name": "b"}]},
+        ),
+        409,
+    )
     assert d["type"] == "too_many_queued_items"
     assert _counts(db) == before
     r = gateway.post("/v1/evaluations", headers=h, json={"benchmark": "gsm8k", "model": "uep-oracle", "sample_limit": 2})
@@ -121,8 +142,9 @@ def test_schedule_closer_than_the_minimum_interval_is_a_422_naming_cron(gateway,
 
 
 def test_schedule_at_the_minimum_interval_is_accepted(gateway):
-    r = gateway.post("/v1/schedules", json={"cron": "*/5 * * * *", "model": "uep-oracle", "benchmark": "gsm8k",
-                                            "options": {"sample_limit": 1}})
+    r = gateway.post(
+        "/v1/schedules", json={"cron": "*/5 * * * *", "model": "uep-oracle", "benchmark": "gsm8k", "options": {"sample_limit": 1}}
+    )
     assert r.status_code == 201, r.text
     assert gateway.delete(f"/v1/schedules/{r.json()['id']}").status_code == 204
 
@@ -154,17 +176,22 @@ def _insert_schedule(db, tenant: str, cron: str, options: dict) -> uuid.UUID:
 
     sid = uuid.uuid4()
     with db.begin() as c:  # straight into the table: a schedule stored before the interval rule
-        c.execute(text(
-            "INSERT INTO schedules (id, tenant_id, name, cron, model, benchmark, options, active, next_run_at) "
-            "SELECT :id, id, 'hostile', :cron, 'uep-oracle', 'gsm8k', CAST(:o AS jsonb), true, :at FROM tenants WHERE slug = :t"),
-            {"id": sid, "cron": cron, "o": json.dumps(options), "at": datetime.now(UTC) - timedelta(seconds=1), "t": tenant})
+        c.execute(
+            text(
+                "INSERT INTO schedules (id, tenant_id, name, cron, model, benchmark, options, active, next_run_at) "
+                "SELECT :id, id, 'hostile', :cron, 'uep-oracle', 'gsm8k', CAST(:o AS jsonb), true, :at FROM tenants WHERE slug = :t"
+            ),
+            {"id": sid, "cron": cron, "o": json.dumps(options), "at": datetime.now(UTC) - timedelta(seconds=1), "t": tenant},
+        )
     return sid
 
 
 def _runs(db, sid) -> list:
     with db.connect() as c:
-        return c.execute(text("SELECT scheduled_for, evaluation_id, error FROM schedule_runs WHERE schedule_id = :s "
-                              "ORDER BY scheduled_for"), {"s": sid}).all()
+        return c.execute(
+            text("SELECT scheduled_for, evaluation_id, error FROM schedule_runs WHERE schedule_id = :s ORDER BY scheduled_for"),
+            {"s": sid},
+        ).all()
 
 
 def _stop_schedule(gateway, db, sid) -> None:
@@ -203,8 +230,9 @@ def test_scheduled_run_is_checked_against_the_work_limits(gateway, db):
         assert len(runs) == 1 and runs[0][1] is None, runs
         assert "too_many_items" in runs[0][2] and "5 items" in runs[0][2] and "at most 2" in runs[0][2], runs[0][2]
         with db.connect() as c:
-            n = c.execute(text("SELECT count(*) FROM evaluations e JOIN tenants t ON t.id = e.tenant_id WHERE t.slug = :t"),
-                          {"t": tenant}).scalar()
+            n = c.execute(
+                text("SELECT count(*) FROM evaluations e JOIN tenants t ON t.id = e.tenant_id WHERE t.slug = :t"), {"t": tenant}
+            ).scalar()
         assert n == 0
     finally:
         _stop_schedule(gateway, db, sid)

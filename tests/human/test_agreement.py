@@ -40,9 +40,11 @@ def test_interval_alpha_matches_a_hand_computation():
 def test_documented_example_of_the_krippendorff_package():
     # The docstring example of krippendorff.alpha (Krippendorff 2011's reliability data): nominal 0.691358,
     # interval 0.810845. Our wrapper gives the same with and without the full value domain.
-    data = [[NAN, NAN, NAN, NAN, NAN, 3, 4, 1, 2, 1, 1, 3, 3, NAN, 3],
-            [1, NAN, 2, 1, 3, 3, 4, 3, NAN, NAN, NAN, NAN, NAN, NAN, NAN],
-            [NAN, NAN, 2, 1, 3, 4, 4, NAN, 2, 1, 1, 3, 3, NAN, 4]]
+    data = [
+        [NAN, NAN, NAN, NAN, NAN, 3, 4, 1, 2, 1, 1, 3, 3, NAN, 3],
+        [1, NAN, 2, 1, 3, 3, 4, 3, NAN, NAN, NAN, NAN, NAN, NAN, NAN],
+        [NAN, NAN, 2, 1, 3, 4, 4, NAN, 2, 1, 1, 3, 3, NAN, 4],
+    ]
     assert round(alpha(data, "nominal")[0], 6) == 0.691358
     assert round(alpha(data, "interval")[0], 6) == 0.810845
     assert round(alpha(data, "interval", [1, 2, 3, 4, 5])[0], 6) == 0.810845
@@ -71,5 +73,8 @@ def test_question_agreement_codes_labels_per_type():
     # a=0, b=1, tie=2: o_aa = 2, o_btie = o_tieb = 1; n_a = 2, n_b = 1, n_tie = 1, n = 4
     # alpha = 1 − 3·2 / (2·(2·1 + 2·1 + 1·1)) = 1 − 6/10 = 0.4
     assert pw["alpha"] == pytest.approx(0.4)
-    rating = question_agreement(Question(name="q", type="rating", scale_min=1, scale_max=5), {1: {"x": 1, "y": 2}, 2: {"x": 3, "y": 3}, 3: {"x": 4, "y": 5}})
+    rating = question_agreement(
+        Question(name="q", type="rating", scale_min=1, scale_max=5),
+        {1: {"x": 1, "y": 2}, 2: {"x": 3, "y": 3}, 3: {"x": 4, "y": 5}},
+    )
     assert rating["level"] == "interval" and rating["alpha"] == pytest.approx(5 / 6)

@@ -61,8 +61,12 @@ def test_aggregate_and_item_score():
     assert agg["note"] == {"n": 1, "comments": ["fine"]}
     is_correct, score, extracted, metrics = item_score(QS, agg)
     assert (is_correct, score, extracted) == (True, pytest.approx(2 / 3), "pass")
-    assert metrics == {"correct_pass_rate": pytest.approx(2 / 3), "quality_mean": 3.0, "quality_normalized": 0.5,
-                       "pref_a_win_rate": pytest.approx(2 / 3)}
+    assert metrics == {
+        "correct_pass_rate": pytest.approx(2 / 3),
+        "quality_mean": 3.0,
+        "quality_normalized": 0.5,
+        "pref_a_win_rate": pytest.approx(2 / 3),
+    }
     # a tie has no majority: no verdict, the pass rate is still the score
     tie = aggregate(QS, answers[:2])
     assert item_score(QS, tie)[:3] == (None, 0.5, None)

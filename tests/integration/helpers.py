@@ -82,9 +82,11 @@ def register_model(db, endpoint: str, triton_model_name: str, prefix: str, max_i
     name = f"{prefix}-{uuid.uuid4().hex[:8]}"
     with db.begin() as c:
         c.execute(
-            text("INSERT INTO models (id, name, version, description, backend, endpoint, triton_model_name, "
-                 "decoding_defaults, supports_logprobs, max_in_flight) VALUES (:id, :n, '1', 'registered by a test', "
-                 "'triton', :ep, :tm, '{}', false, :cap)"),
+            text(
+                "INSERT INTO models (id, name, version, description, backend, endpoint, triton_model_name, "
+                "decoding_defaults, supports_logprobs, max_in_flight) VALUES (:id, :n, '1', 'registered by a test', "
+                "'triton', :ep, :tm, '{}', false, :cap)"
+            ),
             {"id": uuid.uuid4(), "n": name, "ep": endpoint, "tm": triton_model_name, "cap": max_in_flight},
         )
     return name

@@ -146,8 +146,10 @@ def verdicts(db, evaluation_id: str) -> dict[int, bool | None]:
     """``{sample ordinal: is_correct}`` of the stored results."""
     with db.connect() as c:
         rows = c.execute(
-            text("SELECT s.ordinal, r.is_correct FROM sample_results r JOIN samples s ON s.id = r.sample_id "
-                 "WHERE r.evaluation_id = :e"),
+            text(
+                "SELECT s.ordinal, r.is_correct FROM sample_results r JOIN samples s ON s.id = r.sample_id "
+                "WHERE r.evaluation_id = :e"
+            ),
             {"e": evaluation_id},
         ).all()
     return {o: v for o, v in rows}

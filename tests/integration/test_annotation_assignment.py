@@ -49,8 +49,11 @@ def test_concurrent_annotators_never_overfill_or_repeat(gateway, stack, db, sour
                 if body.get("item") is None:
                     return
                 handed[name].append(body["item"]["id"])
-                r = c.post(f"/v1/annotation-tasks/{task['id']}/annotations", params={"annotator": name},
-                           json={"assignment_id": body["assignment_id"], "answers": {"correct": "pass"}})
+                r = c.post(
+                    f"/v1/annotation-tasks/{task['id']}/annotations",
+                    params={"annotator": name},
+                    json={"assignment_id": body["assignment_id"], "answers": {"correct": "pass"}},
+                )
                 if r.status_code != 201:
                     errors.append(r.text)
                     return
@@ -64,11 +67,22 @@ def test_concurrent_annotators_never_overfill_or_repeat(gateway, stack, db, sour
     for name, items in handed.items():
         assert len(items) == len(set(items)), f"{name} got an item twice"
     with db.connect() as c:
-        per_item = dict(c.execute(text(
-            "SELECT i.sample_ordinal, count(a.id) FROM annotation_items i LEFT JOIN annotations a ON a.item_id = i.id "
-            "WHERE i.task_id = :t AND NOT i.is_gold GROUP BY i.sample_ordinal"), {"t": task["id"]}).all())
-        gold = c.execute(text("SELECT count(*) FROM annotations a JOIN annotation_items i ON i.id = a.item_id "
-                              "WHERE i.task_id = :t AND i.is_gold"), {"t": task["id"]}).scalar()
+        per_item = dict(
+            c.execute(
+                text(
+                    "SELECT i.sample_ordinal, count(a.id) FROM annotation_items i LEFT JOIN annotations a ON a.item_id = i.id "
+                    "WHERE i.task_id = :t AND NOT i.is_gold GROUP BY i.sample_ordinal"
+                ),
+                {"t": task["id"]},
+            ).all()
+        )
+        gold = c.execute(
+            text(
+                "SELECT count(*) FROM annotations a JOIN annotation_items i ON i.id = a.item_id "
+                "WHERE i.task_id = :t AND i.is_gold"
+            ),
+            {"t": task["id"]},
+        ).scalar()
     assert per_item == {1: 2, 2: 2, 3: 2, 4: 2, 5: 2}  # exactly N each, never more
     assert gold == sum(1 for items in handed.values() if items)  # the gold item once per annotator who worked
     view = gateway.get(f"/v1/annotation-tasks/{task['id']}").json()
@@ -108,24 +122,38 @@ def test_expired_assignment_frees_the_slot_and_late_submission_is_refused_once_c
     other = gateway.get(f"/v1/annotation-tasks/{tid}/next", params={"annotator": "exp-bob"}).json()
     assert other["item"]["id"] != first["item"]["id"]  # N = 1 and alice holds it
     with db.begin() as c:  # alice walks away: her assignment expires
-        c.execute(text("UPDATE annotation_assignments SET expires_at = now() - interval '1 second' WHERE id = :a"),
-                  {"a": first["assignment_id"]})
+        c.execute(
+            text("UPDATE annotation_assignments SET expires_at = now() - interval '1 second' WHERE id = :a"),
+            {"a": first["assignment_id"]},
+        )
     carol = gateway.get(f"/v1/annotation-tasks/{tid}/next", params={"annotator": "exp-carol"}).json()
     assert carol["item"]["id"] == first["item"]["id"]  # the slot is free again
-    r = gateway.post(f"/v1/annotation-tasks/{tid}/annotations", params={"annotator": "exp-carol"},
-                     json={"assignment_id": carol["assignment_id"], "answers": {"correct": "fail"}})
+    r = gateway.post(
+        f"/v1/annotation-tasks/{tid}/annotations",
+        params={"annotator": "exp-carol"},
+        json={"assignment_id": carol["assignment_id"], "answers": {"correct": "fail"}},
+    )
     assert r.status_code == 201 and r.json()["item_complete"] is True and r.json()["score_event_id"]
-    late = gateway.post(f"/v1/annotation-tasks/{tid}/annotations", params={"annotator": "exp-alice"},
-                        json={"assignment_id": first["assignment_id"], "answers": {"correct": "pass"}})
+    late = gateway.post(
+        f"/v1/annotation-tasks/{tid}/annotations",
+        params={"annotator": "exp-alice"},
+        json={"assignment_id": first["assignment_id"], "answers": {"correct": "pass"}},
+    )
     assert late.status_code == 409 and late.json()["detail"][0]["type"] == "item_complete"
-    twice = gateway.post(f"/v1/annotation-tasks/{tid}/annotations", params={"annotator": "exp-carol"},
-                         json={"assignment_id": carol["assignment_id"], "answers": {"correct": "fail"}})
+    twice = gateway.post(
+        f"/v1/annotation-tasks/{tid}/annotations",
+        params={"annotator": "exp-carol"},
+        json={"assignment_id": carol["assignment_id"], "answers": {"correct": "fail"}},
+    )
     assert twice.status_code == 409 and twice.json()["detail"][0]["type"] == "already_submitted"
     # alice never gets her old item again; bob holds the other one, so nothing is left for her
     nxt = gateway.get(f"/v1/annotation-tasks/{tid}/next", params={"annotator": "exp-alice"}).json()
     assert nxt["item"] is None and nxt["reason"] == "nothing_left_for_annotator"
-    foreign = gateway.post(f"/v1/annotation-tasks/{tid}/annotations", params={"annotator": "exp-alice"},
-                           json={"assignment_id": other["assignment_id"], "answers": {"correct": "pass"}})
+    foreign = gateway.post(
+        f"/v1/annotation-tasks/{tid}/annotations",
+        params={"annotator": "exp-alice"},
+        json={"assignment_id": other["assignment_id"], "answers": {"correct": "pass"}},
+    )
     assert foreign.status_code == 404 and foreign.json()["detail"][0]["loc"] == ["body", "assignment_id"]
 
 
@@ -156,8 +184,11 @@ def test_bad_requests_name_the_field_and_store_nothing(gateway, db, source):
     missing = gateway.get(f"/v1/annotation-tasks/{task['id']}/next")
     assert missing.status_code == 422 and missing.json()["detail"][0]["loc"] == ["header", "X-UEP-Annotator"]
     nxt = gateway.get(f"/v1/annotation-tasks/{task['id']}/next", headers={"X-UEP-Annotator": "val-ann"}).json()
-    bad = gateway.post(f"/v1/annotation-tasks/{task['id']}/annotations", headers={"X-UEP-Annotator": "val-ann"},
-                       json={"assignment_id": nxt["assignment_id"], "answers": {"correct": "yes", "extra": 1}})
+    bad = gateway.post(
+        f"/v1/annotation-tasks/{task['id']}/annotations",
+        headers={"X-UEP-Annotator": "val-ann"},
+        json={"assignment_id": nxt["assignment_id"], "answers": {"correct": "yes", "extra": 1}},
+    )
     assert bad.status_code == 422
     assert {tuple(d["loc"]) for d in bad.json()["detail"]} == {("body", "answers", "correct"), ("body", "answers", "extra")}
     with db.connect() as c:
@@ -171,24 +202,53 @@ def test_hybrid_routed_items_get_their_score_from_humans(gateway, db):
     writes, with the item's prompt and output in details): the annotations complete the evaluation."""
     evaluation_id = uuid.uuid4()
     with db.begin() as c:
-        ref = c.execute(text(
-            "SELECT b.id, m.id, t.id FROM benchmarks b, models m, tenants t WHERE b.slug = 'gsm8k' AND m.name = 'uep-oracle' "
-            "AND t.slug = 'default' ORDER BY b.created_at DESC LIMIT 1")).one()
-        c.execute(text(
-            "INSERT INTO evaluations (id, tenant_id, benchmark_id, model_id, status, priority, repeats, total_items, "
-            "dispatched_items, completed_items, error_items, config, trace_context, started_at) VALUES "
-            "(:id, :t, :b, :m, 'running', 'normal', 1, 2, 2, 0, 0, CAST(:cfg AS jsonb), '{}', now())"),
-            {"id": evaluation_id, "t": ref[2], "b": ref[0], "m": ref[1], "cfg": json.dumps({"evaluation_type": "hybrid"})})
-        samples = c.execute(text("SELECT id, ordinal FROM samples WHERE benchmark_id = :b AND ordinal < 2 ORDER BY ordinal"),
-                            {"b": ref[0]}).all()
+        ref = c.execute(
+            text(
+                "SELECT b.id, m.id, t.id FROM benchmarks b, models m, tenants t WHERE b.slug = 'gsm8k' AND m.name = 'uep-oracle' "
+                "AND t.slug = 'default' ORDER BY b.created_at DESC LIMIT 1"
+            )
+        ).one()
+        c.execute(
+            text(
+                "INSERT INTO evaluations (id, tenant_id, benchmark_id, model_id, status, priority, repeats, total_items, "
+                "dispatched_items, completed_items, error_items, config, trace_context, started_at) VALUES "
+                "(:id, :t, :b, :m, 'running', 'normal', 1, 2, 2, 0, 0, CAST(:cfg AS jsonb), '{}', now())"
+            ),
+            {"id": evaluation_id, "t": ref[2], "b": ref[0], "m": ref[1], "cfg": json.dumps({"evaluation_type": "hybrid"})},
+        )
+        samples = c.execute(
+            text("SELECT id, ordinal FROM samples WHERE benchmark_id = :b AND ordinal < 2 ORDER BY ordinal"), {"b": ref[0]}
+        ).all()
         for sample_id, ordinal in samples:
-            c.execute(text(
-                "INSERT INTO hybrid_routes (evaluation_id, sample_id, repeat, arm, stage, reason, details) VALUES "
-                "(:e, :s, 0, 'main', 'human', 'swap_inconsistent', CAST(:d AS jsonb))"),
-                {"e": evaluation_id, "s": sample_id,
-                 "d": json.dumps({"output": f"answer {ordinal}", "prompt": f"question {ordinal}", "latency_ms": 12.5, "prompt_tokens": 30, "completion_tokens": 4})})
-    r = gateway.post("/v1/annotation-tasks", json={"name": "hybrid", "source": "hybrid", "evaluation_id": str(evaluation_id),
-                                                  "questions": PASS_FAIL, "annotations_per_item": 1})
+            c.execute(
+                text(
+                    "INSERT INTO hybrid_routes (evaluation_id, sample_id, repeat, arm, stage, reason, details) VALUES "
+                    "(:e, :s, 0, 'main', 'human', 'swap_inconsistent', CAST(:d AS jsonb))"
+                ),
+                {
+                    "e": evaluation_id,
+                    "s": sample_id,
+                    "d": json.dumps(
+                        {
+                            "output": f"answer {ordinal}",
+                            "prompt": f"question {ordinal}",
+                            "latency_ms": 12.5,
+                            "prompt_tokens": 30,
+                            "completion_tokens": 4,
+                        }
+                    ),
+                },
+            )
+    r = gateway.post(
+        "/v1/annotation-tasks",
+        json={
+            "name": "hybrid",
+            "source": "hybrid",
+            "evaluation_id": str(evaluation_id),
+            "questions": PASS_FAIL,
+            "annotations_per_item": 1,
+        },
+    )
     assert r.status_code == 201, r.text
     task = r.json()
     assert task["result_evaluation_id"] == str(evaluation_id) and task["total_items"] == 2
@@ -196,8 +256,11 @@ def test_hybrid_routed_items_get_their_score_from_humans(gateway, db):
         nxt = gateway.get(f"/v1/annotation-tasks/{task['id']}/next", params={"annotator": "hy-ann"}).json()
         ordinal = nxt["item"]["sample_ordinal"]
         assert (nxt["item"]["prompt"], nxt["item"]["output"]) == (f"question {ordinal}", f"answer {ordinal}")
-        s = gateway.post(f"/v1/annotation-tasks/{task['id']}/annotations", params={"annotator": "hy-ann"},
-                         json={"assignment_id": nxt["assignment_id"], "answers": {"correct": verdict}})
+        s = gateway.post(
+            f"/v1/annotation-tasks/{task['id']}/annotations",
+            params={"annotator": "hy-ann"},
+            json={"assignment_id": nxt["assignment_id"], "answers": {"correct": verdict}},
+        )
         assert s.status_code == 201 and s.json()["item_complete"]
     final = wait_done(gateway, str(evaluation_id), timeout_s=60)
     assert final["status"] == "completed" and final["summary"]["n"] == 2 and final["summary"]["correct"] == 1

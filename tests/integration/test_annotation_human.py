@@ -25,9 +25,27 @@ QUESTIONS = [
 ]
 # scored items by sample ordinal → (correct, quality); carol is a careless annotator who always says pass/5
 # and gets both gold items wrong (answers fail), so she is flagged (0/2 < 0.7).
-ALICE = {0: ("pass", 5), 1: ("pass", 4), 2: ("fail", 1), 3: ("pass", 4), 4: ("pass", 5), 5: ("fail", 2), 6: ("pass", 4), 7: ("pass", 3)}
-BOB = {0: ("pass", 4), 1: ("pass", 4), 2: ("fail", 2), 3: ("pass", 4), 4: ("pass", 4), 5: ("fail", 1), 6: ("pass", 5), 7: ("fail", 2)}
-CAROL = {o: ("pass", 5) for o in range(8)} | {0: ("fail", 5), 1: ("fail", 5)}
+ALICE = {
+    0: ("pass", 5),
+    1: ("pass", 4),
+    2: ("fail", 1),
+    3: ("pass", 4),
+    4: ("pass", 5),
+    5: ("fail", 2),
+    6: ("pass", 4),
+    7: ("pass", 3),
+}
+BOB = {
+    0: ("pass", 4),
+    1: ("pass", 4),
+    2: ("fail", 2),
+    3: ("pass", 4),
+    4: ("pass", 4),
+    5: ("fail", 1),
+    6: ("pass", 5),
+    7: ("fail", 2),
+}
+CAROL = dict.fromkeys(range(8), ("pass", 5)) | {0: ("fail", 5), 1: ("fail", 5)}
 SCRIPT = {"alice": ALICE, "bob": BOB, "carol": CAROL}
 
 
@@ -43,8 +61,11 @@ def annotate_all(gateway, task_id: str, name: str, answers: dict[int, tuple[str,
         ordinal = body["item"]["sample_ordinal"]
         seen.append(ordinal)
         correct, quality = answers[ordinal]
-        s = gateway.post(f"/v1/annotation-tasks/{task_id}/annotations", headers={"X-UEP-Annotator": name},
-                         json={"assignment_id": body["assignment_id"], "answers": {"correct": correct, "quality": quality}})
+        s = gateway.post(
+            f"/v1/annotation-tasks/{task_id}/annotations",
+            headers={"X-UEP-Annotator": name},
+            json={"assignment_id": body["assignment_id"], "answers": {"correct": correct, "quality": quality}},
+        )
         assert s.status_code == 201, s.text
     raise AssertionError("annotator loop did not end")
 
@@ -58,12 +79,22 @@ def source_evaluation(gateway):
 
 @pytest.fixture(scope="module")
 def annotated_task(gateway, source_evaluation):
-    r = gateway.post("/v1/annotation-tasks", json={
-        "name": "gsm8k oracle check", "evaluation_id": source_evaluation, "questions": QUESTIONS,
-        "guidelines": "Mark pass when the final number equals the reference.", "annotations_per_item": 3,
-        "gold": [{"sample_ordinal": 0, "answers": {"correct": "pass"}}, {"sample_ordinal": 1, "answers": {"correct": "pass"}}],
-        "quality_threshold": 0.7, "min_gold_answers": 2,
-    })
+    r = gateway.post(
+        "/v1/annotation-tasks",
+        json={
+            "name": "gsm8k oracle check",
+            "evaluation_id": source_evaluation,
+            "questions": QUESTIONS,
+            "guidelines": "Mark pass when the final number equals the reference.",
+            "annotations_per_item": 3,
+            "gold": [
+                {"sample_ordinal": 0, "answers": {"correct": "pass"}},
+                {"sample_ordinal": 1, "answers": {"correct": "pass"}},
+            ],
+            "quality_threshold": 0.7,
+            "min_gold_answers": 2,
+        },
+    )
     assert r.status_code == 201, r.text
     task = r.json()
     assert (task["total_items"], task["gold_items"], task["status"]) == (6, 2, "open")
@@ -88,7 +119,10 @@ def test_gold_accuracy_flags_the_careless_annotator(gateway, annotated_task):
     body = gateway.get(f"/v1/annotation-tasks/{task['id']}/annotators").json()
     by_name = {a["name"]: a for a in body["annotators"]}
     assert {n: (a["gold_checked"], a["gold_correct"], a["flagged"]) for n, a in by_name.items()} == {
-        "alice": (2, 2, False), "bob": (2, 2, False), "carol": (2, 0, True)}
+        "alice": (2, 2, False),
+        "bob": (2, 2, False),
+        "carol": (2, 0, True),
+    }
     assert by_name["carol"]["accuracy"] == 0.0 and by_name["alice"]["accuracy"] == 1.0
 
 
@@ -115,7 +149,9 @@ def test_alpha_per_question_against_hand_computation(gateway, annotated_task):
     quality = next(q for q in everyone["questions"] if q["question"] == "quality")
     matrix = np.array([[SCRIPT[n][o][1] for o in range(8)] for n in ("alice", "bob", "carol")], dtype=float)
     assert quality["level"] == "interval"
-    assert quality["alpha"] == pytest.approx(krippendorff.alpha(reliability_data=matrix, level_of_measurement="interval"), abs=1e-12)
+    assert quality["alpha"] == pytest.approx(
+        krippendorff.alpha(reliability_data=matrix, level_of_measurement="interval"), abs=1e-12
+    )
     assert [q["question"] for q in everyone["questions"]] == ["correct", "quality"]  # comments have no alpha
 
 
@@ -123,8 +159,9 @@ def test_results_can_exclude_flagged_answers(gateway, annotated_task):
     task, _ = annotated_task
     every = gateway.get(f"/v1/annotation-tasks/{task['id']}/results", params={"include_gold": "false", "limit": 4}).json()
     assert len(every["items"]) == 4 and every["next_cursor"]
-    rest = gateway.get(f"/v1/annotation-tasks/{task['id']}/results",
-                       params={"include_gold": "false", "limit": 4, "cursor": every["next_cursor"]}).json()
+    rest = gateway.get(
+        f"/v1/annotation-tasks/{task['id']}/results", params={"include_gold": "false", "limit": 4, "cursor": every["next_cursor"]}
+    ).json()
     items = {i["sample_ordinal"]: i for i in every["items"] + rest["items"]}
     assert sorted(items) == [2, 3, 4, 5, 6, 7] and rest["next_cursor"] is None
     assert items[7]["aggregate"]["correct"] == {"n": 3, "pass_rate": pytest.approx(2 / 3), "majority": "pass"}
@@ -154,13 +191,20 @@ def test_human_scores_reach_sample_results_of_a_new_human_evaluation(gateway, db
     results = all_results(gateway, human_id)
     assert [r["sample_ordinal"] for r in results] == [2, 3, 4, 5, 6, 7]
     assert [r["is_correct"] for r in results] == [False, True, True, False, True, None]
-    assert all(r["metrics"]["decided_by"] == "human" and r["metrics"]["annotations"] == 2
-               and r["metrics"]["excluded_flagged"] == 1 for r in results)
+    assert all(
+        r["metrics"]["decided_by"] == "human" and r["metrics"]["annotations"] == 2 and r["metrics"]["excluded_flagged"] == 1
+        for r in results
+    )
     assert results[0]["output"]  # the annotated output travels with the score
     with db.connect() as c:
         cfg = c.execute(text("SELECT config FROM evaluations WHERE id = :e"), {"e": human_id}).scalar()
-        source_rows = c.execute(text("SELECT count(*), count(*) FILTER (WHERE metric_name = 'human_annotation') "
-                                     "FROM sample_results WHERE evaluation_id = :e"), {"e": source_evaluation}).one()
+        source_rows = c.execute(
+            text(
+                "SELECT count(*), count(*) FILTER (WHERE metric_name = 'human_annotation') "
+                "FROM sample_results WHERE evaluation_id = :e"
+            ),
+            {"e": source_evaluation},
+        ).one()
         leases = c.execute(text("SELECT count(*) FROM sample_leases WHERE evaluation_id = :e"), {"e": human_id}).scalar()
     assert cfg["evaluation_type"] == "human" and cfg["source_evaluation_id"] == source_evaluation
     assert tuple(source_rows) == (8, 0)  # the automatic scores of the source are untouched
@@ -173,17 +217,30 @@ def test_judge_human_agreement_per_judge_and_template_version(gateway, db, annot
     overall = {0: 8, 1: 7, 2: 3, 3: 9, 4: 2, 5: 6, 6: 8, 7: 5}
     with db.begin() as c:
         ev = c.execute(text("SELECT benchmark_id, model_id FROM evaluations WHERE id = :e"), {"e": source_evaluation}).one()
-        samples = c.execute(text("SELECT s.ordinal, s.id FROM samples s JOIN sample_results r ON r.sample_id = s.id "
-                                 "WHERE r.evaluation_id = :e"), {"e": source_evaluation}).all()
+        samples = c.execute(
+            text("SELECT s.ordinal, s.id FROM samples s JOIN sample_results r ON r.sample_id = s.id WHERE r.evaluation_id = :e"),
+            {"e": source_evaluation},
+        ).all()
         for ordinal, sample_id in samples:
             for version, score in (("v1", overall[ordinal]), ("v2", 9)):
-                c.execute(text(
-                    "INSERT INTO judge_verdicts (evaluation_id, sample_id, repeat, arm, benchmark_id, candidate_model_id, "
-                    "judge_model_id, judge_model_name, mode, template, template_version, position, valid, attempts, overall, "
-                    "scores, attempts_log) VALUES (:e, :s, 0, 'main', :b, :m, :j, 'uep-judge-t', 'rubric', 'rubric', :v, '-', "
-                    "true, 1, :o, CAST(:sc AS jsonb), '[]')"),
-                    {"e": source_evaluation, "s": sample_id, "b": ev.benchmark_id, "m": ev.model_id, "j": uuid.uuid4(),
-                     "v": version, "o": score, "sc": f'{{"quality": {score}}}'})
+                c.execute(
+                    text(
+                        "INSERT INTO judge_verdicts (evaluation_id, sample_id, repeat, arm, benchmark_id, candidate_model_id, "
+                        "judge_model_id, judge_model_name, mode, template, template_version, position, valid, attempts, overall, "
+                        "scores, attempts_log) VALUES (:e, :s, 0, 'main', :b, :m, :j, 'uep-judge-t', 'rubric', 'rubric', :v, '-', "
+                        "true, 1, :o, CAST(:sc AS jsonb), '[]')"
+                    ),
+                    {
+                        "e": source_evaluation,
+                        "s": sample_id,
+                        "b": ev.benchmark_id,
+                        "m": ev.model_id,
+                        "j": uuid.uuid4(),
+                        "v": version,
+                        "o": score,
+                        "sc": f'{{"quality": {score}}}',
+                    },
+                )
     body = gateway.get(f"/v1/annotation-tasks/{task['id']}/judge-agreement", params={"exclude_flagged": "true"}).json()
     by_version = {j["template_version"]: j for j in body["judges"]}
     assert sorted(by_version) == ["v1", "v2"] and by_version["v1"]["judge_model"] == "uep-judge-t"

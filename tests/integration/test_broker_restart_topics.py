@@ -52,9 +52,9 @@ async def _read_partitions(bootstrap: str, partitions: int) -> list[tuple[int, l
 
 
 async def _scenario(cfg) -> dict:
-    import uep_stack
     from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
+    import uep_stack
     from uep_common.messaging import ensure_topics, make_broker, publish, refresh_metadata
     from uep_common.settings import CommonSettings
 
@@ -91,7 +91,6 @@ async def _scenario(cfg) -> dict:
 
 def test_wrong_partition_count_is_fixed_and_events_reach_partitions_4_and_5():
     import uep_stack
-
     from uep_common.settings import CommonSettings
 
     cfg = private_broker_config(9098, "restart-topics")

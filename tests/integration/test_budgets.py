@@ -55,11 +55,13 @@ def keys(stack):
 def priced_model(gateway, db, stack, keys):
     """A model row on the oracle Triton model at 1.00 USD per call (set through the API by an admin)."""
     name = register_model(db, f"grpc://127.0.0.1:{stack.triton_grpc}", "uep_oracle", "budget-oracle", max_in_flight=4)
-    r = gateway.put(f"/v1/costs/models/{name}", json={"cost_unit": "call", "price_per_call": 1.0},
-                    headers=bearer(keys["budget-a"]["builder"]))
+    r = gateway.put(
+        f"/v1/costs/models/{name}", json={"cost_unit": "call", "price_per_call": 1.0}, headers=bearer(keys["budget-a"]["builder"])
+    )
     assert r.status_code == 403 and r.json()["detail"][0]["loc"] == ["header", "Authorization"]
-    r = gateway.put(f"/v1/costs/models/{name}", json={"cost_unit": "call", "price_per_call": 1.0},
-                    headers=bearer(keys["budget-a"]["admin"]))
+    r = gateway.put(
+        f"/v1/costs/models/{name}", json={"cost_unit": "call", "price_per_call": 1.0}, headers=bearer(keys["budget-a"]["admin"])
+    )
     assert r.status_code == 200, r.text
     assert r.json()["models"][0]["cost_unit"] == "call" and r.json()["models"][0]["price_per_call"] == 1.0
     return name
@@ -68,16 +70,18 @@ def priced_model(gateway, db, stack, keys):
 def test_api_key_cli_prints_the_key_once_and_stores_its_hash(stack, db):
     env = {**os.environ, "UEP_DATABASE_URL": stack.database_url}
     bin_ = os.path.join(os.path.dirname(sys.executable), "uep-admin")
-    out = subprocess.run([bin_, "create-api-key", "--tenant", "default", "--role", "viewer"], env=env,
-                         capture_output=True, text=True, check=True).stdout.strip()
+    out = subprocess.run(
+        [bin_, "create-api-key", "--tenant", "default", "--role", "viewer"], env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert out.startswith("uep_") and len(out) == 4 + 43
     import hashlib
 
     with db.connect() as c:
         row = c.execute(text("SELECT key_hash, role FROM api_keys WHERE key_prefix = :p"), {"p": out[:12]}).one()
     assert row == (hashlib.sha256(out.encode()).hexdigest(), "viewer")
-    bad = subprocess.run([bin_, "create-api-key", "--tenant", "no-such-tenant", "--role", "viewer"], env=env,
-                         capture_output=True, text=True)
+    bad = subprocess.run(
+        [bin_, "create-api-key", "--tenant", "no-such-tenant", "--role", "viewer"], env=env, capture_output=True, text=True
+    )
     assert bad.returncode == 2 and "unknown tenant 'no-such-tenant'" in bad.stderr
 
 
@@ -85,8 +89,9 @@ def test_cap_between_two_items_stops_at_the_right_item(gateway, db, priced_model
     """5 items at 1.00 each with a 2.50 cap: after 2 items 2.00 is spent, a 3rd would make 3.00 > 2.50, so
     exactly items 0 and 1 run; the evaluation ends budget_exhausted with both results and reserved = settled."""
     hdr = {"X-UEP-Tenant": "budget-a"}
-    r = gateway.post("/v1/evaluations", headers=hdr,
-                     json={"benchmark": "mmlu", "model": priced_model, "sample_limit": 5, "max_cost": 2.5})
+    r = gateway.post(
+        "/v1/evaluations", headers=hdr, json={"benchmark": "mmlu", "model": priced_model, "sample_limit": 5, "max_cost": 2.5}
+    )
     assert r.status_code == 202, r.text
     est = r.json()["estimated_cost"]
     assert est["estimate"] == 5.0 and est["items"] == 5 and est["per_item"] == 1.0 and est["cost_unit"] == "call"
@@ -101,9 +106,13 @@ def test_cap_between_two_items_stops_at_the_right_item(gateway, db, priced_model
     assert [x["sample_ordinal"] for x in results] == [0, 1]
     time.sleep(1.0)  # a reconcile tick: still nothing more is dispatched
     with db.connect() as c:
-        leases, settles = c.execute(text(
-            "SELECT (SELECT count(*) FROM sample_leases WHERE evaluation_id = :e), "
-            "(SELECT count(*) FROM spend_ledger WHERE evaluation_id = :e AND kind = 'settle')"), {"e": evaluation_id}).one()
+        leases, settles = c.execute(
+            text(
+                "SELECT (SELECT count(*) FROM sample_leases WHERE evaluation_id = :e), "
+                "(SELECT count(*) FROM spend_ledger WHERE evaluation_id = :e AND kind = 'settle')"
+            ),
+            {"e": evaluation_id},
+        ).one()
     assert leases == 2 and settles == 2
     b = gateway.get(f"/v1/evaluations/{evaluation_id}/budget").json()
     acct = b["account"]
@@ -111,8 +120,19 @@ def test_cap_between_two_items_stops_at_the_right_item(gateway, db, priced_model
     assert acct["reserved_total"] == acct["settled_total"] == 2.0 and acct["reserved_open"] == 0.0
     assert acct["items_reserved"] == acct["items_settled"] == 2 and acct["planned_items"] == 5
     spend = gateway.get("/v1/spend", params={"group_by": "evaluation", "evaluation_id": evaluation_id}, headers=hdr).json()
-    assert spend["rows"] == [{"evaluation": evaluation_id, "reserved": 2.0, "released": 2.0, "open_reserved": 0.0,
-                              "settled": 2.0, "spent": 2.0, "items_reserved": 2, "items_settled": 2, "calls": 2}]
+    assert spend["rows"] == [
+        {
+            "evaluation": evaluation_id,
+            "reserved": 2.0,
+            "released": 2.0,
+            "open_reserved": 0.0,
+            "settled": 2.0,
+            "spent": 2.0,
+            "items_reserved": 2,
+            "items_settled": 2,
+            "calls": 2,
+        }
+    ]
 
 
 def test_daily_cap_stops_a_running_evaluation(gateway, priced_model, keys):
@@ -130,8 +150,9 @@ def test_daily_cap_stops_a_running_evaluation(gateway, priced_model, keys):
     third = gateway.post("/v1/evaluations", headers=hdr, json={"benchmark": "mmlu", "model": priced_model, "sample_limit": 1})
     assert third.status_code == 402 and third.json()["detail"][0]["type"] == "over_daily_cap"
     assert "0 USD left, 4 USD spent or reserved" in third.json()["detail"][0]["msg"]
-    fourth = gateway.post("/v1/evaluations", headers=hdr,
-                          json={"benchmark": "mmlu", "model": priced_model, "sample_limit": 2, "max_cost": 0})
+    fourth = gateway.post(
+        "/v1/evaluations", headers=hdr, json={"benchmark": "mmlu", "model": priced_model, "sample_limit": 2, "max_cost": 0}
+    )
     assert fourth.status_code == 202, fourth.text
     final = wait_terminal(gateway, fourth.json()["id"])
     assert final["status"] == "budget_exhausted" and final["summary"]["n"] == 0 and final["progress"]["total"] == 0
@@ -150,7 +171,9 @@ def test_builder_cannot_raise_a_cap_admin_can(gateway, keys):
     d = r.json()["detail"][0]
     assert d["loc"] == ["body", "amount"] and d["type"] == "cap_raise_forbidden"
     assert "from 10 USD to 20 USD" in d["msg"] and "admin" in d["msg"]
-    assert put("/v1/caps/tenant/day", json={"amount": None}, headers=bearer(k["builder"])).status_code == 403  # removing = raising
+    assert (
+        put("/v1/caps/tenant/day", json={"amount": None}, headers=bearer(k["builder"])).status_code == 403
+    )  # removing = raising
     r = put("/v1/caps/tenant/day", json={"amount": 5}, headers=bearer(k["viewer"]))
     assert r.status_code == 403 and r.json()["detail"][0]["loc"] == ["header", "Authorization"]
     r = put("/v1/caps/tenant/day", json={"amount": 20}, headers=bearer(k["admin"]))
@@ -181,9 +204,11 @@ def test_over_budget_create_is_402_and_stores_nothing(gateway, db, priced_model,
     hdr = {"X-UEP-Tenant": "budget-c"}
     assert gateway.put("/v1/caps/tenant/day", json={"amount": 3}, headers=bearer(keys["budget-c"]["admin"])).status_code == 200
     # counted for this tenant only: evaluations of earlier tests may still be writing outbox rows
-    counts = text("SELECT (SELECT count(*) FROM evaluations WHERE tenant_id = t.id), "
-                  "(SELECT count(*) FROM outbox WHERE payload->>'tenant_id' = t.id::text), "
-                  "(SELECT count(*) FROM budget_accounts WHERE tenant_id = t.id) FROM tenants t WHERE t.slug = 'budget-c'")
+    counts = text(
+        "SELECT (SELECT count(*) FROM evaluations WHERE tenant_id = t.id), "
+        "(SELECT count(*) FROM outbox WHERE payload->>'tenant_id' = t.id::text), "
+        "(SELECT count(*) FROM budget_accounts WHERE tenant_id = t.id) FROM tenants t WHERE t.slug = 'budget-c'"
+    )
     with db.connect() as c:
         before = c.execute(counts).one()
     body = {"benchmark": "mmlu", "model": priced_model, "sample_limit": 5}
@@ -196,11 +221,22 @@ def test_over_budget_create_is_402_and_stores_nothing(gateway, db, priced_model,
     assert d["loc"] == ["body", "sample_limit"] and d["type"] == "over_daily_cap"
     assert "estimated cost 5 USD exceeds what is left of tenant 'budget-c''s daily cap of 3 USD" in d["msg"]
     # the arms of an A/B request are checked as a whole: 2 arms × 2 items = 4 > 3
-    r = gateway.post("/v1/evaluations", json={"benchmark": "mmlu", "model": priced_model, "sample_limit": 2,
-                                              "arms": [{"name": "a"}, {"name": "b", "fewshot_k": 1}]}, headers=hdr)
+    r = gateway.post(
+        "/v1/evaluations",
+        json={
+            "benchmark": "mmlu",
+            "model": priced_model,
+            "sample_limit": 2,
+            "arms": [{"name": "a"}, {"name": "b", "fewshot_k": 1}],
+        },
+        headers=hdr,
+    )
     assert r.status_code == 402, r.text
     # the tenant's benchmark cap (per evaluation) refuses with 409: the request can never fit it
-    assert gateway.put("/v1/caps/benchmarks/mmlu", json={"amount": 2}, headers=bearer(keys["budget-c"]["builder"])).status_code == 200
+    assert (
+        gateway.put("/v1/caps/benchmarks/mmlu", json={"amount": 2}, headers=bearer(keys["budget-c"]["builder"])).status_code
+        == 200
+    )
     r = gateway.post("/v1/evaluations", json={**body, "sample_limit": 3}, headers=hdr)
     assert r.status_code == 409 and r.json()["detail"][0]["type"] == "over_evaluation_cap"
     assert "the tenant's cap for evaluations of benchmark 'mmlu' of 2 USD" in r.json()["detail"][0]["msg"]
@@ -224,8 +260,14 @@ def test_spend_groupings_and_judge_charges(gateway, db, stack, priced_model, key
     assert len(by_eval["rows"]) >= 2
     target = by_eval["rows"][0]["evaluation"]
     judge = register_model(db, f"grpc://127.0.0.1:{stack.triton_grpc}", "uep_oracle", "budget-judge")
-    assert gateway.put(f"/v1/costs/models/{judge}", json={"cost_unit": "call", "price_per_call": 0.5},
-                       headers=bearer(keys["budget-d"]["admin"])).status_code == 200
+    assert (
+        gateway.put(
+            f"/v1/costs/models/{judge}",
+            json={"cost_unit": "call", "price_per_call": 0.5},
+            headers=bearer(keys["budget-d"]["admin"]),
+        ).status_code
+        == 200
+    )
     with db.connect() as c:
         judge_id = c.execute(text("SELECT id FROM models WHERE name = :n"), {"n": judge}).scalar()
 
@@ -270,12 +312,26 @@ def test_redelivered_score_never_settles_twice(gateway, db, stack, priced_model)
     evaluation_id = r.json()["id"]
     assert wait_terminal(gateway, evaluation_id)["status"] == "completed"
     with db.connect() as c:
-        row = c.execute(text("SELECT r.sample_id, r.score_event_id, e.tenant_id, e.model_id, e.benchmark_id FROM sample_results r "
-                             "JOIN evaluations e ON e.id = r.evaluation_id WHERE r.evaluation_id = :e LIMIT 1"),
-                        {"e": evaluation_id}).one()
-    score = ScoreComputed(event_id=row.score_event_id, evaluation_id=uuid.UUID(evaluation_id), tenant_id=row.tenant_id,
-                          sample_id=row.sample_id, benchmark_id=row.benchmark_id, model_id=row.model_id, metric_name="m",
-                          metric_version="1", is_correct=True, score=1.0, output="A")
+        row = c.execute(
+            text(
+                "SELECT r.sample_id, r.score_event_id, e.tenant_id, e.model_id, e.benchmark_id FROM sample_results r "
+                "JOIN evaluations e ON e.id = r.evaluation_id WHERE r.evaluation_id = :e LIMIT 1"
+            ),
+            {"e": evaluation_id},
+        ).one()
+    score = ScoreComputed(
+        event_id=row.score_event_id,
+        evaluation_id=uuid.UUID(evaluation_id),
+        tenant_id=row.tenant_id,
+        sample_id=row.sample_id,
+        benchmark_id=row.benchmark_id,
+        model_id=row.model_id,
+        metric_name="m",
+        metric_version="1",
+        is_correct=True,
+        score=1.0,
+        output="A",
+    )
 
     async def settle(events):
         engine = make_async_engine(stack.database_url)

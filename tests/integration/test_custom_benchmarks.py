@@ -6,18 +6,24 @@ import json
 import uuid
 
 import pyarrow as pa
-import pytest
 import pyarrow.parquet as pq
+import pytest
 from sqlalchemy import text
 
 from .helpers import all_results, submit, wait_done
 
 
 def spec(slug: str, metric: str = "exact_match", params: dict | None = None, template: str = "{{ question }}") -> str:
-    return json.dumps({
-        "slug": slug, "name": f"Custom {slug}", "category": "custom", "capability_dimensions": ["test"],
-        "prompt": {"template": template, "max_tokens": 32}, "metric": {"name": metric, "params": params or {}},
-    })
+    return json.dumps(
+        {
+            "slug": slug,
+            "name": f"Custom {slug}",
+            "category": "custom",
+            "capability_dimensions": ["test"],
+            "prompt": {"template": template, "max_tokens": 32},
+            "metric": {"name": metric, "params": params or {}},
+        }
+    )
 
 
 def upload(gateway, slug_spec: str, content: bytes, filename: str):
@@ -46,7 +52,10 @@ def test_custom_jsonl_runs_through_the_pipeline(gateway):
     assert again.status_code == 200 and again.json()["id"] == bench["id"] and again.json()["version"] == bench["version"]
 
     preview = gateway.get(f"/v1/benchmarks/{slug}/samples", params={"limit": 2}).json()
-    assert [(p["external_id"], p["prompt"]) for p in preview] == [("r1", "Who wrote the unwritten book?"), ("r2", "What colour is a zorblat?")]
+    assert [(p["external_id"], p["prompt"]) for p in preview] == [
+        ("r1", "Who wrote the unwritten book?"),
+        ("r2", "What colour is a zorblat?"),
+    ]
 
     evaluation_id = submit(gateway, benchmark=slug, model="uep-oracle")
     final = wait_done(gateway, evaluation_id)
@@ -90,7 +99,13 @@ def test_bad_uploads_name_the_field_and_store_nothing(gateway, db):
         (spec(slug), b'{"prompt": "q", "answer": "a"}\n', "d.jsonl", 422, ["body", "file", "line 1"]),
         (spec(slug, "no_such_metric"), good_row, "d.jsonl", 422, ["body", "spec", "metric", "name"]),
         (spec(slug, "exact_match", {"colour": 1}), good_row, "d.jsonl", 422, ["body", "spec", "metric", "params", "colour"]),
-        (spec(slug, "exact_match", {"ignore_case": "maybe"}), good_row, "d.jsonl", 422, ["body", "spec", "metric", "params", "ignore_case"]),
+        (
+            spec(slug, "exact_match", {"ignore_case": "maybe"}),
+            good_row,
+            "d.jsonl",
+            422,
+            ["body", "spec", "metric", "params", "ignore_case"],
+        ),
         (spec(slug, "regex_match"), good_row, "d.jsonl", 422, ["body", "spec", "metric", "params", "pattern"]),
         (spec("gsm8k"), good_row, "d.jsonl", 409, ["body", "spec", "slug"]),
         (spec("Bad Slug!"), good_row, "d.jsonl", 422, ["body", "spec", "slug"]),
@@ -111,7 +126,9 @@ def test_metric_catalogue_is_listed(gateway):
     metrics = {m["name"]: m for m in gateway.get("/v1/metrics").json()}
     assert metrics["regex_match"]["required_params"] == ["pattern"]
     assert metrics["exact_match"]["param_types"]["ignore_case"] == "bool"
-    assert {"exact_match", "contains", "gsm8k_numeric_exact_match", "multiple_choice_letter", "humaneval_pass_at_1"} <= set(metrics)
+    assert {"exact_match", "contains", "gsm8k_numeric_exact_match", "multiple_choice_letter", "humaneval_pass_at_1"} <= set(
+        metrics
+    )
     assert "ignore_case" in metrics["exact_match"]["params"] and metrics["exact_match"]["source"]
 
 
@@ -120,8 +137,12 @@ def test_chat_template_option_sends_raw_text_to_the_llm(gateway):
     "The capital of France is" gives " Paris." first (checked by hand on the embedded model); with the chat
     template (the default) the same text is treated as a user message instead."""
     slug = f"raw-{uuid.uuid4().hex[:8]}"
-    r = upload(gateway, spec(slug, "contains", {"ignore_case": True}, template="{{ text }}"),
-               b'{"text": "The capital of France is", "answer": "paris"}\n', "raw.jsonl")
+    r = upload(
+        gateway,
+        spec(slug, "contains", {"ignore_case": True}, template="{{ text }}"),
+        b'{"text": "The capital of France is", "answer": "paris"}\n',
+        "raw.jsonl",
+    )
     assert r.status_code == 201, r.text
     raw = submit(gateway, benchmark=slug, model="smollm2-135m-instruct", chat_template=False)
     chat = submit(gateway, benchmark=slug, model="smollm2-135m-instruct")

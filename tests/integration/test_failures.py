@@ -36,10 +36,12 @@ def test_cancel_stops_dispatch_and_discards_late_results(gateway, db):
     from sqlalchemy import text
 
     evaluation_id = submit(gateway, benchmark="gsm8k", model="smollm2-135m-instruct", sample_limit=20)
+
     def in_flight() -> int:
         with db.connect() as c:
-            return c.execute(text("SELECT count(*) FROM sample_leases WHERE evaluation_id = :e AND state = 'leased'"),
-                             {"e": evaluation_id}).scalar()
+            return c.execute(
+                text("SELECT count(*) FROM sample_leases WHERE evaluation_id = :e AND state = 'leased'"), {"e": evaluation_id}
+            ).scalar()
 
     deadline = time.monotonic() + 120
     # one result stored and the next item in flight (its lease is taken a few ms after the score arrives)
@@ -51,7 +53,9 @@ def test_cancel_stops_dispatch_and_discards_late_results(gateway, db):
     again = gateway.post(f"/v1/evaluations/{evaluation_id}/cancel")
     assert again.status_code == 409 and again.json()["detail"][0]["type"] == "already_finished"
     with db.connect() as c:
-        leased_at_cancel = c.execute(text("SELECT count(*) FROM sample_leases WHERE evaluation_id = :e"), {"e": evaluation_id}).scalar()
+        leased_at_cancel = c.execute(
+            text("SELECT count(*) FROM sample_leases WHERE evaluation_id = :e"), {"e": evaluation_id}
+        ).scalar()
     # the scheduler leases at most 2 × the model's capacity (1 for SmolLM2) ahead
     assert 1 <= leased_at_cancel - r.json()["progress"]["completed"] <= 2
     deadline = time.monotonic() + 60
@@ -64,8 +68,11 @@ def test_cancel_stops_dispatch_and_discards_late_results(gateway, db):
     time.sleep(2.5)  # a reconcile tick or two: still nothing new may be dispatched
     with db.connect() as c:
         leased_now, stored = c.execute(
-            text("SELECT (SELECT count(*) FROM sample_leases WHERE evaluation_id = :e), "
-                 "(SELECT count(*) FROM sample_results WHERE evaluation_id = :e)"), {"e": evaluation_id}
+            text(
+                "SELECT (SELECT count(*) FROM sample_leases WHERE evaluation_id = :e), "
+                "(SELECT count(*) FROM sample_results WHERE evaluation_id = :e)"
+            ),
+            {"e": evaluation_id},
         ).one()
     assert leased_now == leased_at_cancel
     assert body["status"] == "cancelled" and stored == body["progress"]["completed"] < 20

@@ -8,8 +8,10 @@ from sqlalchemy import text
 
 def _counts(db) -> tuple[int, int]:
     with db.connect() as c:
-        return (c.execute(text("SELECT count(*) FROM evaluations")).scalar(),
-                c.execute(text("SELECT count(*) FROM outbox WHERE event_type = 'EvaluationRequested'")).scalar())
+        return (
+            c.execute(text("SELECT count(*) FROM evaluations")).scalar(),
+            c.execute(text("SELECT count(*) FROM outbox WHERE event_type = 'EvaluationRequested'")).scalar(),
+        )
 
 
 @pytest.mark.parametrize(
@@ -18,7 +20,12 @@ def _counts(db) -> tuple[int, int]:
         ({"benchmark": "no-such-benchmark", "model": "uep-oracle"}, 422, ["body", "benchmark"], "unknown_benchmark"),
         ({"benchmark": "gsm8k", "model": "no-such-model"}, 422, ["body", "model"], "unknown_model"),
         ({"benchmark": "gsm8k", "model": "uep-oracle", "model_version": "9"}, 422, ["body", "model_version"], "unknown_model"),
-        ({"benchmark": "gsm8k", "benchmark_version": "abc", "model": "uep-oracle"}, 422, ["body", "benchmark_version"], "unknown_benchmark_version"),
+        (
+            {"benchmark": "gsm8k", "benchmark_version": "abc", "model": "uep-oracle"},
+            422,
+            ["body", "benchmark_version"],
+            "unknown_benchmark_version",
+        ),
         ({"benchmark": "gsm8k", "model": "uep-oracle", "sample_limit": 0}, 422, ["body", "sample_limit"], "greater_than_equal"),
         ({"benchmark": "gsm8k", "model": "uep-oracle", "sample_limit": -3}, 422, ["body", "sample_limit"], "greater_than_equal"),
         ({"benchmark": "gsm8k", "model": "uep-oracle", "repeats": "many"}, 422, ["body", "repeats"], "int_parsing"),
@@ -62,7 +69,9 @@ def test_unknown_or_malformed_evaluation_id(gateway):
 
 
 def test_bad_cursor_and_limit(gateway):
-    evaluation_id = gateway.post("/v1/evaluations", json={"benchmark": "gsm8k", "model": "uep-oracle", "sample_limit": 1}).json()["id"]
+    evaluation_id = gateway.post("/v1/evaluations", json={"benchmark": "gsm8k", "model": "uep-oracle", "sample_limit": 1}).json()[
+        "id"
+    ]
     r = gateway.get(f"/v1/evaluations/{evaluation_id}/results", params={"cursor": "%%%"})
     assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["query", "cursor"]
     r = gateway.get(f"/v1/evaluations/{evaluation_id}/results", params={"limit": 0})

@@ -16,12 +16,26 @@ from sqlalchemy import text
 from .helpers import all_results, submit, wait_done
 
 
-def upload(gateway, slug: str, rows: list[str], evaluation_type: str, judge: dict, metric: dict | None = None,
-           answers: list[str] | None = None):
-    spec = {"slug": slug, "name": slug, "prompt": {"template": "{{ question }}", "max_tokens": 64},
-            "metric": metric or {"name": "exact_match", "params": {}}, "evaluation_type": evaluation_type, "judge": judge}
-    data = "\n".join(json.dumps({"id": f"q{i}", "question": q, "answer": (answers or ["B"] * len(rows))[i]})
-                     for i, q in enumerate(rows))
+def upload(
+    gateway,
+    slug: str,
+    rows: list[str],
+    evaluation_type: str,
+    judge: dict,
+    metric: dict | None = None,
+    answers: list[str] | None = None,
+):
+    spec = {
+        "slug": slug,
+        "name": slug,
+        "prompt": {"template": "{{ question }}", "max_tokens": 64},
+        "metric": metric or {"name": "exact_match", "params": {}},
+        "evaluation_type": evaluation_type,
+        "judge": judge,
+    }
+    data = "\n".join(
+        json.dumps({"id": f"q{i}", "question": q, "answer": (answers or ["B"] * len(rows))[i]}) for i, q in enumerate(rows)
+    )
     return gateway.post("/v1/benchmarks", data={"spec": json.dumps(spec)}, files={"file": ("rows.jsonl", data.encode())})
 
 
@@ -69,8 +83,10 @@ def test_rubric_and_failure_paths(gateway, db):
     assert (d["judge_model"], d["template_version"], d["replies"], d["parse_failures"]) == ("uep-judge", "v1", 10, 7)
     assert d["parse_failure_rate"] == 0.7 and d["invalid_rate"] == 0.4
     with db.connect() as c:  # every judge reply is charged to the evaluation's budget, role "judge"
-        charges = c.execute(text("SELECT count(*) FROM spend_ledger WHERE evaluation_id = :e AND role = 'judge' "
-                                 "AND kind = 'charge'"), {"e": evaluation_id}).scalar()
+        charges = c.execute(
+            text("SELECT count(*) FROM spend_ledger WHERE evaluation_id = :e AND role = 'judge' AND kind = 'charge'"),
+            {"e": evaluation_id},
+        ).scalar()
     assert charges == 10
     # the candidate is the judge itself: every graded answer is its own
     assert d["self_preference"]["rubric"]["n_own"] == 3 and d["self_preference"]["rubric"]["own_mean"] == 19 / 3
@@ -88,8 +104,12 @@ def test_pairwise_both_orders_jury_and_position_bias(gateway):
     pairwise = {"mode": "pairwise", "baseline_evaluation_id": baseline}
     consistent = submit(gateway, benchmark=slug, model="uep-judge", judge=pairwise)
     biased = submit(gateway, benchmark=slug, model="uep-judge", judge=pairwise | {"judges": ["uep-judge-first"]})
-    jury = submit(gateway, benchmark=slug, model="uep-judge",
-                  judge=pairwise | {"judges": ["uep-judge", "uep-judge-first"], "aggregate": "majority"})
+    jury = submit(
+        gateway,
+        benchmark=slug,
+        model="uep-judge",
+        judge=pairwise | {"judges": ["uep-judge", "uep-judge-first"], "aggregate": "majority"},
+    )
     for e in (consistent, biased, jury):
         assert wait_done(gateway, e, timeout_s=90)["status"] == "completed"
 
@@ -108,7 +128,11 @@ def test_pairwise_both_orders_jury_and_position_bias(gateway):
     diag = gateway.get("/v1/judges/diagnostics", params={"benchmark": slug}).json()["judges"]
     by = {(d["judge_model"], d["template"]): d for d in diag}
     first = by[("uep-judge-first", "pairwise")]
-    assert (first["pairwise_comparisons"], first["position_swap_inconsistency_rate"], first["first_position_rate"]) == (6, 1.0, 1.0)
+    assert (first["pairwise_comparisons"], first["position_swap_inconsistency_rate"], first["first_position_rate"]) == (
+        6,
+        1.0,
+        1.0,
+    )
     good = by[("uep-judge", "pairwise")]
     assert (good["pairwise_comparisons"], good["position_swap_inconsistency_rate"]) == (6, 0.0)
     # the judge's own answers (candidate uep-judge) against uep-oracle's: win, loss, tie twice -> (1+0+.5)*2/6
@@ -137,27 +161,46 @@ def test_hybrid_routes_automatic_judge_and_human(gateway, db):
             break
         time.sleep(0.3)
     items = all_results(gateway, evaluation_id)
-    assert [(x["sample_ordinal"], x["metrics"]["decided_by"]) for x in items] == [(0, "automatic"), (1, "automatic"), (2, "judge")]
+    assert [(x["sample_ordinal"], x["metrics"]["decided_by"]) for x in items] == [
+        (0, "automatic"),
+        (1, "automatic"),
+        (2, "judge"),
+    ]
     assert [x["is_correct"] for x in items] == [True, False, False]  # judge: mean (2 + 0) / 2 = 1 < 5
     assert items[2]["metrics"]["route_reason"] == "no_answer" and items[2]["metrics"]["judge_overall"] == 1
     assert [(x["sample_ordinal"], x["stage"], x["reason"]) for x in routes] == [
-        (2, "judge", "no_answer"), (3, "human", "jury_disagreement"), (3, "judge", "no_answer"),
-        (4, "human", "judge_invalid"), (4, "judge", "no_answer"),
+        (2, "judge", "no_answer"),
+        (3, "human", "jury_disagreement"),
+        (3, "judge", "no_answer"),
+        (4, "human", "judge_invalid"),
+        (4, "judge", "no_answer"),
     ]
     human = {x["sample_ordinal"]: x["details"] for x in routes if x["stage"] == "human"}
     assert human[3]["juror_uep-judge"] == 8 and human[3]["juror_uep-judge-first"] == 3
     view = gateway.get(f"/v1/evaluations/{evaluation_id}").json()
     assert view["status"] == "running" and view["progress"]["completed"] == 3  # waits for the annotators
     with db.connect() as c:  # routed items hold no lease the scheduler would re-dispatch
-        leases = c.execute(text("SELECT l.state, l.lease_expires_at > now() + interval '1 year' FROM sample_leases l "
-                                "JOIN hybrid_routes h USING (evaluation_id, sample_id, repeat, arm) "
-                                "WHERE h.stage = 'human' AND l.evaluation_id = :e"), {"e": evaluation_id}).all()
+        leases = c.execute(
+            text(
+                "SELECT l.state, l.lease_expires_at > now() + interval '1 year' FROM sample_leases l "
+                "JOIN hybrid_routes h USING (evaluation_id, sample_id, repeat, arm) "
+                "WHERE h.stage = 'human' AND l.evaluation_id = :e"
+            ),
+            {"e": evaluation_id},
+        ).all()
     assert sorted(leases) == [("released", True), ("released", True)]
 
     # Stage 3: the two human-routed items are annotated; their ScoreComputed completes the evaluation.
-    r = gateway.post("/v1/annotation-tasks", json={"name": "hybrid-e2e", "source": "hybrid", "evaluation_id": evaluation_id,
-                                                  "questions": [{"name": "correct", "type": "pass_fail"}],
-                                                  "annotations_per_item": 1})
+    r = gateway.post(
+        "/v1/annotation-tasks",
+        json={
+            "name": "hybrid-e2e",
+            "source": "hybrid",
+            "evaluation_id": evaluation_id,
+            "questions": [{"name": "correct", "type": "pass_fail"}],
+            "annotations_per_item": 1,
+        },
+    )
     assert r.status_code == 201, r.text
     task = r.json()
     assert task["total_items"] == 2
@@ -166,14 +209,21 @@ def test_hybrid_routes_automatic_judge_and_human(gateway, db):
         nxt = gateway.get(f"/v1/annotation-tasks/{task['id']}/next", params={"annotator": "hybrid-e2e-ann"}).json()
         ordinal = nxt["item"]["sample_ordinal"]
         assert nxt["item"]["output"] == rows[ordinal].removeprefix("[[say:").removesuffix("]]")  # the model's answer
-        s = gateway.post(f"/v1/annotation-tasks/{task['id']}/annotations", params={"annotator": "hybrid-e2e-ann"},
-                         json={"assignment_id": nxt["assignment_id"], "answers": {"correct": verdicts[ordinal]}})
+        s = gateway.post(
+            f"/v1/annotation-tasks/{task['id']}/annotations",
+            params={"annotator": "hybrid-e2e-ann"},
+            json={"assignment_id": nxt["assignment_id"], "answers": {"correct": verdicts[ordinal]}},
+        )
         assert s.status_code == 201, s.text
     final = wait_done(gateway, evaluation_id, timeout_s=60)
     assert final["status"] == "completed" and final["summary"]["n"] == 5
     items = all_results(gateway, evaluation_id)
     assert [(x["sample_ordinal"], x["metrics"]["decided_by"], x["is_correct"]) for x in items] == [
-        (0, "automatic", True), (1, "automatic", False), (2, "judge", False), (3, "human", True), (4, "human", False),
+        (0, "automatic", True),
+        (1, "automatic", False),
+        (2, "judge", False),
+        (3, "human", True),
+        (4, "human", False),
     ]
 
 

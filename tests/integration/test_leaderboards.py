@@ -39,42 +39,86 @@ def make_benchmark(db, prefix: str, n_samples: int = 8) -> tuple[str, list[uuid.
     bench_id, slug = uuid.uuid4(), f"{prefix}-{uuid.uuid4().hex[:8]}"
     samples = [uuid.uuid4() for _ in range(n_samples)]
     with db.begin() as c:
-        c.execute(text(
-            "INSERT INTO benchmarks (id, slug, name, description, version, category, status, is_builtin, evaluation_type, "
-            "capability_dimensions, config, sample_count) VALUES (:id, :s, :s, '', :v, 'custom', 'active', false, 'automatic', "
-            "'[]', '{}', :n)"), {"id": bench_id, "s": slug, "v": uuid.uuid4().hex, "n": n_samples})
+        c.execute(
+            text(
+                "INSERT INTO benchmarks (id, slug, name, description, version, category, status, is_builtin, evaluation_type, "
+                "capability_dimensions, config, sample_count) VALUES (:id, :s, :s, '', :v, 'custom', 'active', false, 'automatic', "
+                "'[]', '{}', :n)"
+            ),
+            {"id": bench_id, "s": slug, "v": uuid.uuid4().hex, "n": n_samples},
+        )
         for i, sid in enumerate(samples):
-            c.execute(text("INSERT INTO samples (id, benchmark_id, ordinal, external_id, input, reference, metadata) "
-                           "VALUES (:id, :b, :o, :x, '{}', '{}', '{}')"), {"id": sid, "b": bench_id, "o": i, "x": f"s{i}"})
+            c.execute(
+                text(
+                    "INSERT INTO samples (id, benchmark_id, ordinal, external_id, input, reference, metadata) "
+                    "VALUES (:id, :b, :o, :x, '{}', '{}', '{}')"
+                ),
+                {"id": sid, "b": bench_id, "o": i, "x": f"s{i}"},
+            )
     return slug, samples
 
 
 def summary(metric: str, k: int | None, n: int) -> dict:
     ci = wilson_interval(k, n) if k is not None else None
-    return {"n": n, "scored": n if k is not None else 0, "correct": k or 0, "errors": 0, "accuracy": k / n if k is not None else None,
-            "ci_low": ci[0] if ci else None, "ci_high": ci[1] if ci else None, "latency_ms_p50": None, "latency_ms_p90": None,
-            "prompt_tokens": 0, "completion_tokens": 0, "metric_name": metric}
+    return {
+        "n": n,
+        "scored": n if k is not None else 0,
+        "correct": k or 0,
+        "errors": 0,
+        "accuracy": k / n if k is not None else None,
+        "ci_low": ci[0] if ci else None,
+        "ci_high": ci[1] if ci else None,
+        "latency_ms_p50": None,
+        "latency_ms_p90": None,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "metric_name": metric,
+    }
 
 
-async def record(sessions, db, slug: str, model: str, metric: str, k: int | None, n: int, completed_at: datetime,
-                 scores: list[float] | None = None) -> uuid.UUID:
+async def record(
+    sessions,
+    db,
+    slug: str,
+    model: str,
+    metric: str,
+    k: int | None,
+    n: int,
+    completed_at: datetime,
+    scores: list[float] | None = None,
+) -> uuid.UUID:
     """Insert a completed evaluation (and, for a continuous metric, its items' scores) and record it on the
     leaderboard in the same transaction, as the reporter does right after completing one."""
     eid = uuid.uuid4()
     async with sessions() as s, s.begin():
-        ids = (await s.execute(text(
-            "SELECT (SELECT id FROM tenants WHERE slug = 'default'), (SELECT id FROM benchmarks WHERE slug = :b), "
-            "(SELECT id FROM models WHERE name = :m)"), {"b": slug, "m": model})).one()
-        await s.execute(text(
-            "INSERT INTO evaluations (id, tenant_id, benchmark_id, model_id, status, priority, repeats, total_items, "
-            "dispatched_items, completed_items, error_items, config, summary, trace_context, created_at, completed_at) "
-            "VALUES (:id, :t, :b, :m, 'completed', 'normal', 1, :n, :n, :n, 0, '{}', CAST(:s AS jsonb), '{}', :c, :c)"),
-            {"id": eid, "t": ids[0], "b": ids[1], "m": ids[2], "n": n, "s": json.dumps(summary(metric, k, n)), "c": completed_at})
-        sample_ids = (await s.scalars(text("SELECT id FROM samples WHERE benchmark_id = :b ORDER BY ordinal"), {"b": ids[1]})).all()
+        ids = (
+            await s.execute(
+                text(
+                    "SELECT (SELECT id FROM tenants WHERE slug = 'default'), (SELECT id FROM benchmarks WHERE slug = :b), "
+                    "(SELECT id FROM models WHERE name = :m)"
+                ),
+                {"b": slug, "m": model},
+            )
+        ).one()
+        await s.execute(
+            text(
+                "INSERT INTO evaluations (id, tenant_id, benchmark_id, model_id, status, priority, repeats, total_items, "
+                "dispatched_items, completed_items, error_items, config, summary, trace_context, created_at, completed_at) "
+                "VALUES (:id, :t, :b, :m, 'completed', 'normal', 1, :n, :n, :n, 0, '{}', CAST(:s AS jsonb), '{}', :c, :c)"
+            ),
+            {"id": eid, "t": ids[0], "b": ids[1], "m": ids[2], "n": n, "s": json.dumps(summary(metric, k, n)), "c": completed_at},
+        )
+        sample_ids = (
+            await s.scalars(text("SELECT id FROM samples WHERE benchmark_id = :b ORDER BY ordinal"), {"b": ids[1]})
+        ).all()
         for sid, score in zip(sample_ids, scores or [], strict=False):
-            await s.execute(text(
-                "INSERT INTO sample_results (evaluation_id, sample_id, repeat, arm, score, metric_name, metrics, score_event_id, attempt) "
-                "VALUES (:e, :s, 0, 'main', :v, :m, '{}', :u, 1)"), {"e": eid, "s": sid, "v": score, "m": metric, "u": uuid.uuid4()})
+            await s.execute(
+                text(
+                    "INSERT INTO sample_results (evaluation_id, sample_id, repeat, arm, score, metric_name, metrics, score_event_id, attempt) "
+                    "VALUES (:e, :s, 0, 'main', :v, :m, '{}', :u, 1)"
+                ),
+                {"e": eid, "s": sid, "v": score, "m": metric, "u": uuid.uuid4()},
+            )
         assert await lb.record_evaluation(s, eid)
     return eid
 
@@ -124,7 +168,13 @@ async def test_tie_groups_top_n_latest_entry_and_rank_history(stack, db, gateway
     assert snaps[0]["changes"] == []  # the old, better run of A changed nothing
     changes = {c["model"]: (c["from_position"], c["to_position"], c["from_rank"], c["to_rank"]) for c in snaps[1]["changes"]}
     assert snaps[1]["evaluation_id"] == str(e2)
-    assert changes == {m["E"]: (5, 1, 5, 1), m["A"]: (1, 2, 1, 1), m["B"]: (2, 3, 1, 1), m["C"]: (3, 4, 3, 4), m["D"]: (4, 5, 3, 4)}
+    assert changes == {
+        m["E"]: (5, 1, 5, 1),
+        m["A"]: (1, 2, 1, 1),
+        m["B"]: (2, 3, 1, 1),
+        m["C"]: (3, 4, 3, 4),
+        m["D"]: (4, 5, 3, 4),
+    }
     first = snaps[-1]  # the board after the first evaluation: A alone, new on the board
     assert [c["model"] for c in first["changes"]] == [m["A"]] and first["changes"][0]["from_rank"] is None
     assert len(gateway.get(f"/v1/leaderboards/{slug}/history", params={"limit": 2}).json()["snapshots"]) == 2
@@ -160,8 +210,9 @@ async def test_continuous_board_compare_and_radar(stack, db, gateway, sessions):
     assert "bootstrap" in pe["method_detail"]
     assert qe["ci_low"] > pe["ci_high"] and (qe["tie_group"], pe["tie_group"], pe["rank"]) == (1, 2, 2)
 
-    r1 = gateway.get("/v1/leaderboards/compare", params={"models": f"{p},{q}", "benchmarks": f"{acc},{cont}:bleu,{third}"},
-                     timeout=180)  # the gateway's first radar imports matplotlib (slow on a loaded CI machine)
+    r1 = gateway.get(
+        "/v1/leaderboards/compare", params={"models": f"{p},{q}", "benchmarks": f"{acc},{cont}:bleu,{third}"}, timeout=180
+    )  # the gateway's first radar imports matplotlib (slow on a loaded CI machine)
     assert r1.status_code == 200, r1.text
     c = r1.json()
     assert [x["key"] for x in c["boards"]] == [f"{acc}:exact_match", f"{cont}:bleu", f"{third}:exact_match"]
@@ -181,7 +232,12 @@ async def test_continuous_board_compare_and_radar(stack, db, gateway, sessions):
     allb = gateway.get("/v1/leaderboards/compare", params={"models": p}).json()
     assert {x["benchmark"] for x in allb["boards"]} == {acc, cont, third}
     # A model version never evaluated here: every cell empty, no polygon.
-    assert all(v is None for v in gateway.get("/v1/leaderboards/compare", params={"models": r, "benchmarks": acc}).json()["rows"][0]["scores"].values())
+    assert all(
+        v is None
+        for v in gateway.get("/v1/leaderboards/compare", params={"models": r, "benchmarks": acc})
+        .json()["rows"][0]["scores"]
+        .values()
+    )
 
     def err(path, params):
         resp = gateway.get(path, params=params)
@@ -189,8 +245,16 @@ async def test_continuous_board_compare_and_radar(stack, db, gateway, sessions):
 
     assert err("/v1/leaderboards/compare", {"models": "no-such-model"}) == (422, ["query", "models"], "unknown_model")
     assert err("/v1/leaderboards/compare", {"models": f"{p}@9"}) == (422, ["query", "models"], "unknown_model")
-    assert err("/v1/leaderboards/compare", {"models": p, "benchmarks": "no-such"}) == (422, ["query", "benchmarks"], "unknown_benchmark")
-    assert err("/v1/leaderboards/compare", {"models": p, "benchmarks": f"{acc}:judge"}) == (422, ["query", "benchmarks"], "unknown_score_type")
+    assert err("/v1/leaderboards/compare", {"models": p, "benchmarks": "no-such"}) == (
+        422,
+        ["query", "benchmarks"],
+        "unknown_benchmark",
+    )
+    assert err("/v1/leaderboards/compare", {"models": p, "benchmarks": f"{acc}:judge"}) == (
+        422,
+        ["query", "benchmarks"],
+        "unknown_score_type",
+    )
     assert err("/v1/leaderboards/no-such-bench", {}) == (404, ["path", "benchmark"], "unknown_benchmark")
     assert err(f"/v1/leaderboards/{acc}", {"score_type": "judge"}) == (404, ["query", "score_type"], "unknown_score_type")
     assert err(f"/v1/leaderboards/{acc}", {"top": 0})[0:2] == (422, ["query", "top"])

@@ -80,9 +80,13 @@ def test_retry_reruns_only_failed_items_and_dead_letters_them(gateway, db, stack
         assert first["status"] == "completed" and 2 <= failed < 9
 
         with db.connect() as c:
-            before = {row.sample_id: row for row in c.execute(
-                text("SELECT sample_id, id, score_event_id, attempt, error FROM sample_results WHERE evaluation_id = :e"),
-                {"e": evaluation_id})}
+            before = {
+                row.sample_id: row
+                for row in c.execute(
+                    text("SELECT sample_id, id, score_event_id, attempt, error FROM sample_results WHERE evaluation_id = :e"),
+                    {"e": evaluation_id},
+                )
+            }
         assert sum(r.error is not None for r in before.values()) == failed
         letters = wait_for("dead letters", lambda: (d := _dead_letters(gateway, evaluation_id)) and len(d) >= failed and d, 30)
         assert {d["source_topic"] for d in letters} == {"uep.sample.dispatched.v1"}
@@ -91,7 +95,12 @@ def test_retry_reruns_only_failed_items_and_dead_letters_them(gateway, db, stack
         r = gateway.post(f"/v1/evaluations/{evaluation_id}/retry")
         assert r.status_code == 202, r.text
         out = r.json()
-        assert (out["previous_status"], out["failed_items"], out["unfinished_items"], out["undispatched_items"]) == ("completed", failed, 0, 0)
+        assert (out["previous_status"], out["failed_items"], out["unfinished_items"], out["undispatched_items"]) == (
+            "completed",
+            failed,
+            0,
+            0,
+        )
         assert out["evaluation"]["status"] == "running" and out["evaluation"]["progress"]["completed"] == 9 - failed
         busy = gateway.post(f"/v1/evaluations/{evaluation_id}/retry")
         if busy.status_code == 409:  # unless it already finished again
@@ -102,11 +111,17 @@ def test_retry_reruns_only_failed_items_and_dead_letters_them(gateway, db, stack
         assert final["summary"]["n"] == 9 and final["summary"]["correct"] == 6  # ordinals 2, 5, 8 are wrong
         assert verdicts(db, evaluation_id) == oracle_correct(9)
         with db.connect() as c:
-            after = {row.sample_id: row for row in c.execute(
-                text("SELECT sample_id, id, score_event_id, attempt, error FROM sample_results WHERE evaluation_id = :e"),
-                {"e": evaluation_id})}
-            retired = c.execute(text("SELECT sample_id, reason, error IS NOT NULL FROM retired_results WHERE evaluation_id = :e"),
-                                {"e": evaluation_id}).all()
+            after = {
+                row.sample_id: row
+                for row in c.execute(
+                    text("SELECT sample_id, id, score_event_id, attempt, error FROM sample_results WHERE evaluation_id = :e"),
+                    {"e": evaluation_id},
+                )
+            }
+            retired = c.execute(
+                text("SELECT sample_id, reason, error IS NOT NULL FROM retired_results WHERE evaluation_id = :e"),
+                {"e": evaluation_id},
+            ).all()
         assert len(after) == 9
         for sample_id, old in before.items():
             new = after[sample_id]
@@ -115,7 +130,8 @@ def test_retry_reruns_only_failed_items_and_dead_letters_them(gateway, db, stack
             else:  # failed: run again, as a later attempt, the failed row kept aside
                 assert new.error is None and new.id != old.id and new.attempt > old.attempt
         assert sorted((s, reason, e) for s, reason, e in retired) == sorted(
-            (s, "retry", True) for s, old in before.items() if old.error is not None)
+            (s, "retry", True) for s, old in before.items() if old.error is not None
+        )
         c_ = counts(db, evaluation_id)
         assert (c_["completed_items"], c_["error_items"], c_["results"], c_["items"]) == (9, 0, 9, 9)
         nothing = gateway.post(f"/v1/evaluations/{evaluation_id}/retry")
@@ -153,9 +169,15 @@ def test_redrive_reopens_a_dead_lettered_item(gateway, db, stack, short_leases):
         assert final["summary"]["n"] == 2 and final["summary"]["errors"] == 1 and final["summary"]["correct"] == 1
         redriven = json.loads(target["body"])
         with db.connect() as c:
-            row = c.execute(text("SELECT error, attempt FROM sample_results WHERE evaluation_id = :e AND sample_id = :s"),
-                            {"e": evaluation_id, "s": redriven["sample_id"]}).one()
-            retired = c.execute(text("SELECT reason FROM retired_results WHERE evaluation_id = :e"), {"e": evaluation_id}).scalars().all()
+            row = c.execute(
+                text("SELECT error, attempt FROM sample_results WHERE evaluation_id = :e AND sample_id = :s"),
+                {"e": evaluation_id, "s": redriven["sample_id"]},
+            ).one()
+            retired = (
+                c.execute(text("SELECT reason FROM retired_results WHERE evaluation_id = :e"), {"e": evaluation_id})
+                .scalars()
+                .all()
+            )
         assert row.error is None and retired == ["redrive"]
         again = gateway.post(f"/v1/dead-letters/{target['id']}/redrive")  # finished items are never run again
         assert again.status_code == 409 and again.json()["detail"][0]["type"] == "already_finished"
@@ -248,8 +270,11 @@ def test_lease_attempts_exhausted_item_is_recorded_failed_and_dead_lettered(gate
         assert final["status"] == "failed" and err["type"] == "lease_attempts_exhausted"
         assert err["message"].startswith("no result after 6 dispatch attempt(s)")
         assert counts(db, evaluation_id)["max_attempt"] == 6
-        letter = wait_for("the dead letter", lambda: next((d for d in _dead_letters(gateway, evaluation_id)
-                                                          if d["reason"].startswith("no result after")), None), 30)
+        letter = wait_for(
+            "the dead letter",
+            lambda: next((d for d in _dead_letters(gateway, evaluation_id) if d["reason"].startswith("no result after")), None),
+            30,
+        )
         assert letter["source_topic"] == "uep.sample.dispatched.v1" and json.loads(letter["body"])["attempt"] == 6
     finally:
         fwd.close()
@@ -290,12 +315,17 @@ def test_a_second_replica_starting_does_not_interrupt_the_live_ones(gateway, db,
     # Its own consumer-group prefix: to PostgreSQL (instances, leases, outbox) it is a second replica, but it does
     # not join the first one's groups — tansu wedges a group whose members leave close together
     # (shared/research/kafka-broker.md), and both consumers handle every message idempotently anyway.
-    env = {**stack.service_env("scheduler"), **LEASE_ENV, "UEP_HEALTH_PORT": str(stack.service_ports["scheduler"] + 100),
-           "UEP_CONSUMER_GROUP_PREFIX": "uep-replica-2"}
+    env = {
+        **stack.service_env("scheduler"),
+        **LEASE_ENV,
+        "UEP_HEALTH_PORT": str(stack.service_ports["scheduler"] + 100),
+        "UEP_CONSUMER_GROUP_PREFIX": "uep-replica-2",
+    }
     uep_stack.spawn(stack, "scheduler-2", [str(uep_stack.BIN / "uep-scheduler")], env)
     try:
-        uep_stack.wait_until("/readyz", lambda: uep_stack._http_ok(f"http://127.0.0.1:{env['UEP_HEALTH_PORT']}/readyz"),
-                             90, stack, "scheduler-2")
+        uep_stack.wait_until(
+            "/readyz", lambda: uep_stack._http_ok(f"http://127.0.0.1:{env['UEP_HEALTH_PORT']}/readyz"), 90, stack, "scheduler-2"
+        )
         with db.connect() as c:
             live = c.execute(text("SELECT count(*) FROM scheduler_instances")).scalar()
         assert live == 2
@@ -304,4 +334,3 @@ def test_a_second_replica_starting_does_not_interrupt_the_live_ones(gateway, db,
         uep_stack.stop(stack, ["scheduler-2"])
     final = wait_status(gateway, evaluation_id, ("completed", "failed", "interrupted"), 90)
     assert final["status"] == "completed" and final["summary"]["n"] == 40
-

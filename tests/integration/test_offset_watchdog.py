@@ -38,16 +38,22 @@ async def _create_topic(port: int) -> None:
 
 
 async def _scenario(cfg) -> tuple[list[str], int, int]:
-    import uep_stack
     from aiokafka import AIOKafkaConsumer
 
+    import uep_stack
     from uep_common.offsets import OffsetWatchdog
 
     port = cfg.broker_port
     await _create_topic(port)
-    consumer = AIOKafkaConsumer(TOPIC, bootstrap_servers=f"127.0.0.1:{port}", group_id="watchdog-test",
-                                auto_offset_reset="earliest", session_timeout_ms=3000, heartbeat_interval_ms=500,
-                                fetch_max_wait_ms=100)
+    consumer = AIOKafkaConsumer(
+        TOPIC,
+        bootstrap_servers=f"127.0.0.1:{port}",
+        group_id="watchdog-test",
+        auto_offset_reset="earliest",
+        session_timeout_ms=3000,
+        heartbeat_interval_ms=500,
+        fetch_max_wait_ms=100,
+    )
     await asyncio.wait_for(consumer.start(), 30)
     got: list[str] = []
 

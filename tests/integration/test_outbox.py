@@ -18,7 +18,9 @@ from .helpers import fresh_database
 
 
 def _event() -> EvaluationCompleted:
-    return EvaluationCompleted(evaluation_id=uuid.uuid4(), tenant_id=uuid.uuid4(), status=EvaluationStatus.cancelled, summary=None)
+    return EvaluationCompleted(
+        evaluation_id=uuid.uuid4(), tenant_id=uuid.uuid4(), status=EvaluationStatus.cancelled, summary=None
+    )
 
 
 async def _scenario(stack) -> None:
@@ -26,20 +28,29 @@ async def _scenario(stack) -> None:
     engine = make_async_engine(settings.database_url)
     sm = make_sessionmaker(engine)
     rolled_back, committed = _event(), _event()
-    async with sm() as s:
-        async with s.begin():
-            add_to_outbox(s, rolled_back, trace_headers={})
-            await s.rollback()
+    async with sm() as s, s.begin():
+        add_to_outbox(s, rolled_back, trace_headers={})
+        await s.rollback()
     async with sm() as s, s.begin():
         add_to_outbox(s, committed, trace_headers={})
     async with sm() as s:
-        ids = set(await s.scalars(select(OutboxMessage.event_id).where(OutboxMessage.event_id.in_([rolled_back.event_id, committed.event_id]))))
+        ids = set(
+            await s.scalars(
+                select(OutboxMessage.event_id).where(OutboxMessage.event_id.in_([rolled_back.event_id, committed.event_id]))
+            )
+        )
     assert ids == {committed.event_id}
 
     broker = make_broker(settings)
     await asyncio.wait_for(broker.start(), 30)
-    consumer = AIOKafkaConsumer(committed.topic, bootstrap_servers=settings.kafka_bootstrap, group_id=f"test-outbox-{uuid.uuid4()}",
-                                auto_offset_reset="earliest", session_timeout_ms=6000, fetch_max_wait_ms=100)
+    consumer = AIOKafkaConsumer(
+        committed.topic,
+        bootstrap_servers=settings.kafka_bootstrap,
+        group_id=f"test-outbox-{uuid.uuid4()}",
+        auto_offset_reset="earliest",
+        session_timeout_ms=6000,
+        fetch_max_wait_ms=100,
+    )
     await consumer.start()
     try:
         relay = OutboxRelay(sm, broker)

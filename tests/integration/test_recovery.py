@@ -20,7 +20,9 @@ def _ids(db) -> dict:
                     "(SELECT id FROM benchmarks WHERE slug = 'gsm8k' ORDER BY created_at DESC LIMIT 1) AS benchmark, "
                     "(SELECT id FROM models WHERE name = 'uep-oracle') AS model"
                 )
-            ).one()._mapping
+            )
+            .one()
+            ._mapping
         )
 
 
@@ -33,8 +35,16 @@ def _insert_evaluation(c, ids: dict, status: str, total: int, dispatched: int, a
             "VALUES (:id, :t, :b, :m, :st, 'normal', :n, 1, :n, :d, 0, 0, '{}', '{}', now() - make_interval(secs => :age), now(), "
             "CASE WHEN CAST(:st AS varchar) = 'running' THEN now() END)"
         ),
-        {"id": evaluation_id, "t": ids["tenant"], "b": ids["benchmark"], "m": ids["model"], "st": status, "n": total,
-         "d": dispatched, "age": age_s},
+        {
+            "id": evaluation_id,
+            "t": ids["tenant"],
+            "b": ids["benchmark"],
+            "m": ids["model"],
+            "st": status,
+            "n": total,
+            "d": dispatched,
+            "age": age_s,
+        },
     )
     return evaluation_id
 
@@ -59,7 +69,9 @@ def test_expired_leases_are_dispatched_again(gateway, db):
     results = all_results(gateway, str(evaluation_id))
     assert [(r["sample_ordinal"], r["attempt"]) for r in results] == [(0, 2), (1, 2), (2, 2), (3, 1), (4, 1), (5, 1)]
     with db.connect() as c:
-        leases = c.execute(text("SELECT count(*), max(attempt) FROM sample_leases WHERE evaluation_id = :e"), {"e": evaluation_id}).one()
+        leases = c.execute(
+            text("SELECT count(*), max(attempt) FROM sample_leases WHERE evaluation_id = :e"), {"e": evaluation_id}
+        ).one()
     assert tuple(leases) == (6, 2)
 
 

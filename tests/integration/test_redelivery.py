@@ -17,8 +17,12 @@ async def _publish_and_wait_consumed(bootstrap: str, events: list[ScoreComputed]
     await producer.start()
     try:
         sent = [
-            await producer.send_and_wait(Topics.SCORE_COMPUTED, e.model_dump_json().encode(), key=e.key(),
-                                         headers=[(k, v.encode()) for k, v in e.headers().items()])
+            await producer.send_and_wait(
+                Topics.SCORE_COMPUTED,
+                e.model_dump_json().encode(),
+                key=e.key(),
+                headers=[(k, v.encode()) for k, v in e.headers().items()],
+            )
             for e in events
         ]
     finally:
@@ -44,15 +48,25 @@ def test_redelivered_scores_change_nothing(gateway, db, stack):
     assert before["summary"]["correct"] == 2
     with db.connect() as c:
         row = c.execute(
-            text("SELECT r.sample_id, r.score_event_id, e.tenant_id, e.benchmark_id, e.model_id FROM sample_results r "
-                 "JOIN evaluations e ON e.id = r.evaluation_id JOIN samples s ON s.id = r.sample_id "
-                 "WHERE r.evaluation_id = :e AND s.ordinal = 0"),
+            text(
+                "SELECT r.sample_id, r.score_event_id, e.tenant_id, e.benchmark_id, e.model_id FROM sample_results r "
+                "JOIN evaluations e ON e.id = r.evaluation_id JOIN samples s ON s.id = r.sample_id "
+                "WHERE r.evaluation_id = :e AND s.ordinal = 0"
+            ),
             {"e": evaluation_id},
         ).one()
     original = ScoreComputed(
-        event_id=row.score_event_id, evaluation_id=evaluation_id, tenant_id=row.tenant_id, sample_id=row.sample_id,
-        benchmark_id=row.benchmark_id, model_id=row.model_id, metric_name="gsm8k_numeric_exact_match",
-        metric_version="1", is_correct=True, score=1.0, output="#### 18",
+        event_id=row.score_event_id,
+        evaluation_id=evaluation_id,
+        tenant_id=row.tenant_id,
+        sample_id=row.sample_id,
+        benchmark_id=row.benchmark_id,
+        model_id=row.model_id,
+        metric_name="gsm8k_numeric_exact_match",
+        metric_version="1",
+        is_correct=True,
+        score=1.0,
+        output="#### 18",
     )
     conflicting = original.model_copy(update={"event_id": uuid.uuid4(), "is_correct": False, "score": 0.0, "output": "#### 0"})
     asyncio.run(_publish_and_wait_consumed(f"127.0.0.1:{stack.broker_port}", [original, original, conflicting]))
@@ -62,8 +76,10 @@ def test_redelivered_scores_change_nothing(gateway, db, stack):
     assert after["progress"] == before["progress"]
     with db.connect() as c:
         rows = c.execute(
-            text("SELECT count(*), bool_and(is_correct), min(score_event_id::text) FROM sample_results "
-                 "WHERE evaluation_id = :e AND sample_id = :s"),
+            text(
+                "SELECT count(*), bool_and(is_correct), min(score_event_id::text) FROM sample_results "
+                "WHERE evaluation_id = :e AND sample_id = :s"
+            ),
             {"e": evaluation_id, "s": row.sample_id},
         ).one()
         completed_items = c.execute(text("SELECT completed_items FROM evaluations WHERE id = :e"), {"e": evaluation_id}).scalar()

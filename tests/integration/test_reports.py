@@ -37,8 +37,10 @@ def test_report_comparison_and_pin(gateway, db):
     assert wait_done(gateway, a)["status"] == "completed"
     with db.begin() as c:
         c.execute(
-            text("UPDATE sample_results r SET is_correct = NOT r.is_correct FROM samples s "
-                 "WHERE s.id = r.sample_id AND r.evaluation_id = :e AND s.ordinal IN (0, 2)"),
+            text(
+                "UPDATE sample_results r SET is_correct = NOT r.is_correct FROM samples s "
+                "WHERE s.id = r.sample_id AND r.evaluation_id = :e AND s.ordinal IN (0, 2)"
+            ),
             {"e": a},
         )
     # Run B differs from A in the prompt (1 few-shot demonstration): the fingerprint diff must say so.
@@ -96,8 +98,13 @@ def test_report_comparison_and_pin(gateway, db):
 
     with db.connect() as c:
         refs = c.execute(text("SELECT kind FROM artifact_refs WHERE evaluation_id = :e ORDER BY kind"), {"e": b}).scalars().all()
-        ready = c.execute(text("SELECT payload FROM outbox WHERE event_type = 'ReportReady' AND payload->>'evaluation_id' = :e"),
-                          {"e": b}).scalars().all()
+        ready = (
+            c.execute(
+                text("SELECT payload FROM outbox WHERE event_type = 'ReportReady' AND payload->>'evaluation_id' = :e"), {"e": b}
+            )
+            .scalars()
+            .all()
+        )
     assert refs == ["report_html", "report_json", "report_pdf"]
     assert len(ready) == 1 and ready[0]["report_id"] == rep["id"] and ready[0]["formats"] == ["html", "json", "pdf"]
 

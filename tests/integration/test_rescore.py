@@ -25,11 +25,15 @@ def test_rescore_restores_scores_of_an_old_scorer_version(gateway, db):
     # Pretend ordinals 0 and 2 were scored by an older, buggy scorer version: verdicts inverted.
     with db.begin() as c:
         c.execute(
-            text("UPDATE sample_results r SET is_correct = NOT r.is_correct, score = 1 - r.score, metric_version = '0' "
-                 "FROM samples s WHERE s.id = r.sample_id AND r.evaluation_id = :e AND s.ordinal IN (0, 2)"),
+            text(
+                "UPDATE sample_results r SET is_correct = NOT r.is_correct, score = 1 - r.score, metric_version = '0' "
+                "FROM samples s WHERE s.id = r.sample_id AND r.evaluation_id = :e AND s.ordinal IN (0, 2)"
+            ),
             {"e": evaluation_id},
         )
-        calls_before = c.execute(text("SELECT count(*) FROM sample_leases WHERE evaluation_id = :e"), {"e": evaluation_id}).scalar()
+        calls_before = c.execute(
+            text("SELECT count(*) FROM sample_leases WHERE evaluation_id = :e"), {"e": evaluation_id}
+        ).scalar()
 
     r = gateway.post(f"/v1/evaluations/{evaluation_id}/rescore")
     assert r.status_code == 202, r.text
@@ -49,12 +53,23 @@ def test_rescore_restores_scores_of_an_old_scorer_version(gateway, db):
     assert [x["is_correct"] for x in all_results(gateway, evaluation_id)] == [True, True, False, True, True, False]
     with db.connect() as c:
         history = c.execute(
-            text("SELECT s.ordinal, h.metric_version, h.is_correct FROM score_history h JOIN sample_results r ON r.id = h.result_id "
-                 "JOIN samples s ON s.id = r.sample_id WHERE h.evaluation_id = :e ORDER BY s.ordinal"),
+            text(
+                "SELECT s.ordinal, h.metric_version, h.is_correct FROM score_history h JOIN sample_results r ON r.id = h.result_id "
+                "JOIN samples s ON s.id = r.sample_id WHERE h.evaluation_id = :e ORDER BY s.ordinal"
+            ),
             {"e": evaluation_id},
         ).all()
-        calls_after = c.execute(text("SELECT count(*) FROM sample_leases WHERE evaluation_id = :e"), {"e": evaluation_id}).scalar()
-    assert [tuple(h) for h in history] == [(0, "0", False), (1, "1", True), (2, "0", True), (3, "1", True), (4, "1", True), (5, "1", False)]
+        calls_after = c.execute(
+            text("SELECT count(*) FROM sample_leases WHERE evaluation_id = :e"), {"e": evaluation_id}
+        ).scalar()
+    assert [tuple(h) for h in history] == [
+        (0, "0", False),
+        (1, "1", True),
+        (2, "0", True),
+        (3, "1", True),
+        (4, "1", True),
+        (5, "1", False),
+    ]
     assert calls_after == calls_before  # the model was not called again
 
 

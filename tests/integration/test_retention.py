@@ -24,8 +24,20 @@ N = 25  # evaluations of (benchmark, model M): i = 0 (oldest) … 24 (newest); r
 
 
 def _summary(k: int, n: int = 3) -> dict:
-    return {"n": n, "scored": n, "correct": k, "errors": 0, "accuracy": k / n, "ci_low": None, "ci_high": None,
-            "latency_ms_p50": None, "latency_ms_p90": None, "prompt_tokens": 0, "completion_tokens": 0, "metric_name": "exact_match"}
+    return {
+        "n": n,
+        "scored": n,
+        "correct": k,
+        "errors": 0,
+        "accuracy": k / n,
+        "ci_low": None,
+        "ci_high": None,
+        "latency_ms_p50": None,
+        "latency_ms_p90": None,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "metric_name": "exact_match",
+    }
 
 
 class History:
@@ -35,19 +47,31 @@ class History:
         self.db = db
         self.slug = f"ret-{uuid.uuid4().hex[:8]}"
         ep = f"grpc://127.0.0.1:{stack.triton_grpc}"
-        self.model, self.arm_model = register_model(db, ep, "uep_oracle", "ret-m"), register_model(db, ep, "uep_oracle", "ret-arm")
+        self.model, self.arm_model = (
+            register_model(db, ep, "uep_oracle", "ret-m"),
+            register_model(db, ep, "uep_oracle", "ret-arm"),
+        )
         self.store = ArtifactStore(stack.run_dir / "artifacts")  # the reporter's UEP_ARTIFACT_DIR in the stack
         self.bench = uuid.uuid4()
         self.samples = [uuid.uuid4() for _ in range(3)]
         self.experiment = uuid.uuid4()
         with db.begin() as c:
-            c.execute(text(
-                "INSERT INTO benchmarks (id, slug, name, description, version, category, status, is_builtin, evaluation_type, "
-                "capability_dimensions, config, sample_count) VALUES (:id, :s, :s, '', :v, 'custom', 'active', false, "
-                "'automatic', '[]', '{}', 3)"), {"id": self.bench, "s": self.slug, "v": uuid.uuid4().hex})
+            c.execute(
+                text(
+                    "INSERT INTO benchmarks (id, slug, name, description, version, category, status, is_builtin, evaluation_type, "
+                    "capability_dimensions, config, sample_count) VALUES (:id, :s, :s, '', :v, 'custom', 'active', false, "
+                    "'automatic', '[]', '{}', 3)"
+                ),
+                {"id": self.bench, "s": self.slug, "v": uuid.uuid4().hex},
+            )
             for i, sid in enumerate(self.samples):
-                c.execute(text("INSERT INTO samples (id, benchmark_id, ordinal, input, reference, metadata) "
-                               "VALUES (:id, :b, :o, '{}', '{}', '{}')"), {"id": sid, "b": self.bench, "o": i})
+                c.execute(
+                    text(
+                        "INSERT INTO samples (id, benchmark_id, ordinal, input, reference, metadata) "
+                        "VALUES (:id, :b, :o, '{}', '{}', '{}')"
+                    ),
+                    {"id": sid, "b": self.bench, "o": i},
+                )
             self.ev = [self._evaluation(c, self.model, i) for i in range(N)]
             self.partner = self._evaluation(c, self.arm_model, 100, experiment=self.experiment, arm="b")
             # Items of the evaluations that matter: i=3 has 3 results + leases + a replaced score; others 1 result.
@@ -56,48 +80,87 @@ class History:
             self._results(c, self.ev[3], 3, leases=True)
             self._leases(c, self.ev[1], 1, state="leased")
             rescore = uuid.uuid4()
-            c.execute(text("INSERT INTO rescores (id, evaluation_id, status, total_items, done_items, flipped_items, to_correct, "
-                           "to_incorrect, old_metric_versions, new_metric_versions) VALUES (:id, :e, 'completed', 3, 3, 0, 0, 0, "
-                           "'{}', '{}')"), {"id": rescore, "e": self.ev[3]})
-            c.execute(text("INSERT INTO score_history (result_id, evaluation_id, replaced_by_rescore_id, metric_name, metric_version, "
-                           "is_correct, score, metrics, scored_at) SELECT id, evaluation_id, :r, 'exact_match', '0', false, 0, '{}', now() "
-                           "FROM sample_results WHERE evaluation_id = :e LIMIT 1"), {"r": rescore, "e": self.ev[3]})
+            c.execute(
+                text(
+                    "INSERT INTO rescores (id, evaluation_id, status, total_items, done_items, flipped_items, to_correct, "
+                    "to_incorrect, old_metric_versions, new_metric_versions) VALUES (:id, :e, 'completed', 3, 3, 0, 0, 0, "
+                    "'{}', '{}')"
+                ),
+                {"id": rescore, "e": self.ev[3]},
+            )
+            c.execute(
+                text(
+                    "INSERT INTO score_history (result_id, evaluation_id, replaced_by_rescore_id, metric_name, metric_version, "
+                    "is_correct, score, metrics, scored_at) SELECT id, evaluation_id, :r, 'exact_match', '0', false, 0, '{}', now() "
+                    "FROM sample_results WHERE evaluation_id = :e LIMIT 1"
+                ),
+                {"r": rescore, "e": self.ev[3]},
+            )
             # Artifacts: U only referenced by i=3; S shared by i=3 and i=10.
             self.unique = self._artifact(c, b"<html>unique " + uuid.uuid4().bytes.hex().encode() + b"</html>", [self.ev[3]])
-            self.shared = self._artifact(c, b"<html>shared " + uuid.uuid4().bytes.hex().encode() + b"</html>", [self.ev[3], self.ev[10]])
+            self.shared = self._artifact(
+                c, b"<html>shared " + uuid.uuid4().bytes.hex().encode() + b"</html>", [self.ev[3], self.ev[10]]
+            )
 
     def _evaluation(self, c, model: str, i: int, experiment=None, arm="main") -> uuid.UUID:
         eid = uuid.uuid4()
         status = {1: "running", 4: "failed"}.get(i, "completed") if model == self.model else "completed"
-        c.execute(text(
-            "INSERT INTO evaluations (id, tenant_id, benchmark_id, model_id, status, priority, repeats, total_items, dispatched_items, "
-            "completed_items, error_items, config, summary, trace_context, created_at, completed_at, pinned, experiment_id, arm) "
-            "VALUES (:id, (SELECT id FROM tenants WHERE slug = 'default'), :b, (SELECT id FROM models WHERE name = :m), :st, 'normal', 1, "
-            "3, 3, 3, 0, '{}', CAST(:s AS jsonb), '{}', :t, :done, :pin, :x, :arm)"),
-            {"id": eid, "b": self.bench, "m": model, "st": status, "s": json.dumps(_summary(i % 4)), "t": T0 + timedelta(minutes=i),
-             "done": None if status == "running" else T0 + timedelta(minutes=i, seconds=30), "pin": i == 0 and model == self.model,
-             "x": self.experiment if (i == 2 and model == self.model) else experiment, "arm": "a" if (i == 2 and model == self.model) else arm})
+        c.execute(
+            text(
+                "INSERT INTO evaluations (id, tenant_id, benchmark_id, model_id, status, priority, repeats, total_items, dispatched_items, "
+                "completed_items, error_items, config, summary, trace_context, created_at, completed_at, pinned, experiment_id, arm) "
+                "VALUES (:id, (SELECT id FROM tenants WHERE slug = 'default'), :b, (SELECT id FROM models WHERE name = :m), :st, 'normal', 1, "
+                "3, 3, 3, 0, '{}', CAST(:s AS jsonb), '{}', :t, :done, :pin, :x, :arm)"
+            ),
+            {
+                "id": eid,
+                "b": self.bench,
+                "m": model,
+                "st": status,
+                "s": json.dumps(_summary(i % 4)),
+                "t": T0 + timedelta(minutes=i),
+                "done": None if status == "running" else T0 + timedelta(minutes=i, seconds=30),
+                "pin": i == 0 and model == self.model,
+                "x": self.experiment if (i == 2 and model == self.model) else experiment,
+                "arm": "a" if (i == 2 and model == self.model) else arm,
+            },
+        )
         return eid
 
     def _results(self, c, eid, n: int, leases: bool = False) -> None:
         for sid in self.samples[:n]:
-            c.execute(text("INSERT INTO sample_results (evaluation_id, sample_id, repeat, arm, is_correct, score, metric_name, metrics, "
-                           "score_event_id, attempt) VALUES (:e, :s, 0, 'main', true, 1, 'exact_match', '{}', :u, 1)"), {"e": eid, "s": sid, "u": uuid.uuid4()})
+            c.execute(
+                text(
+                    "INSERT INTO sample_results (evaluation_id, sample_id, repeat, arm, is_correct, score, metric_name, metrics, "
+                    "score_event_id, attempt) VALUES (:e, :s, 0, 'main', true, 1, 'exact_match', '{}', :u, 1)"
+                ),
+                {"e": eid, "s": sid, "u": uuid.uuid4()},
+            )
         if leases:
             self._leases(c, eid, n)
 
     def _leases(self, c, eid, n: int, state: str = "released") -> None:
         for sid in self.samples[:n]:
-            c.execute(text("INSERT INTO sample_leases (evaluation_id, sample_id, repeat, arm, state, attempt, leased_at, lease_expires_at) "
-                           "VALUES (:e, :s, 0, 'main', :st, 1, now(), now() + interval '1 hour')"), {"e": eid, "s": sid, "st": state})
+            c.execute(
+                text(
+                    "INSERT INTO sample_leases (evaluation_id, sample_id, repeat, arm, state, attempt, leased_at, lease_expires_at) "
+                    "VALUES (:e, :s, 0, 'main', :st, 1, now(), now() + interval '1 hour')"
+                ),
+                {"e": eid, "s": sid, "st": state},
+            )
 
     def _artifact(self, c, data: bytes, evaluations) -> tuple[uuid.UUID, str]:
         sha, rel = self.store.write_file(data, "text/html")
         aid = uuid.uuid4()
-        c.execute(text("INSERT INTO artifacts (id, sha256, path, bytes, media_type) VALUES (:id, :h, :p, :n, 'text/html')"),
-                  {"id": aid, "h": sha, "p": rel, "n": len(data)})
+        c.execute(
+            text("INSERT INTO artifacts (id, sha256, path, bytes, media_type) VALUES (:id, :h, :p, :n, 'text/html')"),
+            {"id": aid, "h": sha, "p": rel, "n": len(data)},
+        )
         for eid in evaluations:
-            c.execute(text("INSERT INTO artifact_refs (artifact_id, evaluation_id, kind) VALUES (:a, :e, 'report_html')"), {"a": aid, "e": eid})
+            c.execute(
+                text("INSERT INTO artifact_refs (artifact_id, evaluation_id, kind) VALUES (:a, :e, 'report_html')"),
+                {"a": aid, "e": eid},
+            )
         return aid, rel
 
     def count(self, table: str, eid) -> int:
@@ -112,7 +175,9 @@ class History:
 
     def cleaned(self) -> set[int]:
         with self.db.connect() as c:
-            rows = c.execute(text("SELECT id FROM evaluations WHERE benchmark_id = :b AND details_cleaned_at IS NOT NULL"), {"b": self.bench})
+            rows = c.execute(
+                text("SELECT id FROM evaluations WHERE benchmark_id = :b AND details_cleaned_at IS NOT NULL"), {"b": self.bench}
+            )
             ids = {r[0] for r in rows}
         return {i for i, e in enumerate(self.ev) if e in ids} | ({100} if self.partner in ids else set())
 
@@ -157,7 +222,14 @@ def test_retention_keeps_last_n_pinned_running_ab_partner_and_counts_artifact_re
         tx.rollback()
     assert [idx[d["evaluation_id"]] for d in res["cleaned"]] == [3] and res["skipped"] == [str(h.ev[4])]
     # i=3: 3 results, 3 leases, 1 replaced score, refs to U and S; U had no other ref -> row + file deleted.
-    assert res["deleted"] == {"artifact_refs": 2, "artifacts": 1, "files": 1, "sample_leases": 3, "sample_results": 3, "score_history": 1}
+    assert res["deleted"] == {
+        "artifact_refs": 2,
+        "artifacts": 1,
+        "files": 1,
+        "sample_leases": 3,
+        "sample_results": 3,
+        "score_history": 1,
+    }
     assert h.cleaned() == {3}
     assert (h.count("sample_results", h.ev[3]), h.count("sample_leases", h.ev[3]), h.count("score_history", h.ev[3])) == (0, 0, 0)
     assert h.artifact_alive(h.unique) == (False, False)
@@ -181,7 +253,9 @@ def test_retention_keeps_last_n_pinned_running_ab_partner_and_counts_artifact_re
     assert h.cleaned() == {3, 4, 5, 6, 7, 8, 9, 10, 11}
     with db.connect() as c:
         running = c.execute(text("SELECT status, details_cleaned_at FROM evaluations WHERE id = :e"), {"e": h.ev[1]}).one()
-    assert tuple(running) == ("running", None) and h.count("sample_leases", h.ev[1]) == 1 and h.count("sample_results", h.ev[1]) == 1
+    assert (
+        tuple(running) == ("running", None) and h.count("sample_leases", h.ev[1]) == 1 and h.count("sample_results", h.ev[1]) == 1
+    )
     assert h.count("sample_results", h.ev[0]) == 1 and h.count("sample_results", h.ev[2]) == 1
 
     # Nothing left to do: a second identical run cleans nothing.

@@ -38,10 +38,16 @@ def test_batch_creates_one_evaluation_per_model(gateway, db):
 
 
 def test_ab_arms_go_out_together_and_keep_their_arm(gateway, db):
-    r = gateway.post("/v1/evaluations", json={
-        "benchmark": "gsm8k", "model": "uep-oracle", "sample_limit": 6, "max_parallel": 2,
-        "arms": [{"name": "base"}, {"name": "shouting", "prompt_template": "{{ question | upper }}"}],
-    })
+    r = gateway.post(
+        "/v1/evaluations",
+        json={
+            "benchmark": "gsm8k",
+            "model": "uep-oracle",
+            "sample_limit": 6,
+            "max_parallel": 2,
+            "arms": [{"name": "base"}, {"name": "shouting", "prompt_template": "{{ question | upper }}"}],
+        },
+    )
     assert r.status_code == 202, r.text
     body = r.json()
     exp = body["experiment_id"]
@@ -54,9 +60,13 @@ def test_ab_arms_go_out_together_and_keep_their_arm(gateway, db):
     assert [x["output"] for x in shouting] == ["I do not know."] * 6  # the arm's own template reached the model
     assert {x["arm"] for x in base} == {"base"} and {x["arm"] for x in shouting} == {"shouting"}
     with db.connect() as c:
-        rows = c.execute(text(
-            "SELECT s.ordinal, l.arm, l.leased_at FROM sample_leases l JOIN samples s ON s.id = l.sample_id "
-            "WHERE l.evaluation_id IN (:a, :b) ORDER BY s.ordinal, l.arm"), {"a": arms["base"], "b": arms["shouting"]}).all()
+        rows = c.execute(
+            text(
+                "SELECT s.ordinal, l.arm, l.leased_at FROM sample_leases l JOIN samples s ON s.id = l.sample_id "
+                "WHERE l.evaluation_id IN (:a, :b) ORDER BY s.ordinal, l.arm"
+            ),
+            {"a": arms["base"], "b": arms["shouting"]},
+        ).all()
     by_ordinal: dict[int, set] = {}
     for ordinal, _arm, leased_at in rows:
         by_ordinal.setdefault(ordinal, set()).add(leased_at)
@@ -68,15 +78,26 @@ def _fast_schedule_tenant(db) -> dict:
     """A tenant whose own minimum schedule interval is 1 s (the site default is minutes), as the header."""
     slug = f"sched-{uuid.uuid4().hex[:8]}"
     with db.begin() as c:
-        c.execute(text("INSERT INTO tenants (id, slug, name, min_schedule_interval_s) VALUES (:id, :s, :s, 1)"),
-                  {"id": uuid.uuid4(), "s": slug})
+        c.execute(
+            text("INSERT INTO tenants (id, slug, name, min_schedule_interval_s) VALUES (:id, :s, :s, 1)"),
+            {"id": uuid.uuid4(), "s": slug},
+        )
     return {"X-UEP-Tenant": slug}
 
 
 def test_schedule_runs_create_linked_evaluations_until_deleted(gateway, db):
     hdr = _fast_schedule_tenant(db)
-    r = gateway.post("/v1/schedules", json={"name": "every 2 s", "cron": "* * * * * */2", "model": "uep-oracle",
-                                            "benchmark": "gsm8k", "options": {"sample_limit": 3}}, headers=hdr)
+    r = gateway.post(
+        "/v1/schedules",
+        json={
+            "name": "every 2 s",
+            "cron": "* * * * * */2",
+            "model": "uep-oracle",
+            "benchmark": "gsm8k",
+            "options": {"sample_limit": 3},
+        },
+        headers=hdr,
+    )
     assert r.status_code == 201, r.text
     sid = r.json()["id"]
     try:
@@ -117,8 +138,11 @@ def test_tenants_share_a_saturated_model_fairly_and_urgent_goes_first(gateway, d
             c.execute(text("INSERT INTO tenants (id, slug, name) VALUES (:i, :s, :s)"), {"i": uuid.uuid4(), "s": slugs[name]})
 
     def post(tenant, n, **kw):
-        r = gateway.post("/v1/evaluations", json={"benchmark": "mmlu", "model": model, "sample_limit": n, **kw},
-                         headers={"X-UEP-Tenant": slugs[tenant]})
+        r = gateway.post(
+            "/v1/evaluations",
+            json={"benchmark": "mmlu", "model": model, "sample_limit": n, **kw},
+            headers={"X-UEP-Tenant": slugs[tenant]},
+        )
         assert r.status_code == 202, r.text
         return r.json()["id"]
 
@@ -129,9 +153,13 @@ def test_tenants_share_a_saturated_model_fairly_and_urgent_goes_first(gateway, d
     for e in [*a, b, urgent]:
         assert wait_done(gateway, e, timeout_s=180)["status"] == "completed"
     with db.connect() as c:
-        rows = c.execute(text(
-            "SELECT l.id, l.evaluation_id, l.leased_at, e.started_at FROM sample_leases l JOIN evaluations e ON e.id = l.evaluation_id "
-            "WHERE e.model_id = (SELECT id FROM models WHERE name = :m) ORDER BY l.id"), {"m": model}).all()
+        rows = c.execute(
+            text(
+                "SELECT l.id, l.evaluation_id, l.leased_at, e.started_at FROM sample_leases l JOIN evaluations e ON e.id = l.evaluation_id "
+                "WHERE e.model_id = (SELECT id FROM models WHERE name = :m) ORDER BY l.id"
+            ),
+            {"m": model},
+        ).all()
     ids = [str(r.evaluation_id) for r in rows]
     # fairness: among the first 24 leases after B's first (both tenants backlogged), B has 12 ± 3
     start = ids.index(b)
@@ -151,9 +179,13 @@ def test_create_errors_name_the_field(gateway):
 
     assert err({"benchmark": "gsm8k", "models": ["uep-oracle", "nope"]}) == (422, ["body", "models", 1])
     assert err({"benchmark": "gsm8k", "model": "uep-oracle", "models": ["uep-oracle"]}) == (422, ["body", "models"])
-    assert err({"benchmark": "gsm8k", "model": "uep-oracle", "arms": [{"name": "a"}, {"name": "a"}]}) == (422, ["body", "arms", 1, "name"])
-    assert err({"benchmark": "gsm8k", "model": "uep-oracle", "arms": [{"name": "a"}, {"name": "b", "prompt_template": "{{ x"}]}) \
-        == (422, ["body", "arms", 1, "prompt_template"])
+    assert err({"benchmark": "gsm8k", "model": "uep-oracle", "arms": [{"name": "a"}, {"name": "a"}]}) == (
+        422,
+        ["body", "arms", 1, "name"],
+    )
+    assert err(
+        {"benchmark": "gsm8k", "model": "uep-oracle", "arms": [{"name": "a"}, {"name": "b", "prompt_template": "{{ x"}]}
+    ) == (422, ["body", "arms", 1, "prompt_template"])
     assert err({"benchmark": "gsm8k"}) == (422, ["body", "model"])
     r = gateway.post("/v1/schedules", json={"cron": "61 * * * *", "model": "uep-oracle", "benchmark": "gsm8k"})
     assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "cron"]

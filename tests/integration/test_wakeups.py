@@ -32,10 +32,9 @@ async def _scenario() -> list[uuid.UUID]:
             if listener.received:
                 break
         committed, rolled_back = [uuid.uuid4(), uuid.uuid4()], [uuid.uuid4()]
-        async with sm() as s:
-            async with s.begin():
-                await notify_waiting(s, rolled_back)
-                await s.rollback()
+        async with sm() as s, s.begin():
+            await notify_waiting(s, rolled_back)
+            await s.rollback()
         async with sm() as s, s.begin():
             await notify_waiting(s, committed)
         for _ in range(50):

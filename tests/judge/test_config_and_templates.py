@@ -16,21 +16,26 @@ def test_defaults_are_the_seed_rubric():
 
 
 def test_override_replaces_benchmark_keys():
-    cfg = merge_judge_config({"mode": "rubric", "judges": ["a"], "max_retries": 1}, {"judges": ["a", "b"], "aggregate": "majority"})
+    cfg = merge_judge_config(
+        {"mode": "rubric", "judges": ["a"], "max_retries": 1}, {"judges": ["a", "b"], "aggregate": "majority"}
+    )
     assert (cfg.judges, cfg.aggregate, cfg.max_retries) == (["a", "b"], "majority", 1)
 
 
-@pytest.mark.parametrize("bad, field", [
-    ({"judges": []}, "judges"),
-    ({"judges": ["a", "a"]}, "judges"),
-    ({"judges": ["a"], "mode": "vibes"}, "mode"),
-    ({"judges": ["a"], "template": "pairwise/v1"}, None),
-    ({"judges": ["a"], "template": "rubric/v9"}, None),
-    ({"judges": ["a"], "dimensions": [{"name": "x", "min": 5, "max": 5}]}, "dimensions"),
-    ({"judges": ["a"], "max_retries": 9}, "max_retries"),
-    ({"judges": ["a"], "pass_threshold": 11}, None),
-    ({"judges": ["a"], "surprise": 1}, "surprise"),
-])
+@pytest.mark.parametrize(
+    "bad, field",
+    [
+        ({"judges": []}, "judges"),
+        ({"judges": ["a", "a"]}, "judges"),
+        ({"judges": ["a"], "mode": "vibes"}, "mode"),
+        ({"judges": ["a"], "template": "pairwise/v1"}, None),
+        ({"judges": ["a"], "template": "rubric/v9"}, None),
+        ({"judges": ["a"], "dimensions": [{"name": "x", "min": 5, "max": 5}]}, "dimensions"),
+        ({"judges": ["a"], "max_retries": 9}, "max_retries"),
+        ({"judges": ["a"], "pass_threshold": 11}, None),
+        ({"judges": ["a"], "surprise": 1}, "surprise"),
+    ],
+)
 def test_invalid_configs_name_the_field(bad, field):
     with pytest.raises(ValidationError) as exc:
         JudgeConfig.model_validate(bad)

@@ -167,7 +167,10 @@ async def test_length_bias_and_self_preference_diagnostics():
             benchmark_id, output = uuid.uuid4(), " ".join(["word"] * n_words)
             model_id = judge_id if i % 2 == 0 else uuid.uuid4()  # the judge grades its own answers 0, 2, 4
 
-        rows += [VerdictRow.from_record(r) for r in verdict_rows(Ev, Context(None, "llm_judge", c, [], None, None, None), ("rubric", "v1"), verdicts)]
+        rows += [
+            VerdictRow.from_record(r)
+            for r in verdict_rows(Ev, Context(None, "llm_judge", c, [], None, None, None), ("rubric", "v1"), verdicts)
+        ]
     (d,) = diagnostics(rows)
     assert abs(d["length_correlation"]["rho"] - 1.0) < 1e-12 and d["length_correlation"]["n"] == 5  # scores 3, 4, 5, 6, 7
     sp = d["self_preference"]["rubric"]

@@ -10,7 +10,7 @@ CFG = JudgeConfig(judges=["uep-judge"])  # the default five dimensions on 0-10, 
 
 
 def test_issue_case_fenced_json_gives_overall_8_and_accuracy_8():
-    text = "```json\n{\"scores\": {\"accuracy\": 8}, \"overall\": 8, \"reasoning\": \"fine\"}\n```"
+    text = '```json\n{"scores": {"accuracy": 8}, "overall": 8, "reasoning": "fine"}\n```'
     v = parse_rubric(text, CFG)
     assert v.overall == 8 and v.scores == {"accuracy": 8} and v.reasoning == "fine"
     # the other four default dimensions were not given: listed as missing, never filled in
@@ -41,16 +41,19 @@ def test_first_object_with_expected_keys_wins():
     assert extract_json_object('{"note": 1} only', ("overall",)) == {"note": 1}
 
 
-@pytest.mark.parametrize("text, msg", [
-    ('{"overall": 14}', r'"overall" 14 is outside the scale \[0, 10\]'),
-    ('{"overall": -1}', "outside the scale"),
-    ('{"overall": "8"}', '"overall" must be a number'),
-    ('{"overall": true}', '"overall" must be a number'),
-    ('{"scores": {"accuracy": 8}}', 'no "overall"'),
-    ('{"overall": 8, "scores": {"accuracy": 11}}', r'"scores.accuracy" 11 is outside'),
-    ('{"overall": 8, "scores": [8]}', '"scores" must be an object'),
-    ('{"overall": NaN}', "must be a number"),
-])
+@pytest.mark.parametrize(
+    "text, msg",
+    [
+        ('{"overall": 14}', r'"overall" 14 is outside the scale \[0, 10\]'),
+        ('{"overall": -1}', "outside the scale"),
+        ('{"overall": "8"}', '"overall" must be a number'),
+        ('{"overall": true}', '"overall" must be a number'),
+        ('{"scores": {"accuracy": 8}}', 'no "overall"'),
+        ('{"overall": 8, "scores": {"accuracy": 11}}', r'"scores.accuracy" 11 is outside'),
+        ('{"overall": 8, "scores": [8]}', '"scores" must be an object'),
+        ('{"overall": NaN}', "must be a number"),
+    ],
+)
 def test_invalid_rubric_answers(text, msg):
     with pytest.raises(JudgeParseError, match=msg):
         parse_rubric(text, CFG)
@@ -64,7 +67,9 @@ def test_custom_scale_and_unknown_dimensions_ignored():
         parse_rubric('{"overall": 0}', cfg)
 
 
-@pytest.mark.parametrize("text, winner", [('{"winner": "A"}', "A"), ('x {"winner": " b "} y', "B"), ('```\n{"winner": "Tie"}\n```', "tie")])
+@pytest.mark.parametrize(
+    "text, winner", [('{"winner": "A"}', "A"), ('x {"winner": " b "} y', "B"), ('```\n{"winner": "Tie"}\n```', "tie")]
+)
 def test_pairwise(text, winner):
     assert parse_pairwise(text).winner == winner
 

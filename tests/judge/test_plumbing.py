@@ -16,7 +16,10 @@ async def test_generate_endpoint_refuses_malformed_requests_naming_the_field():
         r = await client.post(PATH, json={"prompt": "hi"})
         assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "target"]
         r = await client.post(PATH, json={"target": {"model_id": "x"}, "prompt": ""})
-        assert r.status_code == 422 and {tuple(p["loc"][:2]) for p in r.json()["detail"]} >= {("body", "target"), ("body", "prompt")}
+        assert r.status_code == 422 and {tuple(p["loc"][:2]) for p in r.json()["detail"]} >= {
+            ("body", "target"),
+            ("body", "prompt"),
+        }
         assert (await client.get(PATH)).status_code == 405
 
 

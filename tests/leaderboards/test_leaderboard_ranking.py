@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from uep_common.leaderboards import BoardEntry, radar_series, rank_entries, score_type_of, evaluation_type_of
+from uep_common.leaderboards import BoardEntry, evaluation_type_of, radar_series, rank_entries, score_type_of
 from uep_common.stats import wilson_interval
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -19,9 +19,17 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 def entry(model: str, score: float | None, ci: tuple[float, float] | None, version: str = "1", n: int = 100) -> BoardEntry:
     return BoardEntry(
-        model=model, model_version=version, evaluation_id=uuid.uuid4(), score=score,
-        ci_low=ci[0] if ci else None, ci_high=ci[1] if ci else None, n=n, method="wilson",
-        evaluations=1, last_evaluated=T0, benchmark_version="v",
+        model=model,
+        model_version=version,
+        evaluation_id=uuid.uuid4(),
+        score=score,
+        ci_low=ci[0] if ci else None,
+        ci_high=ci[1] if ci else None,
+        n=n,
+        method="wilson",
+        evaluations=1,
+        last_evaluated=T0,
+        benchmark_version="v",
     )
 
 
@@ -38,7 +46,11 @@ def test_tie_groups_on_wilson_intervals():
     #                            overlaps D's: overlap is judged against the group leader only.
     board = rank_entries([accuracy("E", 50), accuracy("C", 70), accuracy("A", 92), accuracy("D", 60), accuracy("B", 86)])
     assert [(e.model, e.position, e.tie_group, e.rank) for e in board] == [
-        ("A", 1, 1, 1), ("B", 2, 1, 1), ("C", 3, 2, 3), ("D", 4, 2, 3), ("E", 5, 3, 5),
+        ("A", 1, 1, 1),
+        ("B", 2, 1, 1),
+        ("C", 3, 2, 3),
+        ("D", 4, 2, 3),
+        ("E", 5, 3, 5),
     ]
     d, e = board[3], board[4]
     assert e.ci_high >= d.ci_low  # E overlaps D, yet is in another group (leader rule)
@@ -61,7 +73,9 @@ def test_equal_scores_ordered_by_lower_bound_then_name():
 def test_unrankable_entries_come_last_without_rank():
     board = rank_entries([entry("none", None, None, n=0), entry("one-item mean", 0.99, None, n=1), accuracy("x", 60)])
     assert [(e.model, e.position, e.rank, e.tie_group) for e in board] == [
-        ("x", 1, 1, 1), ("one-item mean", 2, None, None), ("none", 3, None, None),
+        ("x", 1, 1, 1),
+        ("one-item mean", 2, None, None),
+        ("none", 3, None, None),
     ]
 
 

@@ -103,7 +103,7 @@ def test_oracle_rule_on_every_indexed_item():
 
 
 def test_contract_decoding():
-    from uep_model_server.io import decode_requests, encode_results, GenerationResult, parse_stop
+    from uep_model_server.io import GenerationResult, decode_requests, encode_results, parse_stop
 
     assert parse_stop(b"") == ()
     assert parse_stop(b'["\\n\\n", "Question:"]') == ("\n\n", "Question:")
@@ -160,10 +160,14 @@ def server():
     log = tempfile.NamedTemporaryFile(prefix="uep-model-server-", suffix=".log", delete=False)
     cmd = [
         str(SERVER_BIN),
-        "--http-port", str(http_port),
-        "--grpc-port", str(grpc_port),
-        "--metrics-port", str(metrics_port),
-        "--models", ",".join(MODELS),
+        "--http-port",
+        str(http_port),
+        "--grpc-port",
+        str(grpc_port),
+        "--metrics-port",
+        str(metrics_port),
+        "--models",
+        ",".join(MODELS),
     ]
     started = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -274,10 +278,16 @@ async def test_contract_metadata(server):
         for model in MODELS:
             meta = await client.get_model_metadata(model, as_json=True)
             assert {i["name"]: i["datatype"] for i in meta["inputs"]} == {
-                "text_input": "BYTES", "max_tokens": "INT32", "temperature": "FP32", "stop": "BYTES", "chat": "INT32",
+                "text_input": "BYTES",
+                "max_tokens": "INT32",
+                "temperature": "FP32",
+                "stop": "BYTES",
+                "chat": "INT32",
             }
             assert {o["name"]: o["datatype"] for o in meta["outputs"]} == {
-                "text_output": "BYTES", "prompt_tokens": "INT32", "completion_tokens": "INT32",
+                "text_output": "BYTES",
+                "prompt_tokens": "INT32",
+                "completion_tokens": "INT32",
             }
             config = (await client.get_model_config(model, as_json=True))["config"]
             assert int(config["max_batch_size"]) == 8

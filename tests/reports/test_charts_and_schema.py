@@ -39,7 +39,9 @@ def test_chart_ids_differ_between_charts():
 
 def test_trend_and_bars():
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
-    svg = trend_svg([(t0 + timedelta(days=i), 0.5 + i / 20, 0.4 + i / 20, 0.6 + i / 20, f"v{i}") for i in range(4)], "Trend", "v3")
+    svg = trend_svg(
+        [(t0 + timedelta(days=i), 0.5 + i / 20, 0.4 + i / 20, 0.6 + i / 20, f"v{i}") for i in range(4)], "Trend", "v3"
+    )
     _self_contained(svg)
     assert "v0" in svg and "v3" in svg and "Trend" in svg
     assert "no completed run" in trend_svg([], "Empty")
@@ -53,4 +55,12 @@ def test_published_schema_is_up_to_date():
     published = json.loads((ROOT / "docs" / "report.schema.json").read_text())
     assert published == json.loads(json.dumps(json_schema()))
     assert published["version"] == REPORT_SCHEMA_VERSION and published["$id"].endswith(f"report-{REPORT_SCHEMA_VERSION}.json")
-    assert set(published["required"]) >= {"schema_version", "evaluation", "summary", "trend", "profile", "fingerprint", "failures"}
+    assert set(published["required"]) >= {
+        "schema_version",
+        "evaluation",
+        "summary",
+        "trend",
+        "profile",
+        "fingerprint",
+        "failures",
+    }

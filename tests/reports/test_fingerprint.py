@@ -4,9 +4,18 @@ pair in tests/integration/test_reports.py)."""
 from uep_common.fingerprint import diff_fingerprints
 
 BASE = {
-    "model.name": "m", "model.version": "1", "model.id": "a", "benchmark.slug": "mmlu", "benchmark.version": "v1",
-    "prompt.template_sha256": "t1", "prompt.fewshot_k": 0, "decoding.max_tokens": 32, "decoding.temperature": 0.0,
-    "run.max_parallel": None, "run.batch_size": None, "scorer.metric_versions": {"mc": ["1"]},
+    "model.name": "m",
+    "model.version": "1",
+    "model.id": "a",
+    "benchmark.slug": "mmlu",
+    "benchmark.version": "v1",
+    "prompt.template_sha256": "t1",
+    "prompt.fewshot_k": 0,
+    "decoding.max_tokens": 32,
+    "decoding.temperature": 0.0,
+    "run.max_parallel": None,
+    "run.batch_size": None,
+    "scorer.metric_versions": {"mc": ["1"]},
 }
 
 
@@ -18,12 +27,24 @@ def test_only_the_model_changed_gives_no_warning():
 
 
 def test_every_other_change_is_named_and_warned_about():
-    cur = BASE | {"model.version": "2", "prompt.template_sha256": "t2", "decoding.temperature": 0.7, "run.max_parallel": 8,
-                  "scorer.metric_versions": {"mc": ["2"]}, "benchmark.version": "v2"}
+    cur = BASE | {
+        "model.version": "2",
+        "prompt.template_sha256": "t2",
+        "decoding.temperature": 0.7,
+        "run.max_parallel": 8,
+        "scorer.metric_versions": {"mc": ["2"]},
+        "benchmark.version": "v2",
+    }
     d = diff_fingerprints(BASE, cur)
     fields = [c.field for c in d.changes]
-    assert fields == ["model.version", "benchmark.version", "prompt.template_sha256", "decoding.temperature",
-                      "run.max_parallel", "scorer.metric_versions"]
+    assert fields == [
+        "model.version",
+        "benchmark.version",
+        "prompt.template_sha256",
+        "decoding.temperature",
+        "run.max_parallel",
+        "scorer.metric_versions",
+    ]
     assert not d.only_model_changed
     for f in fields[1:]:
         assert f in d.warning

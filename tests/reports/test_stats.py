@@ -99,8 +99,15 @@ def test_paired_bootstrap_binary_equals_resampling_pairs():
     base = np.array([1] * both + [0] * first_only + [1] * second_only + [0] * neither, dtype=float)
     diff, ci = stats.paired_bootstrap_binary(both, first_only, second_only, neither)
     assert diff == pytest.approx(cur.mean() - base.mean()) == pytest.approx(16 / 200)
-    ref = bootstrap((cur, base), lambda a, b, axis=-1: a.mean(axis) - b.mean(axis), paired=True, vectorized=True,
-                    n_resamples=20000, method="percentile", random_state=np.random.default_rng(1)).confidence_interval
+    ref = bootstrap(
+        (cur, base),
+        lambda a, b, axis=-1: a.mean(axis) - b.mean(axis),
+        paired=True,
+        vectorized=True,
+        n_resamples=20000,
+        method="percentile",
+        random_state=np.random.default_rng(1),
+    ).confidence_interval
     assert ci.low == pytest.approx(ref.low, abs=0.01) and ci.high == pytest.approx(ref.high, abs=0.01)
     assert "multinomial" in ci.method
     d, none = stats.paired_bootstrap_binary(5, 0, 0, 5)

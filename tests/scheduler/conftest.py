@@ -38,10 +38,12 @@ async def sm(alloc_db_url):
 
     engine = make_async_engine(alloc_db_url)
     async with engine.begin() as c:
-        await c.execute(text(
-            "TRUNCATE sample_leases, sample_results, outbox, schedule_runs, schedules, sched_flows, sched_tenants, "
-            "sched_models, evaluations CASCADE"
-        ))
+        await c.execute(
+            text(
+                "TRUNCATE sample_leases, sample_results, outbox, schedule_runs, schedules, sched_flows, sched_tenants, "
+                "sched_models, evaluations CASCADE"
+            )
+        )
         await c.execute(text("UPDATE sched_clock SET vtime = 0"))
     yield make_sessionmaker(engine)
     await engine.dispose()
@@ -66,8 +68,16 @@ class World:
         from uep_common.db.models import Model
 
         async with self.sm() as s, s.begin():
-            m = Model(id=uuid.uuid4(), name=f"m-{uuid.uuid4().hex[:8]}", version="1", backend="triton",
-                      endpoint="grpc://127.0.0.1:1", triton_model_name="x", decoding_defaults={}, max_in_flight=capacity)
+            m = Model(
+                id=uuid.uuid4(),
+                name=f"m-{uuid.uuid4().hex[:8]}",
+                version="1",
+                backend="triton",
+                endpoint="grpc://127.0.0.1:1",
+                triton_model_name="x",
+                decoding_defaults={},
+                max_in_flight=capacity,
+            )
             s.add(m)
         return m.id
 
@@ -77,27 +87,61 @@ class World:
         from uep_common.db.models import Benchmark, Sample
 
         async with self.sm() as s, s.begin():
-            b = Benchmark(id=uuid.uuid4(), slug=f"b-{uuid.uuid4().hex[:8]}", name="b", version=uuid.uuid4().hex, category="custom",
-                          config={"prompt": {"template": "{{ q }}"}, "metric": {"name": "exact_match", "params": {}}},
-                          sample_count=n)
+            b = Benchmark(
+                id=uuid.uuid4(),
+                slug=f"b-{uuid.uuid4().hex[:8]}",
+                name="b",
+                version=uuid.uuid4().hex,
+                category="custom",
+                config={"prompt": {"template": "{{ q }}"}, "metric": {"name": "exact_match", "params": {}}},
+                sample_count=n,
+            )
             s.add(b)
             await s.flush()
-            await s.execute(insert(Sample), [{"benchmark_id": b.id, "ordinal": i, "input": {"q": str(i)}, "reference": {"answer": "x"},
-                                              "meta": {}} for i in range(n)])
+            await s.execute(
+                insert(Sample),
+                [
+                    {"benchmark_id": b.id, "ordinal": i, "input": {"q": str(i)}, "reference": {"answer": "x"}, "meta": {}}
+                    for i in range(n)
+                ],
+            )
         return b.id
 
-    async def evaluation(self, tenant_id, benchmark_id, model_id, n: int, *, priority: str = "normal", status: str = "running",
-                         max_parallel: int | None = None, experiment_id=None, arm: str = "main", started_ago_s: float = 0) -> uuid.UUID:
+    async def evaluation(
+        self,
+        tenant_id,
+        benchmark_id,
+        model_id,
+        n: int,
+        *,
+        priority: str = "normal",
+        status: str = "running",
+        max_parallel: int | None = None,
+        experiment_id=None,
+        arm: str = "main",
+        started_ago_s: float = 0,
+    ) -> uuid.UUID:
         from datetime import UTC, datetime, timedelta
 
         from uep_common.db.models import Evaluation
 
         now = datetime.now(UTC)
         async with self.sm() as s, s.begin():
-            e = Evaluation(id=uuid.uuid4(), tenant_id=tenant_id, benchmark_id=benchmark_id, model_id=model_id, status=status,
-                           priority=priority, repeats=1, total_items=n, config={"max_in_flight": max_parallel} if max_parallel else {},
-                           trace_context={}, experiment_id=experiment_id, arm=arm,
-                           started_at=now - timedelta(seconds=started_ago_s) if status == "running" else None)
+            e = Evaluation(
+                id=uuid.uuid4(),
+                tenant_id=tenant_id,
+                benchmark_id=benchmark_id,
+                model_id=model_id,
+                status=status,
+                priority=priority,
+                repeats=1,
+                total_items=n,
+                config={"max_in_flight": max_parallel} if max_parallel else {},
+                trace_context={},
+                experiment_id=experiment_id,
+                arm=arm,
+                started_at=now - timedelta(seconds=started_ago_s) if status == "running" else None,
+            )
             s.add(e)
         return e.id
 

@@ -22,8 +22,13 @@ from uep_scheduler.settings import SchedulerSettings
 
 
 def settings(**kw) -> SchedulerSettings:
-    base = {"max_in_flight_global": 20, "max_evaluation_share": 1.0, "max_in_flight_per_evaluation": 16, "aging_seconds": 3600,
-            "adaptive_concurrency": False}
+    base = {
+        "max_in_flight_global": 20,
+        "max_evaluation_share": 1.0,
+        "max_in_flight_per_evaluation": 16,
+        "aging_seconds": 3600,
+        "adaptive_concurrency": False,
+    }
     return SchedulerSettings(**(base | kw))
 
 
@@ -54,7 +59,7 @@ async def test_two_tenants_get_equal_shares_whatever_their_number_of_evaluations
     model, bench = await world.model(None), await world.benchmark(1000)
     a_evals = [await world.evaluation(a, bench, model, 1000) for _ in range(10)]
     b_eval = await world.evaluation(b, bench, model, 1000)
-    owner = {e: a for e in a_evals} | {b_eval: b}
+    owner = dict.fromkeys(a_evals, a) | {b_eval: b}
     cfg, rng, now = settings(), random.Random(7), datetime.now(UTC)
     await run_pass(sm, cfg, now)  # fill the 20 slots
     counts: Counter = Counter()
@@ -181,8 +186,13 @@ async def test_two_allocators_running_concurrently_never_overbook_or_lease_twice
         await release_random(sm, 4, rng)
         now += timedelta(milliseconds=50)
     async with sm() as s:
-        rows = (await s.execute(select(SampleLease.evaluation_id, SampleLease.sample_id, SampleLease.repeat, func.count())
-                                .group_by(SampleLease.evaluation_id, SampleLease.sample_id, SampleLease.repeat))).all()
+        rows = (
+            await s.execute(
+                select(SampleLease.evaluation_id, SampleLease.sample_id, SampleLease.repeat, func.count()).group_by(
+                    SampleLease.evaluation_id, SampleLease.sample_id, SampleLease.repeat
+                )
+            )
+        ).all()
         dispatched = sum(e.dispatched_items for e in await s.scalars(select(Evaluation).where(Evaluation.id.in_(evs))))
     assert all(n == 1 for *_, n in rows) and len(rows) == total == dispatched
     assert total == 12 + 14 * 4  # the first fill, then every released slot exactly once
@@ -202,13 +212,21 @@ async def test_ab_arms_are_dispatched_together(sm, world):
         r = await run_pass(sm, cfg, now)
         assert r.leased.get(arm_a, 0) == r.leased.get(arm_b, 0)  # item i of both arms in the same pass
         async with sm() as s:
-            da, db_ = (await s.get(Evaluation, arm_a, populate_existing=True)).dispatched_items, (await s.get(Evaluation, arm_b, populate_existing=True)).dispatched_items
+            da, db_ = (
+                (await s.get(Evaluation, arm_a, populate_existing=True)).dispatched_items,
+                (await s.get(Evaluation, arm_b, populate_existing=True)).dispatched_items,
+            )
         assert da == db_
         await release_random(sm, 3, rng)
         now += timedelta(milliseconds=100)
     async with sm() as s:
-        arms = (await s.execute(select(SampleLease.arm, func.count()).where(SampleLease.evaluation_id.in_([arm_a, arm_b]))
-                                .group_by(SampleLease.arm))).all()
+        arms = (
+            await s.execute(
+                select(SampleLease.arm, func.count())
+                .where(SampleLease.evaluation_id.in_([arm_a, arm_b]))
+                .group_by(SampleLease.arm)
+            )
+        ).all()
     assert dict(arms)["a"] == dict(arms)["b"] > 0
 
 
@@ -231,8 +249,18 @@ async def test_an_item_scored_but_never_stored_is_dispatched_again_by_the_orphan
         for lease in leases:
             lease.state, lease.released_at = "released", now
         for lease in leases[:3]:
-            s.add(SampleResult(evaluation_id=ev, sample_id=lease.sample_id, repeat=0, arm="main", is_correct=True,
-                               score=1.0, metrics={}, score_event_id=uuid.uuid4()))
+            s.add(
+                SampleResult(
+                    evaluation_id=ev,
+                    sample_id=lease.sample_id,
+                    repeat=0,
+                    arm="main",
+                    is_correct=True,
+                    score=1.0,
+                    metrics={},
+                    score_event_id=uuid.uuid4(),
+                )
+            )
         leases[4].lease_expires_at = now + timedelta(days=36500)  # held for annotators
         lost = leases[3].sample_id
 

@@ -28,8 +28,16 @@ async def test_concurrent_replicas_create_each_run_once(sm, world):
         slug = (await s.get(Benchmark, bench_id)).slug
     now = datetime.now(UTC).replace(microsecond=0)
     async with sm() as s, s.begin():
-        sch = Schedule(id=uuid.uuid4(), tenant_id=tenant, name="nightly", cron="* * * * * */10", model=model_name, benchmark=slug,
-                       options={"sample_limit": 3, "priority": "low"}, next_run_at=now - timedelta(seconds=25))
+        sch = Schedule(
+            id=uuid.uuid4(),
+            tenant_id=tenant,
+            name="nightly",
+            cron="* * * * * */10",
+            model=model_name,
+            benchmark=slug,
+            options={"sample_limit": 3, "priority": "low"},
+            next_run_at=now - timedelta(seconds=25),
+        )
         s.add(sch)
     # four "replicas" at once, then again at the same instant: one run for the latest due time, nothing more
     created = await asyncio.gather(*(run_due_schedules(sm, now) for _ in range(4)))
@@ -40,8 +48,11 @@ async def test_concurrent_replicas_create_each_run_once(sm, world):
         assert len(runs) == 1 and runs[0].error is None
         ev = await s.get(Evaluation, runs[0].evaluation_id)
         assert (ev.schedule_id, ev.total_items, ev.priority, ev.status) == (sch.id, 3, "low", "pending")
-        n_events = await s.scalar(select(func.count()).select_from(OutboxMessage).where(
-            OutboxMessage.event_type == "EvaluationRequested", OutboxMessage.payload["evaluation_id"].astext == str(ev.id)))
+        n_events = await s.scalar(
+            select(func.count())
+            .select_from(OutboxMessage)
+            .where(OutboxMessage.event_type == "EvaluationRequested", OutboxMessage.payload["evaluation_id"].astext == str(ev.id))
+        )
         assert n_events == 1
         nxt = (await s.get(Schedule, sch.id, populate_existing=True)).next_run_at
     assert nxt > now and nxt - now <= timedelta(seconds=10)
@@ -54,8 +65,15 @@ async def test_run_with_unknown_model_is_recorded_with_its_reason(sm, world):
     bench_id = await world.benchmark(2)
     async with sm() as s, s.begin():
         slug = (await s.get(Benchmark, bench_id)).slug
-        sch = Schedule(id=uuid.uuid4(), tenant_id=tenant, cron="0 * * * *", model="gone", benchmark=slug, options={},
-                       next_run_at=datetime.now(UTC) - timedelta(minutes=1))
+        sch = Schedule(
+            id=uuid.uuid4(),
+            tenant_id=tenant,
+            cron="0 * * * *",
+            model="gone",
+            benchmark=slug,
+            options={},
+            next_run_at=datetime.now(UTC) - timedelta(minutes=1),
+        )
         s.add(sch)
     assert await run_due_schedules(sm) == 0
     async with sm() as s:

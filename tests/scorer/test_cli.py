@@ -38,10 +38,20 @@ def test_score_gsm8k_lines_and_summary(tmp_path):
     r = run(["score", "--metric", "gsm8k_numeric_exact_match", "--summary", str(f)])
     assert r.returncode == 0, r.stderr
     lines = [json.loads(x) for x in r.stdout.splitlines()]
-    assert [(x["id"], x["extracted"], x["correct"]) for x in lines[:3]] == [("a", "72", True), ("b", "5", False), ("c", None, False)]
+    assert [(x["id"], x["extracted"], x["correct"]) for x in lines[:3]] == [
+        ("a", "72", True),
+        ("b", "5", False),
+        ("c", None, False),
+    ]
     assert lines[3]["summary"] == {
-        "metric": "gsm8k_numeric_exact_match", "version": "1", "n": 3, "decided": 3, "correct": 1,
-        "accuracy": pytest.approx(1 / 3), "mean_score": pytest.approx(1 / 3), "errors": 0,
+        "metric": "gsm8k_numeric_exact_match",
+        "version": "1",
+        "n": 3,
+        "decided": 3,
+        "correct": 1,
+        "accuracy": pytest.approx(1 / 3),
+        "mean_score": pytest.approx(1 / 3),
+        "errors": 0,
         "extraction_failure_rate": pytest.approx(1 / 3),
     }
 
@@ -54,7 +64,10 @@ def test_params_and_metric_fields_reach_the_metric():
 
 
 def test_bad_lines_name_the_line_and_field_and_exit_2():
-    r = run(["score", "-m", "gsm8k_numeric_exact_match", "-"], stdin='{"prediction": "1", "reference": "1"}\n{oops\n{"reference": "2"}\n')
+    r = run(
+        ["score", "-m", "gsm8k_numeric_exact_match", "-"],
+        stdin='{"prediction": "1", "reference": "1"}\n{oops\n{"reference": "2"}\n',
+    )
     assert r.returncode == 2
     out = [json.loads(x) for x in r.stdout.splitlines()]
     assert out[0]["correct"] is True

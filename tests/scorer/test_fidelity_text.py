@@ -98,7 +98,9 @@ def test_sentence_bleu_language_default_and_multi_reference():
     refs = [r for _, r in PAIRS]
     for i, (hyp, ref) in enumerate(PAIRS):
         ours = BLEU.score(hyp, {"answer": ref}, {"language": "zh"})
-        assert ours.score == pytest.approx(sacrebleu.sentence_bleu(hyp, [ref], tokenize="zh", use_effective_order=False).score, abs=1e-9)
+        assert ours.score == pytest.approx(
+            sacrebleu.sentence_bleu(hyp, [ref], tokenize="zh", use_effective_order=False).score, abs=1e-9
+        )
         two = [ref, refs[(i + 3) % len(refs)]]
         ours = BLEU.score(hyp, {"answers": two}, {"tokenize": "13a"})
         theirs = sacrebleu.sentence_bleu(hyp, two, tokenize="13a", use_effective_order=False)
@@ -148,9 +150,7 @@ def test_our_tokenizer_equals_rouge_score_default_on_english():
         ours = MultilingualTokenizer(use_stemmer=stem)
         stemmer = rouge_scorer.tokenizers.DefaultTokenizer(use_stemmer=stem)
         for text in EN + OTHER[:6]:
-            assert ours.tokenize(text) == stemmer.tokenize(text) == rouge_tokenize.tokenize(
-                text, stemmer._stemmer
-            ), text
+            assert ours.tokenize(text) == stemmer.tokenize(text) == rouge_tokenize.tokenize(text, stemmer._stemmer), text
 
 
 @pytest.mark.parametrize("use_stemmer", [False, True])

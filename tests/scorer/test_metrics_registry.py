@@ -13,7 +13,6 @@ from uep_scorer.metrics import (
     get_metric,
 )
 
-
 EXPECTED = [
     "contains",
     "exact_match",
@@ -48,9 +47,7 @@ def test_unknown_metric_is_a_key_error_naming_it_and_the_known_ones():
         get_metric("meteor")
     err = info.value
     assert isinstance(err, UnknownMetricError)
-    assert str(err) == (
-        "unknown metric 'meteor'; known metrics: " + ", ".join(EXPECTED)
-    )
+    assert str(err) == ("unknown metric 'meteor'; known metrics: " + ", ".join(EXPECTED))
 
 
 def test_metric_result_is_frozen_and_serialisable():

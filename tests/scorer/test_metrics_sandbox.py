@@ -49,14 +49,7 @@ def test_writing_to_inherited_fds_cannot_forge_and_spoils_the_verdict():
     # A program that sprays bytes on every fd it might have inherited: the verdict pipe is not among
     # them (only the trusted runner holds it), so the bytes land on its own reply pipe, which the
     # runner reads as a malformed message and fails.
-    spray = (
-        "import os\n"
-        "for _fd in range(3, 64):\n"
-        "    try:\n"
-        "        os.write(_fd, b'0' * 64)\n"
-        "    except OSError:\n"
-        "        pass\n"
-    )
+    spray = "import os\nfor _fd in range(3, 64):\n    try:\n        os.write(_fd, b'0' * 64)\n    except OSError:\n        pass\n"
     result = run_python(spray, FAST)
     assert (result.status, result.reason) == ("failed", "candidate_protocol_violation")
 
@@ -168,9 +161,7 @@ def test_sandbox_error_gives_an_undecided_metric_result(monkeypatch):
     import uep_scorer.metrics.humaneval as humaneval
     from uep_scorer.metrics.sandbox import SandboxResult
 
-    monkeypatch.setattr(
-        humaneval, "run_task", lambda task, limits: SandboxResult("error", 0.0, None, "", "spawn_failed: x")
-    )
+    monkeypatch.setattr(humaneval, "run_task", lambda task, limits: SandboxResult("error", 0.0, None, "", "spawn_failed: x"))
     result = METRIC.score(P0["canonical_solution"], P0, {})
     assert (result.is_correct, result.score) == (None, None)
     assert (result.details["status"], result.details["reason"]) == ("error", "spawn_failed: x")

@@ -187,7 +187,7 @@ GRADED = [
 
 def _sklearn_ndcg(query, k):
     ranked, relevant = query
-    gains = relevant if isinstance(relevant, dict) else {d: 1 for d in relevant}
+    gains = relevant if isinstance(relevant, dict) else dict.fromkeys(relevant, 1)
     docs = list(dict.fromkeys(list(ranked) + list(gains)))
     y_true = [[gains.get(d, 0) for d in docs]]
     # ranked docs get decreasing distinct scores; unretrieved ones score below all of them

@@ -200,7 +200,11 @@ def test_fuzzy_partial_only_for_long_references():
 
 
 def test_fuzzy_bad_params():
-    for params, name in (({"threshold": 101}, "threshold"), ({"partial": 1}, "partial"), ({"min_reference_length": -1}, "min_reference_length")):
+    for params, name in (
+        ({"threshold": 101}, "threshold"),
+        ({"partial": 1}, "partial"),
+        ({"min_reference_length": -1}, "min_reference_length"),
+    ):
         with pytest.raises(MetricInputError, match=name):
             FUZZY.score("x", {"answer": "x"}, params)
 
@@ -210,7 +214,14 @@ def test_fuzzy_bad_params():
 
 def test_default_tokenizer_by_language():
     assert [default_tokenizer(x) for x in ("zh", "zh-CN", "ja", "ko", "th", "en", None, "de")] == [
-        "zh", "zh", "char", "char", "char", "13a", "13a", "13a"
+        "zh",
+        "zh",
+        "char",
+        "char",
+        "char",
+        "13a",
+        "13a",
+        "13a",
     ]
 
 

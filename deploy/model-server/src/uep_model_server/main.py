@@ -29,8 +29,8 @@ import sys
 import sysconfig
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 LOGGER = logging.getLogger("uep_model_server")
 
@@ -102,21 +102,43 @@ def build_parser() -> argparse.ArgumentParser:
         prog="uep-model-server",
         description="Serve uep's built-in models (SmolLM2, oracle, bench echo) through a real Triton on CPU.",
     )
-    parser.add_argument("--host", default=os.environ.get("UEP_TRITON_HOST", "127.0.0.1"),
-                        help="address for HTTP, gRPC and metrics (default 127.0.0.1; env UEP_TRITON_HOST)")
-    parser.add_argument("--http-port", type=int, default=_env_port("UEP_TRITON_HTTP_PORT", 8000),
-                        help="HTTP port (default 8000; env UEP_TRITON_HTTP_PORT)")
-    parser.add_argument("--grpc-port", type=int, default=_env_port("UEP_TRITON_GRPC_PORT", 8001),
-                        help="gRPC port (default 8001; env UEP_TRITON_GRPC_PORT)")
-    parser.add_argument("--metrics-port", type=int, default=_env_port("UEP_TRITON_METRICS_PORT", 8002),
-                        help="Prometheus metrics port (default 8002; env UEP_TRITON_METRICS_PORT)")
-    parser.add_argument("--models", default=os.environ.get("UEP_TRITON_MODELS", DEFAULT_MODELS),
-                        help=f"comma-separated models (default {DEFAULT_MODELS}; env UEP_TRITON_MODELS)")
-    parser.add_argument("--startup-timeout", type=float,
-                        default=float(os.environ.get("UEP_TRITON_STARTUP_TIMEOUT_S", "300")),
-                        help="give up if not ready after this many seconds (default 300)")
-    parser.add_argument("--log-level", default=os.environ.get("UEP_LOG_LEVEL", "INFO"),
-                        help="Python log level (default INFO; env UEP_LOG_LEVEL)")
+    parser.add_argument(
+        "--host",
+        default=os.environ.get("UEP_TRITON_HOST", "127.0.0.1"),
+        help="address for HTTP, gRPC and metrics (default 127.0.0.1; env UEP_TRITON_HOST)",
+    )
+    parser.add_argument(
+        "--http-port",
+        type=int,
+        default=_env_port("UEP_TRITON_HTTP_PORT", 8000),
+        help="HTTP port (default 8000; env UEP_TRITON_HTTP_PORT)",
+    )
+    parser.add_argument(
+        "--grpc-port",
+        type=int,
+        default=_env_port("UEP_TRITON_GRPC_PORT", 8001),
+        help="gRPC port (default 8001; env UEP_TRITON_GRPC_PORT)",
+    )
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=_env_port("UEP_TRITON_METRICS_PORT", 8002),
+        help="Prometheus metrics port (default 8002; env UEP_TRITON_METRICS_PORT)",
+    )
+    parser.add_argument(
+        "--models",
+        default=os.environ.get("UEP_TRITON_MODELS", DEFAULT_MODELS),
+        help=f"comma-separated models (default {DEFAULT_MODELS}; env UEP_TRITON_MODELS)",
+    )
+    parser.add_argument(
+        "--startup-timeout",
+        type=float,
+        default=float(os.environ.get("UEP_TRITON_STARTUP_TIMEOUT_S", "300")),
+        help="give up if not ready after this many seconds (default 300)",
+    )
+    parser.add_argument(
+        "--log-level", default=os.environ.get("UEP_LOG_LEVEL", "INFO"), help="Python log level (default INFO; env UEP_LOG_LEVEL)"
+    )
     return parser
 
 
@@ -144,8 +166,13 @@ def _model_factories() -> dict[str, Callable[[], object]]:
 
         return make
 
-    return {"smollm2_135m_instruct": smollm2, "uep_oracle": oracle, "uep_bench_echo": bench_echo,
-            "uep_judge": judge("consistent"), "uep_judge_first": judge("first")}
+    return {
+        "smollm2_135m_instruct": smollm2,
+        "uep_oracle": oracle,
+        "uep_bench_echo": bench_echo,
+        "uep_judge": judge("consistent"),
+        "uep_judge_first": judge("first"),
+    }
 
 
 def serve(args: argparse.Namespace, model_names: list[str]) -> int:
@@ -206,14 +233,27 @@ def serve(args: argparse.Namespace, model_names: list[str]) -> int:
         triton = Triton(config=config)
         for name, model in loaded:
             bind_text_model(triton, name, model)
-        LOGGER.info("starting tritonserver (http %s:%d, grpc %s:%d, metrics %s:%d)",
-                    args.host, args.http_port, args.host, args.grpc_port, args.host, args.metrics_port)
+        LOGGER.info(
+            "starting tritonserver (http %s:%d, grpc %s:%d, metrics %s:%d)",
+            args.host,
+            args.http_port,
+            args.host,
+            args.grpc_port,
+            args.host,
+            args.metrics_port,
+        )
         triton.run()
         watchdog.cancel()
         LOGGER.info(
             "READY in %.1f s: models %s; http://%s:%d  grpc %s:%d  metrics http://%s:%d/metrics",
-            time.monotonic() - started, ",".join(model_names),
-            args.host, args.http_port, args.host, args.grpc_port, args.host, args.metrics_port,
+            time.monotonic() - started,
+            ",".join(model_names),
+            args.host,
+            args.http_port,
+            args.host,
+            args.grpc_port,
+            args.host,
+            args.metrics_port,
         )
         while True:
             time.sleep(1.0)

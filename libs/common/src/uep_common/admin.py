@@ -86,8 +86,11 @@ def main(argv: list[str] | None = None) -> int:
         if not args.tenant or (args.command == "create-api-key" and not args.role):
             parser.error(f"{args.command} needs --tenant" + (" and --role" if args.command == "create-api-key" else ""))
         try:
-            print(create_tenant(settings.database_url, args.tenant, args.name) if args.command == "create-tenant"
-                  else create_api_key(settings.database_url, args.tenant, args.role, args.name))
+            print(
+                create_tenant(settings.database_url, args.tenant, args.name)
+                if args.command == "create-tenant"
+                else create_api_key(settings.database_url, args.tenant, args.role, args.name)
+            )
         except LookupError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2

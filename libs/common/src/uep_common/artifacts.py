@@ -66,9 +66,7 @@ class ArtifactStore:
             os.replace(tmp, path)
         return digest, rel
 
-    async def put(
-        self, session: AsyncSession, data: bytes, media_type: str, evaluation_id: uuid.UUID, kind: str
-    ) -> Artifact:
+    async def put(self, session: AsyncSession, data: bytes, media_type: str, evaluation_id: uuid.UUID, kind: str) -> Artifact:
         """Store ``data`` (file + ``artifacts`` row, reused when the content exists) and reference it from
         ``evaluation_id`` as ``kind``. Runs in the caller's transaction; returns the artifact row."""
         digest, rel = self.write_file(data, media_type)

@@ -81,7 +81,7 @@ class BackgroundLoop:
                 await self._step()
             except asyncio.CancelledError:
                 raise
-            except Exception:  # noqa: BLE001 - log and carry on: the next round retries
+            except Exception:
                 failed = True
                 self.failures += 1
                 log.exception("%s: round failed", self.name)

@@ -96,11 +96,20 @@ class Plan:
     def as_dict(self) -> dict:
         """JSON-friendly form (money as floats in the site currency)."""
         return {
-            "evaluation_id": str(self.evaluation_id), "model": self.model, "benchmark": self.benchmark, "arm": self.arm,
-            "items": self.items, "cost_unit": self.cost_unit, "per_item": float(self.per_item),
-            "estimate": float(self.estimate), "currency": currency(),
-            "expected": {"input_tokens": self.expected.input_tokens, "output_tokens": self.expected.output_tokens,
-                         "latency_ms": self.expected.latency_ms},
+            "evaluation_id": str(self.evaluation_id),
+            "model": self.model,
+            "benchmark": self.benchmark,
+            "arm": self.arm,
+            "items": self.items,
+            "cost_unit": self.cost_unit,
+            "per_item": float(self.per_item),
+            "estimate": float(self.estimate),
+            "currency": currency(),
+            "expected": {
+                "input_tokens": self.expected.input_tokens,
+                "output_tokens": self.expected.output_tokens,
+                "latency_ms": self.expected.latency_ms,
+            },
         }
 
 
@@ -114,9 +123,15 @@ async def plan(session: AsyncSession, ev: Evaluation) -> Plan:
     pricing = pricing_of(model)
     expected = await expected_of(session, model, bench.slug)
     return Plan(
-        evaluation_id=ev.id, model=model.name, benchmark=bench.slug, arm=getattr(ev, "arm", None) or "main",
-        items=ev.total_items, cost_unit=pricing.unit, per_item=per_item_estimate(pricing, expected),
-        estimate=evaluation_estimate(pricing, expected, ev.total_items), expected=expected,
+        evaluation_id=ev.id,
+        model=model.name,
+        benchmark=bench.slug,
+        arm=getattr(ev, "arm", None) or "main",
+        items=ev.total_items,
+        cost_unit=pricing.unit,
+        per_item=per_item_estimate(pricing, expected),
+        estimate=evaluation_estimate(pricing, expected, ev.total_items),
+        expected=expected,
     )
 
 
@@ -202,7 +217,8 @@ async def check_creation(session: AsyncSession, tenant: Tenant, evaluations: lis
             cap, scope = _first_cap(cap_keys[p.benchmark], found)
             if cap is not None and p.estimate > cap:
                 raise BudgetRefused(
-                    409, "sample_limit",
+                    409,
+                    "sample_limit",
                     f"estimated cost {_fmt(p.estimate)} ({p.items} items × {_fmt(p.per_item)}) of {p.model} on {p.benchmark} "
                     f"exceeds {SCOPE_WORDS[scope].format(slug=p.benchmark)} of {_fmt(cap)}; evaluate fewer items or ask an "
                     "admin to raise the cap",
@@ -215,7 +231,8 @@ async def check_creation(session: AsyncSession, tenant: Tenant, evaluations: lis
             left = day_cap - used
             if committed > left:
                 raise BudgetRefused(
-                    402, "sample_limit",
+                    402,
+                    "sample_limit",
                     f"estimated cost {_fmt(committed)} exceeds what is left of tenant {tenant.slug!r}'s daily cap of "
                     f"{_fmt(day_cap)} on {utc_today().isoformat()} (UTC): {_fmt(max(left, Decimal(0)))} left, {_fmt(used)} "
                     "spent or reserved",
@@ -228,16 +245,35 @@ async def check_creation(session: AsyncSession, tenant: Tenant, evaluations: lis
         own = ev.config.get("max_cost") if ev.config else None
         session.add(_account(ev, p))
         if own is not None:
-            session.add(BudgetCap(scope="evaluation", target=str(ev.id), tenant_id=ev.tenant_id, evaluation_id=ev.id,
-                                  amount=money(own), updated_by="creation"))
+            session.add(
+                BudgetCap(
+                    scope="evaluation",
+                    target=str(ev.id),
+                    tenant_id=ev.tenant_id,
+                    evaluation_id=ev.id,
+                    amount=money(own),
+                    updated_by="creation",
+                )
+            )
     await session.flush()
 
 
 def _account(ev: Evaluation, p: Plan) -> BudgetAccount:
     return BudgetAccount(
-        evaluation_id=ev.id, tenant_id=ev.tenant_id, model_id=ev.model_id, benchmark_slug=p.benchmark,
-        cost_unit=p.cost_unit, per_item=p.per_item, planned_items=p.items, estimate=p.estimate,
-        items_reserved=0, items_settled=0, reserved_total=0, reserved_open=0, settled_total=0, judge_total=0,
+        evaluation_id=ev.id,
+        tenant_id=ev.tenant_id,
+        model_id=ev.model_id,
+        benchmark_slug=p.benchmark,
+        cost_unit=p.cost_unit,
+        per_item=p.per_item,
+        planned_items=p.items,
+        estimate=p.estimate,
+        items_reserved=0,
+        items_settled=0,
+        reserved_total=0,
+        reserved_open=0,
+        settled_total=0,
+        judge_total=0,
     )
 
 
@@ -248,10 +284,18 @@ async def _locked_account(session: AsyncSession, ev: Evaluation) -> BudgetAccoun
     if acct is None:
         p = await plan(session, ev)
         await session.execute(
-            pg_insert(BudgetAccount).values(
-                evaluation_id=ev.id, tenant_id=ev.tenant_id, model_id=ev.model_id, benchmark_slug=p.benchmark,
-                cost_unit=p.cost_unit, per_item=p.per_item, planned_items=p.items, estimate=p.estimate,
-            ).on_conflict_do_nothing()
+            pg_insert(BudgetAccount)
+            .values(
+                evaluation_id=ev.id,
+                tenant_id=ev.tenant_id,
+                model_id=ev.model_id,
+                benchmark_slug=p.benchmark,
+                cost_unit=p.cost_unit,
+                per_item=p.per_item,
+                planned_items=p.items,
+                estimate=p.estimate,
+            )
+            .on_conflict_do_nothing()
         )
         acct = await session.get(BudgetAccount, ev.id, with_for_update=True, populate_existing=True)
     return acct
@@ -276,16 +320,20 @@ async def reserve_for_dispatch(session: AsyncSession, ev: Evaluation, model: Mod
         k = affordable(per_item, cap - acct.used, n)
         if k < allowed:
             allowed = k
-            why = (f"{SCOPE_WORDS[scope].format(slug=acct.benchmark_slug)} of {_fmt(cap)} is reached "
-                   f"({_fmt(acct.used)} spent or reserved, next item estimated at {_fmt(per_item)})")
+            why = (
+                f"{SCOPE_WORDS[scope].format(slug=acct.benchmark_slug)} of {_fmt(cap)} is reached "
+                f"({_fmt(acct.used)} spent or reserved, next item estimated at {_fmt(per_item)})"
+            )
     day_cap = Decimal(found[day_key].amount) if day_key in found else None
     if day_cap is not None and allowed > 0:
         used = await tenant_used_today(session, ev.tenant_id)
         k = affordable(per_item, day_cap - used, allowed)
         if k < allowed:
             allowed = k
-            why = (f"the tenant's daily cap of {_fmt(day_cap)} is reached on {utc_today().isoformat()} (UTC) "
-                   f"({_fmt(used)} spent or reserved, next item estimated at {_fmt(per_item)})")
+            why = (
+                f"the tenant's daily cap of {_fmt(day_cap)} is reached on {utc_today().isoformat()} (UTC) "
+                f"({_fmt(used)} spent or reserved, next item estimated at {_fmt(per_item)})"
+            )
     if allowed > 0:
         if acct.exhausted_reason:  # dispatch asked again after an exhaustion (items restored, cap raised): resumed
             acct.exhausted_reason, acct.exhausted_at = None, None
@@ -293,11 +341,24 @@ async def reserve_for_dispatch(session: AsyncSession, ev: Evaluation, model: Mod
         acct.items_reserved += allowed
         acct.reserved_total = Decimal(acct.reserved_total) + amount
         acct.reserved_open = Decimal(acct.reserved_open) + amount
-        session.add(SpendEntry(tenant_id=ev.tenant_id, evaluation_id=ev.id, model_id=ev.model_id, role="inference",
-                               kind="reserve", items=allowed, reserved=amount, settled=0, day=utc_today()))
+        session.add(
+            SpendEntry(
+                tenant_id=ev.tenant_id,
+                evaluation_id=ev.id,
+                model_id=ev.model_id,
+                role="inference",
+                kind="reserve",
+                items=allowed,
+                reserved=amount,
+                settled=0,
+                day=utc_today(),
+            )
+        )
     elif acct.items_reserved == acct.items_settled:  # nothing fits and nothing is in flight: exhausted
-        reason = (f"budget exhausted: {why}; {ev.dispatched_items} of {acct.planned_items} planned items were "
-                  "dispatched and their results are kept")
+        reason = (
+            f"budget exhausted: {why}; {ev.dispatched_items} of {acct.planned_items} planned items were "
+            "dispatched and their results are kept"
+        )
         acct.exhausted_reason, acct.exhausted_at = reason, datetime.now(UTC)
         ev.total_items = ev.dispatched_items
         ev.error = reason
@@ -318,8 +379,9 @@ async def _finish_exhausted(session: AsyncSession, ev: Evaluation, reason: str) 
     ev.completed_at = datetime.now(UTC)
     add_to_outbox(
         session,
-        EvaluationCompleted(evaluation_id=ev.id, tenant_id=ev.tenant_id, status=EvaluationStatus.budget_exhausted,
-                            summary=summary, error=reason),
+        EvaluationCompleted(
+            evaluation_id=ev.id, tenant_id=ev.tenant_id, status=EvaluationStatus.budget_exhausted, summary=summary, error=reason
+        ),
         ev.trace_context or {},
     )
 
@@ -367,7 +429,8 @@ async def settle_scores(session: AsyncSession, scores: list[ScoreComputed]) -> N
         (
             await session.execute(
                 select(SpendEntry.evaluation_id, SpendEntry.sample_id, SpendEntry.repeat, SpendEntry.arm).where(
-                    SpendEntry.kind == "settle", SpendEntry.reserved < 0,
+                    SpendEntry.kind == "settle",
+                    SpendEntry.reserved < 0,
                     tuple_(SpendEntry.evaluation_id, SpendEntry.sample_id, SpendEntry.repeat, SpendEntry.arm).in_(items),
                 )
             )
@@ -390,12 +453,26 @@ async def settle_scores(session: AsyncSession, scores: list[ScoreComputed]) -> N
             open_money[s.evaluation_id] -= release
             released.add(item)
         actual = prices[s.model_id].cost(s.prompt_tokens, s.completion_tokens, s.latency_ms) if _call_made(s) else Decimal(0)
-        rows.append({
-            "tenant_id": s.tenant_id, "evaluation_id": s.evaluation_id, "model_id": s.model_id, "role": "inference",
-            "kind": "settle", "sample_id": s.sample_id, "repeat": s.repeat, "arm": s.arm, "attempt": s.attempt,
-            "items": 1 if release else 0, "reserved": -release, "settled": actual, "prompt_tokens": s.prompt_tokens,
-            "completion_tokens": s.completion_tokens, "latency_ms": s.latency_ms, "day": today,
-        })
+        rows.append(
+            {
+                "tenant_id": s.tenant_id,
+                "evaluation_id": s.evaluation_id,
+                "model_id": s.model_id,
+                "role": "inference",
+                "kind": "settle",
+                "sample_id": s.sample_id,
+                "repeat": s.repeat,
+                "arm": s.arm,
+                "attempt": s.attempt,
+                "items": 1 if release else 0,
+                "reserved": -release,
+                "settled": actual,
+                "prompt_tokens": s.prompt_tokens,
+                "completion_tokens": s.completion_tokens,
+                "latency_ms": s.latency_ms,
+                "day": today,
+            }
+        )
     inserted = (
         await session.execute(
             pg_insert(SpendEntry)
@@ -417,8 +494,15 @@ async def settle_scores(session: AsyncSession, scores: list[ScoreComputed]) -> N
         acct.settled_total = Decimal(acct.settled_total) + Decimal(settled)
 
 
-async def charge(session: AsyncSession, evaluation_id: uuid.UUID, role: str, prompt_tokens: int | None,
-                 completion_tokens: int | None, latency_ms: float | None, model_id: uuid.UUID | None) -> None:
+async def charge(
+    session: AsyncSession,
+    evaluation_id: uuid.UUID,
+    role: str,
+    prompt_tokens: int | None,
+    completion_tokens: int | None,
+    latency_ms: float | None,
+    model_id: uuid.UUID | None,
+) -> None:
     """Charge a call made for ``evaluation_id`` by ``role`` (``"judge"``) to its budget: the call's cost at
     ``model_id``'s prices is added to the evaluation's ``judge_total`` and to the ledger (kind ``charge``),
     so it counts against the evaluation's and the tenant's caps. Raises ValueError for an unknown role or
@@ -437,9 +521,22 @@ async def charge(session: AsyncSession, evaluation_id: uuid.UUID, role: str, pro
         acct.judge_total = Decimal(acct.judge_total) + cost
     else:
         acct.settled_total = Decimal(acct.settled_total) + cost
-    session.add(SpendEntry(tenant_id=ev.tenant_id, evaluation_id=ev.id, model_id=model_id, role=role, kind="charge",
-                           items=0, reserved=0, settled=cost, prompt_tokens=prompt_tokens,
-                           completion_tokens=completion_tokens, latency_ms=latency_ms, day=utc_today()))
+    session.add(
+        SpendEntry(
+            tenant_id=ev.tenant_id,
+            evaluation_id=ev.id,
+            model_id=model_id,
+            role=role,
+            kind="charge",
+            items=0,
+            reserved=0,
+            settled=cost,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            latency_ms=latency_ms,
+            day=utc_today(),
+        )
+    )
 
 
 def combined_estimate(estimates: list[dict | None]) -> dict | None:
@@ -451,5 +548,9 @@ def combined_estimate(estimates: list[dict | None]) -> dict | None:
         return None
     if len(found) == 1:
         return found[0]
-    return {"estimate": float(sum(Decimal(str(e["estimate"])) for e in found)), "items": sum(e["items"] for e in found),
-            "currency": found[0]["currency"], "evaluations": found}
+    return {
+        "estimate": float(sum(Decimal(str(e["estimate"])) for e in found)),
+        "items": sum(e["items"] for e in found),
+        "currency": found[0]["currency"],
+        "evaluations": found,
+    }

@@ -19,8 +19,8 @@ from datetime import datetime
 import matplotlib
 
 matplotlib.use("Agg")
-from matplotlib import dates as mdates  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+from matplotlib import dates as mdates
+from matplotlib.figure import Figure
 
 PALETTE = ("#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#4b5563", "#ca8a04")
 _RC = {
@@ -41,7 +41,7 @@ def _to_svg(fig: Figure, title: str, data: object) -> str:
     with matplotlib.rc_context({"svg.hashsalt": salt}):
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None, "Title": title}, bbox_inches="tight")
     svg = buf.getvalue()
-    svg = svg[svg.index("<svg"):]
+    svg = svg[svg.index("<svg") :]
     svg = re.sub(r"\s*<metadata>.*?</metadata>", "", svg, count=1, flags=re.S)
     # Every id (and reference to it) gets a per-chart prefix: ids stay unique on a page with many charts.
     prefix = f"c{salt[:10]}-"
@@ -112,8 +112,17 @@ def radar_svg(series: Mapping[str, Mapping[str, float]], title: str) -> str:
             ys_closed = ys + ys[:1]
             # the first series (e.g. this run) is drawn on top; the others dashed, so equal polygons stay visible
             z = 3 + len(series) - i
-            ax.plot(xs, ys_closed, color=color, linewidth=1.8 if i == 0 else 1.5, linestyle="-" if i == 0 else (0, (4, 2)),
-                    label=name, marker="o", markersize=3.5, zorder=z)
+            ax.plot(
+                xs,
+                ys_closed,
+                color=color,
+                linewidth=1.8 if i == 0 else 1.5,
+                linestyle="-" if i == 0 else (0, (4, 2)),
+                label=name,
+                marker="o",
+                markersize=3.5,
+                zorder=z,
+            )
             if n >= 3 and all(v is not None for v in vals):
                 ax.fill(xs, ys_closed, color=color, alpha=0.12 if i == 0 else 0.06, zorder=z - 0.5)
         ax.set_title(title, fontsize=11, fontweight="bold", pad=18)
@@ -149,13 +158,31 @@ def trend_svg(
         hi = [p[3] if p[3] is not None else p[1] for p in pts]
         x_num = mdates.date2num(xs)
         ax.fill_between(x_num, lo, hi, color=PALETTE[0], alpha=0.15, linewidth=0, label="95 % interval")
-        ax.errorbar(x_num, ys, yerr=[[y - low for y, low in zip(ys, lo)], [h - y for y, h in zip(ys, hi)]],
-                    fmt="o-", color=PALETTE[0], ecolor=PALETTE[0], elinewidth=0.8, capsize=2.5, markersize=4,
-                    linewidth=1.6, label="score")
+        ax.errorbar(
+            x_num,
+            ys,
+            yerr=[[y - low for y, low in zip(ys, lo)], [h - y for y, h in zip(ys, hi)]],
+            fmt="o-",
+            color=PALETTE[0],
+            ecolor=PALETTE[0],
+            elinewidth=0.8,
+            capsize=2.5,
+            markersize=4,
+            linewidth=1.6,
+            label="score",
+        )
         for x, y, label in zip(x_num, ys, [p[4] for p in pts]):
             is_hl = highlight is not None and label == highlight
-            ax.annotate(label, (x, y), textcoords="offset points", xytext=(0, 7), ha="center", fontsize=7,
-                        color="#111827" if is_hl else "#4b5563", fontweight="bold" if is_hl else "normal")
+            ax.annotate(
+                label,
+                (x, y),
+                textcoords="offset points",
+                xytext=(0, 7),
+                ha="center",
+                fontsize=7,
+                color="#111827" if is_hl else "#4b5563",
+                fontweight="bold" if is_hl else "normal",
+            )
             if is_hl:
                 ax.plot([x], [y], "o", markersize=9, markerfacecolor="none", markeredgecolor=PALETTE[1], markeredgewidth=1.6)
         top = max(hi)

@@ -31,8 +31,15 @@ from uep_common.fingerprint import FingerprintDiff, diff_fingerprints, fingerpri
 from uep_common.stats import mcnemar_exact, paired_bootstrap_binary, paired_bootstrap_diff
 
 TRANSITION_ORDER = (
-    "regression", "newly_errored", "improvement", "error_fixed",
-    "still_failing", "still_erroring", "still_passing", "only_in_current", "only_in_baseline",
+    "regression",
+    "newly_errored",
+    "improvement",
+    "error_fixed",
+    "still_failing",
+    "still_erroring",
+    "still_passing",
+    "only_in_current",
+    "only_in_baseline",
 )
 """Order of transition kinds in listings: what got worse first."""
 COMPARABLE_STATUSES = ("completed", "failed", "stopped", "budget_exhausted", "cancelled")
@@ -131,13 +138,17 @@ async def find_baseline(session: AsyncSession, ev: Evaluation) -> tuple[Evaluati
 def _pairs_sql(by_sample: bool) -> str:
     """CTE ``p``: one row per paired item (full outer join of the two evaluations' results) with its kind."""
     if by_sample:
-        side = ("SELECT r.sample_id, r.repeat, r.is_correct, r.score, r.error, r.extracted "
-                "FROM sample_results r WHERE r.evaluation_id = :{}")
+        side = (
+            "SELECT r.sample_id, r.repeat, r.is_correct, r.score, r.error, r.extracted "
+            "FROM sample_results r WHERE r.evaluation_id = :{}"
+        )
         on = "b.sample_id = c.sample_id AND b.repeat = c.repeat"
     else:  # across benchmark versions: pair by external id (ordinal when absent) and repeat
-        side = ("SELECT r.sample_id, r.repeat, r.is_correct, r.score, r.error, r.extracted, "
-                "coalesce(s.external_id, '#' || s.ordinal) AS k FROM sample_results r JOIN samples s ON s.id = r.sample_id "
-                "WHERE r.evaluation_id = :{}")
+        side = (
+            "SELECT r.sample_id, r.repeat, r.is_correct, r.score, r.error, r.extracted, "
+            "coalesce(s.external_id, '#' || s.ordinal) AS k FROM sample_results r JOIN samples s ON s.id = r.sample_id "
+            "WHERE r.evaluation_id = :{}"
+        )
         on = "b.k = c.k AND b.repeat = c.repeat"
     return f"""
 WITH c AS ({side.format("cur")}), b AS ({side.format("base")}), p AS (
@@ -168,8 +179,13 @@ def _diff_view(cur: np.ndarray, base: np.ndarray) -> DiffView:
         return DiffView(n=0, baseline_mean=None, current_mean=None, difference=None, ci_low=None, ci_high=None, method=None)
     diff, ci = paired_bootstrap_diff(cur, base)
     return DiffView(
-        n=int(cur.size), baseline_mean=float(base.mean()), current_mean=float(cur.mean()), difference=diff,
-        ci_low=ci.low if ci else None, ci_high=ci.high if ci else None, method=ci.method if ci else "undefined: fewer than 2 pairs",
+        n=int(cur.size),
+        baseline_mean=float(base.mean()),
+        current_mean=float(cur.mean()),
+        difference=diff,
+        ci_low=ci.low if ci else None,
+        ci_high=ci.high if ci else None,
+        method=ci.method if ci else "undefined: fewer than 2 pairs",
     )
 
 
@@ -200,45 +216,79 @@ async def compare(
     counts = dict.fromkeys(TRANSITION_ORDER, 0)
     n_cur = n_base = n_paired = 0
     graded = False
-    for kind, n, nc, nb, npaired, g in (await session.execute(text(
-        cte + "SELECT kind, count(*), count(*) FILTER (WHERE in_c), count(*) FILTER (WHERE in_b), count(*) FILTER (WHERE in_c AND in_b), "
-        "bool_or(c_score NOT IN (0, 1) OR b_score NOT IN (0, 1)) FROM p GROUP BY kind"), params)).all():
+    for kind, n, nc, nb, npaired, g in (
+        await session.execute(
+            text(
+                cte
+                + "SELECT kind, count(*), count(*) FILTER (WHERE in_c), count(*) FILTER (WHERE in_b), count(*) FILTER (WHERE in_c AND in_b), "
+                "bool_or(c_score NOT IN (0, 1) OR b_score NOT IN (0, 1)) FROM p GROUP BY kind"
+            ),
+            params,
+        )
+    ).all():
         counts[kind] = n
         n_cur, n_base, n_paired = n_cur + nc, n_base + nb, n_paired + npaired
         graded = graded or bool(g)
     table = {
-        "both_correct": counts["still_passing"], "baseline_only_correct": counts["regression"],
-        "current_only_correct": counts["improvement"], "both_wrong": counts["still_failing"],
+        "both_correct": counts["still_passing"],
+        "baseline_only_correct": counts["regression"],
+        "current_only_correct": counts["improvement"],
+        "both_wrong": counts["still_failing"],
     }
     shown = list(TRANSITION_ORDER) if include_unchanged else [k for k in TRANSITION_ORDER if not k.startswith("still_")]
     order_sql = "CASE kind " + " ".join(f"WHEN '{k}' THEN {i}" for i, k in enumerate(TRANSITION_ORDER)) + " END"
-    rows = (await session.execute(
-        text(cte + f"SELECT kind, p.sample_id, s.ordinal, s.external_id, repeat, b_ok, b_score, b_err, b_ext, c_ok, c_score, c_err, c_ext "
-             f"FROM p JOIN samples s ON s.id = p.sample_id WHERE kind = ANY(:kinds) ORDER BY {order_sql}, s.ordinal, repeat LIMIT :limit"),
-        params | {"kinds": shown, "limit": limit + 1},
-    )).all()
+    rows = (
+        await session.execute(
+            text(
+                cte
+                + f"SELECT kind, p.sample_id, s.ordinal, s.external_id, repeat, b_ok, b_score, b_err, b_ext, c_ok, c_score, c_err, c_ext "
+                f"FROM p JOIN samples s ON s.id = p.sample_id WHERE kind = ANY(:kinds) ORDER BY {order_sql}, s.ordinal, repeat LIMIT :limit"
+            ),
+            params | {"kinds": shown, "limit": limit + 1},
+        )
+    ).all()
     transitions = [
-        Transition(kind=r[0], sample_id=r[1], ordinal=r[2], external_id=r[3], repeat=r[4],
-                   baseline=None if r[0] == "only_in_current" else _outcome(*r[5:9]),
-                   current=None if r[0] == "only_in_baseline" else _outcome(*r[9:13]))
+        Transition(
+            kind=r[0],
+            sample_id=r[1],
+            ordinal=r[2],
+            external_id=r[3],
+            repeat=r[4],
+            baseline=None if r[0] == "only_in_current" else _outcome(*r[5:9]),
+            current=None if r[0] == "only_in_baseline" else _outcome(*r[9:13]),
+        )
         for r in rows[:limit]
     ]
-    both, b_only, c_only, neither = (table[k] for k in ("both_correct", "baseline_only_correct", "current_only_correct", "both_wrong"))
+    both, b_only, c_only, neither = (
+        table[k] for k in ("both_correct", "baseline_only_correct", "current_only_correct", "both_wrong")
+    )
     n_verdicts = both + b_only + c_only + neither
     mc = mcnemar_exact(b_only, c_only)
     if n_verdicts:
         diff, ci = paired_bootstrap_binary(both, c_only, b_only, neither)  # current − baseline
         accuracy = DiffView(
-            n=n_verdicts, baseline_mean=(both + b_only) / n_verdicts, current_mean=(both + c_only) / n_verdicts, difference=diff,
-            ci_low=ci.low if ci else None, ci_high=ci.high if ci else None, method=ci.method if ci else "undefined: fewer than 2 pairs",
+            n=n_verdicts,
+            baseline_mean=(both + b_only) / n_verdicts,
+            current_mean=(both + c_only) / n_verdicts,
+            difference=diff,
+            ci_low=ci.low if ci else None,
+            ci_high=ci.high if ci else None,
+            method=ci.method if ci else "undefined: fewer than 2 pairs",
         )
     else:
         accuracy = DiffView(n=0, baseline_mean=None, current_mean=None, difference=None, ci_low=None, ci_high=None, method=None)
     score_view = None
     if graded:
-        c_arr, b_arr = (await session.execute(text(
-            cte + "SELECT array_agg(c_score ORDER BY sample_id, repeat), array_agg(b_score ORDER BY sample_id, repeat) FROM p "
-            "WHERE c_score IS NOT NULL AND b_score IS NOT NULL"), params)).one()
+        c_arr, b_arr = (
+            await session.execute(
+                text(
+                    cte
+                    + "SELECT array_agg(c_score ORDER BY sample_id, repeat), array_agg(b_score ORDER BY sample_id, repeat) FROM p "
+                    "WHERE c_score IS NOT NULL AND b_score IS NOT NULL"
+                ),
+                params,
+            )
+        ).one()
         # array_agg over no rows is NULL: no item has a score on both sides
         score_view = _diff_view(np.asarray(c_arr or [], dtype=float), np.asarray(b_arr or [], dtype=float))
     return Comparison(

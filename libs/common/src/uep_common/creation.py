@@ -59,13 +59,21 @@ async def find_model(session: AsyncSession, ref: str, version: str | None = None
 
 
 def evaluation_config(
-    max_parallel: int | None = None, fewshot_k: int | None = None, chat_template: bool | None = None,
-    prompt_template: str | None = None, sample_timeout_s: float | None = None,
+    max_parallel: int | None = None,
+    fewshot_k: int | None = None,
+    chat_template: bool | None = None,
+    prompt_template: str | None = None,
+    sample_timeout_s: float | None = None,
 ) -> dict:
     """``evaluations.config`` from the create options (None = not set). ``max_parallel`` is stored as
     ``max_in_flight`` (the scheduler's per-evaluation bound); ``sample_timeout_s`` bounds each model call."""
-    pairs = (("max_in_flight", max_parallel), ("fewshot_k", fewshot_k), ("chat_template", chat_template),
-             ("prompt_template", prompt_template), ("sample_timeout_s", sample_timeout_s))
+    pairs = (
+        ("max_in_flight", max_parallel),
+        ("fewshot_k", fewshot_k),
+        ("chat_template", chat_template),
+        ("prompt_template", prompt_template),
+        ("sample_timeout_s", sample_timeout_s),
+    )
     return {k: v for k, v in pairs if v is not None}
 
 
@@ -177,7 +185,9 @@ def _n(x: int) -> str:
     return f"{x:,}"
 
 
-def check_items(sample_count: int, sample_limit: int | None, repeats: int, limits: WorkLimits, what: str = "the evaluation") -> int:
+def check_items(
+    sample_count: int, sample_limit: int | None, repeats: int, limits: WorkLimits, what: str = "the evaluation"
+) -> int:
     """Items of one evaluation (min(sample_limit, sample_count) × repeats); raises :class:`WorkLimitRefused`
     422 naming ``sample_limit`` (when one repeat alone is too many) or ``repeats`` when over
     ``limits.max_items_per_evaluation``."""
@@ -186,10 +196,14 @@ def check_items(sample_count: int, sample_limit: int | None, repeats: int, limit
     cap = limits.max_items_per_evaluation
     if items > cap:
         field = "sample_limit" if samples > cap else "repeats"
-        hint = (f"set sample_limit to at most {_n(cap // repeats)}" if field == "sample_limit"
-                else f"at most {_n(cap // samples)} repeats of {_n(samples)} samples")
+        hint = (
+            f"set sample_limit to at most {_n(cap // repeats)}"
+            if field == "sample_limit"
+            else f"at most {_n(cap // samples)} repeats of {_n(samples)} samples"
+        )
         raise WorkLimitRefused(
-            422, field,
+            422,
+            field,
             f"{what} would have {_n(items)} items ({_n(samples)} samples × {_n(repeats)} repeats); at most {_n(cap)} items "
             f"per evaluation ({hint})",
             "too_many_items",
@@ -204,7 +218,10 @@ async def lock_tenant_creations(session: AsyncSession, tenant_id: uuid.UUID) -> 
 
 
 async def check_work_limits(
-    session: AsyncSession, tenant: Tenant, evaluations: list[Evaluation], limits: WorkLimits,
+    session: AsyncSession,
+    tenant: Tenant,
+    evaluations: list[Evaluation],
+    limits: WorkLimits,
     many_field: str | None = None,
 ) -> None:
     """Before new ``evaluations`` of ``tenant`` (one request, or one scheduled run) are committed: take the
@@ -220,13 +237,15 @@ async def check_work_limits(
             check_items(bench.sample_count if bench else ev.total_items, ev.sample_limit, ev.repeats, limits)
     with session.no_autoflush:
         queued = await session.scalar(
-            select(func.coalesce(func.sum(func.greatest(Evaluation.total_items - Evaluation.completed_items, 0)), 0))
-            .where(Evaluation.tenant_id == tenant.id, Evaluation.status.in_(UNFINISHED_STATUSES))
+            select(func.coalesce(func.sum(func.greatest(Evaluation.total_items - Evaluation.completed_items, 0)), 0)).where(
+                Evaluation.tenant_id == tenant.id, Evaluation.status.in_(UNFINISHED_STATUSES)
+            )
         )
         new_items = sum(ev.total_items for ev in evaluations)
         if int(queued) + new_items > limits.max_queued_items:
             raise WorkLimitRefused(
-                409, "sample_limit",
+                409,
+                "sample_limit",
                 f"tenant {tenant.slug!r} has {_n(int(queued))} items queued (not yet finished); {_n(new_items)} more would "
                 f"exceed its limit of {_n(limits.max_queued_items)} queued items: wait for evaluations to finish, cancel "
                 "some, or evaluate fewer items",
@@ -235,26 +254,31 @@ async def check_work_limits(
         cap = limits.max_evaluations_per_minute
         if len(evaluations) > cap:
             raise WorkLimitRefused(
-                422, many_field or "models",
+                422,
+                many_field or "models",
                 f"{len(evaluations)} evaluations in one request; tenant {tenant.slug!r} may create at most {cap} per minute",
                 "too_many_evaluations",
             )
         window = text(f"now() - interval '{RATE_WINDOW_S} seconds'")
-        recent = list(await session.scalars(
-            select(Evaluation.created_at)
-            .where(Evaluation.tenant_id == tenant.id, Evaluation.created_at > window)
-            .order_by(Evaluation.created_at)
-        ))
+        recent = list(
+            await session.scalars(
+                select(Evaluation.created_at)
+                .where(Evaluation.tenant_id == tenant.id, Evaluation.created_at > window)
+                .order_by(Evaluation.created_at)
+            )
+        )
         if len(recent) + len(evaluations) > cap:
             # the creation that must leave the window before these fit
             oldest = recent[len(recent) + len(evaluations) - cap - 1]
             db_now = await session.scalar(select(func.now()))
             retry = max(1, math.ceil((oldest + timedelta(seconds=RATE_WINDOW_S) - db_now).total_seconds()))
             raise WorkLimitRefused(
-                429, "X-UEP-Tenant",
+                429,
+                "X-UEP-Tenant",
                 f"tenant {tenant.slug!r} created {len(recent)} evaluations in the last {RATE_WINDOW_S} s; at most {cap} per "
                 f"{RATE_WINDOW_S} s: retry in {retry} s",
-                "rate_limited", retry_after_s=retry,
+                "rate_limited",
+                retry_after_s=retry,
             )
 
 
@@ -289,8 +313,10 @@ def check_schedule_interval(cron: str, limits: WorkLimits, start: datetime | Non
     gap = min_cron_gap(cron, start, below_s=interval)
     if gap < interval:
         raise WorkLimitRefused(
-            422, "cron",
-            f"cron {cron!r} runs {gap:g} s apart; schedules may run at most once every {interval} s", "schedule_too_frequent",
+            422,
+            "cron",
+            f"cron {cron!r} runs {gap:g} s apart; schedules may run at most once every {interval} s",
+            "schedule_too_frequent",
         )
 
 

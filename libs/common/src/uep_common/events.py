@@ -239,9 +239,7 @@ class PromptSpec(BaseModel):
     template: str = Field(description="Jinja2 template; variables are the sample's input fields.")
     max_tokens: int | None = Field(None, ge=1, description="Benchmark override of the model's default.")
     stop: list[str] = Field(default_factory=list, description="Extra stop sequences of the benchmark.")
-    fewshot_k: int = Field(
-        0, ge=0, le=16, description="Demonstrations before the question (the template renders `fewshot`)."
-    )
+    fewshot_k: int = Field(0, ge=0, le=16, description="Demonstrations before the question (the template renders `fewshot`).")
     chat: bool | None = Field(
         None, description="Apply the model's chat template (True), send raw text (False), or the model's default."
     )
@@ -264,7 +262,9 @@ class SampleDispatched(ItemEvent):
     target: ModelTarget
     lease_expires_at: AwareDatetime
     timeout_s: float | None = Field(
-        None, gt=0, description="Per-sample timeout of each model call, seconds (the evaluation's sample_timeout_s); "
+        None,
+        gt=0,
+        description="Per-sample timeout of each model call, seconds (the evaluation's sample_timeout_s); "
         "None = the inference service's default.",
     )
 

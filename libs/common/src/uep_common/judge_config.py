@@ -143,8 +143,13 @@ def template_trial_variables(cfg: JudgeConfig) -> dict:
     common = {"question": "Q", "reference": "R", "schema": "{}"}
     if cfg.mode == "pairwise":
         return {**common, "answer_a": "A", "answer_b": "B"}
-    return {**common, "answer": "A", "dimensions": [d.model_dump() for d in cfg.dimensions],
-            "overall_min": cfg.overall_min, "overall_max": cfg.overall_max}
+    return {
+        **common,
+        "answer": "A",
+        "dimensions": [d.model_dump() for d in cfg.dimensions],
+        "overall_min": cfg.overall_min,
+        "overall_max": cfg.overall_max,
+    }
 
 
 def merge_judge_config(benchmark_judge: dict | None, override: dict | None) -> JudgeConfig:

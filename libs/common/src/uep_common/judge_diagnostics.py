@@ -59,13 +59,21 @@ class VerdictRow:
         """From a ``judge_verdicts`` row as a dict (column → value)."""
         log = r.get("attempts_log") or []
         return cls(
-            item=(r["evaluation_id"], r["sample_id"], r["repeat"], r["arm"]), judge_model_id=r["judge_model_id"],
-            judge_model_name=r["judge_model_name"], template=r["template"], template_version=r["template_version"],
-            mode=r["mode"], position=r["position"], valid=r["valid"],
+            item=(r["evaluation_id"], r["sample_id"], r["repeat"], r["arm"]),
+            judge_model_id=r["judge_model_id"],
+            judge_model_name=r["judge_model_name"],
+            template=r["template"],
+            template_version=r["template_version"],
+            mode=r["mode"],
+            position=r["position"],
+            valid=r["valid"],
             replies=sum(1 for a in log if a.get("raw") is not None),
             parse_failures=sum(1 for a in log if a.get("raw") is not None and a.get("error")),
-            overall=r.get("overall"), winner=r.get("winner"), candidate_outcome=r.get("candidate_outcome"),
-            answer_chars=r.get("answer_chars"), candidate_model_id=r["candidate_model_id"],
+            overall=r.get("overall"),
+            winner=r.get("winner"),
+            candidate_outcome=r.get("candidate_outcome"),
+            answer_chars=r.get("answer_chars"),
+            candidate_model_id=r["candidate_model_id"],
             opponent_model_id=r.get("opponent_model_id"),
         )
 
@@ -115,9 +123,11 @@ def _group(rows: list[VerdictRow]) -> dict:
     self_pref: dict = {}
     if own:
         self_pref["rubric"] = {
-            "own_mean": statistics.fmean(own), "others_mean": statistics.fmean(others) if others else None,
+            "own_mean": statistics.fmean(own),
+            "others_mean": statistics.fmean(others) if others else None,
             "delta": statistics.fmean(own) - statistics.fmean(others) if others else None,
-            "n_own": len(own), "n_others": len(others),
+            "n_own": len(own),
+            "n_others": len(others),
         }
     if own_pairwise:
         self_pref["pairwise"] = {"own_win_rate": statistics.fmean(own_pairwise), "n": len(own_pairwise)}

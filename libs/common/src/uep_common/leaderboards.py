@@ -48,8 +48,8 @@ from sqlalchemy import func, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.db.leaderboards import LeaderboardScore, LeaderboardSnapshot
 from uep_common import stats
+from uep_common.db.leaderboards import LeaderboardScore, LeaderboardSnapshot
 from uep_common.db.models import Benchmark, Evaluation, Model, SampleResult
 
 
@@ -97,8 +97,14 @@ async def compute_score(session: AsyncSession, ev: Evaluation) -> dict:
         ).all()
         if values:
             ci = stats.bootstrap_mean(values)
-            return {"score": float(np.mean(values)), "ci_low": ci.low if ci else None, "ci_high": ci.high if ci else None,
-                    "n": len(values), "method": "bootstrap", "method_detail": ci.method if ci else "fewer than 2 values"}
+            return {
+                "score": float(np.mean(values)),
+                "ci_low": ci.low if ci else None,
+                "ci_high": ci.high if ci else None,
+                "n": len(values),
+                "method": "bootstrap",
+                "method_detail": ci.method if ci else "fewer than 2 values",
+            }
     return {"score": None, "ci_low": None, "ci_high": None, "n": 0, "method": "none", "method_detail": "no score"}
 
 
@@ -165,9 +171,11 @@ async def list_boards(session: AsyncSession) -> list[dict]:
     rows = (
         await session.execute(
             select(
-                ls.benchmark_slug, ls.score_type,
+                ls.benchmark_slug,
+                ls.score_type,
                 func.count(func.distinct(func.concat(ls.model_name, "\x1f", ls.model_version))),
-                func.count(), func.max(ls.evaluated_at),
+                func.count(),
+                func.max(ls.evaluated_at),
             )
             .join(Evaluation, Evaluation.id == ls.evaluation_id)
             .where(Evaluation.status == "completed")
@@ -175,10 +183,7 @@ async def list_boards(session: AsyncSession) -> list[dict]:
             .order_by(ls.benchmark_slug, ls.score_type)
         )
     ).all()
-    return [
-        {"benchmark": b, "score_type": t, "models": m, "evaluations": n, "last_evaluated": last}
-        for b, t, m, n, last in rows
-    ]
+    return [{"benchmark": b, "score_type": t, "models": m, "evaluations": n, "last_evaluated": last} for b, t, m, n, last in rows]
 
 
 async def score_types(session: AsyncSession, benchmark_slug: str) -> list[tuple[str, int]]:
@@ -215,20 +220,37 @@ async def load_board(
     for row in (await session.scalars(q)).all():
         if (row.model_name, row.model_version) != key:  # first row of a model version = its latest
             key = (row.model_name, row.model_version)
-            entries.append(BoardEntry(
-                model=row.model_name, model_version=row.model_version, evaluation_id=row.evaluation_id,
-                score=row.score, ci_low=row.ci_low, ci_high=row.ci_high, n=row.n, method=row.method,
-                evaluations=0, last_evaluated=row.evaluated_at, benchmark_version=row.benchmark_version,
-                method_detail=row.method_detail,
-            ))
+            entries.append(
+                BoardEntry(
+                    model=row.model_name,
+                    model_version=row.model_version,
+                    evaluation_id=row.evaluation_id,
+                    score=row.score,
+                    ci_low=row.ci_low,
+                    ci_high=row.ci_high,
+                    n=row.n,
+                    method=row.method,
+                    evaluations=0,
+                    last_evaluated=row.evaluated_at,
+                    benchmark_version=row.benchmark_version,
+                    method_detail=row.method_detail,
+                )
+            )
         entries[-1] = replace(entries[-1], evaluations=entries[-1].evaluations + 1)
     return rank_entries(entries)
 
 
 def _snapshot_entry(e: BoardEntry) -> dict:
     return {
-        "model": e.model, "model_version": e.model_version, "position": e.position, "rank": e.rank,
-        "tie_group": e.tie_group, "score": e.score, "ci_low": e.ci_low, "ci_high": e.ci_high, "n": e.n,
+        "model": e.model,
+        "model_version": e.model_version,
+        "position": e.position,
+        "rank": e.rank,
+        "tie_group": e.tie_group,
+        "score": e.score,
+        "ci_low": e.ci_low,
+        "ci_high": e.ci_high,
+        "n": e.n,
         "evaluation_id": str(e.evaluation_id),
     }
 
@@ -258,26 +280,35 @@ async def record_evaluation(session: AsyncSession, evaluation_id: uuid.UUID) -> 
     values = await compute_score(session, ev)
     await _lock_board(session, bench.slug, score_type)
     old = await session.get(LeaderboardScore, evaluation_id, populate_existing=True)
-    if old is not None and old.score_type == score_type and all(
-        getattr(old, k) == v for k, v in values.items()
-    ):
+    if old is not None and old.score_type == score_type and all(getattr(old, k) == v for k, v in values.items()):
         return False
     row = {
-        "evaluation_id": ev.id, "benchmark_slug": bench.slug, "benchmark_version": bench.version,
-        "score_type": score_type, "model_name": model.name, "model_version": model.version,
-        "evaluated_at": ev.completed_at or ev.updated_at, **values,
+        "evaluation_id": ev.id,
+        "benchmark_slug": bench.slug,
+        "benchmark_version": bench.version,
+        "score_type": score_type,
+        "model_name": model.name,
+        "model_version": model.version,
+        "evaluated_at": ev.completed_at or ev.updated_at,
+        **values,
     }
     await session.execute(
-        pg_insert(LeaderboardScore).values(row).on_conflict_do_update(
+        pg_insert(LeaderboardScore)
+        .values(row)
+        .on_conflict_do_update(
             index_elements=[LeaderboardScore.evaluation_id],
             set_={k: v for k, v in row.items() if k != "evaluation_id"} | {"computed_at": func.now()},
         )
     )
     entries = await load_board(session, bench.slug, score_type)
-    session.add(LeaderboardSnapshot(
-        benchmark_slug=bench.slug, score_type=score_type, evaluation_id=ev.id,
-        entries=[_snapshot_entry(e) for e in entries],
-    ))
+    session.add(
+        LeaderboardSnapshot(
+            benchmark_slug=bench.slug,
+            score_type=score_type,
+            evaluation_id=ev.id,
+            entries=[_snapshot_entry(e) for e in entries],
+        )
+    )
     await session.flush()
     return True
 
@@ -318,17 +349,27 @@ async def board_history(session: AsyncSession, benchmark_slug: str, score_type: 
             p = prev.get((e["model"], e["model_version"]))
             before = (p["position"], p["rank"], p["tie_group"]) if p else (None, None, None)
             if before != (e["position"], e["rank"], e["tie_group"]):
-                changes.append({
-                    "model": e["model"], "model_version": e["model_version"],
-                    "from_position": before[0], "to_position": e["position"],
-                    "from_rank": before[1], "to_rank": e["rank"],
-                    "from_tie_group": before[2], "to_tie_group": e["tie_group"],
-                })
-        out.append({
-            "id": snap.id, "created_at": snap.created_at,
-            "evaluation_id": str(snap.evaluation_id) if snap.evaluation_id else None,
-            "entries": snap.entries, "changes": changes,
-        })
+                changes.append(
+                    {
+                        "model": e["model"],
+                        "model_version": e["model_version"],
+                        "from_position": before[0],
+                        "to_position": e["position"],
+                        "from_rank": before[1],
+                        "to_rank": e["rank"],
+                        "from_tie_group": before[2],
+                        "to_tie_group": e["tie_group"],
+                    }
+                )
+        out.append(
+            {
+                "id": snap.id,
+                "created_at": snap.created_at,
+                "evaluation_id": str(snap.evaluation_id) if snap.evaluation_id else None,
+                "entries": snap.entries,
+                "changes": changes,
+            }
+        )
     return list(reversed(out))
 
 
@@ -387,10 +428,7 @@ async def compare_models(
     return {
         "models": list(models),
         "boards": [{"benchmark": slug, "score_type": st, "key": label} for (slug, st), label in zip(boards, labels, strict=True)],
-        "rows": [
-            {"model": m, "scores": {label: (e.as_dict() if e else None) for label, e in cells[m].items()}}
-            for m in models
-        ],
+        "rows": [{"model": m, "scores": {label: (e.as_dict() if e else None) for label, e in cells[m].items()}} for m in models],
         "radar_series": series,
         "radar_left_out": left_out,
         "radar_svg": svg,

@@ -68,8 +68,13 @@ async def ensure_topics(settings: CommonSettings) -> list[str]:
         for name in wanted:
             try:
                 await admin.create_topics(
-                    [NewTopic(name=name, num_partitions=settings.kafka_partitions,
-                             replication_factor=settings.kafka_replication_factor)]
+                    [
+                        NewTopic(
+                            name=name,
+                            num_partitions=settings.kafka_partitions,
+                            replication_factor=settings.kafka_replication_factor,
+                        )
+                    ]
                 )
                 created.append(name)
             except TopicAlreadyExistsError:
@@ -116,8 +121,9 @@ async def publish(broker: KafkaBroker, body: Any, *, topic: str, key: bytes | st
 async def publish_event(broker: KafkaBroker, event: Event, headers: dict[str, str] | None = None) -> None:
     """Publish ``event`` on its topic with its key and uep headers (+ ``headers``); waits for the ack and
     retries as :func:`publish` does."""
-    await publish(broker, event.model_dump(mode="json"), topic=event.topic, key=event.key(),
-                  headers={**event.headers(), **(headers or {})})
+    await publish(
+        broker, event.model_dump(mode="json"), topic=event.topic, key=event.key(), headers={**event.headers(), **(headers or {})}
+    )
 
 
 async def dead_letter(
@@ -159,9 +165,7 @@ def decode_event(cls: type[Event], body: bytes | str | dict) -> Event:
             return cls.model_validate(body)
         return cls.model_validate_json(body)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or '<body>'}: {e['msg']}" for e in exc.errors()[:5]
-        )
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '<body>'}: {e['msg']}" for e in exc.errors()[:5])
         raise UndecodableEvent(f"invalid {cls.__name__}: {problems}") from exc
 
 

@@ -65,8 +65,12 @@ class OffsetWatchdog:
                     if self._suspect.get(key) != position:
                         seen[key] = position  # first sighting: confirm on the next pass
                         continue
-                    log.warning("%s: position %d past the high watermark %d (the broker lost its log): "
-                                "seeking to the beginning", tp, position, highwater)
+                    log.warning(
+                        "%s: position %d past the high watermark %d (the broker lost its log): seeking to the beginning",
+                        tp,
+                        position,
+                        highwater,
+                    )
                     await consumer.seek_to_beginning(tp)
                     resets += 1
             except Exception as exc:  # noqa: BLE001 - transient while the broker restarts; next pass retries

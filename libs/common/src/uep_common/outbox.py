@@ -132,12 +132,14 @@ class OutboxRelay:
         async with self._sessionmaker() as session, session.begin():
             if ok:
                 await session.execute(
-                    update(OutboxMessage).where(OutboxMessage.id.in_(ok), OutboxMessage.published_at.is_(None))
+                    update(OutboxMessage)
+                    .where(OutboxMessage.id.in_(ok), OutboxMessage.published_at.is_(None))
                     .values(published_at=now, attempts=OutboxMessage.attempts + 1)
                 )
             for row_id, error in failed:
                 await session.execute(
-                    update(OutboxMessage).where(OutboxMessage.id == row_id)
+                    update(OutboxMessage)
+                    .where(OutboxMessage.id == row_id)
                     .values(claimed_until=None, last_error=error, attempts=OutboxMessage.attempts + 1)
                 )
         if failed:

@@ -32,8 +32,14 @@ def _ok(kind: str, value: Any) -> bool:
 def _describe(kind: str) -> str:
     if kind.startswith("enum:"):
         return "one of " + ", ".join(repr(v) for v in kind[5:].split("|"))
-    return {"bool": "true or false", "number": "a number", "integer": "an integer", "string": "a string",
-            "string_list": "a list of strings", "letters": "a string of letters or a list of letters"}.get(kind, kind)
+    return {
+        "bool": "true or false",
+        "number": "a number",
+        "integer": "an integer",
+        "string": "a string",
+        "string_list": "a list of strings",
+        "letters": "a string of letters or a list of letters",
+    }.get(kind, kind)
 
 
 def param_problems(params: dict, param_types: dict[str, str], required: list[str] | tuple[str, ...]) -> list[tuple[str, str]]:
@@ -41,8 +47,10 @@ def param_problems(params: dict, param_types: dict[str, str], required: list[str
 
     ``None`` is accepted for optional parameters (it means "the default").
     """
-    problems = [(name, f"unknown parameter; the metric takes {sorted(param_types) or 'none'}")
-                for name in sorted(set(params) - set(param_types))]
+    problems = [
+        (name, f"unknown parameter; the metric takes {sorted(param_types) or 'none'}")
+        for name in sorted(set(params) - set(param_types))
+    ]
     problems += [(name, "is required") for name in required if params.get(name) is None]
     for name, value in sorted(params.items()):
         kind = param_types.get(name)

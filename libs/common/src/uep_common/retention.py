@@ -63,8 +63,12 @@ class Decision:
     def as_dict(self) -> dict:
         """JSON-ready summary."""
         return {
-            "evaluation_id": str(self.evaluation_id), "benchmark": self.benchmark, "model": self.model,
-            "status": self.status, "created_at": self.created_at.isoformat(), "recency": self.recency,
+            "evaluation_id": str(self.evaluation_id),
+            "benchmark": self.benchmark,
+            "model": self.model,
+            "status": self.status,
+            "created_at": self.created_at.isoformat(),
+            "recency": self.recency,
             "reasons": list(self.reasons),
         }
 
@@ -93,25 +97,34 @@ async def plan(session: AsyncSession, keep_last: int) -> list[Decision]:
     pinned = "e.pinned" if "pinned" in cols else "false"
     experiment = "e.experiment_id" if "experiment_id" in cols else "NULL::uuid"
     rows = (
-        await session.execute(text(f"""
+        await session.execute(
+            text(f"""
             SELECT e.id, b.slug, m.name, e.status, e.created_at, e.details_cleaned_at, {pinned} AS pinned,
                    {experiment} AS experiment_id,
                    row_number() OVER (PARTITION BY b.slug, m.name ORDER BY e.created_at DESC, e.id DESC) AS recency,
                    EXISTS (SELECT 1 FROM rescores r WHERE r.evaluation_id = e.id AND r.status = 'pending') AS rescoring
             FROM evaluations e JOIN benchmarks b ON b.id = e.benchmark_id JOIN models m ON m.id = e.model_id
-            ORDER BY b.slug, m.name, recency"""))
+            ORDER BY b.slug, m.name, recency""")
+        )
     ).all()
     sources = {
-        r[0] for r in await session.execute(text(
-            f"SELECT DISTINCT config->>'source_evaluation_id' FROM evaluations "
-            f"WHERE config ? 'source_evaluation_id' AND status NOT IN ({_TERMINAL_SQL})"))
+        r[0]
+        for r in await session.execute(
+            text(
+                f"SELECT DISTINCT config->>'source_evaluation_id' FROM evaluations "
+                f"WHERE config ? 'source_evaluation_id' AND status NOT IN ({_TERMINAL_SQL})"
+            )
+        )
     }
     out: list[Decision] = []
     for eid, slug, model, status, created, cleaned, is_pinned, exp, recency, rescoring in rows:
         d = Decision(eid, slug, model, status, created, recency, exp, cleaned)
         for reason, cond in (
-            ("last_n", recency <= keep_last), ("pinned", bool(is_pinned)), ("not_finished", status not in TERMINAL),
-            ("rescore_pending", rescoring), ("source_of_open_evaluation", str(eid) in sources),
+            ("last_n", recency <= keep_last),
+            ("pinned", bool(is_pinned)),
+            ("not_finished", status not in TERMINAL),
+            ("rescore_pending", rescoring),
+            ("source_of_open_evaluation", str(eid) in sources),
         ):
             if cond:
                 d.reasons.append(reason)
@@ -139,8 +152,9 @@ async def clean_evaluation(session: AsyncSession, evaluation_id: uuid.UUID, with
     experiment = "experiment_id" if "experiment_id" in cols else "NULL::uuid"
     row = (
         await session.execute(
-            text(f"SELECT status, details_cleaned_at, {pinned}, {experiment} FROM evaluations WHERE id = :e "
-                 "FOR UPDATE SKIP LOCKED"),
+            text(
+                f"SELECT status, details_cleaned_at, {pinned}, {experiment} FROM evaluations WHERE id = :e FOR UPDATE SKIP LOCKED"
+            ),
             {"e": evaluation_id},
         )
     ).first()
@@ -154,8 +168,10 @@ async def clean_evaluation(session: AsyncSession, evaluation_id: uuid.UUID, with
     ):
         return None
     if exp is not None and await session.scalar(
-        text(f"SELECT EXISTS (SELECT 1 FROM evaluations WHERE experiment_id = :x AND id <> :e "
-             f"AND ({pinned} OR status NOT IN ({_TERMINAL_SQL})))"),
+        text(
+            f"SELECT EXISTS (SELECT 1 FROM evaluations WHERE experiment_id = :x AND id <> :e "
+            f"AND ({pinned} OR status NOT IN ({_TERMINAL_SQL})))"
+        ),
         {"x": exp, "e": evaluation_id},
     ):
         return None
@@ -186,16 +202,16 @@ async def clean_evaluation(session: AsyncSession, evaluation_id: uuid.UUID, with
             )
             gone = (
                 await session.execute(
-                    text("DELETE FROM artifacts a WHERE a.id = ANY(:ids) "
-                         "AND NOT EXISTS (SELECT 1 FROM artifact_refs r WHERE r.artifact_id = a.id) RETURNING a.path"),
+                    text(
+                        "DELETE FROM artifacts a WHERE a.id = ANY(:ids) "
+                        "AND NOT EXISTS (SELECT 1 FROM artifact_refs r WHERE r.artifact_id = a.id) RETURNING a.path"
+                    ),
                     {"ids": artifact_ids},
                 )
             ).all()
             files = [p for (p,) in gone if p]
             deleted["artifacts"] = len(gone)
-    await session.execute(
-        text("UPDATE evaluations SET details_cleaned_at = now() WHERE id = :e"), {"e": evaluation_id}
-    )
+    await session.execute(text("UPDATE evaluations SET details_cleaned_at = now() WHERE id = :e"), {"e": evaluation_id})
     return {"rows": deleted, "files": files}
 
 
@@ -256,7 +272,12 @@ async def run(
         fn = "pg_advisory_lock" if wait_for_lock else "pg_try_advisory_lock"
         got = await lock_conn.scalar(text(f"SELECT {fn}(hashtext(:k))::text"), {"k": LOCK_KEY})
         if got == "false":
-            return {"status": "skipped", "reason": "another retention run holds the lock", "keep_last": keep_last, "dry_run": dry_run}
+            return {
+                "status": "skipped",
+                "reason": "another retention run holds the lock",
+                "keep_last": keep_last,
+                "dry_run": dry_run,
+            }
         try:
             return await _run_locked(sessionmaker, keep_last, dry_run, artifact_root, max_evaluations, benchmark, model)
         finally:
@@ -264,8 +285,13 @@ async def run(
 
 
 async def _run_locked(
-    sessionmaker, keep_last: int, dry_run: bool, artifact_root: Path | None, max_evaluations: int,
-    benchmark: str | None, model: str | None,
+    sessionmaker,
+    keep_last: int,
+    dry_run: bool,
+    artifact_root: Path | None,
+    max_evaluations: int,
+    benchmark: str | None,
+    model: str | None,
 ) -> dict:
     async with sessionmaker() as session:
         decisions = await plan(session, keep_last)
@@ -274,7 +300,10 @@ async def _run_locked(
     kept = Counter(r for d in decisions if d.keep and d.reasons != ["already_cleaned"] for r in d.reasons)
     doomed = [d for d in decisions if not d.keep]
     result: dict = {
-        "status": "completed", "keep_last": keep_last, "dry_run": dry_run, "considered": len(decisions),
+        "status": "completed",
+        "keep_last": keep_last,
+        "dry_run": dry_run,
+        "considered": len(decisions),
         "scope": {"benchmark": benchmark, "model": model},
         "kept": dict(sorted(kept.items())),
         "already_cleaned": sum(1 for d in decisions if d.reasons == ["already_cleaned"]),
@@ -289,7 +318,7 @@ async def _run_locked(
         try:
             async with sessionmaker() as session, session.begin():
                 done = await clean_evaluation(session, d.evaluation_id, with_artifacts)
-        except Exception as exc:  # noqa: BLE001 - one evaluation's failure (e.g. a foreign key) must not stop the run
+        except Exception as exc:
             log.warning("retention: cleaning evaluation %s failed", d.evaluation_id, exc_info=True)
             errors.append({"evaluation_id": str(d.evaluation_id), "error": f"{type(exc).__name__}: {exc}"[:500]})
             continue
@@ -299,7 +328,12 @@ async def _run_locked(
         totals.update(done["rows"])
         totals["files"] += await _delete_files(sessionmaker, done["files"], artifact_root)
         cleaned.append(d.as_dict())
-    result.update(cleaned=cleaned, skipped=skipped, errors=errors, deleted=dict(sorted(totals.items())),
-                  remaining=max(0, len(doomed) - max_evaluations))
+    result.update(
+        cleaned=cleaned,
+        skipped=skipped,
+        errors=errors,
+        deleted=dict(sorted(totals.items())),
+        remaining=max(0, len(doomed) - max_evaluations),
+    )
     log.info("retention: cleaned %d evaluations (kept %s), deleted %s", len(cleaned), result["kept"], result["deleted"])
     return result

@@ -56,9 +56,7 @@ class ServiceRuntime:
     server answer before that, so readiness must not rely on the server answering)."""
 
     def __post_init__(self) -> None:
-        logging.basicConfig(
-            level=self.settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-        )
+        logging.basicConfig(level=self.settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         self.tracer_provider = setup_telemetry(self.settings)
         self.broker = make_broker(self.settings, self.tracer_provider)
         self.ready_checks["broker"] = lambda: self.broker.ping(2.0)
@@ -111,11 +109,11 @@ def build_app(
     """
 
     @get
-    async def healthz(scope):  # noqa: ARG001
+    async def healthz(scope):
         return AsgiResponse(json.dumps({"status": "ok"}).encode(), 200, headers={"content-type": "application/json"})
 
     @get
-    async def readyz(scope):  # noqa: ARG001
+    async def readyz(scope):
         checks = await runtime.readiness()
         ok = all(checks.values())
         body = json.dumps({"status": "ready" if ok else "not_ready", "checks": checks}).encode()

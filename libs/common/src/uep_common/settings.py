@@ -51,14 +51,18 @@ class CommonSettings(BaseSettings):
         100_000, ge=1, le=2**31 - 1, description="Most items (samples × repeats) one evaluation may have."
     )
     max_queued_items: int = Field(
-        500_000, ge=1, le=2**31 - 1,
+        500_000,
+        ge=1,
+        le=2**31 - 1,
         description="Most items a tenant may have queued: not yet finished, across its pending/running/interrupted evaluations.",
     )
     max_evaluations_per_minute: int = Field(
         120, ge=1, le=2**31 - 1, description="Most evaluations a tenant may create in any 60 s (requests and scheduled runs)."
     )
     min_schedule_interval_s: int = Field(
-        300, ge=1, le=2**31 - 1,
+        300,
+        ge=1,
+        le=2**31 - 1,
         description="Closest two runs of one schedule, seconds: a cron whose consecutive runs are closer is refused, "
         "and the scheduler never creates runs closer than this.",
     )

@@ -117,11 +117,18 @@ def bootstrap_mean(values: Sequence[float] | np.ndarray, confidence: float = 0.9
     kind = "BCa" if x.size <= BCA_MAX_N else "percentile"
     n_res = resamples_for(x.size)
     res = bootstrap(
-        (x,), np.mean, confidence_level=confidence, n_resamples=n_res, method=kind,
-        random_state=np.random.default_rng(BOOTSTRAP_SEED), vectorized=True, batch=_batch(x.size),
+        (x,),
+        np.mean,
+        confidence_level=confidence,
+        n_resamples=n_res,
+        method=kind,
+        random_state=np.random.default_rng(BOOTSTRAP_SEED),
+        vectorized=True,
+        batch=_batch(x.size),
     )
-    return Interval(float(res.confidence_interval.low), float(res.confidence_interval.high), confidence,
-                    _method_text(kind, n_res))
+    return Interval(
+        float(res.confidence_interval.low), float(res.confidence_interval.high), confidence, _method_text(kind, n_res)
+    )
 
 
 def _batch(n: int) -> int:
@@ -161,11 +168,22 @@ def paired_bootstrap_diff(
     kind = "BCa" if a.size <= BCA_MAX_N else "percentile"
     n_res = resamples_for(a.size)
     res = bootstrap(
-        (a, b), _mean_diff, paired=True, confidence_level=confidence, n_resamples=n_res, method=kind,
-        random_state=np.random.default_rng(BOOTSTRAP_SEED), vectorized=True, batch=_batch(a.size),
+        (a, b),
+        _mean_diff,
+        paired=True,
+        confidence_level=confidence,
+        n_resamples=n_res,
+        method=kind,
+        random_state=np.random.default_rng(BOOTSTRAP_SEED),
+        vectorized=True,
+        batch=_batch(a.size),
     )
-    return diff, Interval(float(res.confidence_interval.low), float(res.confidence_interval.high), confidence,
-                          _method_text(kind, n_res, paired=True))
+    return diff, Interval(
+        float(res.confidence_interval.low),
+        float(res.confidence_interval.high),
+        confidence,
+        _method_text(kind, n_res, paired=True),
+    )
 
 
 def paired_bootstrap_binary(
@@ -197,8 +215,10 @@ def paired_bootstrap_binary(
     d = (draws[:, 1] - draws[:, 2]) / n
     alpha = (1 - confidence) / 2
     low, high = np.percentile(d, [100 * alpha, 100 * (1 - alpha)])
-    method = (f"paired bootstrap (pairs resampled as multinomial draws of the 2x2 cells), percentile, {n_resamples} resamples, "
-              f"seed {BOOTSTRAP_SEED}")
+    method = (
+        f"paired bootstrap (pairs resampled as multinomial draws of the 2x2 cells), percentile, {n_resamples} resamples, "
+        f"seed {BOOTSTRAP_SEED}"
+    )
     return diff, Interval(float(low), float(high), confidence, method)
 
 

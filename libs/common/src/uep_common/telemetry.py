@@ -61,24 +61,27 @@ def span_json_line(span) -> str:
     ``to_json`` writes them). Bytes attributes — FastStream records Kafka keys as bytes, which the SDK's
     own ``to_json`` cannot serialise — are decoded as UTF-8."""
     ctx = span.context
-    return json.dumps(
-        {
-            "name": span.name,
-            "context": {"trace_id": f"0x{ctx.trace_id:032x}", "span_id": f"0x{ctx.span_id:016x}"},
-            "parent_id": f"0x{span.parent.span_id:016x}" if span.parent else None,
-            "kind": str(span.kind),
-            "start_time": span.start_time,
-            "end_time": span.end_time,
-            "status": span.status.status_code.name,
-            "attributes": {k: _plain(v) for k, v in (span.attributes or {}).items()},
-            "links": [
-                {"context": {"trace_id": f"0x{link.context.trace_id:032x}", "span_id": f"0x{link.context.span_id:016x}"}}
-                for link in span.links
-            ],
-            "resource": {k: _plain(v) for k, v in span.resource.attributes.items()},
-        },
-        separators=(",", ":"),
-    ) + "\n"
+    return (
+        json.dumps(
+            {
+                "name": span.name,
+                "context": {"trace_id": f"0x{ctx.trace_id:032x}", "span_id": f"0x{ctx.span_id:016x}"},
+                "parent_id": f"0x{span.parent.span_id:016x}" if span.parent else None,
+                "kind": str(span.kind),
+                "start_time": span.start_time,
+                "end_time": span.end_time,
+                "status": span.status.status_code.name,
+                "attributes": {k: _plain(v) for k, v in (span.attributes or {}).items()},
+                "links": [
+                    {"context": {"trace_id": f"0x{link.context.trace_id:032x}", "span_id": f"0x{link.context.span_id:016x}"}}
+                    for link in span.links
+                ],
+                "resource": {k: _plain(v) for k, v in span.resource.attributes.items()},
+            },
+            separators=(",", ":"),
+        )
+        + "\n"
+    )
 
 
 def shutdown_telemetry() -> None:

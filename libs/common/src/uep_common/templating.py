@@ -124,7 +124,9 @@ class _Bounds:
         if isinstance(value, _SIZED) and len(value) > self.max_len:
             raise self.too_long(what, len(value))
         if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > self.limits.max_int_bits:
-            raise TemplateLimitError(f"{what} would be an integer of {value.bit_length()} bits, more than {self.limits.max_int_bits}")
+            raise TemplateLimitError(
+                f"{what} would be an integer of {value.bit_length()} bits, more than {self.limits.max_int_bits}"
+            )
         return value
 
     def check_int_arg(self, value: Any, what: str) -> None:
@@ -268,7 +270,7 @@ class BoundedSandboxedEnvironment(ImmutableSandboxedEnvironment):
             for value in (*data_args, *kwargs.values()):
                 bounds.check_int_arg(value, f"filter {name!r}")
             if name == "format" and (args[1:2] if passes_first else args[:1]):
-                bounds.check_percent(str((args[1] if passes_first else args[0])))
+                bounds.check_percent(str(args[1] if passes_first else args[0]))
             if name == "replace":
                 value = args[1] if passes_first else args[0]
                 rest = args[2:] if passes_first else args[1:]
@@ -339,7 +341,6 @@ def render(template: jinja2.Template, variables: Mapping[str, Any]) -> str:
         raise TemplateRenderFailure(f"template raised {type(exc).__name__}: {str(exc)[:300]}") from None
     finally:
         _current.budget = outer
-
 
 
 def trial_render(env: BoundedSandboxedEnvironment, source: str, variables: Mapping[str, Any]) -> None:

@@ -69,7 +69,7 @@ class WaitingListener:
                     continue
                 try:
                     await self._on_waiting(evaluation_id)
-                except Exception:  # noqa: BLE001 - the reconcile pass admits it anyway
+                except Exception:
                     log.exception("admitting %s on its wake-up failed", evaluation_id)
 
     def start(self) -> None:

@@ -79,11 +79,17 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     async def readyz(request: Request) -> JSONResponse:
         """Readiness: PostgreSQL, Redis and the broker answer (503 otherwise, with each check)."""
         checks = {}
+
         async def db() -> bool:
             async with request.app.state.engine.connect() as c:
                 await c.execute(text("SELECT 1"))
             return True
-        for name, fn in (("database", db), ("redis", request.app.state.redis.ping), ("broker", lambda: request.app.state.broker.ping(2.0))):
+
+        for name, fn in (
+            ("database", db),
+            ("redis", request.app.state.redis.ping),
+            ("broker", lambda: request.app.state.broker.ping(2.0)),
+        ):
             try:
                 checks[name] = bool(await asyncio.wait_for(fn(), 3.0))
             except Exception:  # noqa: BLE001

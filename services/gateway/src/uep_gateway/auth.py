@@ -49,8 +49,9 @@ class Principal:
     def require(self, role: str, action: str) -> None:
         """Raise 403 naming the ``Authorization`` header unless the role is at least ``role``."""
         if not self.at_least(role):
-            raise FieldError(403, ("header", "Authorization"), f"{action} needs the {role} role; the caller is {self.role}",
-                             "forbidden")
+            raise FieldError(
+                403, ("header", "Authorization"), f"{action} needs the {role} role; the caller is {self.role}", "forbidden"
+            )
 
 
 async def _tenant(session: AsyncSession, slug: str) -> Tenant:
@@ -80,8 +81,11 @@ async def current_principal(
     tenant = await session.get(Tenant, row.tenant_id)
     if tenant_slug and tenant_slug != tenant.slug:
         if row.role != "admin":
-            raise FieldError(403, ("header", TENANT_HEADER),
-                             f"this key belongs to tenant {tenant.slug!r}; only an admin key may act for {tenant_slug!r}",
-                             "forbidden")
+            raise FieldError(
+                403,
+                ("header", TENANT_HEADER),
+                f"this key belongs to tenant {tenant.slug!r}; only an admin key may act for {tenant_slug!r}",
+                "forbidden",
+            )
         tenant = await _tenant(session, tenant_slug)
     return Principal(tenant=tenant, role=row.role, api_key_id=row.id, name=f"key:{row.key_prefix}")

@@ -7,7 +7,7 @@ Starlette has no body-size limit of its own; this is the usual wrapper around ``
 from __future__ import annotations
 
 import json
-from typing import Callable
+from collections.abc import Callable
 
 Scope = dict
 Message = dict
@@ -22,11 +22,17 @@ class BodyTooLarge(Exception):
 
 
 def _too_large_response(limit: int) -> tuple[Message, Message]:
-    body = json.dumps({"detail": [{"loc": ["body"], "msg": f"request body larger than {limit} bytes", "type": "too_large"}]}).encode()
+    body = json.dumps(
+        {"detail": [{"loc": ["body"], "msg": f"request body larger than {limit} bytes", "type": "too_large"}]}
+    ).encode()
     start = {
         "type": "http.response.start",
         "status": 413,
-        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), (b"connection", b"close")],
+        "headers": [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"connection", b"close"),
+        ],
     }
     return start, {"type": "http.response.body", "body": body, "more_body": False}
 

@@ -9,4 +9,6 @@ from uep_gateway.settings import GatewaySettings
 def main() -> None:
     """Console entry point."""
     settings = GatewaySettings()
-    uvicorn.run(create_app(settings), host=settings.gateway_host, port=settings.gateway_port, log_level=settings.log_level.lower())
+    uvicorn.run(
+        create_app(settings), host=settings.gateway_host, port=settings.gateway_port, log_level=settings.log_level.lower()
+    )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-
 from typing import Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
@@ -46,7 +45,10 @@ class EvaluationOptions(BaseModel):
     repeats: int = Field(1, ge=1, le=INT32_MAX, description="Attempts per sample (for pass@k and stability).")
     priority: Priority = Priority.normal
     max_parallel: int | None = Field(
-        None, ge=1, le=1024, validation_alias=AliasChoices("max_parallel", "max_in_flight"),
+        None,
+        ge=1,
+        le=1024,
+        validation_alias=AliasChoices("max_parallel", "max_in_flight"),
         description="Items of this evaluation in flight at most (alias: max_in_flight); default: the scheduler's.",
     )
     fewshot_k: int | None = Field(
@@ -56,7 +58,10 @@ class EvaluationOptions(BaseModel):
         None, description="Apply the model's chat template (true) or send raw text (false); default: the benchmark's."
     )
     sample_timeout_s: float | None = Field(
-        None, gt=0, le=3600, allow_inf_nan=False,
+        None,
+        gt=0,
+        le=3600,
+        allow_inf_nan=False,
         description="Per-sample timeout of each model call, seconds; default: the inference service's UEP_INFERENCE_TIMEOUT_S.",
     )
 
@@ -81,15 +86,19 @@ class EvaluationCreate(EvaluationOptions):
         None, min_length=2, max_length=8, description="A/B experiment: one evaluation per arm, linked by experiment_id."
     )
     max_cost: float | None = Field(
-        None, ge=0, le=MAX_MONEY, allow_inf_nan=False, description="Cap of each evaluation created (site currency): it runs until the cap is reached, then "
-        "ends budget_exhausted (see POST /v1/evaluations/estimate for what it would cost)."
+        None,
+        ge=0,
+        le=MAX_MONEY,
+        allow_inf_nan=False,
+        description="Cap of each evaluation created (site currency): it runs until the cap is reached, then "
+        "ends budget_exhausted (see POST /v1/evaluations/estimate for what it would cost).",
     )
     judge: dict | None = Field(
-        None, description="llm_judge/hybrid benchmarks: keys overriding the benchmark's judge configuration "
+        None,
+        description="llm_judge/hybrid benchmarks: keys overriding the benchmark's judge configuration "
         "(uep_common.judge_config.JudgeConfig: mode, judges, aggregate, dimensions, template, max_retries, "
         "baseline_evaluation_id, ...).",
     )
-
 
 
 class EvaluationRef(BaseModel):
@@ -118,8 +127,9 @@ class EvaluationAccepted(BaseModel):
     arm: str = "main"
     evaluations: list[EvaluationRef] = Field(default_factory=list)
     estimated_cost: dict | None = Field(
-        None, description="The estimate before anything ran: {estimate, currency, items, per_item, …} (all evaluations "
-        "of a batch or A/B request together in `estimate` and `items`)."
+        None,
+        description="The estimate before anything ran: {estimate, currency, items, per_item, …} (all evaluations "
+        "of a batch or A/B request together in `estimate` and `items`).",
     )
 
 
@@ -264,7 +274,8 @@ class BenchmarkSpec(BaseModel):
     category: Literal["nlp", "code", "math", "reasoning", "safety", "custom"] = "custom"
     status: Literal["active", "draft"] = "active"
     evaluation_type: Literal["automatic", "llm_judge", "hybrid"] = Field(
-        "automatic", description="automatic (the metric), llm_judge (the judge configuration in `judge`), hybrid "
+        "automatic",
+        description="automatic (the metric), llm_judge (the judge configuration in `judge`), hybrid "
         "(the metric first; items it cannot decide go to the judge, unsure verdicts to human annotators)",
     )
     judge: dict | None = Field(None, description="llm_judge/hybrid: uep_common.judge_config.JudgeConfig as JSON.")

@@ -15,14 +15,16 @@ class GatewaySettings(CommonSettings):
     max_upload_bytes: int = Field(50 * 1_048_576, ge=1024, description="Largest benchmark upload accepted.")
     max_upload_rows: int = Field(200_000, ge=1, description="Most samples in one uploaded benchmark.")
     max_upload_decoded_bytes: int = Field(
-        256 * 1_048_576, ge=1024,
+        256 * 1_048_576,
+        ge=1024,
         description="Most bytes an upload's rows may take once decompressed and decoded (Parquet: the column "
         "chunks' uncompressed sizes from the file's metadata, at least 8 bytes a value, and the strings of "
         "dictionary-encoded columns as expanded; checked before any row is built).",
     )
     max_upload_columns: int = Field(1000, ge=1, description="Most columns (Parquet leaf columns, CSV fields) in an upload.")
     max_upload_row_bytes: int = Field(
-        1_048_576, ge=256,
+        1_048_576,
+        ge=256,
         description="Largest row: a JSONL line or CSV field (characters), and each row as UTF-8 JSON (bytes).",
     )
     max_prompt_chars: int = Field(
@@ -33,7 +35,8 @@ class GatewaySettings(CommonSettings):
         30.0, gt=0, description="Wall-clock budget of one upload's parsing and rendering; past it the worker is killed."
     )
     upload_worker_memory_bytes: int = Field(
-        2 * 1_073_741_824, ge=268_435_456,
+        2 * 1_073_741_824,
+        ge=268_435_456,
         description="Address-space limit (RLIMIT_AS) of each worker process, its ~0.5 GiB of interpreter and "
         "libraries included; a job that needs more is refused.",
     )
@@ -42,7 +45,9 @@ class GatewaySettings(CommonSettings):
         16_384, ge=64, description="Rendered prompts in a preview are cut to this many characters (prompt_truncated)."
     )
     preview_max_bytes: int = Field(
-        2 * 1_048_576, ge=65_536, description="Largest preview response (JSON bytes); the page ends before a sample that would pass it."
+        2 * 1_048_576,
+        ge=65_536,
+        description="Largest preview response (JSON bytes); the page ends before a sample that would pass it.",
     )
     max_repeats: int = Field(100, ge=1)
     results_page_max: int = Field(1000, ge=1)

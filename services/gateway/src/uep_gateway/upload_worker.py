@@ -21,9 +21,10 @@ import os
 import resource
 import signal
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, Callable
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -193,7 +194,7 @@ class WorkerPool:
             while not self._closed:
                 try:
                     new = await asyncio.to_thread(_Slot, self._ctx, self.memory_bytes)
-                except Exception:  # noqa: BLE001 - retried: the pool must get its worker back
+                except Exception:
                     log.exception("could not start an upload worker; retrying")
                     await asyncio.sleep(1.0)
                     continue

@@ -108,7 +108,9 @@ def detect_format(filename: str | None, declared: str | None) -> str:
     fmt = (declared or (filename or "").rsplit(".", 1)[-1]).lower()
     fmt = {"ndjson": "jsonl", "json": "jsonl", "pq": "parquet"}.get(fmt, fmt)
     if fmt not in FORMATS:
-        raise UploadInvalid([UploadProblem(["body", "format"], f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}", "bad_format")])
+        raise UploadInvalid(
+            [UploadProblem(["body", "format"], f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}", "bad_format")]
+        )
     return fmt
 
 
@@ -135,7 +137,9 @@ def check_parquet_metadata(data: bytes, limits: UploadLimits):
     if md.num_rows > limits.max_rows:
         raise _file_problem(f"the file declares {md.num_rows} rows; at most {limits.max_rows} are accepted", "too_many_rows")
     if md.num_columns > limits.max_columns:
-        raise _file_problem(f"the file has {md.num_columns} columns; at most {limits.max_columns} are accepted", "too_many_columns")
+        raise _file_problem(
+            f"the file has {md.num_columns} columns; at most {limits.max_columns} are accepted", "too_many_columns"
+        )
     decoded = 0
     for g in range(md.num_row_groups):
         rg = md.row_group(g)
@@ -143,8 +147,11 @@ def check_parquet_metadata(data: bytes, limits: UploadLimits):
             chunk = rg.column(c)
             decoded += max(chunk.total_uncompressed_size, chunk.num_values * _MIN_VALUE_BYTES)
         if decoded > limits.max_decoded_bytes:
-            raise _file_problem(f"the file's rows decompress to more than {limits.max_decoded_bytes} bytes "
-                                f"(its metadata: at least {decoded} bytes by row group {g + 1})", "too_large_decoded")
+            raise _file_problem(
+                f"the file's rows decompress to more than {limits.max_decoded_bytes} bytes "
+                f"(its metadata: at least {decoded} bytes by row group {g + 1})",
+                "too_large_decoded",
+            )
     return pf
 
 
@@ -157,8 +164,14 @@ def _read_parquet(data: bytes, limits: UploadLimits) -> list[tuple[int, object]]
     try:
         # String columns stay dictionary-encoded while read, so their expanded size is measured before the
         # rows are built (the metadata's sizes count a dictionary-encoded string once).
-        strings = [f.name for f in pf.schema_arrow if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
-                   or pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)]
+        strings = [
+            f.name
+            for f in pf.schema_arrow
+            if pa.types.is_string(f.type)
+            or pa.types.is_large_string(f.type)
+            or pa.types.is_binary(f.type)
+            or pa.types.is_large_binary(f.type)
+        ]
         pf = pq.ParquetFile(io.BytesIO(data), read_dictionary=strings)
         out: list[tuple[int, object]] = []
         decoded = 0
@@ -170,8 +183,11 @@ def _read_parquet(data: bytes, limits: UploadLimits) -> list[tuple[int, object]]
                 else:
                     decoded += col.nbytes
             if decoded > limits.max_decoded_bytes:
-                raise _file_problem(f"the file's rows decode to more than {limits.max_decoded_bytes} bytes "
-                                    f"(at least {decoded} bytes by row {len(out) + batch.num_rows})", "too_large_decoded")
+                raise _file_problem(
+                    f"the file's rows decode to more than {limits.max_decoded_bytes} bytes "
+                    f"(at least {decoded} bytes by row {len(out) + batch.num_rows})",
+                    "too_large_decoded",
+                )
             if len(out) + batch.num_rows > limits.max_rows:
                 raise _too_many_rows(limits.max_rows)
             out.extend(enumerate(batch.to_pylist(), start=len(out) + 1))
@@ -201,8 +217,11 @@ def _read_csv(text: str, limits: UploadLimits, max_rows: int) -> list[tuple[int,
             n = reader.line_num
             if header is None:
                 if len(values) > limits.max_columns:
-                    raise _file_problem(f"line {n}: {len(values)} columns; at most {limits.max_columns} are accepted",
-                                        "too_many_columns", f"line {n}")
+                    raise _file_problem(
+                        f"line {n}: {len(values)} columns; at most {limits.max_columns} are accepted",
+                        "too_many_columns",
+                        f"line {n}",
+                    )
                 header = values
                 continue
             if not values:
@@ -210,7 +229,9 @@ def _read_csv(text: str, limits: UploadLimits, max_rows: int) -> list[tuple[int,
             if len(values) > len(header):
                 raise _file_problem(f"line {n}: more values than header columns", "bad_row", f"line {n}")
             if sum(map(len, values)) > limits.max_row_bytes:
-                raise _file_problem(f"line {n}: the row is longer than {limits.max_row_bytes} characters", "row_too_large", f"line {n}")
+                raise _file_problem(
+                    f"line {n}: the row is longer than {limits.max_row_bytes} characters", "row_too_large", f"line {n}"
+                )
             if len(out) >= max_rows:
                 raise _too_many_rows(max_rows)
             out.append((n, dict(zip(header, values + [None] * (len(header) - len(values))))))
@@ -225,16 +246,27 @@ def _read_jsonl(text: str, limits: UploadLimits, max_rows: int) -> list[tuple[in
         if not line.strip():
             continue
         if len(line) > limits.max_row_bytes:
-            problems.append(UploadProblem([*FILE_LOC, f"line {number}"],
-                                          f"line {number}: longer than {limits.max_row_bytes} characters", "row_too_large"))
+            problems.append(
+                UploadProblem(
+                    [*FILE_LOC, f"line {number}"],
+                    f"line {number}: longer than {limits.max_row_bytes} characters",
+                    "row_too_large",
+                )
+            )
         elif len(out) >= max_rows:
             raise _too_many_rows(max_rows)
         else:
             try:
                 out.append((number, json.loads(line)))
             except (ValueError, RecursionError) as exc:  # JSONDecodeError, an int of too many digits, deep nesting
-                reason = exc.msg if isinstance(exc, json.JSONDecodeError) else ("nested too deeply" if isinstance(exc, RecursionError) else str(exc))
-                problems.append(UploadProblem([*FILE_LOC, f"line {number}"], f"line {number}: invalid JSON: {reason}", "bad_json"))
+                reason = (
+                    exc.msg
+                    if isinstance(exc, json.JSONDecodeError)
+                    else ("nested too deeply" if isinstance(exc, RecursionError) else str(exc))
+                )
+                problems.append(
+                    UploadProblem([*FILE_LOC, f"line {number}"], f"line {number}: invalid JSON: {reason}", "bad_json")
+                )
         if len(problems) >= MAX_ERRORS:
             break
     if problems:
@@ -319,8 +351,11 @@ def _row_problem(number: int, rec: object, limits: UploadLimits) -> UploadProble
         if encoded is None:  # e.g. nested too deeply to encode
             return UploadProblem([*FILE_LOC, f"line {number}"], f"line {number}: the row cannot be stored as JSON", "bad_value")
     if len(encoded) > limits.max_row_bytes:
-        return UploadProblem([*FILE_LOC, f"line {number}"],
-                             f"line {number}: the row is {len(encoded)} bytes as JSON; at most {limits.max_row_bytes} are accepted", "row_too_large")
+        return UploadProblem(
+            [*FILE_LOC, f"line {number}"],
+            f"line {number}: the row is {len(encoded)} bytes as JSON; at most {limits.max_row_bytes} are accepted",
+            "row_too_large",
+        )
     return None
 
 
@@ -328,7 +363,9 @@ def to_row(ordinal: int, number: int, rec: object) -> Row:
     """One record as a Row. Raises UploadInvalid (one problem) naming the line and the field."""
 
     def bad(fld: str, msg: str, kind: str) -> UploadInvalid:
-        return UploadInvalid([UploadProblem(["body", "file", f"line {number}", fld], f"line {number}: field {fld!r} {msg}", kind)])
+        return UploadInvalid(
+            [UploadProblem(["body", "file", f"line {number}", fld], f"line {number}: field {fld!r} {msg}", kind)]
+        )
 
     if not isinstance(rec, dict):
         raise bad("<row>", "must be an object", "bad_row")
@@ -369,8 +406,9 @@ def _template_problem(number: int, msg: str, kind: str) -> UploadProblem:
     return UploadProblem(list(TEMPLATE_LOC), f"line {number}: {msg}", kind)
 
 
-def validate_rows(records: list[tuple[int, object]], template: str, max_rows: int,
-                  limits: UploadLimits | None = None) -> list[Row]:
+def validate_rows(
+    records: list[tuple[int, object]], template: str, max_rows: int, limits: UploadLimits | None = None
+) -> list[Row]:
     """Rows of ``records``, each checked (storable, within ``limits.max_row_bytes``) and rendered through
     ``template`` (each prompt within ``limits.max_prompt_chars``; default :class:`UploadLimits`).
 
@@ -405,20 +443,36 @@ def validate_rows(records: list[tuple[int, object]], template: str, max_rows: in
                 problems.append(_template_problem(number, str(exc), "template_error"))
                 break
         except (OverflowError, MemoryError, RecursionError) as exc:
-            problems.append(_template_problem(number, f"prompt template refused: {type(exc).__name__}: {exc}", "template_too_costly"))
+            problems.append(
+                _template_problem(number, f"prompt template refused: {type(exc).__name__}: {exc}", "template_too_costly")
+            )
             break
         except Exception as exc:  # noqa: BLE001 - a template may fail on one row's values (e.g. a type error)
-            problems.append(UploadProblem([*FILE_LOC, f"line {number}"],
-                                          f"line {number}: prompt template failed on this row: {type(exc).__name__}: {exc}", "template_error"))
+            problems.append(
+                UploadProblem(
+                    [*FILE_LOC, f"line {number}"],
+                    f"line {number}: prompt template failed on this row: {type(exc).__name__}: {exc}",
+                    "template_error",
+                )
+            )
         else:
             if len(prompt) > limits.max_prompt_chars:
-                problems.append(_template_problem(
-                    number, f"the template renders a prompt of {len(prompt)} characters; at most {limits.max_prompt_chars} are accepted",
-                    "prompt_too_long"))
+                problems.append(
+                    _template_problem(
+                        number,
+                        f"the template renders a prompt of {len(prompt)} characters; at most {limits.max_prompt_chars} are accepted",
+                        "prompt_too_long",
+                    )
+                )
                 break
             if row.external_id is not None and row.external_id in seen_ids:
-                problems.append(UploadProblem(["body", "file", f"line {number}", "id"],
-                                              f"line {number}: field 'id' repeats line {seen_ids[row.external_id]}", "duplicate_id"))
+                problems.append(
+                    UploadProblem(
+                        ["body", "file", f"line {number}", "id"],
+                        f"line {number}: field 'id' repeats line {seen_ids[row.external_id]}",
+                        "duplicate_id",
+                    )
+                )
             elif row.external_id is not None:
                 seen_ids[row.external_id] = number
             rows.append(row)
@@ -429,7 +483,9 @@ def validate_rows(records: list[tuple[int, object]], template: str, max_rows: in
     return rows
 
 
-def check_upload(data: bytes, fmt: str, template: str, limits: UploadLimits, config: dict | None = None) -> tuple[list[Row], str | None]:
+def check_upload(
+    data: bytes, fmt: str, template: str, limits: UploadLimits, config: dict | None = None
+) -> tuple[list[Row], str | None]:
     """Read ``data`` (format ``fmt``), validate and render every row, and, given the benchmark's
     ``config``, compute its version (:func:`uep_common.benchmarks.content_hash`); the worker job of an
     upload. Returns ``(rows, version or None)``.

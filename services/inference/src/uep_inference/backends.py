@@ -77,7 +77,11 @@ class TritonBackend:
         ]
         outputs = [mod.InferRequestedOutput(n) for n in ("text_output", "prompt_tokens", "completion_tokens")]
         try:
-            kwargs = {"client_timeout": timeout_s} if mod.__name__.startswith("tritonclient.grpc") else {"timeout": int(timeout_s * 1_000_000)}
+            kwargs = (
+                {"client_timeout": timeout_s}
+                if mod.__name__.startswith("tritonclient.grpc")
+                else {"timeout": int(timeout_s * 1_000_000)}
+            )
             result = await client.infer(
                 target.triton_model_name or target.name,
                 inputs,
@@ -120,7 +124,11 @@ class OpenAIBackend:
     ) -> Generation:
         """A chat completion with the prompt as the user message, or with ``chat=False`` a raw text
         completion (``/v1/completions``). Raises :class:`BackendError`."""
-        body: dict = {"model": target.triton_model_name or target.name, "max_tokens": max_tokens, "temperature": target.temperature}
+        body: dict = {
+            "model": target.triton_model_name or target.name,
+            "max_tokens": max_tokens,
+            "temperature": target.temperature,
+        }
         if chat is False:
             body["prompt"], path = prompt, "/v1/completions"
         else:

@@ -59,8 +59,13 @@ async def _read_body(receive) -> bytes:
 
 async def _send_json(send, status: int, body: dict) -> None:
     data = json.dumps(body).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())],
+        }
+    )
     await send({"type": "http.response.body", "body": data})
 
 
@@ -81,14 +86,33 @@ def make_generate_endpoint(backends: Backends, limits: ModelLimits, settings: In
             await _send_json(send, 413, {"detail": [{"loc": ["body"], "msg": str(exc), "type": "too_large"}]})
             return
         call = await call_model(
-            req.target, req.prompt, req.max_tokens or req.target.max_tokens, [*req.target.stop, *req.stop], req.chat,
-            backends, settings.inference_timeout_s, limits, settings.inference_max_attempts, settings.inference_backoff_s,
+            req.target,
+            req.prompt,
+            req.max_tokens or req.target.max_tokens,
+            [*req.target.stop, *req.stop],
+            req.chat,
+            backends,
+            settings.inference_timeout_s,
+            limits,
+            settings.inference_max_attempts,
+            settings.inference_backoff_s,
         )
         if call.error is not None:
-            await _send_json(send, 502, {"error": call.error.model_dump(), "latency_ms": call.latency_ms, "attempts": call.attempts})
+            await _send_json(
+                send, 502, {"error": call.error.model_dump(), "latency_ms": call.latency_ms, "attempts": call.attempts}
+            )
             return
         gen = call.generation
-        await _send_json(send, 200, {"text": gen.text, "prompt_tokens": gen.prompt_tokens, "completion_tokens": gen.completion_tokens,
-                                     "latency_ms": call.latency_ms, "attempts": call.attempts})
+        await _send_json(
+            send,
+            200,
+            {
+                "text": gen.text,
+                "prompt_tokens": gen.prompt_tokens,
+                "completion_tokens": gen.completion_tokens,
+                "latency_ms": call.latency_ms,
+                "attempts": call.attempts,
+            },
+        )
 
     return endpoint

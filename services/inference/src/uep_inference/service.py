@@ -19,9 +19,9 @@ from faststream.kafka import KafkaBroker, KafkaMessage
 
 from uep_common.events import ErrorInfo, ModelTarget, OutputGenerated, SampleDispatched, Topics
 from uep_common.messaging import consumer_options, dead_letter, decode_or_dead_letter, publish_event, raw_records
+from uep_common.prompts import PromptRenderError, render_prompt
 from uep_common.telemetry import tracer
 from uep_inference.backends import BackendError, Backends, Generation
-from uep_common.prompts import PromptRenderError, render_prompt
 from uep_inference.settings import InferenceSettings
 
 log = logging.getLogger(__name__)
@@ -120,8 +120,9 @@ async def generate_output(
         )
     max_tokens = event.prompt.max_tokens or event.target.max_tokens
     stop = [*event.target.stop, *event.prompt.stop]
-    call = await call_model(event.target, prompt, max_tokens, stop, event.prompt.chat, backends, timeout_s, limits,
-                            max_attempts, backoff_s)
+    call = await call_model(
+        event.target, prompt, max_tokens, stop, event.prompt.chat, backends, timeout_s, limits, max_attempts, backoff_s
+    )
     if call.error is None:
         gen = call.generation
         return OutputGenerated(
@@ -154,17 +155,24 @@ def register(broker: KafkaBroker, settings: InferenceSettings, backends: Backend
         event = await decode_or_dead_letter(broker, SampleDispatched, msg, Topics.SAMPLE_DISPATCHED)
         if event is None:
             return
-        with _tracer.start_as_current_span(
-            "generate", attributes={"uep.item": event.item_key(), "uep.model": event.target.name}
-        ):
+        with _tracer.start_as_current_span("generate", attributes={"uep.item": event.item_key(), "uep.model": event.target.name}):
             out = await generate_output(
-                event, backends, event.timeout_s or settings.inference_timeout_s, limits,
-                settings.inference_max_attempts, settings.inference_backoff_s,
+                event,
+                backends,
+                event.timeout_s or settings.inference_timeout_s,
+                limits,
+                settings.inference_max_attempts,
+                settings.inference_backoff_s,
             )
             await publish_event(broker, out)
             if out.error is not None:  # stored as the item's failed result, and dead-lettered with the reason
                 body, headers = raw_records(msg)[0]
                 await dead_letter(
-                    broker, body, Topics.SAMPLE_DISPATCHED, f"{out.error.type}: {out.error.message}",
-                    key=event.key(), headers=headers, dlq_id=f"inference:{event.event_id}",
+                    broker,
+                    body,
+                    Topics.SAMPLE_DISPATCHED,
+                    f"{out.error.type}: {out.error.message}",
+                    key=event.key(),
+                    headers=headers,
+                    dlq_id=f"inference:{event.event_id}",
                 )

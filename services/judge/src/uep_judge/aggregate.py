@@ -54,11 +54,19 @@ def _usage(verdicts: list[Verdict]) -> dict:
 
 def _invalid(verdicts: list[Verdict], metrics: dict) -> Outcome:
     call_failed = all(v.call_failed for v in verdicts)
-    parts = [f"{v.judge.name}{'' if v.position == '-' else ' ' + v.position}: {v.error}; raw: {v.raw_text!r}"[:1500]
-             for v in verdicts if not v.valid]
+    parts = [
+        f"{v.judge.name}{'' if v.position == '-' else ' ' + v.position}: {v.error}; raw: {v.raw_text!r}"[:1500]
+        for v in verdicts
+        if not v.valid
+    ]
     metrics = {**metrics, "judge_invalid": 1, "judge_raw": (verdicts[-1].raw_text or "")[:2000] if verdicts else ""}
     return Outcome(
-        False, None, None, None, metrics, human_reason="judge_invalid",
+        False,
+        None,
+        None,
+        None,
+        metrics,
+        human_reason="judge_invalid",
         error_type="judge_call_failed" if call_failed else "judge_invalid_output",
         error_message=" | ".join(parts)[:4000] or "no judge verdict",
     )
@@ -113,9 +121,14 @@ def pairwise_outcome(cfg: JudgeConfig, comparisons: list[Comparison]) -> Outcome
     inconsistent = [c.inconsistent for c in valid]
     low = len(comparisons) > 1 and (len(set(outcomes)) > 1 or len(valid) < len(comparisons))
     metrics = {
-        **base, "judge_invalid": 0, "pairwise_win": value, "pairwise_outcome": outcome,
-        "pairwise_inconsistent": statistics.fmean(int(x) for x in inconsistent), "judge_low_confidence": int(low),
-        "winner_ab": valid[0].ab.pairwise.winner, "winner_ba": valid[0].ba.pairwise.winner,
+        **base,
+        "judge_invalid": 0,
+        "pairwise_win": value,
+        "pairwise_outcome": outcome,
+        "pairwise_inconsistent": statistics.fmean(int(x) for x in inconsistent),
+        "judge_low_confidence": int(low),
+        "winner_ab": valid[0].ab.pairwise.winner,
+        "winner_ba": valid[0].ba.pairwise.winner,
     }
     is_correct = True if outcome == "win" else False if outcome == "loss" else None
     reason = "swap_inconsistent" if any(inconsistent) else "jury_disagreement" if low else None

@@ -65,7 +65,9 @@ class InferenceClient:
                 continue
             data = r.json() if r.headers.get("content-type", "").startswith("application/json") else {}
             if r.status_code == 200:
-                return JudgeGeneration(data["text"], data.get("prompt_tokens"), data.get("completion_tokens"), data.get("latency_ms"))
+                return JudgeGeneration(
+                    data["text"], data.get("prompt_tokens"), data.get("completion_tokens"), data.get("latency_ms")
+                )
             err = data.get("error") or {}
             raise JudgeCallError(err.get("type", f"http_{r.status_code}"), err.get("message") or r.text[:500])
         raise AssertionError("unreachable")

@@ -68,8 +68,15 @@ class Verdict:
         return sum(1 for a in self.attempts if a.raw is not None and a.error is not None)
 
 
-async def ask(generate: Generate, judge: ModelTarget, prompt: str, parse: Callable[[str], object], max_retries: int,
-              max_tokens: int, position: str = "-") -> Verdict:
+async def ask(
+    generate: Generate,
+    judge: ModelTarget,
+    prompt: str,
+    parse: Callable[[str], object],
+    max_retries: int,
+    max_tokens: int,
+    position: str = "-",
+) -> Verdict:
     """Ask ``judge``; re-ask up to ``max_retries`` times while the reply is invalid, feeding the parse error
     and the previous reply back (``templates/retry``). A failed model call ends the verdict (invalid) at once:
     the inference service already retried transient failures."""
@@ -96,13 +103,22 @@ async def ask(generate: Generate, judge: ModelTarget, prompt: str, parse: Callab
     return verdict
 
 
-async def grade(generate: Generate, cfg: JudgeConfig, template: JudgeTemplate, judges: list[ModelTarget],
-                question: str, answer: str, reference: str | None) -> list[Verdict]:
+async def grade(
+    generate: Generate,
+    cfg: JudgeConfig,
+    template: JudgeTemplate,
+    judges: list[ModelTarget],
+    question: str,
+    answer: str,
+    reference: str | None,
+) -> list[Verdict]:
     """Rubric or reference-guided grading of ``answer`` by every judge (concurrently): one verdict each."""
     prompt = template.render(**rubric_variables(cfg, question, answer, reference))
-    return list(await asyncio.gather(*(
-        ask(generate, j, prompt, lambda text: parse_rubric(text, cfg), cfg.max_retries, cfg.max_tokens) for j in judges
-    )))
+    return list(
+        await asyncio.gather(
+            *(ask(generate, j, prompt, lambda text: parse_rubric(text, cfg), cfg.max_retries, cfg.max_tokens) for j in judges)
+        )
+    )
 
 
 OUTCOME = {"AB": {"A": "win", "B": "loss", "tie": "tie"}, "BA": {"A": "loss", "B": "win", "tie": "tie"}}
@@ -126,8 +142,10 @@ class Comparison:
     @property
     def outcomes(self) -> tuple[str | None, str | None]:
         """The candidate's outcome in each order (None where invalid)."""
-        return (OUTCOME["AB"][self.ab.pairwise.winner] if self.ab.valid else None,
-                OUTCOME["BA"][self.ba.pairwise.winner] if self.ba.valid else None)
+        return (
+            OUTCOME["AB"][self.ab.pairwise.winner] if self.ab.valid else None,
+            OUTCOME["BA"][self.ba.pairwise.winner] if self.ba.valid else None,
+        )
 
     @property
     def inconsistent(self) -> bool:
@@ -142,8 +160,16 @@ class Comparison:
         return o1 if o1 == o2 else "tie"
 
 
-async def compare(generate: Generate, cfg: JudgeConfig, template: JudgeTemplate, judges: list[ModelTarget],
-                  question: str, answer: str, baseline: str, reference: str | None) -> list[Comparison]:
+async def compare(
+    generate: Generate,
+    cfg: JudgeConfig,
+    template: JudgeTemplate,
+    judges: list[ModelTarget],
+    question: str,
+    answer: str,
+    baseline: str,
+    reference: str | None,
+) -> list[Comparison]:
     """Pairwise comparison of ``answer`` (the candidate) with ``baseline`` by every judge, in both orders."""
     ab = template.render(**pairwise_variables(question, answer, baseline, reference))
     ba = template.render(**pairwise_variables(question, baseline, answer, reference))

@@ -32,16 +32,24 @@ _tracer = tracer("uep.judge")
 JUDGE_METRIC = "llm_judge"
 
 
-def _score(event: JudgeRequested, metric_name: str, metric_version: str, outcome: Outcome | None, metrics: dict,
-           error: ErrorInfo | None) -> ScoreComputed:
+def _score(
+    event: JudgeRequested, metric_name: str, metric_version: str, outcome: Outcome | None, metrics: dict, error: ErrorInfo | None
+) -> ScoreComputed:
     return ScoreComputed(
-        **event.item_fields(), benchmark_id=event.benchmark_id, model_id=event.model_id,
-        metric_name=metric_name, metric_version=metric_version,
+        **event.item_fields(),
+        benchmark_id=event.benchmark_id,
+        model_id=event.model_id,
+        metric_name=metric_name,
+        metric_version=metric_version,
         is_correct=outcome.is_correct if outcome and error is None else None,
         score=outcome.score if outcome and error is None else None,
         extracted=outcome.extracted if outcome and error is None else None,
-        metrics=metrics, output=event.output, latency_ms=event.latency_ms, prompt_tokens=event.prompt_tokens,
-        completion_tokens=event.completion_tokens, error=error,
+        metrics=metrics,
+        output=event.output,
+        latency_ms=event.latency_ms,
+        prompt_tokens=event.prompt_tokens,
+        completion_tokens=event.completion_tokens,
+        error=error,
     )
 
 
@@ -71,9 +79,13 @@ async def judge_item(event: JudgeRequested, sessionmaker, generate: Generate) ->
             tpl = template_for(ctx.cfg)
             template = (tpl.name, tpl.version)
             judge_names = ",".join(j.name for j in ctx.judges)
-            with _tracer.start_as_current_span("judge item", attributes={"uep.item": event.item_key(), "uep.judges": judge_names}):
+            with _tracer.start_as_current_span(
+                "judge item", attributes={"uep.item": event.item_key(), "uep.judges": judge_names}
+            ):
                 if ctx.cfg.mode == "pairwise":
-                    comparisons = await compare(generate, ctx.cfg, tpl, ctx.judges, event.prompt, event.output, ctx.baseline, ctx.reference)
+                    comparisons = await compare(
+                        generate, ctx.cfg, tpl, ctx.judges, event.prompt, event.output, ctx.baseline, ctx.reference
+                    )
                     verdicts = [v for c in comparisons for v in (c.ab, c.ba)]
                     outcome = pairwise_outcome(ctx.cfg, comparisons)
                 else:
@@ -83,11 +95,16 @@ async def judge_item(event: JudgeRequested, sessionmaker, generate: Generate) ->
             problem = ContextError("judge_template_error", str(exc))
     if problem is not None:
         metrics = {**base, "judge_invalid": 1}
-        score = _score(event, JUDGE_METRIC, "-", None, metrics, ErrorInfo(stage="judge", type=problem.kind, message=str(problem)[:2000]))
+        score = _score(
+            event, JUDGE_METRIC, "-", None, metrics, ErrorInfo(stage="judge", type=problem.kind, message=str(problem)[:2000])
+        )
         decision, details = "invalid", metrics
     else:
         metrics = {
-            **base, "judge_models": judge_names, "judge_template": f"{template[0]}/{template[1]}", **outcome.metrics,
+            **base,
+            "judge_models": judge_names,
+            "judge_template": f"{template[0]}/{template[1]}",
+            **outcome.metrics,
             "judge_prompt_tokens": sum(a.prompt_tokens or 0 for v in verdicts for a in v.attempts),
             "judge_completion_tokens": sum(a.completion_tokens or 0 for v in verdicts for a in v.attempts),
         }

@@ -62,9 +62,15 @@ def model_target(model: Model) -> ModelTarget:
     """The call target of a registered model (as the scheduler builds it)."""
     d = model.decoding_defaults or {}
     return ModelTarget(
-        model_id=model.id, name=model.name, backend=model.backend, endpoint=model.endpoint,
-        triton_model_name=model.triton_model_name, triton_model_version=model.triton_model_version,
-        max_tokens=d.get("max_tokens", 256), temperature=d.get("temperature", 0.0), stop=d.get("stop", []),
+        model_id=model.id,
+        name=model.name,
+        backend=model.backend,
+        endpoint=model.endpoint,
+        triton_model_name=model.triton_model_name,
+        triton_model_version=model.triton_model_version,
+        max_tokens=d.get("max_tokens", 256),
+        temperature=d.get("temperature", 0.0),
+        stop=d.get("stop", []),
         max_concurrency=model.max_in_flight,
     )
 
@@ -97,13 +103,18 @@ async def load_context(session: AsyncSession, event: JudgeRequested) -> Context 
         if cfg.baseline_evaluation_id is None:
             raise ContextError("baseline_missing", "pairwise judging needs judge.baseline_evaluation_id")
         opponent = await session.scalar(select(Evaluation.model_id).where(Evaluation.id == cfg.baseline_evaluation_id))
-        row = (await session.execute(
-            select(SampleResult.output).where(
-                SampleResult.evaluation_id == cfg.baseline_evaluation_id, SampleResult.sample_id == event.sample_id
-            ).order_by(case((SampleResult.repeat == event.repeat, 0), else_=1), SampleResult.repeat).limit(1)
-        )).first()
+        row = (
+            await session.execute(
+                select(SampleResult.output)
+                .where(SampleResult.evaluation_id == cfg.baseline_evaluation_id, SampleResult.sample_id == event.sample_id)
+                .order_by(case((SampleResult.repeat == event.repeat, 0), else_=1), SampleResult.repeat)
+                .limit(1)
+            )
+        ).first()
         if row is None or row[0] is None:
-            raise ContextError("baseline_missing", f"baseline evaluation {cfg.baseline_evaluation_id} has no output for this sample")
+            raise ContextError(
+                "baseline_missing", f"baseline evaluation {cfg.baseline_evaluation_id} has no output for this sample"
+            )
         baseline = row[0]
     return Context(ev, bench.evaluation_type, cfg, judges, reference, baseline, opponent)
 
@@ -114,7 +125,9 @@ def _item(event: JudgeRequested) -> dict:
 
 async def already_judged(session: AsyncSession, event: JudgeRequested) -> bool:
     """Whether the item has a ``judge_items`` row (it was judged before: a redelivery)."""
-    return (await session.scalar(select(JudgeItem.id).where(*(getattr(JudgeItem, k) == v for k, v in _item(event).items())))) is not None
+    return (
+        await session.scalar(select(JudgeItem.id).where(*(getattr(JudgeItem, k) == v for k, v in _item(event).items())))
+    ) is not None
 
 
 def verdict_rows(event: JudgeRequested, ctx: Context, template: tuple[str, str], verdicts: list[Verdict]) -> list[dict]:
@@ -126,19 +139,34 @@ def verdict_rows(event: JudgeRequested, ctx: Context, template: tuple[str, str],
         outcome = None
         if p is not None:
             outcome = {"AB": {"A": "win", "B": "loss"}, "BA": {"A": "loss", "B": "win"}}[v.position].get(p.winner, "tie")
-        rows.append({
-            **_item(event), "benchmark_id": event.benchmark_id, "candidate_model_id": event.model_id,
-            "opponent_model_id": ctx.opponent_model_id, "judge_model_id": v.judge.model_id, "judge_model_name": v.judge.name,
-            "mode": ctx.cfg.mode, "template": template[0], "template_version": template[1], "position": v.position,
-            "valid": v.valid, "attempts": len(v.attempts), "overall": r.overall if r else None,
-            "scores": r.scores if r else {}, "winner": p.winner if p else None, "candidate_outcome": outcome,
-            "reasoning": (r.reasoning if r else p.reasoning if p else None), "raw_text": v.raw_text,
-            "attempts_log": [{"raw": a.raw, "error": a.error} for a in v.attempts], "error": v.error,
-            "answer_chars": len(event.output or ""),
-            "prompt_tokens": sum(a.prompt_tokens or 0 for a in v.attempts) or None,
-            "completion_tokens": sum(a.completion_tokens or 0 for a in v.attempts) or None,
-            "latency_ms": sum(a.latency_ms or 0.0 for a in v.attempts) or None,
-        })
+        rows.append(
+            {
+                **_item(event),
+                "benchmark_id": event.benchmark_id,
+                "candidate_model_id": event.model_id,
+                "opponent_model_id": ctx.opponent_model_id,
+                "judge_model_id": v.judge.model_id,
+                "judge_model_name": v.judge.name,
+                "mode": ctx.cfg.mode,
+                "template": template[0],
+                "template_version": template[1],
+                "position": v.position,
+                "valid": v.valid,
+                "attempts": len(v.attempts),
+                "overall": r.overall if r else None,
+                "scores": r.scores if r else {},
+                "winner": p.winner if p else None,
+                "candidate_outcome": outcome,
+                "reasoning": (r.reasoning if r else p.reasoning if p else None),
+                "raw_text": v.raw_text,
+                "attempts_log": [{"raw": a.raw, "error": a.error} for a in v.attempts],
+                "error": v.error,
+                "answer_chars": len(event.output or ""),
+                "prompt_tokens": sum(a.prompt_tokens or 0 for a in v.attempts) or None,
+                "completion_tokens": sum(a.completion_tokens or 0 for a in v.attempts) or None,
+                "latency_ms": sum(a.latency_ms or 0.0 for a in v.attempts) or None,
+            }
+        )
     return rows
 
 
@@ -172,31 +200,57 @@ async def record(
     """Write the item's outcome (see the module docstring); returns False, writing nothing, when another
     writer recorded the item first. Must run inside a transaction (the caller commits)."""
     inserted = await session.scalar(
-        pg_insert(JudgeItem).values(**_item(event), mode=ctx.cfg.mode if ctx else "-", decision=decision,
-                                    details=details, score_event_id=score.event_id if score else None)
-        .on_conflict_do_nothing(constraint="uq_judge_items_item").returning(JudgeItem.id)
+        pg_insert(JudgeItem)
+        .values(
+            **_item(event),
+            mode=ctx.cfg.mode if ctx else "-",
+            decision=decision,
+            details=details,
+            score_event_id=score.event_id if score else None,
+        )
+        .on_conflict_do_nothing(constraint="uq_judge_items_item")
+        .returning(JudgeItem.id)
     )
     if inserted is None:
         return False
     if ctx is not None and template is not None and verdicts:
-        await session.execute(pg_insert(JudgeVerdict).values(verdict_rows(event, ctx, template, verdicts))
-                              .on_conflict_do_nothing(constraint="uq_judge_verdicts_call"))
+        await session.execute(
+            pg_insert(JudgeVerdict)
+            .values(verdict_rows(event, ctx, template, verdicts))
+            .on_conflict_do_nothing(constraint="uq_judge_verdicts_call")
+        )
     for v in verdicts:
         for a in v.attempts:
             if not a.call_failed:
-                await budget.charge(session, event.evaluation_id, "judge", a.prompt_tokens, a.completion_tokens,
-                                    a.latency_ms, v.judge.model_id)
+                await budget.charge(
+                    session, event.evaluation_id, "judge", a.prompt_tokens, a.completion_tokens, a.latency_ms, v.judge.model_id
+                )
     if event.route_reason is not None:
-        await session.execute(pg_insert(HybridRoute).values(
-            **_item(event), stage="judge", reason=event.route_reason, details=dict(event.automatic),
-        ).on_conflict_do_nothing(constraint="uq_hybrid_routes_item_stage"))
+        await session.execute(
+            pg_insert(HybridRoute)
+            .values(
+                **_item(event),
+                stage="judge",
+                reason=event.route_reason,
+                details=dict(event.automatic),
+            )
+            .on_conflict_do_nothing(constraint="uq_hybrid_routes_item_stage")
+        )
     if human_reason is not None:
-        await session.execute(pg_insert(HybridRoute).values(
-            **_item(event), stage="human", reason=human_reason, details=human_item_details(event, ctx, details),
-        ).on_conflict_do_nothing(constraint="uq_hybrid_routes_item_stage"))
+        await session.execute(
+            pg_insert(HybridRoute)
+            .values(
+                **_item(event),
+                stage="human",
+                reason=human_reason,
+                details=human_item_details(event, ctx, details),
+            )
+            .on_conflict_do_nothing(constraint="uq_hybrid_routes_item_stage")
+        )
         now = datetime.now(UTC)
         await session.execute(
-            update(SampleLease).where(*(getattr(SampleLease, k) == v for k, v in _item(event).items()))
+            update(SampleLease)
+            .where(*(getattr(SampleLease, k) == v for k, v in _item(event).items()))
             .values(state="released", released_at=now, lease_expires_at=now + HUMAN_LEASE_HOLD)
         )
     if score is not None:

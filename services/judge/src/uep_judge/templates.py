@@ -68,8 +68,13 @@ def template_for(cfg: JudgeConfig) -> JudgeTemplate:
 def rubric_schema(cfg: JudgeConfig) -> str:
     """The JSON answer form shown to the judge in rubric and reference modes."""
     scores = ", ".join(f'"{d.name}": <number {format_number(d.min)}-{format_number(d.max)}>' for d in cfg.dimensions)
-    return ('{"scores": {' + scores + '}, "overall": <number ' + f"{format_number(cfg.overall_min)}-{format_number(cfg.overall_max)}"
-            + '>, "reasoning": "<one or two sentences>"}')
+    return (
+        '{"scores": {'
+        + scores
+        + '}, "overall": <number '
+        + f"{format_number(cfg.overall_min)}-{format_number(cfg.overall_max)}"
+        + '>, "reasoning": "<one or two sentences>"}'
+    )
 
 
 PAIRWISE_SCHEMA = '{"winner": "A" | "B" | "tie", "reasoning": "<one or two sentences>"}'
@@ -78,9 +83,13 @@ PAIRWISE_SCHEMA = '{"winner": "A" | "B" | "tie", "reasoning": "<one or two sente
 def rubric_variables(cfg: JudgeConfig, question: str, answer: str, reference: str | None) -> dict:
     """Variables of the rubric/reference templates."""
     return {
-        "question": question, "answer": answer, "reference": reference,
+        "question": question,
+        "answer": answer,
+        "reference": reference,
         "dimensions": [d.model_dump() for d in cfg.dimensions],
-        "overall_min": cfg.overall_min, "overall_max": cfg.overall_max, "schema": rubric_schema(cfg),
+        "overall_min": cfg.overall_min,
+        "overall_max": cfg.overall_max,
+        "schema": rubric_schema(cfg),
     }
 
 

@@ -39,8 +39,12 @@ from uep_reporter.report_model import (
 )
 
 CATEGORY_KEYS = (
-    ("metadata", "category"), ("metadata", "subject"), ("input", "subject"), ("input", "category"),
-    ("metadata", "subset"), ("input", "activity"),
+    ("metadata", "category"),
+    ("metadata", "subject"),
+    ("input", "subject"),
+    ("input", "category"),
+    ("metadata", "subset"),
+    ("input", "activity"),
 )
 """Where an item's category comes from, first present wins (MMLU: ``input.subject``)."""
 DIMENSION_KEYS = (("metadata", "dimension"), ("metadata", "capability"))
@@ -55,7 +59,8 @@ MAX_RADAR_CATEGORIES = 16
 METHODS = {
     "accuracy": stats.WILSON + "; accuracy = correct / scored, errored items excluded and counted as errors",
     "means": "mean with a bootstrap confidence interval: BCa for n <= 5000, percentile above (the BCa jackknife is "
-    "O(n^2)); 2000 resamples (fewer above n = 10,000: 2e7 / n, at least 400), seed " + str(stats.BOOTSTRAP_SEED)
+    "O(n^2)); 2000 resamples (fewer above n = 10,000: 2e7 / n, at least 400), seed "
+    + str(stats.BOOTSTRAP_SEED)
     + " (scipy.stats.bootstrap)",
     "latency": "percentiles p50/p90/p99 of the model call's wall time: " + stats.PERCENTILE,
     "extraction": "extraction failure rate = items whose answer could not be extracted / items whose metric extracts; "
@@ -82,7 +87,10 @@ def _est_mean(values: np.ndarray) -> Estimate | None:
         return None
     ci = stats.bootstrap_mean(values)
     return Estimate(
-        value=float(values.mean()), ci_low=ci.low if ci else None, ci_high=ci.high if ci else None, n=int(values.size),
+        value=float(values.mean()),
+        ci_low=ci.low if ci else None,
+        ci_high=ci.high if ci else None,
+        n=int(values.size),
         method=ci.method if ci else "undefined interval: fewer than 2 values",
     )
 
@@ -125,8 +133,10 @@ async def _first_present(session: AsyncSession, evaluation_id: uuid.UUID, keys) 
     counts = ", ".join(f"count({_json_path(w, k)})" for w, k in keys)
     row = (
         await session.execute(
-            text(f"SELECT {counts} FROM (SELECT s.input, s.metadata FROM sample_results r JOIN samples s ON s.id = r.sample_id "
-                 "WHERE r.evaluation_id = :e LIMIT 5000) s"),
+            text(
+                f"SELECT {counts} FROM (SELECT s.input, s.metadata FROM sample_results r JOIN samples s ON s.id = r.sample_id "
+                "WHERE r.evaluation_id = :e LIMIT 5000) s"
+            ),
             {"e": evaluation_id},
         )
     ).one()
@@ -156,9 +166,15 @@ async def load_items(session: AsyncSession, evaluation_id: uuid.UUID) -> Items:
     nan = float("nan")
     versions: dict[str, set[str]] = defaultdict(set)
     names: Counter[str] = Counter()
-    for name, version, count in (await session.execute(
-        text("SELECT metric_name, metric_version, count(*) FROM sample_results WHERE evaluation_id = :e "
-             "AND metric_name IS NOT NULL GROUP BY 1, 2"), {"e": evaluation_id})).all():
+    for name, version, count in (
+        await session.execute(
+            text(
+                "SELECT metric_name, metric_version, count(*) FROM sample_results WHERE evaluation_id = :e "
+                "AND metric_name IS NOT NULL GROUP BY 1, 2"
+            ),
+            {"e": evaluation_id},
+        )
+    ).all():
         versions[name].add(version)
         names[name] += count
     return Items(
@@ -216,16 +232,23 @@ async def cost_by_role(session: AsyncSession, evaluation_id: uuid.UUID) -> CostS
         await session.execute(
             select(se.role, func.sum(se.settled), func.sum(se.prompt_tokens), func.sum(se.completion_tokens), func.count())
             .where(se.evaluation_id == evaluation_id, se.kind.in_(("settle", "charge")))
-            .group_by(se.role).order_by(se.role)
+            .group_by(se.role)
+            .order_by(se.role)
         )
     ).all()
     if not rows:
         return CostStats(available=False, note=tokens_note, by_role=[], total=None)
     cur = currency()
-    by_role = [RoleCost(role=r, cost=float(c or 0), currency=cur, prompt_tokens=int(p or 0), completion_tokens=int(k or 0),
-                        calls=int(n)) for r, c, p, k, n in rows]
-    return CostStats(available=True, note="settled cost per role from the spend ledger (settle and charge entries)",
-                     by_role=by_role, total=sum(x.cost for x in by_role))
+    by_role = [
+        RoleCost(role=r, cost=float(c or 0), currency=cur, prompt_tokens=int(p or 0), completion_tokens=int(k or 0), calls=int(n))
+        for r, c, p, k, n in rows
+    ]
+    return CostStats(
+        available=True,
+        note="settled cost per role from the spend ledger (settle and charge entries)",
+        by_role=by_role,
+        total=sum(x.cost for x in by_role),
+    )
 
 
 async def build_summary(session: AsyncSession, evaluation_id: uuid.UUID, items: Items) -> Summary:
@@ -234,32 +257,56 @@ async def build_summary(session: AsyncSession, evaluation_id: uuid.UUID, items: 
     lat = items.latency[~np.isnan(items.latency)]
     pct = stats.percentiles(lat)
     errors = Counter(k for k in items.error_kind if k)
-    examples: dict[tuple[str, str], str | None] = {
-        (st, ty or "unknown"): m
-        for st, ty, m in (await session.execute(text(
-            "SELECT DISTINCT ON (error->>'stage', error->>'type') error->>'stage', error->>'type', left(error->>'message', 300) "
-            "FROM sample_results WHERE evaluation_id = :e AND error IS NOT NULL ORDER BY error->>'stage', error->>'type', id"),
-            {"e": evaluation_id})).all()
-    } if errors else {}
+    examples: dict[tuple[str, str], str | None] = (
+        {
+            (st, ty or "unknown"): m
+            for st, ty, m in (
+                await session.execute(
+                    text(
+                        "SELECT DISTINCT ON (error->>'stage', error->>'type') error->>'stage', error->>'type', left(error->>'message', 300) "
+                        "FROM sample_results WHERE evaluation_id = :e AND error IS NOT NULL ORDER BY error->>'stage', error->>'type', id"
+                    ),
+                    {"e": evaluation_id},
+                )
+            ).all()
+        }
+        if errors
+        else {}
+    )
     extracting = [e for e in items.extraction if e is not None]
     fails = sum(1 for e in extracting if e == "no_answer")
     means = {k: e for k, v in (await metric_arrays(session, evaluation_id)).items() if (e := _est_mean(v)) is not None}
     n = items.n
     return Summary(
-        n=n, scored=scored, correct=correct, errors=sum(errors.values()),
-        metric_name=items.metric_name, metric_versions=items.metric_versions,
-        accuracy=accuracy, score_mean=score_mean, metric_means=means,
-        latency=LatencyStats(n=int(lat.size), p50=pct["p50"], p90=pct["p90"], p99=pct["p99"],
-                             mean=float(lat.mean()) if lat.size else None, method=stats.PERCENTILE),
+        n=n,
+        scored=scored,
+        correct=correct,
+        errors=sum(errors.values()),
+        metric_name=items.metric_name,
+        metric_versions=items.metric_versions,
+        accuracy=accuracy,
+        score_mean=score_mean,
+        metric_means=means,
+        latency=LatencyStats(
+            n=int(lat.size),
+            p50=pct["p50"],
+            p90=pct["p90"],
+            p99=pct["p99"],
+            mean=float(lat.mean()) if lat.size else None,
+            method=stats.PERCENTILE,
+        ),
         tokens=TokenStats(
-            prompt=int(items.prompt_tokens.sum()), completion=int(items.completion_tokens.sum()),
+            prompt=int(items.prompt_tokens.sum()),
+            completion=int(items.completion_tokens.sum()),
             total=int(items.prompt_tokens.sum() + items.completion_tokens.sum()),
             mean_prompt_per_item=float(items.prompt_tokens.mean()) if n else None,
             mean_completion_per_item=float(items.completion_tokens.mean()) if n else None,
         ),
         cost=await cost_by_role(session, evaluation_id),
         extraction=ExtractionStats(
-            items_extracting=len(extracting), failures=fails, rate=_est_prop(fails, len(extracting)),
+            items_extracting=len(extracting),
+            failures=fails,
+            rate=_est_prop(fails, len(extracting)),
             by_kind=dict(sorted(Counter(extracting).items())),
         ),
         error_kinds=[
@@ -280,7 +327,9 @@ def breakdown(labels: list[str | None], items: Items, source: str | None, note: 
         idx = np.asarray(groups[name])
         scored, correct, acc, sm = _scored_stats(items.is_correct[idx], items.score[idx])
         errs = sum(1 for i in groups[name] if items.error_kind[i])
-        rows.append(BreakdownRow(name=name, n=int(idx.size), scored=scored, correct=correct, errors=errs, accuracy=acc, score_mean=sm))
+        rows.append(
+            BreakdownRow(name=name, n=int(idx.size), scored=scored, correct=correct, errors=errs, accuracy=acc, score_mean=sm)
+        )
     return Breakdown(source=source, note=note, rows=rows)
 
 
@@ -300,14 +349,18 @@ def dimension_breakdown(items: Items, dims: list[str]) -> Breakdown:
         return Breakdown(source=None, note="the benchmark declares no capability dimensions", rows=[])
     whole = breakdown([None] * items.n, items, None, "")
     rows = [r.model_copy(update={"name": d}) for d in dims for r in whole.rows]
-    return Breakdown(source="benchmark.capability_dimensions", note="every item counts toward each dimension of the benchmark", rows=rows)
+    return Breakdown(
+        source="benchmark.capability_dimensions", note="every item counts toward each dimension of the benchmark", rows=rows
+    )
 
 
 async def failures(session: AsyncSession, evaluation_id: uuid.UUID, category_source: str | None) -> Failures:
     """The first :data:`MAX_FAILURES` items that are not correct (wrong or errored), in benchmark order."""
     cat_sql = _json_path(*category_source.split(".", 1)) if category_source else "NULL"
     where = "r.evaluation_id = :e AND r.is_correct IS NOT TRUE"
-    total = (await session.execute(text(f"SELECT count(*) FROM sample_results r WHERE {where}"), {"e": evaluation_id})).scalar_one()
+    total = (
+        await session.execute(text(f"SELECT count(*) FROM sample_results r WHERE {where}"), {"e": evaluation_id})
+    ).scalar_one()
     rows = (
         await session.execute(
             text(
@@ -320,8 +373,17 @@ async def failures(session: AsyncSession, evaluation_id: uuid.UUID, category_sou
     ).all()
     items = [
         FailureItem(
-            ordinal=o, external_id=x, repeat=rp, arm=arm, category=c, input=_truncate(inp), reference=_truncate(ref),
-            output=None if out is None else _truncate(out), extracted=ext, is_correct=ok, score=sc,
+            ordinal=o,
+            external_id=x,
+            repeat=rp,
+            arm=arm,
+            category=c,
+            input=_truncate(inp),
+            reference=_truncate(ref),
+            output=None if out is None else _truncate(out),
+            extracted=ext,
+            is_correct=ok,
+            score=sc,
             error=None if err is None else f"{err.get('stage')}/{err.get('type')}: {err.get('message', '')}"[:MAX_TEXT],
         )
         for o, x, rp, arm, c, inp, ref, out, ext, ok, sc, err in rows
@@ -358,11 +420,20 @@ async def trend(session: AsyncSession, ev: Evaluation, model: Model, bench: Benc
         if value is None:
             continue
         current = row[0] == ev.id
-        points.append(TrendPoint(
-            evaluation_id=row[0], time=row[1] or row[2], value=value[0], ci_low=value[1], ci_high=value[2],
-            label="this run" if current else f"v{row[4]}", model_version=row[4], benchmark_version=row[5],
-            scheduled=bool(row[6]) if schedule_col is not None else False, current=current,
-        ))
+        points.append(
+            TrendPoint(
+                evaluation_id=row[0],
+                time=row[1] or row[2],
+                value=value[0],
+                ci_low=value[1],
+                ci_high=value[2],
+                label="this run" if current else f"v{row[4]}",
+                model_version=row[4],
+                benchmark_version=row[5],
+                scheduled=bool(row[6]) if schedule_col is not None else False,
+                current=current,
+            )
+        )
     return sorted(points, key=lambda p: p.time)
 
 
@@ -397,8 +468,14 @@ async def enough_dimensions(session: AsyncSession, ev: Evaluation, baseline: Eva
     return len(dims) >= MIN_RADAR_AXES
 
 
-async def profile(session: AsyncSession, ev: Evaluation, model: Model, baseline: Evaluation | None,
-                  categories: Breakdown, baseline_categories: Breakdown | None) -> Profile:
+async def profile(
+    session: AsyncSession,
+    ev: Evaluation,
+    model: Model,
+    baseline: Evaluation | None,
+    categories: Breakdown,
+    baseline_categories: Breakdown | None,
+) -> Profile:
     """Series for the radar chart (see METHODS["profile"])."""
     name = f"{model.name} v{model.version}"
     series = {f"{name} (this run)": await _dimension_profile(session, ev)}
@@ -418,6 +495,10 @@ async def profile(session: AsyncSession, ev: Evaluation, model: Model, baseline:
             if b:
                 cat_series[next(iter(series.keys() - {f"{name} (this run)"}), "baseline")] = b
         cat_series = {k: {n: v[n] for n in names if n in v} for k, v in cat_series.items()}
-        return Profile(source="categories", note=f"accuracy per category ({categories.source}); fewer than "
-                       f"{MIN_RADAR_AXES} capability dimensions are known for this model", series=cat_series)
+        return Profile(
+            source="categories",
+            note=f"accuracy per category ({categories.source}); fewer than "
+            f"{MIN_RADAR_AXES} capability dimensions are known for this model",
+            series=cat_series,
+        )
     return Profile(source="capability_dimensions", note=METHODS["profile"] + f" (only {n_dims} known)", series=series)

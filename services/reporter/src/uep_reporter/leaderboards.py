@@ -31,7 +31,7 @@ async def record_completed(sessionmaker: async_sessionmaker[AsyncSession], evalu
         try:
             async with sessionmaker() as session, session.begin():
                 written += await leaderboards.record_evaluation(session, evaluation_id)
-        except Exception:  # noqa: BLE001 - the result is stored; the leaderboard catches up
+        except Exception:
             log.warning("recording the leaderboard score of %s failed; the reconciler retries", evaluation_id, exc_info=True)
     return written
 

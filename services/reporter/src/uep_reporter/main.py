@@ -27,7 +27,8 @@ def create_app():
         reconciler.start()
 
     return build_app(
-        runtime, on_startup=[start_relay, start_background],
+        runtime,
+        on_startup=[start_relay, start_background],
         on_shutdown=[relay.stop, retention_worker.stop, reconciler.stop],
     ), settings
 

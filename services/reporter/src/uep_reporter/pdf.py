@@ -10,7 +10,13 @@ from __future__ import annotations
 import os
 
 CHROMIUM_PATH = os.environ.get("UEP_CHROMIUM_PATH", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 class PdfUnavailable(RuntimeError):
@@ -43,10 +49,12 @@ async def html_to_pdf(html: str) -> bytes:
     Raises:
         PdfUnavailable: Chromium is missing or failed.
     """
+
     async def pdf(page):
         await page.emulate_media(media="print")
-        return await page.pdf(format="A4", print_background=True,
-                              margin={"top": "12mm", "bottom": "12mm", "left": "10mm", "right": "10mm"})
+        return await page.pdf(
+            format="A4", print_background=True, margin={"top": "12mm", "bottom": "12mm", "left": "10mm", "right": "10mm"}
+        )
 
     return await _with_page(html, pdf)
 
@@ -57,6 +65,7 @@ async def html_to_png(html: str, width: int = 1100, full_page: bool = True) -> b
     Raises:
         PdfUnavailable: Chromium is missing or failed.
     """
+
     async def shot(page):
         return await page.screenshot(full_page=full_page, type="png")
 

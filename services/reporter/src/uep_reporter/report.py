@@ -84,8 +84,11 @@ async def collect(
         bbench = await session.get(Benchmark, baseline.benchmark_id)
         comparison_section = ComparisonSection(
             baseline=BaselineInfo(
-                evaluation_id=baseline.id, reason=reason or "requested", model_version=bmodel.version,
-                benchmark_version=bbench.version, completed_at=baseline.completed_at,
+                evaluation_id=baseline.id,
+                reason=reason or "requested",
+                model_version=bmodel.version,
+                benchmark_version=bbench.version,
+                completed_at=baseline.completed_at,
                 accuracy=(baseline.summary or {}).get("accuracy"),
             ),
             comparison=comp,
@@ -93,18 +96,31 @@ async def collect(
         if len(categories.rows) >= analysis.MIN_RADAR_AXES and not await analysis.enough_dimensions(session, ev, baseline):
             baseline_categories = analysis.category_breakdown(await analysis.load_items(session, baseline.id))
     else:
-        no_baseline = (f"no baseline: no other completed evaluation of {model.name} on {bench.slug} "
-                       "(pin one with POST /v1/evaluations/{id}/pin)")
+        no_baseline = (
+            f"no baseline: no other completed evaluation of {model.name} on {bench.slug} "
+            "(pin one with POST /v1/evaluations/{id}/pin)"
+        )
     profile = await analysis.profile(session, ev, model, baseline, categories, baseline_categories)
     return Report(
         report_id=report_id or uuid.uuid4(),
         generated_at=datetime.now(UTC),
         evaluation=EvaluationInfo(
-            id=ev.id, status=ev.status, created_at=ev.created_at, completed_at=ev.completed_at, error=ev.error,
-            pinned=bool(ev.pinned), repeats=ev.repeats, sample_limit=ev.sample_limit,
-            experiment_id=getattr(ev, "experiment_id", None), arm=getattr(ev, "arm", None),
+            id=ev.id,
+            status=ev.status,
+            created_at=ev.created_at,
+            completed_at=ev.completed_at,
+            error=ev.error,
+            pinned=bool(ev.pinned),
+            repeats=ev.repeats,
+            sample_limit=ev.sample_limit,
+            experiment_id=getattr(ev, "experiment_id", None),
+            arm=getattr(ev, "arm", None),
             benchmark=BenchmarkInfo(
-                id=bench.id, slug=bench.slug, name=bench.name, version=bench.version, category=bench.category,
+                id=bench.id,
+                slug=bench.slug,
+                name=bench.name,
+                version=bench.version,
+                category=bench.category,
                 capability_dimensions=list(bench.capability_dimensions or []),
                 metric=((bench.config or {}).get("metric") or {}).get("name"),
             ),
@@ -161,19 +177,26 @@ def _show(v: object) -> str:
 def charts(report: Report) -> tuple[str, str, str | None]:
     """The radar, trend and (with two or more categories) category SVGs of a report."""
     ev = report.evaluation
-    radar = radar_svg(report.profile.series, "Capability profile" if report.profile.source == "capability_dimensions"
-                      else f"Accuracy by category ({report.categories.source})")
+    radar = radar_svg(
+        report.profile.series,
+        "Capability profile"
+        if report.profile.source == "capability_dimensions"
+        else f"Accuracy by category ({report.categories.source})",
+    )
     trend = trend_svg(
         [(p.time, p.value, p.ci_low, p.ci_high, p.label) for p in report.trend],
-        f"{ev.model.name} on {ev.benchmark.slug}: accuracy over runs", highlight="this run",
+        f"{ev.model.name} on {ev.benchmark.slug}: accuracy over runs",
+        highlight="this run",
     )
     rows = [r for r in report.categories.rows if r.accuracy is not None]
     bars = None
     if len(rows) >= 2:
         shown = sorted(rows, key=lambda r: -r.accuracy.value)[:MAX_CATEGORY_BARS]
         note = f", best {len(shown)} of {len(rows)}" if len(shown) < len(rows) else ""
-        bars = bars_svg([(r.name, r.accuracy.value, r.accuracy.ci_low, r.accuracy.ci_high) for r in shown],
-                        f"Accuracy by {report.categories.source} (Wilson 95 %{note})")
+        bars = bars_svg(
+            [(r.name, r.accuracy.value, r.accuracy.ci_low, r.accuracy.ci_high) for r in shown],
+            f"Accuracy by {report.categories.source} (Wilson 95 %{note})",
+        )
     return radar, trend, bars
 
 
@@ -182,9 +205,20 @@ def render_html(report: Report) -> str:
     radar, trend, bars = charts(report)
     changes = {c.field: c for c in report.fingerprint_diff.changes} if report.fingerprint_diff else {}
     return _env.get_template("report.html.j2").render(
-        r=report, ev=report.evaluation, s=report.summary, radar=radar, trend=trend, bars=bars, changes=changes,
+        r=report,
+        ev=report.evaluation,
+        s=report.summary,
+        radar=radar,
+        trend=trend,
+        bars=bars,
+        changes=changes,
         failure_categories=sorted({f.category for f in report.failures.items if f.category}),
-        pct=_pct, signed_pct=_signed_pct, num=_num, ms=_ms, verdict=_verdict, show=_show,
+        pct=_pct,
+        signed_pct=_signed_pct,
+        num=_num,
+        ms=_ms,
+        verdict=_verdict,
+        show=_show,
         any_score=lambda b: any(r.score_mean is not None for r in b.rows),
     )
 

@@ -55,7 +55,10 @@ class ReportWriter:
     """
 
     def __init__(
-        self, sessionmaker: async_sessionmaker[AsyncSession], store: ArtifactStore, render_pdf: bool = True,
+        self,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        store: ArtifactStore,
+        render_pdf: bool = True,
         on_written: Callable[[], None] | None = None,
     ) -> None:
         self._sessionmaker = sessionmaker
@@ -71,9 +74,15 @@ class ReportWriter:
             ev = await session.scalar(select(Evaluation).where(Evaluation.id == evaluation_id).with_for_update())
             if ev is None or ev.status not in REPORTED_STATUSES or not ev.completed_items:
                 return None
-            rows = dict((await session.execute(
-                select(ReportRow.status, ReportRow.id).where(ReportRow.evaluation_id == evaluation_id, ReportRow.trigger == "completed")
-            )).all())
+            rows = dict(
+                (
+                    await session.execute(
+                        select(ReportRow.status, ReportRow.id).where(
+                            ReportRow.evaluation_id == evaluation_id, ReportRow.trigger == "completed"
+                        )
+                    )
+                ).all()
+            )
             if "ready" in rows:
                 return None
             # a pending row is what a build interrupted by a crash left: this redelivery finishes it
@@ -99,7 +108,7 @@ class ReportWriter:
             except ReportError as exc:
                 await self._fail(report_id, str(exc))
                 return "failed"
-            except Exception as exc:  # noqa: BLE001 - recorded on the row; the event is not redelivered forever
+            except Exception as exc:
                 log.exception("report %s of evaluation %s failed", report_id, evaluation_id)
                 await self._fail(report_id, f"{type(exc).__name__}: {exc}"[:2000])
                 return "failed"
@@ -117,8 +126,12 @@ class ReportWriter:
             await self._store_report(report, html.encode(), body, pdf, pdf_error, timings)
             if self._on_written:
                 self._on_written()
-            log.info("report %s of evaluation %s ready (%s)", report_id, evaluation_id,
-                     ", ".join(f"{k} {v:.0f} ms" for k, v in timings.items()))
+            log.info(
+                "report %s of evaluation %s ready (%s)",
+                report_id,
+                evaluation_id,
+                ", ".join(f"{k} {v:.0f} ms" for k, v in timings.items()),
+            )
             return "ready"
 
     async def _fail(self, report_id: uuid.UUID, error: str) -> None:
@@ -127,16 +140,21 @@ class ReportWriter:
             if row is not None:
                 row.status, row.error, row.completed_at = "failed", error, datetime.now(UTC)
 
-    async def _store_report(self, report, html: bytes, body: bytes, pdf: bytes | None, pdf_error: str | None, timings: dict) -> None:
+    async def _store_report(
+        self, report, html: bytes, body: bytes, pdf: bytes | None, pdf_error: str | None, timings: dict
+    ) -> None:
         ev_id = report.evaluation.id
         async with self._sessionmaker() as session, session.begin():
             ev = await session.get(Evaluation, ev_id)
-            files = {"html": await self._store.put(session, html, "text/html", ev_id, "report_html"),
-                     "json": await self._store.put(session, body, "application/json", ev_id, "report_json")}
+            files = {
+                "html": await self._store.put(session, html, "text/html", ev_id, "report_html"),
+                "json": await self._store.put(session, body, "application/json", ev_id, "report_json"),
+            }
             if pdf is not None:
                 files["pdf"] = await self._store.put(session, pdf, "application/pdf", ev_id, "report_pdf")
             await session.execute(
-                pg_insert(ReportRow).values(id=report.report_id, evaluation_id=ev_id, status="pending", trigger="request")
+                pg_insert(ReportRow)
+                .values(id=report.report_id, evaluation_id=ev_id, status="pending", trigger="request")
                 .on_conflict_do_nothing(index_elements=["id"])
             )
             row = await session.get(ReportRow, report.report_id)
@@ -152,9 +170,13 @@ class ReportWriter:
             add_to_outbox(
                 session,
                 ReportReady(
-                    evaluation_id=ev_id, tenant_id=ev.tenant_id, report_id=report.report_id,
-                    report_schema_version=REPORT_SCHEMA_VERSION, baseline_evaluation_id=row.baseline_evaluation_id,
-                    formats=list(files), artifacts={f: a.sha256 for f, a in files.items()},
+                    evaluation_id=ev_id,
+                    tenant_id=ev.tenant_id,
+                    report_id=report.report_id,
+                    report_schema_version=REPORT_SCHEMA_VERSION,
+                    baseline_evaluation_id=row.baseline_evaluation_id,
+                    formats=list(files),
+                    artifacts={f: a.sha256 for f, a in files.items()},
                     links={f: p for f, p in links(ev_id).items() if f in files},
                 ),
                 trace_headers=ev.trace_context or {},
@@ -168,14 +190,21 @@ def register_report_handlers(broker, settings, sessionmaker: async_sessionmaker[
     Both handlers are idempotent: a completion report is written once per evaluation, a requested report
     fills its pending row once. A database failure raises, so the event is redelivered.
     """
-    writer = ReportWriter(sessionmaker, ArtifactStore(artifact_dir(settings)), render_pdf=settings.report_pdf,
-                          on_written=relay.kick if relay is not None else None)
+    writer = ReportWriter(
+        sessionmaker,
+        ArtifactStore(artifact_dir(settings)),
+        render_pdf=settings.report_pdf,
+        on_written=relay.kick if relay is not None else None,
+    )
     broker.publisher(Topics.REPORT_READY, schema=ReportReady, title="ReportReady")
 
     if settings.reports_enabled:
+
         @broker.subscriber(
-            Topics.EVALUATION_COMPLETED, **consumer_options(settings, "reporter-reports"),
-            ack_policy=AckPolicy.NACK_ON_ERROR, title="reporter:EvaluationCompleted",
+            Topics.EVALUATION_COMPLETED,
+            **consumer_options(settings, "reporter-reports"),
+            ack_policy=AckPolicy.NACK_ON_ERROR,
+            title="reporter:EvaluationCompleted",
             description="Writes the report (HTML, JSON, PDF) of an evaluation that ended.",
         )
         async def on_completed(msg: KafkaMessage) -> None:
@@ -184,8 +213,10 @@ def register_report_handlers(broker, settings, sessionmaker: async_sessionmaker[
                 await writer.on_completed(event.evaluation_id)
 
     @broker.subscriber(
-        Topics.REPORT_REQUESTED, **consumer_options(settings, "reporter-report-requests"),
-        ack_policy=AckPolicy.NACK_ON_ERROR, title="reporter:ReportRequested",
+        Topics.REPORT_REQUESTED,
+        **consumer_options(settings, "reporter-report-requests"),
+        ack_policy=AckPolicy.NACK_ON_ERROR,
+        title="reporter:ReportRequested",
         description="Writes a report requested through POST /v1/evaluations/{id}/reports.",
     )
     async def on_requested(msg: KafkaMessage) -> None:

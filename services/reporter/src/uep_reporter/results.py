@@ -74,14 +74,14 @@ class StopLoss:
     def reason(self, completed: int, errors: int) -> str | None:
         """Why the evaluation must stop, or None."""
         if completed >= self.min_items and completed and errors / completed > self.max_error_rate:
-            return (f"stop-loss: {errors} of {completed} items failed ({errors / completed:.0%} > "
-                    f"{self.max_error_rate:.0%} after at least {self.min_items} items)")
+            return (
+                f"stop-loss: {errors} of {completed} items failed ({errors / completed:.0%} > "
+                f"{self.max_error_rate:.0%} after at least {self.min_items} items)"
+            )
         return None
 
 
-async def store_scores(
-    session: AsyncSession, events: list[ScoreComputed], stop_loss: StopLoss | None = None
-) -> list[Progress]:
+async def store_scores(session: AsyncSession, events: list[ScoreComputed], stop_loss: StopLoss | None = None) -> list[Progress]:
     """Insert the results of ``events`` (first write wins) and advance their evaluations; an evaluation
     that trips ``stop_loss`` ends ``failed`` with the reason and its partial summary.
 
@@ -109,8 +109,7 @@ async def store_scores(
                 late[e.evaluation_id] += 1
         for evaluation_id, n in sorted(late.items()):
             await session.execute(
-                update(Evaluation).where(Evaluation.id == evaluation_id)
-                .values(discarded_items=Evaluation.discarded_items + n)
+                update(Evaluation).where(Evaluation.id == evaluation_id).values(discarded_items=Evaluation.discarded_items + n)
             )
         events = [e for e in events if e.evaluation_id not in cancelled]
         if not events:
@@ -182,9 +181,7 @@ async def finish_evaluation(
         .where(Evaluation.id == evaluation_id)
         .values(status=status.value, summary=summary.model_dump(mode="json"), error=error, completed_at=func.now())
     )
-    event = EvaluationCompleted(
-        evaluation_id=evaluation_id, tenant_id=tenant_id, status=status, summary=summary, error=error
-    )
+    event = EvaluationCompleted(evaluation_id=evaluation_id, tenant_id=tenant_id, status=status, summary=summary, error=error)
     add_to_outbox(session, event, trace_headers=trace_context or {})
     return event
 
@@ -214,9 +211,16 @@ async def apply_rescores(session: AsyncSession, events: list[ScoreComputed]) -> 
             continue
         session.add(
             ScoreHistory(
-                result_id=row.id, evaluation_id=row.evaluation_id, replaced_by_rescore_id=ev.rescore_id,
-                metric_name=row.metric_name, metric_version=row.metric_version, is_correct=row.is_correct,
-                score=row.score, extracted=row.extracted, metrics=row.metrics, error=row.error,
+                result_id=row.id,
+                evaluation_id=row.evaluation_id,
+                replaced_by_rescore_id=ev.rescore_id,
+                metric_name=row.metric_name,
+                metric_version=row.metric_version,
+                is_correct=row.is_correct,
+                score=row.score,
+                extracted=row.extracted,
+                metrics=row.metrics,
+                error=row.error,
                 scored_at=row.rescored_at or row.created_at,
             )
         )
@@ -251,8 +255,6 @@ async def apply_rescores(session: AsyncSession, events: list[ScoreComputed]) -> 
             r.new_summary = summary.model_dump(mode="json")
             r.status = "completed"
             r.completed_at = func.now()
-            await session.execute(
-                update(Evaluation).where(Evaluation.id == r.evaluation_id).values(summary=r.new_summary)
-            )
+            await session.execute(update(Evaluation).where(Evaluation.id == r.evaluation_id).values(summary=r.new_summary))
             completed.append(rescore_id)
     return completed

@@ -32,8 +32,11 @@ async def execute_requested(
     while True:
         async with sessionmaker() as session, session.begin():
             run = await session.scalar(
-                select(RetentionRun).where(RetentionRun.status == "requested")
-                .order_by(RetentionRun.requested_at).limit(1).with_for_update(skip_locked=True)
+                select(RetentionRun)
+                .where(RetentionRun.status == "requested")
+                .order_by(RetentionRun.requested_at)
+                .limit(1)
+                .with_for_update(skip_locked=True)
             )
             if run is None:
                 return done
@@ -41,11 +44,16 @@ async def execute_requested(
             run_id, dry_run, keep_last, scope = run.id, run.dry_run, run.keep_last or default_keep_last, run.scope or {}
         try:
             result = await retention.run(
-                sessionmaker, keep_last, dry_run=dry_run, artifact_root=artifact_root, wait_for_lock=True,
-                benchmark=scope.get("benchmark"), model=scope.get("model"),
+                sessionmaker,
+                keep_last,
+                dry_run=dry_run,
+                artifact_root=artifact_root,
+                wait_for_lock=True,
+                benchmark=scope.get("benchmark"),
+                model=scope.get("model"),
             )
             status, error = result["status"], None
-        except Exception as exc:  # noqa: BLE001 - recorded on the run
+        except Exception as exc:
             log.exception("retention run %s failed", run_id)
             result, status, error = None, "failed", f"{type(exc).__name__}: {exc}"[:2000]
         async with sessionmaker() as session, session.begin():
@@ -79,10 +87,17 @@ class RetentionWorker:
         result = await retention.run(self._sessionmaker, s.retention_keep_last, artifact_root=self._root)
         if result["status"] != "skipped":
             async with self._sessionmaker() as session, session.begin():
-                session.add(RetentionRun(
-                    trigger="periodic", dry_run=False, keep_last=s.retention_keep_last, status=result["status"],
-                    result=result, started_at=func.to_timestamp(started), finished_at=func.now(),
-                ))
+                session.add(
+                    RetentionRun(
+                        trigger="periodic",
+                        dry_run=False,
+                        keep_last=s.retention_keep_last,
+                        status=result["status"],
+                        result=result,
+                        started_at=func.to_timestamp(started),
+                        finished_at=func.now(),
+                    )
+                )
         return result
 
     async def _round(self) -> None:

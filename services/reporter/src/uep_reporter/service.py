@@ -75,7 +75,9 @@ def register(broker: KafkaBroker, settings: ReporterSettings, sessionmaker, redi
             relay.kick()
         # Leaderboard score + board snapshot of each newly completed (or rescored) evaluation; the
         # LeaderboardReconciler records whatever a failure here leaves out.
-        await record_completed(sessionmaker, [p.evaluation_id for p in progress if p.finished and p.finished.status == "completed"])
+        await record_completed(
+            sessionmaker, [p.evaluation_id for p in progress if p.finished and p.finished.status == "completed"]
+        )
         if rescored:
             await record_rescored(sessionmaker, rescored)
         for rescore_id in rescored:
@@ -87,11 +89,15 @@ def register(broker: KafkaBroker, settings: ReporterSettings, sessionmaker, redi
                     mapping={"completed": p.completed, "errors": p.errors, "total": p.total},
                 )
                 await redis.expire(progress_key(p.evaluation_id), 7 * 24 * 3600)
-            except Exception:  # noqa: BLE001 - Redis is a cache; PostgreSQL holds the truth
+            except Exception:
                 log.warning("could not update live progress in Redis", exc_info=True)
             if p.finished:
                 s = p.finished.summary
                 log.info(
                     "evaluation %s %s: accuracy=%s n=%s errors=%s",
-                    p.evaluation_id, p.finished.status.value, s.accuracy if s else None, s.n if s else 0, s.errors if s else 0,
+                    p.evaluation_id,
+                    p.finished.status.value,
+                    s.accuracy if s else None,
+                    s.n if s else 0,
+                    s.errors if s else 0,
                 )

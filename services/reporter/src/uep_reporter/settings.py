@@ -25,4 +25,6 @@ class ReporterSettings(CommonSettings):
     retention_interval_s: float = Field(3600.0, gt=0, description="Seconds between periodic retention runs.")
     retention_initial_delay_s: float = Field(300.0, ge=0, description="Seconds after start-up before the first periodic run.")
     retention_poll_s: float = Field(2.0, gt=0, description="Seconds between checks for runs requested through the API.")
-    leaderboard_reconcile_s: float = Field(30.0, gt=0, description="Seconds between backstop passes recording missed leaderboard scores.")
+    leaderboard_reconcile_s: float = Field(
+        30.0, gt=0, description="Seconds between backstop passes recording missed leaderboard scores."
+    )

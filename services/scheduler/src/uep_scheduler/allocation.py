@@ -105,8 +105,14 @@ async def _samples_for(session: AsyncSession, ranges: list[tuple[uuid.UUID, int,
 
 
 async def _reconcile_leases(
-    session: AsyncSession, running: dict[uuid.UUID, Evaluation], models: dict[uuid.UUID, Model], now: datetime,
-    expires: datetime, result: PassResult, orphans_before: datetime | None = None, claim: datetime | None = None,
+    session: AsyncSession,
+    running: dict[uuid.UUID, Evaluation],
+    models: dict[uuid.UUID, Model],
+    now: datetime,
+    expires: datetime,
+    result: PassResult,
+    orphans_before: datetime | None = None,
+    claim: datetime | None = None,
 ) -> None:
     """Release open leases whose item is stored; dispatch expired ones again (attempt + 1), and released ones
     without a stored result released before ``orphans_before``."""
@@ -144,8 +150,9 @@ async def _reconcile_leases(
         ev = running[ev_id]
         samples = {s.id: s for s in await session.scalars(select(Sample).where(Sample.id.in_([x.sample_id for x in leases])))}
         benchmark = await session.get(Benchmark, ev.benchmark_id)
-        result.outbox += await dispatch_events(session, ev, benchmark, model_target(models[ev.model_id]), samples, leases,
-                                               expires, claim)
+        result.outbox += await dispatch_events(
+            session, ev, benchmark, model_target(models[ev.model_id]), samples, leases, expires, claim
+        )
         result.redispatched[ev_id] = len(leases)
 
 
@@ -193,17 +200,29 @@ def _queue(clock, tenant_rows, flow_rows, groups: dict[uuid.UUID, list[Evaluatio
         since = last or min((e.started_at or e.created_at) for e in evs)
         flows.append(
             FlowTag(
-                flow_id=fid, tenant_id=first.tenant_id, weight=PRIORITY_WEIGHTS.get(first.priority, 2.0), vfinish=vfinish,
-                strict=first.priority == "urgent", aged=(now - since).total_seconds() >= aging_s,
-                order=(first.created_at, first.id), last_dispatch_at=last, dispatched=dispatched, payload=evs,
+                flow_id=fid,
+                tenant_id=first.tenant_id,
+                weight=PRIORITY_WEIGHTS.get(first.priority, 2.0),
+                vfinish=vfinish,
+                strict=first.priority == "urgent",
+                aged=(now - since).total_seconds() >= aging_s,
+                order=(first.created_at, first.id),
+                last_dispatch_at=last,
+                dispatched=dispatched,
+                payload=evs,
             )
         )
     return FairQueue(clock, tenants, flows)
 
 
 async def allocate(
-    session: AsyncSession, settings: SchedulerSettings, *, reconcile: bool = False, now: datetime | None = None,
-    orphans_before: datetime | None = None, admit_first: list[uuid.UUID] | None = None,
+    session: AsyncSession,
+    settings: SchedulerSettings,
+    *,
+    reconcile: bool = False,
+    now: datetime | None = None,
+    orphans_before: datetime | None = None,
+    admit_first: list[uuid.UUID] | None = None,
 ) -> PassResult:
     """Run one allocation pass inside the caller's transaction (see the module docstring).
 
@@ -228,13 +247,15 @@ async def allocate(
     result.admitted = await admit(session, list(admit_first or ()))
 
     # the running evaluations with their model, benchmark and adaptive limit, in one round trip
-    rows = (await session.execute(
-        select(Evaluation, Model, Benchmark, SchedModel.limit)
-        .join(Model, Model.id == Evaluation.model_id)
-        .join(Benchmark, Benchmark.id == Evaluation.benchmark_id)
-        .outerjoin(SchedModel, SchedModel.model_id == Evaluation.model_id)
-        .where(Evaluation.status == "running")
-    )).all()
+    rows = (
+        await session.execute(
+            select(Evaluation, Model, Benchmark, SchedModel.limit)
+            .join(Model, Model.id == Evaluation.model_id)
+            .join(Benchmark, Benchmark.id == Evaluation.benchmark_id)
+            .outerjoin(SchedModel, SchedModel.model_id == Evaluation.model_id)
+            .where(Evaluation.status == "running")
+        )
+    ).all()
     running = {e.id: e for e, _m, _b, _lim in rows}
     models = {m.id: m for _e, m, _b, _lim in rows}
     benchmarks = {b.id: b for _e, _m, b, _lim in rows}
@@ -249,9 +270,13 @@ async def allocate(
         return result
 
     limits = aimd if settings.adaptive_concurrency else {}
-    model_cap = {m: model_bound(models[m], settings.model_lease_factor, limits.get(m)) for m in {e.model_id for e in waiting.values()}}
+    model_cap = {
+        m: model_bound(models[m], settings.model_lease_factor, limits.get(m)) for m in {e.model_id for e in waiting.values()}
+    }
     ev_cap = {
-        i: evaluation_bound(e, settings.max_in_flight_per_evaluation, settings.max_in_flight_global, settings.max_evaluation_share)
+        i: evaluation_bound(
+            e, settings.max_in_flight_per_evaluation, settings.max_in_flight_global, settings.max_evaluation_share
+        )
         for i, e in waiting.items()
     }
     groups: dict[uuid.UUID, list[Evaluation]] = defaultdict(list)
@@ -299,8 +324,11 @@ async def allocate(
     locked = {
         e.id: e
         for e in await session.scalars(
-            select(Evaluation).where(Evaluation.id.in_(list(planned))).order_by(Evaluation.id)
-            .with_for_update().execution_options(populate_existing=True)
+            select(Evaluation)
+            .where(Evaluation.id.in_(list(planned)))
+            .order_by(Evaluation.id)
+            .with_for_update()
+            .execution_options(populate_existing=True)
         )
     }
     allowed: dict[uuid.UUID, int] = {}
@@ -330,26 +358,34 @@ async def allocate(
 
     # leases and events (one query for the samples of every evaluation)
     todo = {ev_id: n for ev_id, n in allowed.items() if n > 0}
-    ranges = {
-        ev_id: (locked[ev_id].dispatched_items, locked[ev_id].dispatched_items + n) for ev_id, n in todo.items()
-    }
-    by_key = await _samples_for(session, [
-        (locked[i].benchmark_id, a // locked[i].repeats, (b - 1) // locked[i].repeats) for i, (a, b) in ranges.items()
-    ])
+    ranges = {ev_id: (locked[ev_id].dispatched_items, locked[ev_id].dispatched_items + n) for ev_id, n in todo.items()}
+    by_key = await _samples_for(
+        session, [(locked[i].benchmark_id, a // locked[i].repeats, (b - 1) // locked[i].repeats) for i, (a, b) in ranges.items()]
+    )
     for ev_id, (start, end) in ranges.items():
         ev = locked[ev_id]
         fresh = [
             SampleLease(
-                evaluation_id=ev.id, sample_id=by_key[(ev.benchmark_id, i // ev.repeats)].id, repeat=i % ev.repeats, arm=ev.arm,
-                state="leased", attempt=1, leased_at=now, lease_expires_at=expires,
+                evaluation_id=ev.id,
+                sample_id=by_key[(ev.benchmark_id, i // ev.repeats)].id,
+                repeat=i % ev.repeats,
+                arm=ev.arm,
+                state="leased",
+                attempt=1,
+                leased_at=now,
+                lease_expires_at=expires,
             )
             for i in range(start, end)
         ]
         session.add_all(fresh)
         ev.dispatched_items = end
-        samples = {by_key[(ev.benchmark_id, o)].id: by_key[(ev.benchmark_id, o)] for o in range(start // ev.repeats, (end - 1) // ev.repeats + 1)}
-        result.outbox += await dispatch_events(session, ev, benchmarks[ev.benchmark_id], model_target(models[ev.model_id]), samples,
-                                               fresh, expires, claim)
+        samples = {
+            by_key[(ev.benchmark_id, o)].id: by_key[(ev.benchmark_id, o)]
+            for o in range(start // ev.repeats, (end - 1) // ev.repeats + 1)
+        }
+        result.outbox += await dispatch_events(
+            session, ev, benchmarks[ev.benchmark_id], model_target(models[ev.model_id]), samples, fresh, expires, claim
+        )
         result.leased[ev_id] = end - start
 
     await _store_tags(session, queue, charged)
@@ -376,11 +412,24 @@ async def _store_tags(session: AsyncSession, queue: FairQueue, charged: set[uuid
         return
     flows = sorted((f for f in queue.flows if f.flow_id in charged), key=lambda f: f.flow_id)
     tenants = [queue.tenants[t] for t in sorted({f.tenant_id for f in flows})]
-    await session.execute(_STORE_TAGS, {
-        "clock": queue.clock,
-        "tenants": json.dumps([{"tenant_id": str(t.tenant_id), "weight": t.weight, "vfinish": t.vfinish, "vtime": t.vtime}
-                               for t in tenants]),
-        "flows": json.dumps([{"flow_id": str(f.flow_id), "tenant_id": str(f.tenant_id), "vfinish": f.vfinish,
-                              "last_dispatch_at": f.last_dispatch_at.isoformat() if f.last_dispatch_at else None,
-                              "dispatched": f.dispatched} for f in flows]),
-    })
+    await session.execute(
+        _STORE_TAGS,
+        {
+            "clock": queue.clock,
+            "tenants": json.dumps(
+                [{"tenant_id": str(t.tenant_id), "weight": t.weight, "vfinish": t.vfinish, "vtime": t.vtime} for t in tenants]
+            ),
+            "flows": json.dumps(
+                [
+                    {
+                        "flow_id": str(f.flow_id),
+                        "tenant_id": str(f.tenant_id),
+                        "vfinish": f.vfinish,
+                        "last_dispatch_at": f.last_dispatch_at.isoformat() if f.last_dispatch_at else None,
+                        "dispatched": f.dispatched,
+                    }
+                    for f in flows
+                ]
+            ),
+        },
+    )

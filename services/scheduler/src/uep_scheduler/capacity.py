@@ -73,14 +73,22 @@ async def adapt(session: AsyncSession, scores: list[ScoreComputed]) -> dict[uuid
     for model_id, cap in caps.items():
         if overload[model_id]:
             # first overload of a model: start from half its capacity
-            stmt = insert(SchedModel).values(model_id=model_id, limit=max(1.0, cap * 0.5)).on_conflict_do_update(
-                index_elements=[SchedModel.model_id], set_={"limit": func.greatest(1.0, SchedModel.limit * 0.5)}
+            stmt = (
+                insert(SchedModel)
+                .values(model_id=model_id, limit=max(1.0, cap * 0.5))
+                .on_conflict_do_update(
+                    index_elements=[SchedModel.model_id], set_={"limit": func.greatest(1.0, SchedModel.limit * 0.5)}
+                )
             )
             moved[model_id] = "decrease"
         elif model_id in tracked:
-            stmt = insert(SchedModel).values(model_id=model_id, limit=float(cap)).on_conflict_do_update(
-                index_elements=[SchedModel.model_id],
-                set_={"limit": func.least(float(cap), SchedModel.limit + ok[model_id] / SchedModel.limit)},
+            stmt = (
+                insert(SchedModel)
+                .values(model_id=model_id, limit=float(cap))
+                .on_conflict_do_update(
+                    index_elements=[SchedModel.model_id],
+                    set_={"limit": func.least(float(cap), SchedModel.limit + ok[model_id] / SchedModel.limit)},
+                )
             )
             moved[model_id] = "increase"
         else:

@@ -73,9 +73,7 @@ async def admit(session: AsyncSession, evaluation_ids: list[uuid.UUID]) -> list[
 MAX_FEWSHOT = 16
 
 
-async def fewshot_examples(
-    session: AsyncSession, sample: Sample, k: int, pools: dict[tuple, list]
-) -> list[dict]:
+async def fewshot_examples(session: AsyncSession, sample: Sample, k: int, pools: dict[tuple, list]) -> list[dict]:
     """``k`` demonstrations for ``sample``: the first samples of its benchmark in benchmark order — of the
     same ``subject`` when samples have one (as MMLU's per-subject few-shot prompts) — excluding the sample
     itself. Each is ``{"input": …, "reference": …}``. ``pools`` caches candidates per (benchmark, subject)."""
@@ -175,8 +173,6 @@ async def evaluations_to_reconcile(session: AsyncSession, admit_after_s: float) 
     running = list(await session.scalars(select(Evaluation.id).where(Evaluation.status == "running")))
     cutoff = datetime.now(UTC) - timedelta(seconds=admit_after_s)
     pending = list(
-        await session.scalars(
-            select(Evaluation.id).where(Evaluation.status == "pending", Evaluation.created_at < cutoff)
-        )
+        await session.scalars(select(Evaluation.id).where(Evaluation.status == "pending", Evaluation.created_at < cutoff))
     )
     return running, pending

@@ -67,7 +67,10 @@ class LifecycleSettings(CommonSettings):
     """Settings of the scheduler's lifecycle part (``UEP_*`` environment variables)."""
 
     max_lease_attempts: int = Field(
-        5, ge=1, le=100, description="Dispatches of one item (since its last retry) before it is recorded failed "
+        5,
+        ge=1,
+        le=100,
+        description="Dispatches of one item (since its last retry) before it is recorded failed "
         "and dead-lettered; each ends when its lease expires without a result.",
     )
     scheduler_heartbeat_seconds: float = Field(2.0, gt=0, description="Period of a scheduler instance's heartbeat.")
@@ -110,8 +113,10 @@ class Lifecycle:
         self._conn = await self.engine.connect()
         row = (
             await self._conn.execute(
-                text("INSERT INTO scheduler_instances (id, hostname, pid) VALUES (:id, :h, :p) "
-                     "ON CONFLICT (id) DO UPDATE SET heartbeat_at = now() RETURNING lock_key"),
+                text(
+                    "INSERT INTO scheduler_instances (id, hostname, pid) VALUES (:id, :h, :p) "
+                    "ON CONFLICT (id) DO UPDATE SET heartbeat_at = now() RETURNING lock_key"
+                ),
                 {"id": self.instance_id, "h": socket.gethostname()[:200], "p": os.getpid()},
             )
         ).one()
@@ -146,8 +151,11 @@ class Lifecycle:
             if live == 0:
                 self.interrupted = await interrupt_running(s, self.started_at)
         if self.interrupted:
-            log.warning("scheduler restarted with no other live replica: %d running evaluations marked interrupted "
-                        "(POST /v1/evaluations/{id}/retry resumes one)", len(self.interrupted))
+            log.warning(
+                "scheduler restarted with no other live replica: %d running evaluations marked interrupted "
+                "(POST /v1/evaluations/{id}/retry resumes one)",
+                len(self.interrupted),
+            )
         elif live:
             log.info("%d other live scheduler replica(s): running evaluations left to them", live)
         try:  # parked leases first, before the dispatch loop sees expired ones; never fails the start-up
@@ -170,12 +178,14 @@ class Lifecycle:
                 await self._conn.execute(text("DELETE FROM scheduler_instances WHERE id = :id"), {"id": self.instance_id})
                 await self._conn.commit()
                 await self._conn.close()
-            except Exception:  # noqa: BLE001 - the lock goes with the connection anyway
+            except Exception:
                 log.warning("could not deregister scheduler instance", exc_info=True)
 
     async def _heartbeat(self) -> None:
         try:
-            await self._conn.execute(text("UPDATE scheduler_instances SET heartbeat_at = now() WHERE id = :id"), {"id": self.instance_id})
+            await self._conn.execute(
+                text("UPDATE scheduler_instances SET heartbeat_at = now() WHERE id = :id"), {"id": self.instance_id}
+            )
             await self._conn.commit()
         except Exception:
             # The connection (and so the lock) is gone, e.g. PostgreSQL restarted: take the lock again on a new
@@ -201,10 +211,14 @@ class Lifecycle:
                 {"max": self.settings.max_lease_attempts, "parked": PARKED},
             )
             due = (
-                await s.execute(
-                    select(SampleLease.evaluation_id).where(SampleLease.final_deadline < datetime.now(UTC)).distinct()
+                (
+                    await s.execute(
+                        select(SampleLease.evaluation_id).where(SampleLease.final_deadline < datetime.now(UTC)).distinct()
+                    )
                 )
-            ).scalars().all()
+                .scalars()
+                .all()
+            )
         n = 0
         for evaluation_id in sorted(due):
             n += await self._fail_exhausted(evaluation_id)
@@ -218,10 +232,16 @@ class Lifecycle:
             ev = await lock_evaluation(s, evaluation_id)
             if ev is None:
                 return 0
-            stored = select(SampleResult.id).where(
-                SampleResult.evaluation_id == SampleLease.evaluation_id, SampleResult.sample_id == SampleLease.sample_id,
-                SampleResult.repeat == SampleLease.repeat, SampleResult.arm == SampleLease.arm,
-            ).exists()
+            stored = (
+                select(SampleResult.id)
+                .where(
+                    SampleResult.evaluation_id == SampleLease.evaluation_id,
+                    SampleResult.sample_id == SampleLease.sample_id,
+                    SampleResult.repeat == SampleLease.repeat,
+                    SampleResult.arm == SampleLease.arm,
+                )
+                .exists()
+            )
             leases = (
                 await s.scalars(
                     select(SampleLease)
@@ -237,17 +257,29 @@ class Lifecycle:
                     lease.final_deadline = None  # a result arrived after all
                     continue
                 n = lease.attempt - lease.attempt_base
-                reason = (f"no result after {n} dispatch attempt(s): each lease of {self.settings.lease_seconds:g} s "
-                          f"expired (UEP_MAX_LEASE_ATTEMPTS={self.settings.max_lease_attempts})")
+                reason = (
+                    f"no result after {n} dispatch attempt(s): each lease of {self.settings.lease_seconds:g} s "
+                    f"expired (UEP_MAX_LEASE_ATTEMPTS={self.settings.max_lease_attempts})"
+                )
                 item_key = f"{ev.id}:{lease.sample_id}:{lease.repeat}:{lease.arm}"
                 if ev.status == "cancelled":  # its late results are discarded anyway
                     lease.final_deadline = None
                     continue
                 score = ScoreComputed(
                     event_id=dead_letter_id("lease-score", item_key, lease.attempt),
-                    evaluation_id=ev.id, tenant_id=ev.tenant_id, sample_id=lease.sample_id, repeat=lease.repeat,
-                    arm=lease.arm, attempt=lease.attempt, benchmark_id=ev.benchmark_id, model_id=ev.model_id,
-                    metric_name=metric, metric_version="-", is_correct=None, score=None, output=None,
+                    evaluation_id=ev.id,
+                    tenant_id=ev.tenant_id,
+                    sample_id=lease.sample_id,
+                    repeat=lease.repeat,
+                    arm=lease.arm,
+                    attempt=lease.attempt,
+                    benchmark_id=ev.benchmark_id,
+                    model_id=ev.model_id,
+                    metric_name=metric,
+                    metric_version="-",
+                    is_correct=None,
+                    score=None,
+                    output=None,
                     error=ErrorInfo(stage="inference", type="lease_attempts_exhausted", message=reason),
                 )
                 # sent again (same event id) if an earlier copy was lost, e.g. by a broker restart
@@ -274,7 +306,10 @@ class Lifecycle:
         await s.execute(text("DELETE FROM outbox WHERE event_id = :id"), {"id": dlq_id})
         s.add(
             OutboxMessage(
-                event_id=dlq_id, event_type=original.event_type, topic=DEAD_LETTER_TOPIC, key=original.key,
+                event_id=dlq_id,
+                event_type=original.event_type,
+                topic=DEAD_LETTER_TOPIC,
+                key=original.key,
                 payload=original.payload,
                 headers={**original.headers, DLQ_ID: str(dlq_id), DLQ_REASON: reason[:1000], DLQ_SOURCE: original.topic},
             )
@@ -301,9 +336,16 @@ def dead_letter_row(body: bytes, headers: dict[str, bytes], key: bytes | None) -
         pass
     dedupe = dlq_id or hashlib.sha256(source.encode() + b"\0" + (key or b"") + b"\0" + body).hexdigest()
     return {
-        "id": uuid.uuid4(), "dedupe_key": dedupe[:64], "source_topic": source[:200], "reason": reason,
-        "event_type": h.get("uep-event-type"), "evaluation_id": evaluation_id, "item_key": item_key,
-        "key": key, "body": body, "headers": h,
+        "id": uuid.uuid4(),
+        "dedupe_key": dedupe[:64],
+        "source_topic": source[:200],
+        "reason": reason,
+        "event_type": h.get("uep-event-type"),
+        "evaluation_id": evaluation_id,
+        "item_key": item_key,
+        "key": key,
+        "body": body,
+        "headers": h,
     }
 
 
@@ -350,4 +392,3 @@ def install(runtime, relay: OutboxRelay) -> Lifecycle:
     settings = LifecycleSettings()
     register_dead_letters(runtime.broker, settings, runtime.sessionmaker)
     return Lifecycle(runtime.engine, runtime.sessionmaker, relay, settings)
-

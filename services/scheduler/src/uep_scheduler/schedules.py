@@ -72,8 +72,10 @@ async def _create_run(s: AsyncSession, sch: Schedule, scheduled_for: datetime, t
     """Insert the run and its evaluation (checked against ``limits``, the site's, and ``tenant``'s work
     limits); False if the run already existed or none was created."""
     run_id = await s.scalar(
-        insert(ScheduleRun).values(schedule_id=sch.id, scheduled_for=scheduled_for)
-        .on_conflict_do_nothing(constraint="uq_schedule_runs_due").returning(ScheduleRun.id)
+        insert(ScheduleRun)
+        .values(schedule_id=sch.id, scheduled_for=scheduled_for)
+        .on_conflict_do_nothing(constraint="uq_schedule_runs_due")
+        .returning(ScheduleRun.id)
     )
     if run_id is None:
         return False
@@ -90,13 +92,22 @@ async def _create_run(s: AsyncSession, sch: Schedule, scheduled_for: datetime, t
         try:
             async with s.begin_nested():
                 with _tracer.start_as_current_span(
-                    "evaluation", attributes={"uep.benchmark": bench.slug, "uep.model": model.name, "uep.schedule_id": str(sch.id)}
+                    "evaluation",
+                    attributes={"uep.benchmark": bench.slug, "uep.model": model.name, "uep.schedule_id": str(sch.id)},
                 ):
                     ev, event = new_evaluation(
-                        tenant_id=sch.tenant_id, bench=bench, model=model, sample_limit=o.get("sample_limit"),
-                        repeats=int(o.get("repeats", 1)), priority=o.get("priority", "normal"),
-                        config=evaluation_config(o.get("max_parallel"), o.get("fewshot_k"), o.get("chat_template"),
-                                                 sample_timeout_s=o.get("sample_timeout_s")),
+                        tenant_id=sch.tenant_id,
+                        bench=bench,
+                        model=model,
+                        sample_limit=o.get("sample_limit"),
+                        repeats=int(o.get("repeats", 1)),
+                        priority=o.get("priority", "normal"),
+                        config=evaluation_config(
+                            o.get("max_parallel"),
+                            o.get("fewshot_k"),
+                            o.get("chat_template"),
+                            sample_timeout_s=o.get("sample_timeout_s"),
+                        ),
                         schedule_id=sch.id,
                     )
                     await check_work_limits(s, tenant, [ev], limits)

@@ -78,8 +78,9 @@ class Scheduler:
             to_admit, self._to_admit = sorted(self._to_admit), set()
             try:
                 async with self.sm() as s, s.begin():
-                    result = await allocate(s, self.settings, reconcile=reconcile, orphans_before=orphans_before,
-                                            admit_first=to_admit)
+                    result = await allocate(
+                        s, self.settings, reconcile=reconcile, orphans_before=orphans_before, admit_first=to_admit
+                    )
             except BaseException:
                 self._to_admit.update(to_admit)  # the next pass tries again
                 raise

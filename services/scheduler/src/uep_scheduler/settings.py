@@ -19,7 +19,8 @@ class SchedulerSettings(CommonSettings):
         0.5, gt=0, le=1, description="Share of max_in_flight_global one evaluation may hold (ceil(share × global))."
     )
     model_lease_factor: float = Field(
-        1.0, gt=0,
+        1.0,
+        gt=0,
         description="Leases per model at most this × its registered capacity (models.max_in_flight), across every "
         "evaluation and scheduler replica; > 1 keeps items queued at inference while results travel back.",
     )
@@ -29,16 +30,17 @@ class SchedulerSettings(CommonSettings):
     aging_seconds: float = Field(
         30.0, gt=0, description="A runnable evaluation with no slot for this long is served next (aging)."
     )
-    lease_seconds: float = Field(
-        300.0, gt=0, description="An item not scored this long after dispatch is dispatched again."
-    )
+    lease_seconds: float = Field(300.0, gt=0, description="An item not scored this long after dispatch is dispatched again.")
     outbox_claim_seconds: float = Field(
-        5.0, gt=0,
+        5.0,
+        gt=0,
         description="The scheduler publishes its SampleDispatched rows itself right after the pass commits; outbox "
         "relays take over a row still unpublished this long after the pass (the scheduler died in between).",
     )
     orphan_grace_seconds: float = Field(
-        60.0, gt=0, description="An item whose score the scheduler saw but whose result is not stored this long after "
+        60.0,
+        gt=0,
+        description="An item whose score the scheduler saw but whose result is not stored this long after "
         "(and whose lease has expired) is dispatched again: its ScoreComputed was lost before the reporter stored it.",
     )
     orphan_sweep_seconds: float = Field(15.0, gt=0, description="Period of the sweep for such items (a reconcile pass).")
@@ -47,6 +49,8 @@ class SchedulerSettings(CommonSettings):
         5.0, ge=0, description="Admit a pending evaluation whose EvaluationRequested was not seen after this long."
     )
     requests_fetch_max_wait_ms: int = Field(
-        100, ge=1, description="Long-poll wait of the EvaluationRequested consumer. Admission normally comes from the "
-        "gateway's NOTIFY (uep_common.wakeups); the event is the contract and the fallback, so it need not poll fast."
+        100,
+        ge=1,
+        description="Long-poll wait of the EvaluationRequested consumer. Admission normally comes from the "
+        "gateway's NOTIFY (uep_common.wakeups); the event is the contract and the fallback, so it need not poll fast.",
     )

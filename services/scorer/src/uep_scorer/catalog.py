@@ -15,8 +15,16 @@ def catalogue_rows() -> list[dict]:
     rows = []
     for name in available_metrics():
         m = get_metric(name)
-        rows.append({"name": name, "version": m.version, "params": dict(m.params), "source": m.source,
-                     "param_types": dict(m.param_types), "required_params": list(m.required_params)})
+        rows.append(
+            {
+                "name": name,
+                "version": m.version,
+                "params": dict(m.params),
+                "source": m.source,
+                "param_types": dict(m.param_types),
+                "required_params": list(m.required_params),
+            }
+        )
     return rows
 
 

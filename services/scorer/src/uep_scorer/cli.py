@@ -130,8 +130,16 @@ def score_lines(lines, metric_name: str, params: dict) -> tuple[list[dict], dict
             scores.append(r.score)
         no_answer += r.details.get("extraction") == "no_answer"
         out.append(
-            {"line": number, "id": record.get("id"), "extracted": r.extracted, "correct": r.is_correct, "score": r.score,
-             "metric": r.name, "version": r.version, "details": r.details}
+            {
+                "line": number,
+                "id": record.get("id"),
+                "extracted": r.extracted,
+                "correct": r.is_correct,
+                "score": r.score,
+                "metric": r.name,
+                "version": r.version,
+                "details": r.details,
+            }
         )
     summary = {
         "metric": metric.name,

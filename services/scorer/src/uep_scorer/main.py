@@ -17,9 +17,7 @@ def create_app():
     settings = ScorerSettings()
     runtime = ServiceRuntime(settings, use_db=True)  # sets up logging
     configure_sandbox(settings.sandbox_mode)  # probes the isolation; logs ERROR (unavailable) or WARNING (unsafe)
-    register(
-        runtime.broker, settings, ReferenceStore(runtime.sessionmaker, settings.reference_cache_size), runtime.sessionmaker
-    )
+    register(runtime.broker, settings, ReferenceStore(runtime.sessionmaker, settings.reference_cache_size), runtime.sessionmaker)
 
     async def publish_catalogue() -> None:
         n = await register_catalogue(runtime.sessionmaker)

@@ -44,9 +44,7 @@ class ReferenceStore:
         if benchmark_id not in self._benchmarks:
             async with self._sm() as s:
                 row = (
-                    await s.execute(
-                        select(Benchmark.config, Benchmark.evaluation_type).where(Benchmark.id == benchmark_id)
-                    )
+                    await s.execute(select(Benchmark.config, Benchmark.evaluation_type).where(Benchmark.id == benchmark_id))
                 ).first()
             if row is None:
                 raise LookupError(f"benchmark {benchmark_id} does not exist")

@@ -44,10 +44,19 @@ async def rescore(
             return published
         for row in rows:
             output = OutputGenerated(
-                evaluation_id=request.evaluation_id, tenant_id=request.tenant_id, sample_id=row.sample_id,
-                repeat=row.repeat, arm=row.arm, attempt=row.attempt, benchmark_id=request.benchmark_id,
-                model_id=request.model_id, prompt="", output=row.output, latency_ms=row.latency_ms,
-                prompt_tokens=row.prompt_tokens, completion_tokens=row.completion_tokens,
+                evaluation_id=request.evaluation_id,
+                tenant_id=request.tenant_id,
+                sample_id=row.sample_id,
+                repeat=row.repeat,
+                arm=row.arm,
+                attempt=row.attempt,
+                benchmark_id=request.benchmark_id,
+                model_id=request.model_id,
+                prompt="",
+                output=row.output,
+                latency_ms=row.latency_ms,
+                prompt_tokens=row.prompt_tokens,
+                completion_tokens=row.completion_tokens,
             )
             score = await score_output(output, refs)
             if not isinstance(score, ScoreComputed):  # judge-graded items are re-judged by the judge, not here

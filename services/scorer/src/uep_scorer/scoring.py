@@ -60,10 +60,15 @@ async def score_output(event: OutputGenerated, refs: ReferenceStore) -> ScoreCom
     except MetricInputError as exc:  # the benchmark's data or metric params are wrong: one line, no traceback
         log.warning("scoring %s: benchmark configuration error: %s", event.item_key(), exc)
         return ScoreComputed(
-            **common, **passthrough, metric_name=name, metric_version="-", is_correct=None, score=None,
+            **common,
+            **passthrough,
+            metric_name=name,
+            metric_version="-",
+            is_correct=None,
+            score=None,
             error=ErrorInfo(stage="scoring", type="benchmark_config_error", message=str(exc)[:2000]),
         )
-    except Exception as exc:  # noqa: BLE001 - reported on the item, never dropped
+    except Exception as exc:
         log.exception("scoring failed for %s", event.item_key())
         return ScoreComputed(
             **common,

@@ -153,7 +153,7 @@ BENCHMARKS.append(
         name="GSM8K, judged (reference-guided, 100-item test sample)",
         description="The GSM8K sample graded by an LLM judge with the reference answer in its prompt (reference-guided "
         "grading, Zheng et al. 2023, MT-bench) on accuracy, completeness and clarity (0-10); correct = overall >= 5. "
-        "The default judge is the deterministic uep-judge; override per evaluation with {\"judge\": {\"judges\": [...]}}.",
+        'The default judge is the deterministic uep-judge; override per evaluation with {"judge": {"judges": [...]}}.',
         category="math",
         capability_dimensions=["math", "reasoning"],
         config={

@@ -92,8 +92,13 @@ def seed(settings: CommonSettings) -> str:
                 )
                 added.append(f"model {m.name}")
             else:  # local models are ours: keep their registry rows in step with the catalogue
-                wanted = {"endpoint": endpoint, "description": m.description, "triton_model_name": m.triton_model_name,
-                          "decoding_defaults": m.decoding_defaults, "max_in_flight": m.max_in_flight}
+                wanted = {
+                    "endpoint": endpoint,
+                    "description": m.description,
+                    "triton_model_name": m.triton_model_name,
+                    "decoding_defaults": m.decoding_defaults,
+                    "max_in_flight": m.max_in_flight,
+                }
                 changed = [k for k, v in wanted.items() if getattr(existing, k) != v]
                 for k in changed:
                     setattr(existing, k, wanted[k])

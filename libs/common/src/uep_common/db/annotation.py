@@ -82,13 +82,15 @@ class AnnotationTask(Base):
         ForeignKey("evaluations.id", ondelete="CASCADE"), nullable=False, index=True
     )
     compare_evaluation_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("evaluations.id", ondelete="SET NULL"))
-    result_evaluation_id: Mapped[uuid.UUID | None] = mapped_column(
-        ForeignKey("evaluations.id", ondelete="SET NULL"), index=True
-    )
+    result_evaluation_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("evaluations.id", ondelete="SET NULL"), index=True)
     questions: Mapped[list] = mapped_column(JSONB, nullable=False)
     guidelines: Mapped[str] = mapped_column(Text, nullable=False, default="")
-    annotations_per_item: Mapped[int] = mapped_column(Integer, nullable=False, doc="N: submitted annotations that complete an item.")
-    assignment_ttl_seconds: Mapped[int] = mapped_column(Integer, nullable=False, doc="An unsubmitted assignment frees its slot after this.")
+    annotations_per_item: Mapped[int] = mapped_column(
+        Integer, nullable=False, doc="N: submitted annotations that complete an item."
+    )
+    assignment_ttl_seconds: Mapped[int] = mapped_column(
+        Integer, nullable=False, doc="An unsubmitted assignment frees its slot after this."
+    )
     quality_threshold: Mapped[float] = mapped_column(Float, nullable=False, doc="Gold accuracy below this flags an annotator.")
     min_gold_answers: Mapped[int] = mapped_column(Integer, nullable=False, doc="Gold checks before an annotator can be flagged.")
     gold_rating_tolerance: Mapped[float] = mapped_column(Float, nullable=False, default=0.0)

@@ -64,8 +64,11 @@ class BenchmarkCostProfile(Base):
 
     def as_override(self) -> dict:
         """``{"input_tokens", "output_tokens", "latency_ms"}`` for :meth:`uep_common.costs.Expected.merged`."""
-        return {"input_tokens": self.expected_input_tokens, "output_tokens": self.expected_output_tokens,
-                "latency_ms": self.expected_latency_ms}
+        return {
+            "input_tokens": self.expected_input_tokens,
+            "output_tokens": self.expected_output_tokens,
+            "latency_ms": self.expected_latency_ms,
+        }
 
 
 class BudgetCap(Base):
@@ -150,8 +153,14 @@ class SpendEntry(Base):
         Index("ix_spend_ledger_tenant_day", "tenant_id", "day"),
         Index("ix_spend_ledger_evaluation", "evaluation_id"),
         Index(
-            "uq_spend_ledger_settle", "evaluation_id", "sample_id", "repeat", "arm", "attempt",
-            unique=True, postgresql_where=text("kind = 'settle'"),
+            "uq_spend_ledger_settle",
+            "evaluation_id",
+            "sample_id",
+            "repeat",
+            "arm",
+            "attempt",
+            unique=True,
+            postgresql_where=text("kind = 'settle'"),
         ),
     )
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
@@ -203,8 +212,9 @@ def new_api_key() -> str:
     return KEY_PREFIX + secrets.token_urlsafe(32)
 
 
-def cap_target(scope: str, tenant_id: uuid.UUID | None = None, benchmark_slug: str | None = None,
-               evaluation_id: uuid.UUID | None = None) -> str:
+def cap_target(
+    scope: str, tenant_id: uuid.UUID | None = None, benchmark_slug: str | None = None, evaluation_id: uuid.UUID | None = None
+) -> str:
     """The unique ``target`` of a cap row of ``scope`` (see :class:`BudgetCap`). Raises ValueError."""
     if scope == "site_evaluation":
         return ""

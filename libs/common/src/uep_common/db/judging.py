@@ -23,7 +23,20 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from sqlalchemy import BigInteger, Boolean, CheckConstraint, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint, func
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    func,
+)
 from sqlalchemy.dialects.postgresql import JSONB, UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -42,7 +55,9 @@ class JudgeVerdict(Base):
 
     __tablename__ = "judge_verdicts"
     __table_args__ = (
-        UniqueConstraint("evaluation_id", "sample_id", "repeat", "arm", "judge_model_id", "position", name="uq_judge_verdicts_call"),
+        UniqueConstraint(
+            "evaluation_id", "sample_id", "repeat", "arm", "judge_model_id", "position", name="uq_judge_verdicts_call"
+        ),
         Index("ix_judge_verdicts_judge", "judge_model_name", "template", "template_version"),
         Index("ix_judge_verdicts_evaluation", "evaluation_id"),
     )
@@ -92,7 +107,9 @@ class JudgeItem(Base):
     arm: Mapped[str] = mapped_column(String(64), nullable=False, default="main")
     mode: Mapped[str] = mapped_column(String(20), nullable=False)
     decision: Mapped[str] = mapped_column(String(10), nullable=False)
-    details: Mapped[dict] = mapped_column(JSONB, nullable=False, default=dict, doc="The aggregate verdict (ScoreComputed.metrics).")
+    details: Mapped[dict] = mapped_column(
+        JSONB, nullable=False, default=dict, doc="The aggregate verdict (ScoreComputed.metrics)."
+    )
     score_event_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     created_at: Mapped[datetime] = _created()
 

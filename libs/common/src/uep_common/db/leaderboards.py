@@ -38,9 +38,7 @@ class LeaderboardScore(Base):
         CheckConstraint("method IN ('wilson', 'bootstrap', 'none')", name="ck_leaderboard_scores_method"),
         Index("ix_leaderboard_scores_board", "benchmark_slug", "score_type", "model_name", "model_version", "evaluated_at"),
     )
-    evaluation_id: Mapped[uuid.UUID] = mapped_column(
-        ForeignKey("evaluations.id", ondelete="CASCADE"), primary_key=True
-    )
+    evaluation_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("evaluations.id", ondelete="CASCADE"), primary_key=True)
     benchmark_slug: Mapped[str] = mapped_column(String(100), nullable=False)
     benchmark_version: Mapped[str] = mapped_column(String(64), nullable=False)
     score_type: Mapped[str] = mapped_column(String(100), nullable=False)
@@ -81,9 +79,7 @@ class RetentionRun(Base):
 
     __tablename__ = "retention_runs"
     __table_args__ = (
-        CheckConstraint(
-            "status IN ('requested', 'running', 'completed', 'failed', 'skipped')", name="ck_retention_runs_status"
-        ),
+        CheckConstraint("status IN ('requested', 'running', 'completed', 'failed', 'skipped')", name="ck_retention_runs_status"),
         Index("ix_retention_runs_requested", "requested_at", postgresql_where="status = 'requested'"),
     )
     id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, default=uuid.uuid4)

@@ -141,9 +141,7 @@ async def recount(session: AsyncSession, ev: Evaluation) -> tuple[int, int]:
     """Set ``completed_items``/``error_items`` of ``ev`` from its stored ``sample_results`` rows (so counters
     match rows exactly); returns ``(completed, errors)``."""
     completed, errors = (
-        await session.execute(
-            text("SELECT count(*), count(error) FROM sample_results WHERE evaluation_id = :e"), {"e": ev.id}
-        )
+        await session.execute(text("SELECT count(*), count(error) FROM sample_results WHERE evaluation_id = :e"), {"e": ev.id})
     ).one()
     ev.completed_items, ev.error_items = int(completed), int(errors)
     return ev.completed_items, ev.error_items
@@ -204,7 +202,8 @@ async def retry_evaluation(session: AsyncSession, evaluation_id: uuid.UUID) -> R
     if ev.details_cleaned_at is not None:
         raise LifecycleConflict(
             "retention cleaned this evaluation's per-item details; its items cannot be told apart any more: "
-            "start a new evaluation", "details_cleaned",
+            "start a new evaluation",
+            "details_cleaned",
         )
     if ev.status == "budget_exhausted":
         # The budget shrank total_items to what it let through; a retry (after a cap was raised) restores
@@ -215,9 +214,7 @@ async def retry_evaluation(session: AsyncSession, evaluation_id: uuid.UUID) -> R
         if planned is not None and planned > ev.total_items:
             ev.total_items = planned
     retry_id = uuid.uuid4()
-    moved = (
-        await session.execute(text(_RETIRE_SQL.format(extra="")), {"e": ev.id, "reason": "retry", "rid": retry_id})
-    ).all()
+    moved = (await session.execute(text(_RETIRE_SQL.format(extra="")), {"e": ev.id, "reason": "retry", "rid": retry_id})).all()
     unfinished = (
         await session.execute(text(_EXPIRE_UNFINISHED_SQL.format(expiry="now() - interval '1 second'", extra="")), {"e": ev.id})
     ).rowcount
@@ -245,8 +242,11 @@ async def reopen_item(
     """
     params = {"e": ev.id, "s": sample_id, "rp": repeat, "a": arm}
     finished = await session.scalar(
-        text("SELECT count(*) FROM sample_results WHERE evaluation_id = :e AND sample_id = :s AND repeat = :rp "
-             "AND arm = :a AND error IS NULL"), params,
+        text(
+            "SELECT count(*) FROM sample_results WHERE evaluation_id = :e AND sample_id = :s AND repeat = :rp "
+            "AND arm = :a AND error IS NULL"
+        ),
+        params,
     )
     if finished:
         return False
@@ -285,8 +285,10 @@ async def interrupt_running(session: AsyncSession, started_before: datetime) -> 
             continue
         await recount(session, ev)
         ev.status = "interrupted"
-        ev.error = ("interrupted: the scheduler restarted while this evaluation was running; "
-                    f"POST /v1/evaluations/{ev.id}/retry resumes it")
+        ev.error = (
+            "interrupted: the scheduler restarted while this evaluation was running; "
+            f"POST /v1/evaluations/{ev.id}/retry resumes it"
+        )
         ev.summary = (await compute_summary(session, ev.id)).model_dump(mode="json")
         done.append(ev.id)
     return done

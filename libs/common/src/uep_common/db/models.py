@@ -34,8 +34,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 BENCHMARK_CATEGORIES = ("nlp", "code", "math", "reasoning", "safety", "custom")
 BENCHMARK_STATUSES = ("active", "deprecated", "draft")
 EVALUATION_TYPES = ("automatic", "llm_judge", "human", "hybrid")
-EVALUATION_STATUSES = ("pending", "running", "completed", "failed", "cancelled", "interrupted", "stopped",
-                       "budget_exhausted")
+EVALUATION_STATUSES = ("pending", "running", "completed", "failed", "cancelled", "interrupted", "stopped", "budget_exhausted")
 PRIORITIES = ("urgent", "high", "normal", "low")
 BACKENDS = ("triton", "openai_compatible")
 LEASE_STATES = ("leased", "released")
@@ -114,9 +113,7 @@ class Sample(Base):
     __tablename__ = "samples"
     __table_args__ = (UniqueConstraint("benchmark_id", "ordinal", name="uq_samples_benchmark_ordinal"),)
     id: Mapped[uuid.UUID] = _uuid_pk()
-    benchmark_id: Mapped[uuid.UUID] = mapped_column(
-        ForeignKey("benchmarks.id", ondelete="CASCADE"), nullable=False
-    )
+    benchmark_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("benchmarks.id", ondelete="CASCADE"), nullable=False)
     ordinal: Mapped[int] = mapped_column(Integer, nullable=False)
     external_id: Mapped[str | None] = mapped_column(String(200))
     input: Mapped[dict] = mapped_column(JSONB, nullable=False)
@@ -140,9 +137,7 @@ class Model(Base):
     endpoint: Mapped[str] = mapped_column(String(500), nullable=False)
     triton_model_name: Mapped[str | None] = mapped_column(String(200))
     triton_model_version: Mapped[str | None] = mapped_column(String(50))
-    decoding_defaults: Mapped[dict] = mapped_column(
-        JSONB, nullable=False, default=dict, doc="max_tokens, temperature, stop"
-    )
+    decoding_defaults: Mapped[dict] = mapped_column(JSONB, nullable=False, default=dict, doc="max_tokens, temperature, stop")
     supports_logprobs: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
     max_in_flight: Mapped[int | None] = mapped_column(Integer, doc="Serving capacity (requests in flight).")
     # Cost model (migration 0007; arithmetic and units in uep_common.costs): prices in the site currency.
@@ -216,7 +211,10 @@ class Evaluation(Base):
         ForeignKey("schedules.id", ondelete="SET NULL"), doc="The schedule (cron) that created this run."
     )
     pinned: Mapped[bool] = mapped_column(
-        Boolean, nullable=False, default=False, server_default="false",
+        Boolean,
+        nullable=False,
+        default=False,
+        server_default="false",
         doc="The pinned baseline of its (model name, benchmark slug): reports compare against it (migration 0011).",
     )
     created_at: Mapped[datetime] = _created()
@@ -241,9 +239,7 @@ class SampleLease(Base):
         Index("ix_sample_leases_open", "evaluation_id", "state", "lease_expires_at"),
     )
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
-    evaluation_id: Mapped[uuid.UUID] = mapped_column(
-        ForeignKey("evaluations.id", ondelete="CASCADE"), nullable=False
-    )
+    evaluation_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("evaluations.id", ondelete="CASCADE"), nullable=False)
     sample_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("samples.id"), nullable=False)
     repeat: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     arm: Mapped[str] = mapped_column(String(64), nullable=False, default="main")
@@ -253,7 +249,10 @@ class SampleLease(Base):
     lease_expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
     released_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     attempt_base: Mapped[int] = mapped_column(
-        Integer, nullable=False, default=0, server_default="0",
+        Integer,
+        nullable=False,
+        default=0,
+        server_default="0",
         doc="``attempt`` when the item was last retried or redriven: attempts since = attempt - attempt_base (0008).",
     )
     final_deadline: Mapped[datetime | None] = mapped_column(
@@ -275,9 +274,7 @@ class SampleResult(Base):
         Index("ix_sample_results_eval_id", "evaluation_id", "id"),
     )
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
-    evaluation_id: Mapped[uuid.UUID] = mapped_column(
-        ForeignKey("evaluations.id", ondelete="CASCADE"), nullable=False
-    )
+    evaluation_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("evaluations.id", ondelete="CASCADE"), nullable=False)
     sample_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("samples.id"), nullable=False)
     repeat: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     arm: Mapped[str] = mapped_column(String(64), nullable=False, default="main")
@@ -291,9 +288,7 @@ class SampleResult(Base):
     latency_ms: Mapped[float | None] = mapped_column(Float)
     prompt_tokens: Mapped[int | None] = mapped_column(Integer)
     completion_tokens: Mapped[int | None] = mapped_column(Integer)
-    error: Mapped[dict | None] = mapped_column(
-        JSONB(none_as_null=True), doc="ErrorInfo {stage, type, message} or SQL NULL."
-    )
+    error: Mapped[dict | None] = mapped_column(JSONB(none_as_null=True), doc="ErrorInfo {stage, type, message} or SQL NULL.")
     attempt: Mapped[int] = mapped_column(Integer, nullable=False, default=1)
     score_event_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False)
     rescore_id: Mapped[uuid.UUID | None] = mapped_column(
@@ -313,9 +308,7 @@ class Rescore(Base):
     __tablename__ = "rescores"
     __table_args__ = (CheckConstraint(_in("status", RESCORE_STATUSES), name="ck_rescores_status"),)
     id: Mapped[uuid.UUID] = _uuid_pk()
-    evaluation_id: Mapped[uuid.UUID] = mapped_column(
-        ForeignKey("evaluations.id", ondelete="CASCADE"), nullable=False, index=True
-    )
+    evaluation_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("evaluations.id", ondelete="CASCADE"), nullable=False, index=True)
     status: Mapped[str] = mapped_column(String(20), nullable=False, default="pending")
     total_items: Mapped[int] = mapped_column(Integer, nullable=False)
     done_items: Mapped[int] = mapped_column(Integer, nullable=False, default=0)

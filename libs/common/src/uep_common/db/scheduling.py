@@ -21,7 +21,20 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from sqlalchemy import BigInteger, Boolean, CheckConstraint, DateTime, Float, ForeignKey, Index, SmallInteger, String, Text, UniqueConstraint, func
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    SmallInteger,
+    String,
+    Text,
+    UniqueConstraint,
+    func,
+)
 from sqlalchemy.dialects.postgresql import JSONB, UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -47,7 +60,9 @@ class SchedTenant(Base):
     weight: Mapped[float] = mapped_column(Float, nullable=False, default=1.0, server_default="1")
     vfinish: Mapped[float] = mapped_column(Float, nullable=False, default=0.0, server_default="0")
     vtime: Mapped[float] = mapped_column(Float, nullable=False, default=0.0, server_default="0")
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(), onupdate=func.now(), nullable=False)
+    updated_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now(), onupdate=func.now(), nullable=False
+    )
 
 
 class SchedFlow(Base):
@@ -60,7 +75,9 @@ class SchedFlow(Base):
     vfinish: Mapped[float] = mapped_column(Float, nullable=False, default=0.0, server_default="0")
     last_dispatch_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     dispatched: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0, server_default="0")
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(), onupdate=func.now(), nullable=False)
+    updated_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now(), onupdate=func.now(), nullable=False
+    )
 
 
 class SchedModel(Base):
@@ -70,7 +87,9 @@ class SchedModel(Base):
     __tablename__ = "sched_models"
     model_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("models.id", ondelete="CASCADE"), primary_key=True)
     limit: Mapped[float] = mapped_column(Float, nullable=False)
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(), onupdate=func.now(), nullable=False)
+    updated_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now(), onupdate=func.now(), nullable=False
+    )
 
 
 class Schedule(Base):

@@ -118,12 +118,14 @@ async def judge_agreement(session: AsyncSession, task: AnnotationTask, exclude_f
     if not human:
         return {"exclude_flagged": exclude_flagged, "judges": []}
     keys = list(human)
-    verdicts = list(await session.scalars(
-        select(JudgeVerdict).where(
-            tuple_(JudgeVerdict.evaluation_id, JudgeVerdict.sample_id, JudgeVerdict.repeat, JudgeVerdict.arm).in_(keys),
-            JudgeVerdict.valid.is_(True),
+    verdicts = list(
+        await session.scalars(
+            select(JudgeVerdict).where(
+                tuple_(JudgeVerdict.evaluation_id, JudgeVerdict.sample_id, JudgeVerdict.repeat, JudgeVerdict.arm).in_(keys),
+                JudgeVerdict.valid.is_(True),
+            )
         )
-    ))
+    )
     configs: dict[uuid.UUID, JudgeConfig | None] = {}
     for ev_id in {v.evaluation_id for v in verdicts}:
         ev = await session.get(Evaluation, ev_id)
@@ -159,6 +161,7 @@ async def judge_agreement(session: AsyncSession, task: AnnotationTask, exclude_f
             if entry["alpha"] is not None and math.isnan(entry["alpha"]):
                 entry["alpha"], entry["reason"] = None, "no_variation"
             dims.append(entry)
-        judges.append({"judge_model": model, "template": template, "template_version": version,
-                       "items": len(per_item), "questions": dims})
+        judges.append(
+            {"judge_model": model, "template": template, "template_version": version, "items": len(per_item), "questions": dims}
+        )
     return {"exclude_flagged": exclude_flagged, "judges": judges}

@@ -53,8 +53,9 @@ async def resolve_annotator(session: AsyncSession, ref: str | None, loc: tuple, 
         FieldError 422: no annotator given; 404: unknown id, or unknown name when not ``create``.
     """
     if not ref or not ref.strip():
-        raise FieldError(422, loc, "an annotator is required (X-UEP-Annotator header or annotator query parameter)",
-                         "missing_annotator")
+        raise FieldError(
+            422, loc, "an annotator is required (X-UEP-Annotator header or annotator query parameter)", "missing_annotator"
+        )
     ref = ref.strip()
     try:
         as_id = uuid.UUID(ref)
@@ -71,7 +72,9 @@ async def resolve_annotator(session: AsyncSession, ref: str | None, loc: tuple, 
     if a is None:
         if not create:
             raise FieldError(404, loc, f"unknown annotator {ref!r}", "unknown_annotator")
-        await session.execute(pg_insert(Annotator).values(id=uuid.uuid4(), name=ref).on_conflict_do_nothing(index_elements=["name"]))
+        await session.execute(
+            pg_insert(Annotator).values(id=uuid.uuid4(), name=ref).on_conflict_do_nothing(index_elements=["name"])
+        )
         a = await session.scalar(select(Annotator).where(Annotator.name == ref))
     return a
 
@@ -93,7 +96,13 @@ class AnnotatorQuality:
 async def quality(session: AsyncSession, task: AnnotationTask) -> dict[uuid.UUID, AnnotatorQuality]:
     """Gold accuracy and flag of every annotator who submitted in ``task``."""
     rows = await session.execute(
-        select(Annotation.annotator_id, Annotator.name, func.count(), func.sum(Annotation.gold_checked), func.sum(Annotation.gold_correct))
+        select(
+            Annotation.annotator_id,
+            Annotator.name,
+            func.count(),
+            func.sum(Annotation.gold_checked),
+            func.sum(Annotation.gold_correct),
+        )
         .join(Annotator, Annotator.id == Annotation.annotator_id)
         .where(Annotation.task_id == task.id)
         .group_by(Annotation.annotator_id, Annotator.name)
@@ -115,24 +124,33 @@ async def progress(session: AsyncSession, task: AnnotationTask, annotator_id: uu
     )
     done = gold_done = 0
     if annotator_id is not None:
-        row = (await session.execute(
-            select(func.count(), func.count().filter(AnnotationItem.is_gold))
-            .select_from(Annotation).join(AnnotationItem, AnnotationItem.id == Annotation.item_id)
-            .where(Annotation.task_id == task.id, Annotation.annotator_id == annotator_id)
-        )).one()
+        row = (
+            await session.execute(
+                select(func.count(), func.count().filter(AnnotationItem.is_gold))
+                .select_from(Annotation)
+                .join(AnnotationItem, AnnotationItem.id == Annotation.item_id)
+                .where(Annotation.task_id == task.id, Annotation.annotator_id == annotator_id)
+            )
+        ).one()
         done, gold_done = int(row[0]), int(row[1])
-    return {"completed_items": int(completed or 0), "total_items": task.total_items, "annotator_done": done,
-            "annotator_gold_done": gold_done}
+    return {
+        "completed_items": int(completed or 0),
+        "total_items": task.total_items,
+        "annotator_done": done,
+        "annotator_gold_done": gold_done,
+    }
 
 
 def _open_count(now: datetime):
     """Correlated count of an item's open assignments (not submitted, not expired)."""
     return (
-        select(func.count()).where(
+        select(func.count())
+        .where(
             AnnotationAssignment.item_id == AnnotationItem.id,
             AnnotationAssignment.submitted_at.is_(None),
             AnnotationAssignment.expires_at > now,
-        ).scalar_subquery()
+        )
+        .scalar_subquery()
     )
 
 
@@ -154,13 +172,15 @@ async def _lock_candidates(
     """Up to CANDIDATES_PER_ROUND available items in hand-out order, locked ``FOR NO KEY UPDATE``; with
     ``skip_locked`` items locked by others are passed over, else waited for (always in hand-out order, so two
     waiters cannot deadlock each other)."""
-    return list(await session.scalars(
-        select(AnnotationItem)
-        .where(_available(task, annotator_id, now))
-        .order_by(AnnotationItem.position)
-        .limit(CANDIDATES_PER_ROUND)
-        .with_for_update(skip_locked=skip_locked, key_share=True, of=AnnotationItem)
-    ))
+    return list(
+        await session.scalars(
+            select(AnnotationItem)
+            .where(_available(task, annotator_id, now))
+            .order_by(AnnotationItem.position)
+            .limit(CANDIDATES_PER_ROUND)
+            .with_for_update(skip_locked=skip_locked, key_share=True, of=AnnotationItem)
+        )
+    )
 
 
 async def next_item(
@@ -171,16 +191,21 @@ async def next_item(
     Must run inside a transaction (the caller commits)."""
     await session.execute(select(Annotator.id).where(Annotator.id == annotator.id).with_for_update(key_share=True))
     now = datetime.now(UTC)
-    mine = (await session.execute(
-        select(AnnotationAssignment, AnnotationItem)
-        .join(AnnotationItem, AnnotationItem.id == AnnotationAssignment.item_id)
-        .where(
-            AnnotationAssignment.task_id == task.id, AnnotationAssignment.annotator_id == annotator.id,
-            AnnotationAssignment.submitted_at.is_(None), AnnotationAssignment.expires_at > now,
-            AnnotationItem.status == "open",
+    mine = (
+        await session.execute(
+            select(AnnotationAssignment, AnnotationItem)
+            .join(AnnotationItem, AnnotationItem.id == AnnotationAssignment.item_id)
+            .where(
+                AnnotationAssignment.task_id == task.id,
+                AnnotationAssignment.annotator_id == annotator.id,
+                AnnotationAssignment.submitted_at.is_(None),
+                AnnotationAssignment.expires_at > now,
+                AnnotationItem.status == "open",
+            )
+            .order_by(AnnotationItem.position)
+            .limit(1)
         )
-        .order_by(AnnotationItem.position).limit(1)
-    )).first()
+    ).first()
     if mine is not None:
         return mine[0], mine[1]
     if task.status != "open":
@@ -202,7 +227,11 @@ async def next_item(
             if still is None:
                 continue
             a = AnnotationAssignment(
-                id=uuid.uuid4(), task_id=task.id, item_id=item.id, annotator_id=annotator.id, assigned_at=now,
+                id=uuid.uuid4(),
+                task_id=task.id,
+                item_id=item.id,
+                annotator_id=annotator.id,
+                assigned_at=now,
                 expires_at=now + timedelta(seconds=task.assignment_ttl_seconds),
             )
             session.add(a)
@@ -228,24 +257,38 @@ async def submit(
         raise FieldErrors(422, problems)
     a = await session.get(AnnotationAssignment, assignment_id)
     if a is None or a.task_id != task.id or a.annotator_id != annotator.id:
-        raise FieldError(404, ("body", "assignment_id"), f"no assignment {assignment_id} of this annotator in this task",
-                         "unknown_assignment")
+        raise FieldError(
+            404, ("body", "assignment_id"), f"no assignment {assignment_id} of this annotator in this task", "unknown_assignment"
+        )
     item = await session.scalar(
-        select(AnnotationItem).where(AnnotationItem.id == a.item_id).with_for_update(key_share=True)
+        select(AnnotationItem)
+        .where(AnnotationItem.id == a.item_id)
+        .with_for_update(key_share=True)
         .execution_options(populate_existing=True)
     )
     await session.refresh(a)
     if a.submitted_at is not None:
         raise FieldError(409, ("body", "assignment_id"), "this assignment was already submitted", "already_submitted")
     if item.status != "open":
-        raise FieldError(409, ("body", "assignment_id"),
-                         "the assignment expired and the item was completed by other annotators", "item_complete")
+        raise FieldError(
+            409,
+            ("body", "assignment_id"),
+            "the assignment expired and the item was completed by other annotators",
+            "item_complete",
+        )
     checked = correct = 0
     if item.is_gold:
         checked, correct = gold_check(questions, item.gold_answers or {}, clean, task.gold_rating_tolerance)
     now = datetime.now(UTC)
-    ann = Annotation(task_id=task.id, item_id=item.id, annotator_id=annotator.id, assignment_id=a.id, answers=clean,
-                     gold_checked=checked, gold_correct=correct)
+    ann = Annotation(
+        task_id=task.id,
+        item_id=item.id,
+        annotator_id=annotator.id,
+        assignment_id=a.id,
+        answers=clean,
+        gold_checked=checked,
+        gold_correct=correct,
+    )
     session.add(ann)
     a.submitted_at = now
     item.submitted_count += 1
@@ -257,8 +300,9 @@ async def submit(
         # the task row lock orders concurrent completions: the last one counts with every other committed
         await session.execute(select(AnnotationTask.id).where(AnnotationTask.id == task.id).with_for_update(key_share=True))
         left = await session.scalar(
-            select(func.count()).where(AnnotationItem.task_id == task.id, AnnotationItem.status == "open",
-                                       AnnotationItem.is_gold.is_(False))
+            select(func.count()).where(
+                AnnotationItem.task_id == task.id, AnnotationItem.status == "open", AnnotationItem.is_gold.is_(False)
+            )
         )
         if not left:
             await session.execute(

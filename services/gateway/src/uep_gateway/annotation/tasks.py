@@ -65,8 +65,16 @@ async def _outputs(session: AsyncSession, evaluation_id: uuid.UUID) -> dict[tupl
     return {(r.sample_id, r.repeat): (r, s) for r, s in rows.all()}
 
 
-def _candidate(ev: Evaluation, sample: Sample, repeat: int, arm: str, bench: Benchmark, content: dict, show_ref: bool,
-               details: dict | None = None) -> dict:
+def _candidate(
+    ev: Evaluation,
+    sample: Sample,
+    repeat: int,
+    arm: str,
+    bench: Benchmark,
+    content: dict,
+    show_ref: bool,
+    details: dict | None = None,
+) -> dict:
     return {
         "evaluation_id": ev.id,
         "sample_id": sample.id,
@@ -83,15 +91,23 @@ async def _from_evaluation(session: AsyncSession, body: AnnotationTaskCreate, ev
     evaluation as answer B)."""
     pairwise = any(q.type == "pairwise" for q in body.questions)
     if pairwise and body.compare_evaluation_id is None:
-        raise FieldError(422, ("body", "compare_evaluation_id"), "pairwise questions need a compare_evaluation_id (answer B)",
-                         "missing_compare_evaluation")
+        raise FieldError(
+            422,
+            ("body", "compare_evaluation_id"),
+            "pairwise questions need a compare_evaluation_id (answer B)",
+            "missing_compare_evaluation",
+        )
     outputs = await _outputs(session, ev.id)
     other: dict = {}
     if body.compare_evaluation_id is not None:
         cmp_ev = await _evaluation(session, body.compare_evaluation_id, "compare_evaluation_id")
         if cmp_ev.benchmark_id != ev.benchmark_id:
-            raise FieldError(422, ("body", "compare_evaluation_id"), "the compare evaluation ran another benchmark version",
-                             "benchmark_mismatch")
+            raise FieldError(
+                422,
+                ("body", "compare_evaluation_id"),
+                "the compare evaluation ran another benchmark version",
+                "benchmark_mismatch",
+            )
         other = await _outputs(session, cmp_ev.id)
     out: dict = {}
     for (sample_id, repeat), (r, s) in outputs.items():
@@ -114,8 +130,9 @@ async def _from_hybrid(session: AsyncSession, body: AnnotationTaskCreate, ev: Ev
     ``output_b`` / ``baseline_output`` (pairwise), and the model call's ``latency_ms``, ``prompt_tokens``,
     ``completion_tokens`` (carried to the ScoreComputed)."""
     if body.compare_evaluation_id is not None:
-        raise FieldError(422, ("body", "compare_evaluation_id"), "hybrid tasks take answer B from the routed items",
-                         "unexpected_field")
+        raise FieldError(
+            422, ("body", "compare_evaluation_id"), "hybrid tasks take answer B from the routed items", "unexpected_field"
+        )
     rows = await session.execute(
         select(HybridRoute, Sample)
         .join(Sample, Sample.id == HybridRoute.sample_id)
@@ -125,18 +142,33 @@ async def _from_hybrid(session: AsyncSession, body: AnnotationTaskCreate, ev: Ev
     routed: dict = {}
     for route, s in rows.all():
         d = route.details or {}
-        content = {"output": d.get("output"), "output_b": d.get("output_b") or d.get("baseline_output"),
-                   **({"prompt": d["prompt"]} if d.get("prompt") else {})}
-        details = {"route_reason": route.reason, **{k: d[k] for k in ("latency_ms", "prompt_tokens", "completion_tokens") if k in d}}
-        routed[(s.ordinal, route.repeat)] = _candidate(ev, s, route.repeat, route.arm, bench, content, body.show_reference, details)
+        content = {
+            "output": d.get("output"),
+            "output_b": d.get("output_b") or d.get("baseline_output"),
+            **({"prompt": d["prompt"]} if d.get("prompt") else {}),
+        }
+        details = {
+            "route_reason": route.reason,
+            **{k: d[k] for k in ("latency_ms", "prompt_tokens", "completion_tokens") if k in d},
+        }
+        routed[(s.ordinal, route.repeat)] = _candidate(
+            ev, s, route.repeat, route.arm, bench, content, body.show_reference, details
+        )
     if any(c["content"]["output"] is None for c in routed.values()):
-        raise FieldError(422, ("body", "evaluation_id"), "the routed items carry no output to annotate "
-                         "(hybrid_routes.details.output, written by the judge service)", "missing_output")
+        raise FieldError(
+            422,
+            ("body", "evaluation_id"),
+            "the routed items carry no output to annotate (hybrid_routes.details.output, written by the judge service)",
+            "missing_output",
+        )
     if any(q.type == "pairwise" for q in body.questions) and any(c["content"]["output_b"] is None for c in routed.values()):
-        raise FieldError(422, ("body", "questions"), "pairwise questions need answer B; the routed items have none",
-                         "missing_answer_b")
+        raise FieldError(
+            422, ("body", "questions"), "pairwise questions need answer B; the routed items have none", "missing_answer_b"
+        )
     decided = {
-        (s.ordinal, r.repeat): _candidate(ev, s, r.repeat, r.arm, bench, {"output": r.output, "output_b": None}, body.show_reference)
+        (s.ordinal, r.repeat): _candidate(
+            ev, s, r.repeat, r.arm, bench, {"output": r.output, "output_b": None}, body.show_reference
+        )
         for (_, _), (r, s) in (await _outputs(session, ev.id)).items()
     }
     return routed, decided
@@ -163,9 +195,13 @@ async def create_task(session: AsyncSession, body: AnnotationTaskCreate) -> Anno
     for i, g in enumerate(body.gold):
         key = (g.sample_ordinal, g.repeat)
         if key not in gold_pool and key not in candidates:
-            problems.append({"loc": ["body", "gold", i, "sample_ordinal"],
-                             "msg": f"item (sample_ordinal {g.sample_ordinal}, repeat {g.repeat}) has no output to annotate",
-                             "type": "unknown_item"})
+            problems.append(
+                {
+                    "loc": ["body", "gold", i, "sample_ordinal"],
+                    "msg": f"item (sample_ordinal {g.sample_ordinal}, repeat {g.repeat}) has no output to annotate",
+                    "type": "unknown_item",
+                }
+            )
             continue
         if key in gold:
             problems.append({"loc": ["body", "gold", i], "msg": "duplicate gold item", "type": "duplicate_item"})
@@ -179,9 +215,13 @@ async def create_task(session: AsyncSession, body: AnnotationTaskCreate) -> Anno
     if body.item_limit:
         scored = scored[: body.item_limit]
     if not scored:
-        raise FieldError(422, ("body", "evaluation_id"), "no items to annotate: " + (
-            "no stored outputs, or every one is gold" if body.source == "evaluation" else "no item was routed to humans"),
-                         "no_items")
+        raise FieldError(
+            422,
+            ("body", "evaluation_id"),
+            "no items to annotate: "
+            + ("no stored outputs, or every one is gold" if body.source == "evaluation" else "no item was routed to humans"),
+            "no_items",
+        )
 
     task_id = uuid.uuid4()
     result_evaluation_id = ev.id
@@ -191,33 +231,69 @@ async def create_task(session: AsyncSession, body: AnnotationTaskCreate) -> Anno
         # never collide with the automatic scores of the source. dispatched_items = total_items, so the
         # scheduler never dispatches an item of it to a model; the reporter completes it by its normal path
         # when the last item's ScoreComputed is stored.
-        session.add(Evaluation(
-            id=result_evaluation_id, tenant_id=ev.tenant_id, benchmark_id=ev.benchmark_id, model_id=ev.model_id,
-            status="running", priority="normal", sample_limit=None, repeats=ev.repeats,
-            total_items=len(scored), dispatched_items=len(scored), arm=ev.arm,
-            config={"evaluation_type": HUMAN_EVALUATION_TYPE, "source_evaluation_id": str(ev.id),
+        session.add(
+            Evaluation(
+                id=result_evaluation_id,
+                tenant_id=ev.tenant_id,
+                benchmark_id=ev.benchmark_id,
+                model_id=ev.model_id,
+                status="running",
+                priority="normal",
+                sample_limit=None,
+                repeats=ev.repeats,
+                total_items=len(scored),
+                dispatched_items=len(scored),
+                arm=ev.arm,
+                config={
+                    "evaluation_type": HUMAN_EVALUATION_TYPE,
+                    "source_evaluation_id": str(ev.id),
                     "annotation_task_id": str(task_id),
-                    **({"compare_evaluation_id": str(body.compare_evaluation_id)} if body.compare_evaluation_id else {})},
-            trace_context=current_trace_headers(), started_at=datetime.now(UTC),
-        ))
+                    **({"compare_evaluation_id": str(body.compare_evaluation_id)} if body.compare_evaluation_id else {}),
+                },
+                trace_context=current_trace_headers(),
+                started_at=datetime.now(UTC),
+            )
+        )
         await session.flush()  # the evaluation row before the task that refers to it (no ORM relationship)
     task = AnnotationTask(
-        id=task_id, tenant_id=ev.tenant_id, name=body.name, source=body.source, source_evaluation_id=ev.id,
-        compare_evaluation_id=body.compare_evaluation_id, result_evaluation_id=result_evaluation_id,
-        questions=[q.model_dump() for q in body.questions], guidelines=body.guidelines,
-        annotations_per_item=body.annotations_per_item, assignment_ttl_seconds=body.assignment_ttl_seconds,
-        quality_threshold=body.quality_threshold, min_gold_answers=body.min_gold_answers,
-        gold_rating_tolerance=body.gold_rating_tolerance, show_reference=body.show_reference,
-        status="open", total_items=len(scored), gold_items=len(gold),
+        id=task_id,
+        tenant_id=ev.tenant_id,
+        name=body.name,
+        source=body.source,
+        source_evaluation_id=ev.id,
+        compare_evaluation_id=body.compare_evaluation_id,
+        result_evaluation_id=result_evaluation_id,
+        questions=[q.model_dump() for q in body.questions],
+        guidelines=body.guidelines,
+        annotations_per_item=body.annotations_per_item,
+        assignment_ttl_seconds=body.assignment_ttl_seconds,
+        quality_threshold=body.quality_threshold,
+        min_gold_answers=body.min_gold_answers,
+        gold_rating_tolerance=body.gold_rating_tolerance,
+        show_reference=body.show_reference,
+        status="open",
+        total_items=len(scored),
+        gold_items=len(gold),
     )
     session.add(task)
     await session.flush()  # the task row before its items (foreign key)
     for position, c in enumerate([*gold.values(), *scored]):
         is_gold = "gold_answers" in c
-        session.add(AnnotationItem(
-            task_id=task_id, position=position, evaluation_id=c["evaluation_id"], sample_id=c["sample_id"],
-            repeat=c["repeat"], arm=c["arm"], sample_ordinal=c["sample_ordinal"], is_gold=is_gold,
-            gold_answers=c.get("gold_answers"), content=c["content"], source_details=c["source_details"],
-            submitted_count=0, status="open",
-        ))
+        session.add(
+            AnnotationItem(
+                task_id=task_id,
+                position=position,
+                evaluation_id=c["evaluation_id"],
+                sample_id=c["sample_id"],
+                repeat=c["repeat"],
+                arm=c["arm"],
+                sample_ordinal=c["sample_ordinal"],
+                is_gold=is_gold,
+                gold_answers=c.get("gold_answers"),
+                content=c["content"],
+                source_details=c["source_details"],
+                submitted_count=0,
+                status="open",
+            )
+        )
     return task

@@ -63,13 +63,22 @@ async def _task_view(session: AsyncSession, task: AnnotationTask) -> AnnotationT
     p = await progress(session, task, None)
     n = await session.scalar(select(func.count()).where(Annotation.task_id == task.id))
     base = f"/v1/annotation-tasks/{task.id}"
-    links = {"self": base, "next": f"{base}/next", "results": f"{base}/results", "agreement": f"{base}/agreement",
-             "judge_agreement": f"{base}/judge-agreement", "annotators": f"{base}/annotators", "page": f"/annotate/{task.id}"}
+    links = {
+        "self": base,
+        "next": f"{base}/next",
+        "results": f"{base}/results",
+        "agreement": f"{base}/agreement",
+        "judge_agreement": f"{base}/judge-agreement",
+        "annotators": f"{base}/annotators",
+        "page": f"/annotate/{task.id}",
+    }
     if task.result_evaluation_id:
         links["evaluation"] = f"/v1/evaluations/{task.result_evaluation_id}"
     return AnnotationTaskView(
         **{k: getattr(task, k) for k in AnnotationTaskView.model_fields if k not in ("completed_items", "annotations", "links")},
-        completed_items=p["completed_items"], annotations=int(n or 0), links=links,
+        completed_items=p["completed_items"],
+        annotations=int(n or 0),
+        links=links,
     )
 
 
@@ -78,7 +87,9 @@ def _annotator_view(a: Annotator) -> AnnotatorView:
 
 
 @router.post("/v1/annotators", response_model=AnnotatorView, status_code=201)
-async def create_annotator(body: AnnotatorCreate, response: Response, session: AsyncSession = Depends(db_session)) -> AnnotatorView:
+async def create_annotator(
+    body: AnnotatorCreate, response: Response, session: AsyncSession = Depends(db_session)
+) -> AnnotatorView:
     """Register an annotator by name (201), or return the existing one of that name (200)."""
     existing = await session.scalar(select(Annotator).where(Annotator.name == body.name.strip()))
     if existing is not None:
@@ -117,7 +128,9 @@ async def list_annotation_tasks(
     """Annotation tasks, newest first."""
     q = select(AnnotationTask).order_by(AnnotationTask.created_at.desc())
     if evaluation_id:
-        q = q.where((AnnotationTask.source_evaluation_id == evaluation_id) | (AnnotationTask.result_evaluation_id == evaluation_id))
+        q = q.where(
+            (AnnotationTask.source_evaluation_id == evaluation_id) | (AnnotationTask.result_evaluation_id == evaluation_id)
+        )
     return [await _task_view(session, t) for t in await session.scalars(q.limit(200))]
 
 
@@ -129,9 +142,16 @@ async def get_annotation_task(task_id: uuid.UUID, session: AsyncSession = Depend
 
 def _item_body(item: AnnotationItem) -> dict:
     c = item.content or {}
-    return {"id": item.id, "sample_ordinal": item.sample_ordinal, "repeat": item.repeat, "arm": item.arm,
-            "prompt": c.get("prompt"), "output": c.get("output"), "output_b": c.get("output_b"),
-            "reference": c.get("reference")}
+    return {
+        "id": item.id,
+        "sample_ordinal": item.sample_ordinal,
+        "repeat": item.repeat,
+        "arm": item.arm,
+        "prompt": c.get("prompt"),
+        "output": c.get("output"),
+        "output_b": c.get("output_b"),
+        "reference": c.get("reference"),
+    }
 
 
 @router.get("/v1/annotation-tasks/{task_id}/next", response_model=NextItem)
@@ -152,11 +172,24 @@ async def get_next_item(
     p = TaskProgress(**await progress(session, task, who.id))
     if got is None:
         reason = "task_completed" if p.completed_items >= task.total_items else "nothing_left_for_annotator"
-        return NextItem(task_id=task.id, annotator=_annotator_view(who), assignment_id=None, expires_at=None, item=None,
-                        reason=reason, progress=p)
+        return NextItem(
+            task_id=task.id,
+            annotator=_annotator_view(who),
+            assignment_id=None,
+            expires_at=None,
+            item=None,
+            reason=reason,
+            progress=p,
+        )
     a, item = got
-    return NextItem(task_id=task.id, annotator=_annotator_view(who), assignment_id=a.id, expires_at=a.expires_at,
-                    item=_item_body(item), progress=p)
+    return NextItem(
+        task_id=task.id,
+        annotator=_annotator_view(who),
+        assignment_id=a.id,
+        expires_at=a.expires_at,
+        item=_item_body(item),
+        progress=p,
+    )
 
 
 @router.post("/v1/annotation-tasks/{task_id}/annotations", response_model=AnnotationAccepted, status_code=201)
@@ -178,7 +211,10 @@ async def submit_annotation(
     if item.score_event_id is not None:
         request.app.state.relay.kick()
     return AnnotationAccepted(
-        annotation_id=ann.id, item_id=item.id, item_complete=item.status == "complete", score_event_id=item.score_event_id,
+        annotation_id=ann.id,
+        item_id=item.id,
+        item_complete=item.status == "complete",
+        score_event_id=item.score_event_id,
         progress=TaskProgress(**await progress(session, task, who.id)),
     )
 
@@ -193,8 +229,15 @@ async def task_annotators(task_id: uuid.UUID, session: AsyncSession = Depends(db
         "quality_threshold": task.quality_threshold,
         "min_gold_answers": task.min_gold_answers,
         "annotators": [
-            {"id": str(q.annotator_id), "name": q.name, "annotations": q.annotations, "gold_checked": q.gold_checked,
-             "gold_correct": q.gold_correct, "accuracy": q.accuracy, "flagged": q.flagged}
+            {
+                "id": str(q.annotator_id),
+                "name": q.name,
+                "annotations": q.annotations,
+                "gold_checked": q.gold_checked,
+                "gold_correct": q.gold_correct,
+                "accuracy": q.accuracy,
+                "flagged": q.flagged,
+            }
             for q in qual.values()
         ],
     }
@@ -260,15 +303,26 @@ async def task_results(
     out = []
     for it in page:
         rows = by_item.get(it.id, [])
-        out.append({
-            **_item_body(it), "is_gold": it.is_gold, "gold_answers": it.gold_answers, "status": it.status,
-            "submitted_count": it.submitted_count, "score_event_id": it.score_event_id,
-            "answers": [{"annotator": aq.name, "flagged": aq.flagged, "answers": a.answers, "created_at": a.created_at}
-                        for a, aq in rows],
-            "aggregate": aggregate(questions, [a.answers for a, _ in rows]),
-        })
-    return {"exclude_flagged": exclude_flagged, "items": out,
-            "next_cursor": _cursor(page[-1].position) if len(items) > limit else None}
+        out.append(
+            {
+                **_item_body(it),
+                "is_gold": it.is_gold,
+                "gold_answers": it.gold_answers,
+                "status": it.status,
+                "submitted_count": it.submitted_count,
+                "score_event_id": it.score_event_id,
+                "answers": [
+                    {"annotator": aq.name, "flagged": aq.flagged, "answers": a.answers, "created_at": a.created_at}
+                    for a, aq in rows
+                ],
+                "aggregate": aggregate(questions, [a.answers for a, _ in rows]),
+            }
+        )
+    return {
+        "exclude_flagged": exclude_flagged,
+        "items": out,
+        "next_cursor": _cursor(page[-1].position) if len(items) > limit else None,
+    }
 
 
 @router.get("/annotate/{task_id}", response_class=HTMLResponse, include_in_schema=False)
@@ -277,7 +331,10 @@ async def annotation_page(task_id: uuid.UUID, session: AsyncSession = Depends(db
     The annotator is the ``annotator`` query parameter (the page asks for a name when it is missing)."""
     task = await _task(session, task_id)
     html = _pages.get_template("annotate.html").render(
-        task_id=str(task.id), task_name=task.name, guidelines=task.guidelines,
-        questions=task.questions, total_items=task.total_items,
+        task_id=str(task.id),
+        task_name=task.name,
+        guidelines=task.guidelines,
+        questions=task.questions,
+        total_items=task.total_items,
     )
     return HTMLResponse(html)

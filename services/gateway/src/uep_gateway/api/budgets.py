@@ -31,8 +31,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common import budget
 from uep_common.costs import COST_UNITS, currency, money
-from uep_common.db.budgets import BenchmarkCostProfile, BudgetAccount, BudgetCap, SpendEntry, cap_target
 from uep_common.creation import WorkLimits
+from uep_common.db.budgets import BenchmarkCostProfile, BudgetAccount, BudgetCap, SpendEntry, cap_target
 from uep_common.db.models import TENANT_LIMIT_COLUMNS, Benchmark, Evaluation, Model, Tenant
 from uep_gateway.api.evaluations import plan_evaluations
 from uep_gateway.auth import Principal, current_principal
@@ -99,14 +99,22 @@ def _gt(a: Decimal | None, b: Decimal | None) -> bool:
 
 
 async def _set_cap(
-    session: AsyncSession, principal: Principal, scope: str, target: str, amount: Decimal | None, before: Decimal | None,
-    after_if_removed: Decimal | None, label: str, **cols,
+    session: AsyncSession,
+    principal: Principal,
+    scope: str,
+    target: str,
+    amount: Decimal | None,
+    before: Decimal | None,
+    after_if_removed: Decimal | None,
+    label: str,
+    **cols,
 ) -> dict:
     principal.require("builder", f"changing {label}")
     after = money(amount) if amount is not None else after_if_removed
     if _gt(after, before) and not principal.at_least("admin"):
         raise FieldError(
-            403, ("body", "amount"),
+            403,
+            ("body", "amount"),
             f"a builder may only lower a cap: {label} would go from {_cap_words(before)} to {_cap_words(after)}; "
             "raising it needs the admin role",
             "cap_raise_forbidden",
@@ -120,8 +128,14 @@ async def _set_cap(
     else:
         row.amount, row.updated_by = money(amount), principal.name
     await session.commit()
-    return {"scope": scope, "amount": _f(money(amount)) if amount is not None else None, "effective_before": _f(before),
-            "effective": _f(after), "currency": currency(), "updated_by": principal.name}
+    return {
+        "scope": scope,
+        "amount": _f(money(amount)) if amount is not None else None,
+        "effective_before": _f(before),
+        "effective": _f(after),
+        "currency": currency(),
+        "updated_by": principal.name,
+    }
 
 
 def _cap_words(x: Decimal | None) -> str:
@@ -141,40 +155,58 @@ async def list_caps(session: AsyncSession = Depends(db_session), principal: Prin
     site = await _row_amount(session, "site_evaluation", "")
     day = await _row_amount(session, "tenant_day", str(tenant.id))
     used = await budget.tenant_used_today(session, tenant.id)
-    rows = list(await session.scalars(
-        select(BudgetCap).where(BudgetCap.tenant_id == tenant.id, BudgetCap.scope.in_(("benchmark", "evaluation")))
-        .order_by(BudgetCap.scope, BudgetCap.target)
-    ))
+    rows = list(
+        await session.scalars(
+            select(BudgetCap)
+            .where(BudgetCap.tenant_id == tenant.id, BudgetCap.scope.in_(("benchmark", "evaluation")))
+            .order_by(BudgetCap.scope, BudgetCap.target)
+        )
+    )
     return {
         "currency": currency(),
         "site": {"evaluation": _f(site)},
-        "tenant": {"slug": tenant.slug, "day": _f(day), "day_utc": budget.utc_today().isoformat(), "used_today": float(used),
-                   "left_today": None if day is None else float(max(day - used, Decimal(0)))},
-        "benchmarks": [{"benchmark": r.benchmark_slug, "amount": float(r.amount), "updated_by": r.updated_by}
-                       for r in rows if r.scope == "benchmark"],
-        "evaluations": [{"evaluation_id": str(r.evaluation_id), "amount": float(r.amount), "updated_by": r.updated_by}
-                        for r in rows if r.scope == "evaluation"],
+        "tenant": {
+            "slug": tenant.slug,
+            "day": _f(day),
+            "day_utc": budget.utc_today().isoformat(),
+            "used_today": float(used),
+            "left_today": None if day is None else float(max(day - used, Decimal(0))),
+        },
+        "benchmarks": [
+            {"benchmark": r.benchmark_slug, "amount": float(r.amount), "updated_by": r.updated_by}
+            for r in rows
+            if r.scope == "benchmark"
+        ],
+        "evaluations": [
+            {"evaluation_id": str(r.evaluation_id), "amount": float(r.amount), "updated_by": r.updated_by}
+            for r in rows
+            if r.scope == "evaluation"
+        ],
     }
 
 
 @router.put("/v1/caps/site/evaluation")
-async def put_site_cap(body: CapUpdate, session: AsyncSession = Depends(db_session),
-                       principal: Principal = Depends(current_principal)) -> dict:
+async def put_site_cap(
+    body: CapUpdate, session: AsyncSession = Depends(db_session), principal: Principal = Depends(current_principal)
+) -> dict:
     """The site's default cap of every evaluation (admin only: it applies to every tenant)."""
     principal.require("admin", "changing the site's default evaluation cap")
     before = await _row_amount(session, "site_evaluation", "")
-    return await _set_cap(session, principal, "site_evaluation", "", body.amount, before, None,
-                          "the site's default evaluation cap")
+    return await _set_cap(
+        session, principal, "site_evaluation", "", body.amount, before, None, "the site's default evaluation cap"
+    )
 
 
 @router.put("/v1/caps/tenant/day")
-async def put_tenant_day_cap(body: CapUpdate, session: AsyncSession = Depends(db_session),
-                             principal: Principal = Depends(current_principal)) -> dict:
+async def put_tenant_day_cap(
+    body: CapUpdate, session: AsyncSession = Depends(db_session), principal: Principal = Depends(current_principal)
+) -> dict:
     """The caller's tenant's cap per UTC day."""
     t = principal.tenant
     before = await _row_amount(session, "tenant_day", str(t.id))
-    return await _set_cap(session, principal, "tenant_day", str(t.id), body.amount, before, None,
-                          f"tenant {t.slug!r}'s daily cap", tenant_id=t.id)
+    return await _set_cap(
+        session, principal, "tenant_day", str(t.id), body.amount, before, None, f"tenant {t.slug!r}'s daily cap", tenant_id=t.id
+    )
 
 
 class TenantLimitsUpdate(BaseModel):
@@ -183,7 +215,9 @@ class TenantLimitsUpdate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    max_items_per_evaluation: int | None = Field(None, ge=1, le=INT32_MAX, description="Items (samples × repeats) of one evaluation.")
+    max_items_per_evaluation: int | None = Field(
+        None, ge=1, le=INT32_MAX, description="Items (samples × repeats) of one evaluation."
+    )
     max_queued_items: int | None = Field(None, ge=1, le=INT32_MAX, description="Items not yet finished across its evaluations.")
     max_evaluations_per_minute: int | None = Field(None, ge=1, le=INT32_MAX, description="Evaluations created in any 60 s.")
     min_schedule_interval_s: int | None = Field(None, ge=1, le=INT32_MAX, description="Closest two runs of a schedule, seconds.")
@@ -191,8 +225,12 @@ class TenantLimitsUpdate(BaseModel):
 
 def _limits_view(request: Request, tenant: Tenant) -> dict:
     site = WorkLimits.from_settings(request.app.state.settings)
-    return {"tenant": tenant.slug, "site": asdict(site), "own": {c: getattr(tenant, c) for c in TENANT_LIMIT_COLUMNS},
-            "effective": asdict(site.for_tenant(tenant))}
+    return {
+        "tenant": tenant.slug,
+        "site": asdict(site),
+        "own": {c: getattr(tenant, c) for c in TENANT_LIMIT_COLUMNS},
+        "effective": asdict(site.for_tenant(tenant)),
+    }
 
 
 @router.get("/v1/caps/tenant/limits")
@@ -204,8 +242,12 @@ async def get_tenant_limits(request: Request, principal: Principal = Depends(cur
 
 
 @router.put("/v1/caps/tenant/limits")
-async def put_tenant_limits(body: TenantLimitsUpdate, request: Request, session: AsyncSession = Depends(db_session),
-                            principal: Principal = Depends(current_principal)) -> dict:
+async def put_tenant_limits(
+    body: TenantLimitsUpdate,
+    request: Request,
+    session: AsyncSession = Depends(db_session),
+    principal: Principal = Depends(current_principal),
+) -> dict:
     """Set the caller's tenant's own work limits (admin only: an admin key acts for another tenant with
     ``X-UEP-Tenant``). Returns the view of ``GET /v1/caps/tenant/limits``."""
     principal.require("admin", "changing a tenant's work limits")
@@ -217,8 +259,9 @@ async def put_tenant_limits(body: TenantLimitsUpdate, request: Request, session:
 
 
 @router.put("/v1/caps/benchmarks/{slug}")
-async def put_benchmark_cap(slug: str, body: CapUpdate, session: AsyncSession = Depends(db_session),
-                            principal: Principal = Depends(current_principal)) -> dict:
+async def put_benchmark_cap(
+    slug: str, body: CapUpdate, session: AsyncSession = Depends(db_session), principal: Principal = Depends(current_principal)
+) -> dict:
     """The cap of each of the tenant's evaluations of benchmark ``slug`` (overrides the site default)."""
     if await session.scalar(select(Benchmark.id).where(Benchmark.slug == slug).limit(1)) is None:
         raise FieldError(404, ("path", "slug"), f"unknown benchmark {slug!r}", "unknown_benchmark")
@@ -227,13 +270,27 @@ async def put_benchmark_cap(slug: str, body: CapUpdate, session: AsyncSession = 
     target = cap_target("benchmark", t.id, slug)
     own = await _row_amount(session, "benchmark", target)
     before = own if own is not None else site
-    return await _set_cap(session, principal, "benchmark", target, body.amount, before, site,
-                          f"tenant {t.slug!r}'s cap for evaluations of {slug!r}", tenant_id=t.id, benchmark_slug=slug)
+    return await _set_cap(
+        session,
+        principal,
+        "benchmark",
+        target,
+        body.amount,
+        before,
+        site,
+        f"tenant {t.slug!r}'s cap for evaluations of {slug!r}",
+        tenant_id=t.id,
+        benchmark_slug=slug,
+    )
 
 
 @router.put("/v1/caps/evaluations/{evaluation_id}")
-async def put_evaluation_cap(evaluation_id: uuid.UUID, body: CapUpdate, session: AsyncSession = Depends(db_session),
-                             principal: Principal = Depends(current_principal)) -> dict:
+async def put_evaluation_cap(
+    evaluation_id: uuid.UUID,
+    body: CapUpdate,
+    session: AsyncSession = Depends(db_session),
+    principal: Principal = Depends(current_principal),
+) -> dict:
     """The cap of one evaluation (overrides the benchmark and site caps). Raising it after the evaluation
     ended ``budget_exhausted`` does not resume it."""
     ev = await session.get(Evaluation, evaluation_id)
@@ -242,8 +299,18 @@ async def put_evaluation_cap(evaluation_id: uuid.UUID, body: CapUpdate, session:
     bench = await session.get(Benchmark, ev.benchmark_id)
     before, _ = await budget.evaluation_cap(session, ev.tenant_id, bench.slug, ev.id)
     fallback, _ = await budget.evaluation_cap(session, ev.tenant_id, bench.slug, None)
-    return await _set_cap(session, principal, "evaluation", str(ev.id), body.amount, before, fallback,
-                          f"evaluation {ev.id}'s cap", tenant_id=ev.tenant_id, evaluation_id=ev.id)
+    return await _set_cap(
+        session,
+        principal,
+        "evaluation",
+        str(ev.id),
+        body.amount,
+        before,
+        fallback,
+        f"evaluation {ev.id}'s cap",
+        tenant_id=ev.tenant_id,
+        evaluation_id=ev.id,
+    )
 
 
 # ---------------------------------------------------------------- prices
@@ -285,8 +352,12 @@ async def list_model_costs(session: AsyncSession = Depends(db_session)) -> dict:
 
 
 @router.put("/v1/costs/models/{model}")
-async def put_model_cost(model: str, body: ModelCostUpdate, session: AsyncSession = Depends(db_session),
-                         principal: Principal = Depends(current_principal)) -> dict:
+async def put_model_cost(
+    model: str,
+    body: ModelCostUpdate,
+    session: AsyncSession = Depends(db_session),
+    principal: Principal = Depends(current_principal),
+) -> dict:
     """Set a model's cost unit, prices and expected item size (admin; every version of the name unless the
     path is a model id). Evaluations already created keep the per-item estimate they were created with."""
     principal.require("admin", "changing model prices")
@@ -322,8 +393,12 @@ async def get_benchmark_cost(slug: str, session: AsyncSession = Depends(db_sessi
 
 
 @router.put("/v1/costs/benchmarks/{slug}")
-async def put_benchmark_cost(slug: str, body: BenchmarkCostUpdate, session: AsyncSession = Depends(db_session),
-                             principal: Principal = Depends(current_principal)) -> dict:
+async def put_benchmark_cost(
+    slug: str,
+    body: BenchmarkCostUpdate,
+    session: AsyncSession = Depends(db_session),
+    principal: Principal = Depends(current_principal),
+) -> dict:
     """Set a benchmark's expected item size (admin)."""
     principal.require("admin", "changing a benchmark's cost profile")
     if await session.scalar(select(Benchmark.id).where(Benchmark.slug == slug).limit(1)) is None:
@@ -390,14 +465,23 @@ async def spend(
     out = []
     for k, reserved, released, settled, items_r, items_s, calls in rows:
         reserved, released, settled = Decimal(reserved), Decimal(released), Decimal(settled)
-        out.append({
-            group_by: k.isoformat() if isinstance(k, date) else str(k),
-            "reserved": float(reserved), "released": float(released), "open_reserved": float(reserved - released),
-            "settled": float(settled), "spent": float(settled + reserved - released),
-            "items_reserved": int(items_r), "items_settled": int(items_s), "calls": int(calls),
-        })
-    totals = {k: sum(r[k] for r in out) for k in ("reserved", "released", "open_reserved", "settled", "spent",
-                                                  "items_reserved", "items_settled", "calls")}
+        out.append(
+            {
+                group_by: k.isoformat() if isinstance(k, date) else str(k),
+                "reserved": float(reserved),
+                "released": float(released),
+                "open_reserved": float(reserved - released),
+                "settled": float(settled),
+                "spent": float(settled + reserved - released),
+                "items_reserved": int(items_r),
+                "items_settled": int(items_s),
+                "calls": int(calls),
+            }
+        )
+    totals = {
+        k: sum(r[k] for r in out)
+        for k in ("reserved", "released", "open_reserved", "settled", "spent", "items_reserved", "items_settled", "calls")
+    }
     return {"currency": currency(), "group_by": group_by, "rows": out, "totals": totals}
 
 
@@ -414,9 +498,19 @@ async def evaluation_budget(evaluation_id: uuid.UUID, session: AsyncSession = De
     body = {"evaluation_id": str(ev.id), "status": ev.status, "currency": currency(), "cap": _f(cap), "cap_source": source}
     if a is None:
         return body | {"account": None}
-    return body | {"account": {
-        "cost_unit": a.cost_unit, "per_item": float(a.per_item), "planned_items": a.planned_items, "estimate": float(a.estimate),
-        "items_reserved": a.items_reserved, "items_settled": a.items_settled, "reserved_total": float(a.reserved_total),
-        "reserved_open": float(a.reserved_open), "settled_total": float(a.settled_total), "judge_total": float(a.judge_total),
-        "exhausted_reason": a.exhausted_reason, "exhausted_at": a.exhausted_at,
-    }}
+    return body | {
+        "account": {
+            "cost_unit": a.cost_unit,
+            "per_item": float(a.per_item),
+            "planned_items": a.planned_items,
+            "estimate": float(a.estimate),
+            "items_reserved": a.items_reserved,
+            "items_settled": a.items_settled,
+            "reserved_total": float(a.reserved_total),
+            "reserved_open": float(a.reserved_open),
+            "settled_total": float(a.settled_total),
+            "judge_total": float(a.judge_total),
+            "exhausted_reason": a.exhausted_reason,
+            "exhausted_at": a.exhausted_at,
+        }
+    }

@@ -72,11 +72,14 @@ async def resolve_benchmark(session: AsyncSession, ref: str, version: str | None
     bench = await session.scalar(q.where(Benchmark.status != "draft").order_by(Benchmark.created_at.desc()).limit(1))
     if bench is None:
         if version and await session.scalar(select(Benchmark.id).where(Benchmark.slug == ref).limit(1)):
-            raise FieldError(422, ("body", "benchmark_version"), f"benchmark {ref!r} has no version {version!r}", "unknown_benchmark_version")
+            raise FieldError(
+                422, ("body", "benchmark_version"), f"benchmark {ref!r} has no version {version!r}", "unknown_benchmark_version"
+            )
         raise FieldError(422, ("body", "benchmark"), f"unknown benchmark {ref!r}", "unknown_benchmark")
     if bench.evaluation_type not in ("automatic", "llm_judge", "hybrid"):
         raise FieldError(
-            422, ("body", "benchmark"),
+            422,
+            ("body", "benchmark"),
             f"benchmark {ref!r} needs evaluation type {bench.evaluation_type!r}, which is not available yet",
             "unsupported_evaluation_type",
         )
@@ -128,8 +131,7 @@ async def create_evaluation(
             return await _accepted_group(session, existing)
     evaluations, events = await plan_evaluations(session, tenant, body, idempotency_key)
     try:
-        await check_work_limits(session, tenant, evaluations, limits,
-                                many_field="arms" if body.arms is not None else "models")
+        await check_work_limits(session, tenant, evaluations, limits, many_field="arms" if body.arms is not None else "models")
     except WorkLimitRefused as exc:
         raise work_limit_error(exc) from exc
     session.add_all(evaluations)
@@ -165,15 +167,21 @@ async def plan_evaluations(
     model of ``models`` (same ``batch_id``); or one per arm of ``arms`` (same ``experiment_id``). Raises
     422 naming the field (``model``, ``models[i]``, ``arms[i].model``, ``arms[i].prompt_template``…)."""
     if sum(x is not None for x in (body.models, body.arms)) > 1:
-        raise FieldError(422, ("body", "arms"), "give either models (a batch) or arms (an A/B experiment), not both", "conflicting_fields")
+        raise FieldError(
+            422, ("body", "arms"), "give either models (a batch) or arms (an A/B experiment), not both", "conflicting_fields"
+        )
     if body.models is not None and body.model is not None:
         raise FieldError(422, ("body", "models"), "give either model or models, not both", "conflicting_fields")
     if body.models is None and body.model is None and not (body.arms and all(a.model for a in body.arms)):
         raise FieldError(422, ("body", "model"), "model is required (or models, or a model in every arm)", "missing")
     bench = await resolve_benchmark(session, body.benchmark, body.benchmark_version)
     judge_config = await evaluation_judge_config(session, bench, body.judge)  # {"judge": snapshot} or {}
-    base = {"max_parallel": body.max_parallel, "fewshot_k": body.fewshot_k, "chat_template": body.chat_template,
-            "sample_timeout_s": body.sample_timeout_s}
+    base = {
+        "max_parallel": body.max_parallel,
+        "fewshot_k": body.fewshot_k,
+        "chat_template": body.chat_template,
+        "sample_timeout_s": body.sample_timeout_s,
+    }
     plans: list[tuple[Model, str, dict]] = []  # (model, arm, config)
     batch_id = experiment_id = None
     if body.arms is not None:
@@ -183,8 +191,12 @@ async def plan_evaluations(
             if names.index(arm.name) != i:
                 raise FieldError(422, ("body", "arms", i, "name"), f"arm name {arm.name!r} used twice", "duplicate_arm")
             ref = arm.model or body.model
-            model = await resolve_model(session, ref, arm.model_version or (None if arm.model else body.model_version),
-                                        loc=("body", "arms", i, "model") if arm.model else ("body", "model"))
+            model = await resolve_model(
+                session,
+                ref,
+                arm.model_version or (None if arm.model else body.model_version),
+                loc=("body", "arms", i, "model") if arm.model else ("body", "model"),
+            )
             if arm.prompt_template is not None:
                 try:
                     _compile_template(arm.prompt_template)
@@ -207,12 +219,26 @@ async def plan_evaluations(
         evaluation_id = uuid.uuid4()
         with _tracer.start_as_current_span(
             "evaluation",
-            attributes={"uep.evaluation_id": str(evaluation_id), "uep.benchmark": bench.slug, "uep.model": model.name, "uep.arm": arm},
+            attributes={
+                "uep.evaluation_id": str(evaluation_id),
+                "uep.benchmark": bench.slug,
+                "uep.model": model.name,
+                "uep.arm": arm,
+            },
         ):
             ev, event = new_evaluation(
-                tenant_id=tenant.id, bench=bench, model=model, sample_limit=body.sample_limit, repeats=body.repeats,
-                priority=body.priority, config=config | judge_config, arm=arm, batch_id=batch_id, experiment_id=experiment_id,
-                idempotency_key=idempotency_key if i == 0 else None, evaluation_id=evaluation_id,
+                tenant_id=tenant.id,
+                bench=bench,
+                model=model,
+                sample_limit=body.sample_limit,
+                repeats=body.repeats,
+                priority=body.priority,
+                config=config | judge_config,
+                arm=arm,
+                batch_id=batch_id,
+                experiment_id=experiment_id,
+                idempotency_key=idempotency_key if i == 0 else None,
+                evaluation_id=evaluation_id,
             )
         evaluations.append(ev)
         events.append(event)
@@ -226,8 +252,9 @@ def check_options(options: EvaluationOptions, settings, loc: tuple = ("body",)) 
     """The site's rules on evaluation options beyond their schema, for a create and a schedule alike:
     ``repeats`` at most ``UEP_MAX_REPEATS``. Raises 422 naming the field under ``loc``."""
     if options.repeats > settings.max_repeats:
-        raise FieldError(422, (*loc, "repeats"), f"at most {settings.max_repeats} repeats, not {options.repeats:,}",
-                         "too_many_repeats")
+        raise FieldError(
+            422, (*loc, "repeats"), f"at most {settings.max_repeats} repeats, not {options.repeats:,}", "too_many_repeats"
+        )
 
 
 def _compile_template(template: str) -> None:
@@ -242,22 +269,39 @@ async def _accepted_group(session: AsyncSession, first: Evaluation, group: list[
         group = [first]
         if first.batch_id or first.experiment_id:
             col = Evaluation.batch_id if first.batch_id else Evaluation.experiment_id
-            group = list(await session.scalars(select(Evaluation).where(col == (first.batch_id or first.experiment_id))
-                                               .order_by(Evaluation.created_at, Evaluation.arm)))
+            group = list(
+                await session.scalars(
+                    select(Evaluation)
+                    .where(col == (first.batch_id or first.experiment_id))
+                    .order_by(Evaluation.created_at, Evaluation.arm)
+                )
+            )
     names = {}
     for model_id in {e.model_id for e in group}:  # the models resolved by the request are in the identity map: no query
         model = await session.get(Model, model_id)
         names[model_id] = model.name if model else ""
     accepted = _accepted(first)
-    return accepted.model_copy(update={
-        "batch_id": first.batch_id, "experiment_id": first.experiment_id, "arm": first.arm,
-        "estimated_cost": budget.combined_estimate([(e.config or {}).get("cost_estimate") for e in group]),
-        "evaluations": [
-            EvaluationRef(id=e.id, status=e.status, total_items=e.total_items, model=names.get(e.model_id, ""), arm=e.arm,
-                          links=_accepted(e).links)
-            for e in group
-        ] if len(group) > 1 or first.batch_id or first.experiment_id else [],
-    })
+    return accepted.model_copy(
+        update={
+            "batch_id": first.batch_id,
+            "experiment_id": first.experiment_id,
+            "arm": first.arm,
+            "estimated_cost": budget.combined_estimate([(e.config or {}).get("cost_estimate") for e in group]),
+            "evaluations": [
+                EvaluationRef(
+                    id=e.id,
+                    status=e.status,
+                    total_items=e.total_items,
+                    model=names.get(e.model_id, ""),
+                    arm=e.arm,
+                    links=_accepted(e).links,
+                )
+                for e in group
+            ]
+            if len(group) > 1 or first.batch_id or first.experiment_id
+            else [],
+        }
+    )
 
 
 def _accepted(ev: Evaluation) -> EvaluationAccepted:
@@ -308,8 +352,11 @@ async def get_evaluation(
         arm=ev.arm,
         schedule_id=ev.schedule_id,
         progress=Progress(
-            completed=completed, errors=errors, total=ev.total_items,
-            fraction=completed / ev.total_items if ev.total_items else 1.0, discarded=ev.discarded_items,
+            completed=completed,
+            errors=errors,
+            total=ev.total_items,
+            fraction=completed / ev.total_items if ev.total_items else 1.0,
+            discarded=ev.discarded_items,
         ),
         summary=EvaluationSummary.model_validate(ev.summary) if ev.summary else None,
         error=ev.error,
@@ -328,7 +375,9 @@ def _decode_cursor(cursor: str) -> tuple[int, int, str]:
         ordinal, repeat, arm = json.loads(base64.urlsafe_b64decode(cursor.encode()))
         if not (type(ordinal) is int and type(repeat) is int and isinstance(arm, str)):
             raise ValueError
-        if not (-INT32_MAX <= ordinal <= INT32_MAX and -INT32_MAX <= repeat <= INT32_MAX and len(arm) <= 64 and "\x00" not in arm):
+        if not (
+            -INT32_MAX <= ordinal <= INT32_MAX and -INT32_MAX <= repeat <= INT32_MAX and len(arm) <= 64 and "\x00" not in arm
+        ):
             raise ValueError  # the columns are INTEGER and VARCHAR(64), and PostgreSQL refuses NUL
         return ordinal, repeat, arm
     except (ValueError, TypeError, json.JSONDecodeError):
@@ -387,8 +436,9 @@ async def cancel_evaluation(
     ev.completed_at = datetime.now(UTC)
     add_to_outbox(
         session,
-        EvaluationCompleted(evaluation_id=ev.id, tenant_id=ev.tenant_id, status=EvaluationStatus.cancelled,
-                            summary=None, error=ev.error),
+        EvaluationCompleted(
+            evaluation_id=ev.id, tenant_id=ev.tenant_id, status=EvaluationStatus.cancelled, summary=None, error=ev.error
+        ),
         ev.trace_context or {},
     )
     await session.commit()

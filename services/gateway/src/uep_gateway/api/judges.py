@@ -52,16 +52,32 @@ async def check_judge_config(session: AsyncSession, cfg: JudgeConfig, loc: tuple
             problems.append({"loc": [*loc, "template_text"], "msg": f"judge template refused: {exc}", "type": "bad_template"})
     if cfg.mode == "pairwise" and benchmark_id is not None:
         if cfg.baseline_evaluation_id is None:
-            problems.append({"loc": [*loc, "baseline_evaluation_id"], "msg": "pairwise judging needs the evaluation whose "
-                             "outputs are answer B", "type": "missing"})
+            problems.append(
+                {
+                    "loc": [*loc, "baseline_evaluation_id"],
+                    "msg": "pairwise judging needs the evaluation whose outputs are answer B",
+                    "type": "missing",
+                }
+            )
         else:
             base = await session.get(Evaluation, cfg.baseline_evaluation_id)
             if base is None:
-                problems.append({"loc": [*loc, "baseline_evaluation_id"], "msg": f"unknown evaluation {cfg.baseline_evaluation_id}",
-                                 "type": "unknown_evaluation"})
+                problems.append(
+                    {
+                        "loc": [*loc, "baseline_evaluation_id"],
+                        "msg": f"unknown evaluation {cfg.baseline_evaluation_id}",
+                        "type": "unknown_evaluation",
+                    }
+                )
             elif base.benchmark_id != benchmark_id:
-                problems.append({"loc": [*loc, "baseline_evaluation_id"], "msg": "the baseline evaluation is of another "
-                                 "benchmark (version); its outputs cannot be paired by sample", "type": "benchmark_mismatch"})
+                problems.append(
+                    {
+                        "loc": [*loc, "baseline_evaluation_id"],
+                        "msg": "the baseline evaluation is of another "
+                        "benchmark (version); its outputs cannot be paired by sample",
+                        "type": "benchmark_mismatch",
+                    }
+                )
     if problems:
         raise FieldErrors(422, problems)
 
@@ -72,7 +88,9 @@ async def benchmark_judge_config(session: AsyncSession, evaluation_type: str, ju
     loc = ("body", "spec", "judge")
     if evaluation_type not in JUDGED_TYPES:
         if judge is not None:
-            raise FieldError(422, loc, f"judge settings need evaluation_type llm_judge or hybrid, not {evaluation_type!r}", "not_judged")
+            raise FieldError(
+                422, loc, f"judge settings need evaluation_type llm_judge or hybrid, not {evaluation_type!r}", "not_judged"
+            )
         return None
     if judge is None:
         raise FieldError(422, loc, f"an {evaluation_type} benchmark needs a judge configuration", "missing")
@@ -91,8 +109,13 @@ async def evaluation_judge_config(session: AsyncSession, bench: Benchmark, overr
     loc = ("body", "judge")
     if bench.evaluation_type not in JUDGED_TYPES:
         if override is not None:
-            raise FieldError(422, loc, f"benchmark {bench.slug!r} is evaluated {bench.evaluation_type}; judge settings apply "
-                             "to llm_judge and hybrid benchmarks", "not_judged")
+            raise FieldError(
+                422,
+                loc,
+                f"benchmark {bench.slug!r} is evaluated {bench.evaluation_type}; judge settings apply "
+                "to llm_judge and hybrid benchmarks",
+                "not_judged",
+            )
         return {}
     try:
         cfg = merge_judge_config((bench.config or {}).get("judge"), override)
@@ -102,8 +125,9 @@ async def evaluation_judge_config(session: AsyncSession, bench: Benchmark, overr
     return {"judge": cfg.model_dump(mode="json", exclude_none=True)}
 
 
-async def _verdict_rows(session: AsyncSession, evaluation_id: uuid.UUID | None, benchmark: str | None,
-                        judge_model: str | None) -> list[VerdictRow]:
+async def _verdict_rows(
+    session: AsyncSession, evaluation_id: uuid.UUID | None, benchmark: str | None, judge_model: str | None
+) -> list[VerdictRow]:
     q = select(JudgeVerdict)
     if evaluation_id is not None:
         q = q.where(JudgeVerdict.evaluation_id == evaluation_id)
@@ -143,14 +167,39 @@ async def list_verdicts(
     the last raw answer and every attempt's raw text and parse error."""
     if await session.get(Evaluation, evaluation_id) is None:
         raise FieldError(404, ("query", "evaluation_id"), f"unknown evaluation {evaluation_id}", "unknown_evaluation")
-    rows = (await session.execute(
-        select(JudgeVerdict, Sample.ordinal).join(Sample, Sample.id == JudgeVerdict.sample_id)
-        .where(JudgeVerdict.evaluation_id == evaluation_id)
-        .order_by(Sample.ordinal, JudgeVerdict.repeat, JudgeVerdict.judge_model_name, JudgeVerdict.position).limit(limit)
-    )).all()
-    keys = ("sample_id", "repeat", "arm", "judge_model_name", "mode", "template", "template_version", "position", "valid",
-            "attempts", "overall", "scores", "winner", "candidate_outcome", "reasoning", "raw_text", "attempts_log", "error",
-            "answer_chars", "prompt_tokens", "completion_tokens", "latency_ms")
+    rows = (
+        await session.execute(
+            select(JudgeVerdict, Sample.ordinal)
+            .join(Sample, Sample.id == JudgeVerdict.sample_id)
+            .where(JudgeVerdict.evaluation_id == evaluation_id)
+            .order_by(Sample.ordinal, JudgeVerdict.repeat, JudgeVerdict.judge_model_name, JudgeVerdict.position)
+            .limit(limit)
+        )
+    ).all()
+    keys = (
+        "sample_id",
+        "repeat",
+        "arm",
+        "judge_model_name",
+        "mode",
+        "template",
+        "template_version",
+        "position",
+        "valid",
+        "attempts",
+        "overall",
+        "scores",
+        "winner",
+        "candidate_outcome",
+        "reasoning",
+        "raw_text",
+        "attempts_log",
+        "error",
+        "answer_chars",
+        "prompt_tokens",
+        "completion_tokens",
+        "latency_ms",
+    )
     return [{"sample_ordinal": ordinal, **{k: getattr(r, k) for k in keys}} for r, ordinal in rows]
 
 
@@ -164,10 +213,24 @@ async def list_routes(
     stage 'human' (the judge's verdict was invalid, swap-inconsistent or a jury disagreed), in benchmark order."""
     if await session.get(Evaluation, evaluation_id) is None:
         raise FieldError(404, ("query", "evaluation_id"), f"unknown evaluation {evaluation_id}", "unknown_evaluation")
-    q = (select(HybridRoute, Sample.ordinal).join(Sample, Sample.id == HybridRoute.sample_id)
-         .where(HybridRoute.evaluation_id == evaluation_id))
+    q = (
+        select(HybridRoute, Sample.ordinal)
+        .join(Sample, Sample.id == HybridRoute.sample_id)
+        .where(HybridRoute.evaluation_id == evaluation_id)
+    )
     if stage:
         q = q.where(HybridRoute.stage == stage)
     rows = (await session.execute(q.order_by(Sample.ordinal, HybridRoute.repeat, HybridRoute.stage))).all()
-    return [{"sample_ordinal": o, "sample_id": r.sample_id, "repeat": r.repeat, "arm": r.arm, "stage": r.stage,
-             "reason": r.reason, "details": r.details, "created_at": r.created_at} for r, o in rows]
+    return [
+        {
+            "sample_ordinal": o,
+            "sample_id": r.sample_id,
+            "repeat": r.repeat,
+            "arm": r.arm,
+            "stage": r.stage,
+            "reason": r.reason,
+            "details": r.details,
+            "created_at": r.created_at,
+        }
+        for r, o in rows
+    ]

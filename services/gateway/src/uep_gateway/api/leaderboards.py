@@ -151,8 +151,9 @@ async def _resolve_score_type(
         return (types[0] if types else None), sorted(types)
     if score_type not in types:
         have = ", ".join(sorted(types)) or "none yet"
-        raise FieldError(404, ("query", "score_type"), f"benchmark {slug!r} has no {score_type!r} board (has: {have})",
-                         "unknown_score_type")
+        raise FieldError(
+            404, ("query", "score_type"), f"benchmark {slug!r} has no {score_type!r} board (has: {have})", "unknown_score_type"
+        )
     return score_type, sorted(types)
 
 
@@ -177,7 +178,8 @@ def _render_radar(series: dict, title: str) -> str | None:
 async def compare(
     models: str = Query(..., max_length=2000, description="Comma-separated model names, each optionally name@version."),
     benchmarks: str | None = Query(
-        None, max_length=4000,
+        None,
+        max_length=4000,
         description="Comma-separated benchmark slugs, each optionally slug:score_type; default every benchmark "
         "on which one of the models has a score.",
     ),
@@ -225,7 +227,9 @@ async def compare(
                 seen.add(b["benchmark"])
     result = await lb.compare_models(session, refs, boards)
     if any(result["radar_series"].values()):
-        result["radar_svg"] = await asyncio.to_thread(_render_radar, result["radar_series"], "Models compared: " + ", ".join(refs))
+        result["radar_svg"] = await asyncio.to_thread(
+            _render_radar, result["radar_series"], "Models compared: " + ", ".join(refs)
+        )
     if format == "svg":
         if result["radar_svg"] is None:
             raise FieldError(404, ("query", "format"), "no radar: none of the models has a score on these boards", "no_radar")
@@ -247,7 +251,11 @@ async def get_board(
     entries = await lb.load_board(session, benchmark, st, benchmark_version) if st else []
     shown = entries[:top] if top else entries
     return Board(
-        benchmark=benchmark, score_type=st, score_types=types, tie_rule=TIE_RULE, total=len(entries),
+        benchmark=benchmark,
+        score_type=st,
+        score_types=types,
+        tie_rule=TIE_RULE,
+        total=len(entries),
         entries=[Entry(**{k: v for k, v in e.as_dict().items()}) for e in shown],
     )
 
@@ -270,8 +278,12 @@ def _run_view(run: RetentionRun) -> RetentionRunView:
     return RetentionRunView.model_validate(run, from_attributes=True)
 
 
-@router.post("/v1/retention/run", response_model=RetentionRunView, tags=["retention"],
-             responses={202: {"description": "requested; poll the run"}})
+@router.post(
+    "/v1/retention/run",
+    response_model=RetentionRunView,
+    tags=["retention"],
+    responses={202: {"description": "requested; poll the run"}},
+)
 async def request_retention(
     body: RetentionRequest,
     response: Response,
@@ -289,7 +301,11 @@ async def request_retention(
     if body.model is not None and not await session.scalar(select(Model.id).where(Model.name == body.model).limit(1)):
         raise FieldError(422, ("body", "model"), f"unknown model {body.model!r}", "unknown_model")
     run = RetentionRun(
-        id=uuid.uuid4(), trigger="api", dry_run=body.dry_run, keep_last=body.keep_last, status="requested",
+        id=uuid.uuid4(),
+        trigger="api",
+        dry_run=body.dry_run,
+        keep_last=body.keep_last,
+        status="requested",
         scope={k: v for k, v in (("benchmark", body.benchmark), ("model", body.model)) if v is not None},
     )
     session.add(run)

@@ -74,8 +74,10 @@ async def stop_evaluation(
         raise _not_found(evaluation_id)
     if ev.status not in STOPPABLE:
         raise FieldError(
-            409, ("path", "evaluation_id"),
-            f"evaluation is {ev.status}; only {', '.join(STOPPABLE)} evaluations can be stopped", "not_stoppable",
+            409,
+            ("path", "evaluation_id"),
+            f"evaluation is {ev.status}; only {', '.join(STOPPABLE)} evaluations can be stopped",
+            "not_stoppable",
         )
     summary = await compute_summary(session, ev.id)
     ev.status = EvaluationStatus.stopped.value
@@ -84,8 +86,9 @@ async def stop_evaluation(
     ev.completed_at = datetime.now(UTC)
     add_to_outbox(
         session,
-        EvaluationCompleted(evaluation_id=ev.id, tenant_id=ev.tenant_id, status=EvaluationStatus.stopped,
-                            summary=summary, error=ev.error),
+        EvaluationCompleted(
+            evaluation_id=ev.id, tenant_id=ev.tenant_id, status=EvaluationStatus.stopped, summary=summary, error=ev.error
+        ),
         ev.trace_context or {},
     )
     await session.commit()
@@ -121,8 +124,11 @@ async def retry(evaluation_id: uuid.UUID, request: Request, session: AsyncSessio
     await session.commit()
     await _mirror_progress(request, evaluation_id, *counts)
     return RetryView(
-        retry_id=outcome.retry_id, previous_status=outcome.previous_status, failed_items=outcome.failed,
-        unfinished_items=outcome.unfinished, undispatched_items=outcome.undispatched,
+        retry_id=outcome.retry_id,
+        previous_status=outcome.previous_status,
+        failed_items=outcome.failed,
+        unfinished_items=outcome.unfinished,
+        undispatched_items=outcome.undispatched,
         evaluation=await get_evaluation(evaluation_id, request, session),
     )
 
@@ -153,9 +159,17 @@ class DeadLetterPage(BaseModel):
 
 def _view(d: DeadLetter) -> DeadLetterView:
     return DeadLetterView(
-        id=d.id, source_topic=d.source_topic, reason=d.reason, event_type=d.event_type, evaluation_id=d.evaluation_id,
-        item_key=d.item_key, body=d.body.decode("utf-8", "replace")[:20_000], first_seen_at=d.first_seen_at,
-        last_seen_at=d.last_seen_at, redrive_count=d.redrive_count, last_redriven_at=d.last_redriven_at,
+        id=d.id,
+        source_topic=d.source_topic,
+        reason=d.reason,
+        event_type=d.event_type,
+        evaluation_id=d.evaluation_id,
+        item_key=d.item_key,
+        body=d.body.decode("utf-8", "replace")[:20_000],
+        first_seen_at=d.first_seen_at,
+        last_seen_at=d.last_seen_at,
+        redrive_count=d.redrive_count,
+        last_redriven_at=d.last_redriven_at,
     )
 
 
@@ -235,7 +249,8 @@ async def redrive(dead_letter_id: uuid.UUID, request: Request, session: AsyncSes
                 )
                 if not reopened:
                     raise FieldError(
-                        409, ("path", "dead_letter_id"),
+                        409,
+                        ("path", "dead_letter_id"),
                         f"item {event.item_key()} already has a result without an error; it is never run again",
                         "already_finished",
                     )
@@ -248,7 +263,8 @@ async def redrive(dead_letter_id: uuid.UUID, request: Request, session: AsyncSes
     headers = {k: str(v) for k, v in (d.headers or {}).items()}
     try:
         await request.app.state.broker.publish(d.body, topic=d.source_topic, key=d.key, headers=headers)
-    except Exception as exc:  # noqa: BLE001 - reported to the caller
-        raise FieldError(503, ("path", "dead_letter_id"), f"the broker did not take the message: {exc!r}"[:500], "broker_unavailable") from exc
+    except Exception as exc:
+        raise FieldError(
+            503, ("path", "dead_letter_id"), f"the broker did not take the message: {exc!r}"[:500], "broker_unavailable"
+        ) from exc
     return RedriveView(dead_letter=_view(d), republished_to=d.source_topic, reopened_item=reopened)
-

@@ -86,16 +86,21 @@ async def pin(evaluation_id: uuid.UUID, session: AsyncSession = Depends(db_sessi
     that pair is removed in the same transaction. 409 when the evaluation is not completed."""
     ev = await _evaluation(session, evaluation_id, lock=True)
     if ev.status != "completed":
-        raise FieldError(409, ("path", "evaluation_id"), f"evaluation is {ev.status}; only a completed one can be a baseline", "not_completed")
+        raise FieldError(
+            409, ("path", "evaluation_id"), f"evaluation is {ev.status}; only a completed one can be a baseline", "not_completed"
+        )
     model_name, slug = await _names(session, ev)
     # one pin per pair, also under concurrent pins of two evaluations of the same pair
     await session.execute(text("SELECT pg_advisory_xact_lock(hashtext(:k))"), {"k": f"uep-pin:{model_name}:{slug}"})
     others = (
         await session.scalars(
             update(Evaluation)
-            .where(Evaluation.pinned.is_(True), Evaluation.id != ev.id,
-                   Evaluation.model_id.in_(select(Model.id).where(Model.name == model_name)),
-                   Evaluation.benchmark_id.in_(select(Benchmark.id).where(Benchmark.slug == slug)))
+            .where(
+                Evaluation.pinned.is_(True),
+                Evaluation.id != ev.id,
+                Evaluation.model_id.in_(select(Model.id).where(Model.name == model_name)),
+                Evaluation.benchmark_id.in_(select(Benchmark.id).where(Benchmark.slug == slug)),
+            )
             .values(pinned=False)
             .returning(Evaluation.id)
         )
@@ -138,13 +143,22 @@ async def compare_with_baseline(
         found, reason = await find_baseline(session, ev)
         if found is None:
             model_name, slug = await _names(session, ev)
-            raise FieldError(409, ("query", "baseline"), f"no baseline: no other completed evaluation of {model_name} on {slug}; "
-                             "pass ?baseline= or pin one", "no_baseline")
+            raise FieldError(
+                409,
+                ("query", "baseline"),
+                f"no baseline: no other completed evaluation of {model_name} on {slug}; pass ?baseline= or pin one",
+                "no_baseline",
+            )
         baseline = found.id
     for eid, loc in ((evaluation_id, ("path", "evaluation_id")), (baseline, ("query", "baseline"))):
         if not await session.scalar(select(exists().where(SampleResult.evaluation_id == eid, SampleResult.score.is_not(None)))):
-            raise FieldError(409, loc, f"evaluation {eid} has no scored results yet (none stored, or only errors): nothing "
-                             "to compare; try again once its first items are scored", "no_results")
+            raise FieldError(
+                409,
+                loc,
+                f"evaluation {eid} has no scored results yet (none stored, or only errors): nothing "
+                "to compare; try again once its first items are scored",
+                "no_results",
+            )
     return await compare(session, evaluation_id, baseline, reason, limit=limit, include_unchanged=include_unchanged)
 
 
@@ -152,34 +166,52 @@ def _report_view(row: ReportRow) -> ReportView:
     formats = [f for f, a in (("html", row.html_artifact_id), ("json", row.json_artifact_id), ("pdf", row.pdf_artifact_id)) if a]
     base = f"/v1/evaluations/{row.evaluation_id}"
     return ReportView(
-        id=row.id, evaluation_id=row.evaluation_id, status=row.status, trigger=row.trigger, schema_version=row.schema_version,
-        baseline_evaluation_id=row.baseline_evaluation_id, formats=formats, pdf_error=row.pdf_error, error=row.error,
-        build_ms=row.build_ms or {}, created_at=row.created_at, completed_at=row.completed_at,
+        id=row.id,
+        evaluation_id=row.evaluation_id,
+        status=row.status,
+        trigger=row.trigger,
+        schema_version=row.schema_version,
+        baseline_evaluation_id=row.baseline_evaluation_id,
+        formats=formats,
+        pdf_error=row.pdf_error,
+        error=row.error,
+        build_ms=row.build_ms or {},
+        created_at=row.created_at,
+        completed_at=row.completed_at,
         links={"self": f"{base}/reports/{row.id}", **{f: f"{base}/report.{f}?report_id={row.id}" for f in formats}},
     )
 
 
 @router.post("/{evaluation_id}/reports", status_code=202, response_model=ReportView)
 async def request_report(
-    evaluation_id: uuid.UUID, request: Request, response: Response, body: ReportRequest | None = None,
+    evaluation_id: uuid.UUID,
+    request: Request,
+    response: Response,
+    body: ReportRequest | None = None,
     session: AsyncSession = Depends(db_session),
 ) -> ReportView:
     """Build a report of an ended evaluation now (202 with the pending report; poll its ``self`` link).
     409 while the evaluation runs; 404 naming ``baseline`` when the requested baseline is unknown."""
     ev = await _evaluation(session, evaluation_id)
     if ev.status not in TERMINAL:
-        raise FieldError(409, ("path", "evaluation_id"), f"evaluation is {ev.status}; a report needs an ended evaluation", "not_finished")
+        raise FieldError(
+            409, ("path", "evaluation_id"), f"evaluation is {ev.status}; a report needs an ended evaluation", "not_finished"
+        )
     baseline = body.baseline if body else None
     if baseline is not None:
         if baseline == evaluation_id:
             raise FieldError(422, ("body", "baseline"), "the baseline must be another evaluation", "same_evaluation")
         if await session.get(Evaluation, baseline) is None:
             raise FieldError(404, ("body", "baseline"), f"unknown evaluation {baseline}", "unknown_evaluation")
-    row = ReportRow(id=uuid.uuid4(), evaluation_id=ev.id, status="pending", trigger="request",
-                    baseline_evaluation_id=baseline, build_ms={})
+    row = ReportRow(
+        id=uuid.uuid4(), evaluation_id=ev.id, status="pending", trigger="request", baseline_evaluation_id=baseline, build_ms={}
+    )
     session.add(row)
-    add_to_outbox(session, ReportRequested(evaluation_id=ev.id, tenant_id=ev.tenant_id, report_id=row.id,
-                                           baseline_evaluation_id=baseline), ev.trace_context or {})
+    add_to_outbox(
+        session,
+        ReportRequested(evaluation_id=ev.id, tenant_id=ev.tenant_id, report_id=row.id, baseline_evaluation_id=baseline),
+        ev.trace_context or {},
+    )
     await session.commit()
     await session.refresh(row)
     request.app.state.relay.kick()
@@ -202,14 +234,19 @@ async def get_report(evaluation_id: uuid.UUID, report_id: uuid.UUID, session: As
     """One report's status and links."""
     row = await session.get(ReportRow, report_id)
     if row is None or row.evaluation_id != evaluation_id:
-        raise FieldError(404, ("path", "report_id"), f"unknown report {report_id} of evaluation {evaluation_id}", "unknown_report")
+        raise FieldError(
+            404, ("path", "report_id"), f"unknown report {report_id} of evaluation {evaluation_id}", "unknown_report"
+        )
     return _report_view(row)
 
 
-@router.get("/{evaluation_id}/report.{fmt}", response_class=FileResponse,
-            responses={200: {"content": {m: {} for m in MEDIA.values()}}})
+@router.get(
+    "/{evaluation_id}/report.{fmt}", response_class=FileResponse, responses={200: {"content": {m: {} for m in MEDIA.values()}}}
+)
 async def report_file(
-    evaluation_id: uuid.UUID, fmt: Literal["html", "json", "pdf"], request: Request,
+    evaluation_id: uuid.UUID,
+    fmt: Literal["html", "json", "pdf"],
+    request: Request,
     report_id: uuid.UUID | None = Query(None, description="A specific report; default: the newest ready one."),
     session: AsyncSession = Depends(db_session),
 ):
@@ -221,8 +258,14 @@ async def report_file(
         q = q.where(ReportRow.id == report_id)
     row = await session.scalar(q.order_by(ReportRow.completed_at.desc().nulls_last(), ReportRow.created_at.desc()).limit(1))
     if row is None:
-        pending = await session.scalar(select(func.count()).where(ReportRow.evaluation_id == evaluation_id, ReportRow.status == "pending"))
-        msg = "the report is being written; retry shortly" if pending else "no report yet (POST /v1/evaluations/{id}/reports builds one)"
+        pending = await session.scalar(
+            select(func.count()).where(ReportRow.evaluation_id == evaluation_id, ReportRow.status == "pending")
+        )
+        msg = (
+            "the report is being written; retry shortly"
+            if pending
+            else "no report yet (POST /v1/evaluations/{id}/reports builds one)"
+        )
         raise FieldError(404, ("path", "evaluation_id"), msg, "no_report")
     artifact_id = {"html": row.html_artifact_id, "json": row.json_artifact_id, "pdf": row.pdf_artifact_id}[fmt]
     if artifact_id is None:

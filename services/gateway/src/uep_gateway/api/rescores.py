@@ -49,7 +49,9 @@ async def request_rescore(
     if ev is None:
         raise FieldError(404, ("path", "evaluation_id"), f"unknown evaluation {evaluation_id}", "unknown_evaluation")
     if ev.status not in ("completed", "failed"):
-        raise FieldError(409, ("path", "evaluation_id"), f"evaluation is {ev.status}; only a finished one can be rescored", "not_finished")
+        raise FieldError(
+            409, ("path", "evaluation_id"), f"evaluation is {ev.status}; only a finished one can be rescored", "not_finished"
+        )
     if await session.scalar(select(Rescore.id).where(Rescore.evaluation_id == ev.id, Rescore.status == "pending")):
         raise FieldError(409, ("path", "evaluation_id"), "a rescore of this evaluation is already pending", "rescore_pending")
     total = await session.scalar(
@@ -66,14 +68,18 @@ async def request_rescore(
         old_metric_versions=await metric_versions(session, ev.id),
         new_metric_versions={},
     )
-    with _tracer.start_as_current_span("rescore", context=context_from_headers(ev.trace_context),
-                                       attributes={"uep.rescore_id": str(rescore.id)}):
+    with _tracer.start_as_current_span(
+        "rescore", context=context_from_headers(ev.trace_context), attributes={"uep.rescore_id": str(rescore.id)}
+    ):
         session.add(rescore)
         add_to_outbox(
             session,
             RescoreRequested(
-                evaluation_id=ev.id, tenant_id=ev.tenant_id, rescore_id=rescore.id,
-                benchmark_id=ev.benchmark_id, model_id=ev.model_id,
+                evaluation_id=ev.id,
+                tenant_id=ev.tenant_id,
+                rescore_id=rescore.id,
+                benchmark_id=ev.benchmark_id,
+                model_id=ev.model_id,
             ),
             current_trace_headers(),
         )
@@ -90,5 +96,7 @@ async def get_rescore(
     """A rescore's progress and, when completed, what changed."""
     r = await session.get(Rescore, rescore_id)
     if r is None or r.evaluation_id != evaluation_id:
-        raise FieldError(404, ("path", "rescore_id"), f"unknown rescore {rescore_id} of evaluation {evaluation_id}", "unknown_rescore")
+        raise FieldError(
+            404, ("path", "rescore_id"), f"unknown rescore {rescore_id} of evaluation {evaluation_id}", "unknown_rescore"
+        )
     return _view(r)

@@ -14,9 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from uep_common.creation import WorkLimitRefused, WorkLimits, check_items, check_schedule_interval
 from uep_common.db.models import Evaluation
 from uep_common.db.scheduling import Schedule, ScheduleRun
-from uep_common.creation import WorkLimitRefused, WorkLimits, check_items, check_schedule_interval
 from uep_gateway.api.evaluations import TENANT_HEADER, check_options, resolve_benchmark, resolve_model, resolve_tenant
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError, work_limit_error
@@ -39,7 +39,8 @@ class ScheduleCreate(BaseModel):
 
     name: str = Field("", max_length=200)
     cron: str = Field(
-        min_length=1, max_length=200,
+        min_length=1,
+        max_length=200,
         description="Cron expression in UTC, 5 fields (minute hour day month weekday), or 6 with seconds last.",
     )
     model: str = Field(min_length=1, max_length=200, description="Model name or id.")
@@ -78,8 +79,17 @@ class ScheduleView(BaseModel):
 
 def _view(s: Schedule, runs: list[ScheduleRunView] | None = None) -> ScheduleView:
     return ScheduleView(
-        id=s.id, name=s.name, cron=s.cron, model=s.model, benchmark=s.benchmark, options=s.options, active=s.active,
-        next_run_at=s.next_run_at, created_at=s.created_at, deleted_at=s.deleted_at, runs=runs,
+        id=s.id,
+        name=s.name,
+        cron=s.cron,
+        model=s.model,
+        benchmark=s.benchmark,
+        options=s.options,
+        active=s.active,
+        next_run_at=s.next_run_at,
+        created_at=s.created_at,
+        deleted_at=s.deleted_at,
+        runs=runs,
     )
 
 
@@ -113,9 +123,15 @@ async def create_schedule(
     except WorkLimitRefused as exc:
         raise work_limit_error(exc, ("body", "options")) from exc
     sch = Schedule(
-        tenant_id=tenant.id, name=body.name, cron=body.cron, model=body.model, benchmark=body.benchmark,
-        options=body.options.model_dump(mode="json", exclude_none=True), active=body.active,
-        next_run_at=croniter(body.cron, now).get_next(datetime).astimezone(UTC), created_at=now,
+        tenant_id=tenant.id,
+        name=body.name,
+        cron=body.cron,
+        model=body.model,
+        benchmark=body.benchmark,
+        options=body.options.model_dump(mode="json", exclude_none=True),
+        active=body.active,
+        next_run_at=croniter(body.cron, now).get_next(datetime).astimezone(UTC),
+        created_at=now,
     )
     session.add(sch)
     await session.commit()
@@ -159,7 +175,9 @@ async def get_schedule(
         .order_by(ScheduleRun.scheduled_for.desc())
     )
     runs = [
-        ScheduleRunView(scheduled_for=r.scheduled_for, evaluation_id=r.evaluation_id, status=status, error=r.error, created_at=r.created_at)
+        ScheduleRunView(
+            scheduled_for=r.scheduled_for, evaluation_id=r.evaluation_id, status=status, error=r.error, created_at=r.created_at
+        )
         for r, status in rows
     ]
     return _view(sch, runs)

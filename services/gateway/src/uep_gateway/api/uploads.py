@@ -29,7 +29,6 @@ from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError, FieldErrors
 from uep_gateway.schemas import BenchmarkSpec, BenchmarkView, MetricView, SampleView
 from uep_gateway.upload_worker import BudgetExceeded, WorkerPool
-from uep_gateway.validation import NUL_CHECK
 from uep_gateway.uploads import (
     FILE_LOC,
     TEMPLATE_LOC,
@@ -41,6 +40,7 @@ from uep_gateway.uploads import (
     spec_problems,
     value_problem,
 )
+from uep_gateway.validation import NUL_CHECK
 
 # Templates (SHA-256 of the text) that ran past a worker's budget while rendering: refused again at once,
 # so that repeating a bomb (an upload, or the preview of one stored earlier) does not tie up a worker.
@@ -147,20 +147,40 @@ async def upload_benchmark(
     if metric is None:
         known = list(await session.scalars(select(MetricCatalogEntry.name).order_by(MetricCatalogEntry.name)))
         if not known:
-            raise FieldError(503, ("body", "spec", "metric", "name"), "the metric catalogue is empty: no scorer has started yet", "no_metric_catalogue")
-        raise FieldError(422, ("body", "spec", "metric", "name"),
-                         f"unknown metric {spec_obj.metric.name!r}; known: {', '.join(known)}", "unknown_metric")
-    problems = param_problems(spec_obj.metric.params, metric.param_types or {k: "any" for k in metric.params},
-                              metric.required_params)
+            raise FieldError(
+                503,
+                ("body", "spec", "metric", "name"),
+                "the metric catalogue is empty: no scorer has started yet",
+                "no_metric_catalogue",
+            )
+        raise FieldError(
+            422,
+            ("body", "spec", "metric", "name"),
+            f"unknown metric {spec_obj.metric.name!r}; known: {', '.join(known)}",
+            "unknown_metric",
+        )
+    problems = param_problems(
+        spec_obj.metric.params, metric.param_types or dict.fromkeys(metric.params, "any"), metric.required_params
+    )
     if problems:
-        raise FieldErrors(422, [
-            {"loc": ["body", "spec", "metric", "params", name], "msg": f"{metric.name} parameter {name!r} {reason}",
-             "type": "unknown_param" if reason.startswith("unknown") else "bad_param"}
-            for name, reason in problems
-        ])
-    builtin = await session.scalar(select(Benchmark.id).where(Benchmark.slug == spec_obj.slug, Benchmark.is_builtin.is_(True)).limit(1))
+        raise FieldErrors(
+            422,
+            [
+                {
+                    "loc": ["body", "spec", "metric", "params", name],
+                    "msg": f"{metric.name} parameter {name!r} {reason}",
+                    "type": "unknown_param" if reason.startswith("unknown") else "bad_param",
+                }
+                for name, reason in problems
+            ],
+        )
+    builtin = await session.scalar(
+        select(Benchmark.id).where(Benchmark.slug == spec_obj.slug, Benchmark.is_builtin.is_(True)).limit(1)
+    )
     if builtin:
-        raise FieldError(409, ("body", "spec", "slug"), f"{spec_obj.slug!r} is a built-in benchmark; choose another slug", "builtin_slug")
+        raise FieldError(
+            409, ("body", "spec", "slug"), f"{spec_obj.slug!r} is a built-in benchmark; choose another slug", "builtin_slug"
+        )
     data = await file.read(settings.max_upload_bytes + 1)
     if len(data) > settings.max_upload_bytes:
         raise FieldError(413, ("body", "file"), f"file larger than {settings.max_upload_bytes} bytes", "too_large")
@@ -179,9 +199,13 @@ async def upload_benchmark(
         config["judge"] = judge
     if (known := _COSTLY_TEMPLATES.get(_template_key(template))) is not None:
         raise FieldError(422, tuple(TEMPLATE_LOC), known, "template_too_costly")
-    limits = UploadLimits(max_rows=settings.max_upload_rows, max_columns=settings.max_upload_columns,
-                          max_decoded_bytes=settings.max_upload_decoded_bytes, max_row_bytes=settings.max_upload_row_bytes,
-                          max_prompt_chars=settings.max_prompt_chars)
+    limits = UploadLimits(
+        max_rows=settings.max_upload_rows,
+        max_columns=settings.max_upload_columns,
+        max_decoded_bytes=settings.max_upload_decoded_bytes,
+        max_row_bytes=settings.max_upload_row_bytes,
+        max_prompt_chars=settings.max_prompt_chars,
+    )
     try:
         rows, version = await workers_of(request.app).run(check_upload, data, fmt, template, limits, config)
     except UploadInvalid as exc:
@@ -194,16 +218,32 @@ async def upload_benchmark(
         response.status_code = 200
         return benchmark_view(existing)
     bench = Benchmark(
-        id=uuid.uuid4(), slug=spec_obj.slug, name=spec_obj.name, description=spec_obj.description, version=version,
-        category=spec_obj.category, status=spec_obj.status, is_builtin=False, evaluation_type=spec_obj.evaluation_type,
-        capability_dimensions=spec_obj.capability_dimensions, config=config, license=spec_obj.license,
-        source=spec_obj.source or f"upload: {file.filename} ({fmt})", sample_count=len(rows),
+        id=uuid.uuid4(),
+        slug=spec_obj.slug,
+        name=spec_obj.name,
+        description=spec_obj.description,
+        version=version,
+        category=spec_obj.category,
+        status=spec_obj.status,
+        is_builtin=False,
+        evaluation_type=spec_obj.evaluation_type,
+        capability_dimensions=spec_obj.capability_dimensions,
+        config=config,
+        license=spec_obj.license,
+        source=spec_obj.source or f"upload: {file.filename} ({fmt})",
+        sample_count=len(rows),
     )
     session.add(bench)
     await session.flush()
     values = [
-        {"benchmark_id": bench.id, "ordinal": r.ordinal, "external_id": r.external_id, "input": r.input,
-         "reference": r.reference, "meta": r.meta}
+        {
+            "benchmark_id": bench.id,
+            "ordinal": r.ordinal,
+            "external_id": r.external_id,
+            "input": r.input,
+            "reference": r.reference,
+            "meta": r.meta,
+        }
         for r in rows
     ]
     for i in range(0, len(values), 2000):
@@ -242,17 +282,26 @@ async def preview_samples(
         q = q.where(Benchmark.version == version)
     bench = await session.scalar(q.order_by(Benchmark.created_at.desc()).limit(1))
     if bench is None:
-        raise FieldError(404, ("path", "ref"), f"unknown benchmark {ref!r}" + (f" version {version!r}" if version else ""), "unknown_benchmark")
-    samples = list(await session.scalars(
-        select(Sample).where(Sample.benchmark_id == bench.id).order_by(Sample.ordinal).offset(offset).limit(limit)
-    ))
+        raise FieldError(
+            404, ("path", "ref"), f"unknown benchmark {ref!r}" + (f" version {version!r}" if version else ""), "unknown_benchmark"
+        )
+    samples = list(
+        await session.scalars(
+            select(Sample).where(Sample.benchmark_id == bench.id).order_by(Sample.ordinal).offset(offset).limit(limit)
+        )
+    )
     template = (bench.config.get("prompt") or {}).get("template", "")
     known = _COSTLY_TEMPLATES.get(_template_key(template))
     rendered: list[tuple[str, bool, str | None]] | None = None
     if known is None and samples:
         try:
-            rendered = await workers_of(request.app).run(render_previews, template, [s.input for s in samples],
-                                                         settings.preview_prompt_chars, timeout_s=settings.preview_timeout_s)
+            rendered = await workers_of(request.app).run(
+                render_previews,
+                template,
+                [s.input for s in samples],
+                settings.preview_prompt_chars,
+                timeout_s=settings.preview_timeout_s,
+            )
         except BudgetExceeded as exc:
             known = f"rendering the prompt template {exc}"
             _remember_costly(template, known)
@@ -261,8 +310,15 @@ async def preview_samples(
     out: list[PreviewSample] = []
     size = 2  # the list's brackets
     for i, (s, (prompt, truncated, error)) in enumerate(zip(samples, rendered)):
-        view = PreviewSample(ordinal=s.ordinal, external_id=s.external_id, input=s.input, reference=s.reference,
-                             prompt=prompt, prompt_truncated=truncated, prompt_error=error)
+        view = PreviewSample(
+            ordinal=s.ordinal,
+            external_id=s.external_id,
+            input=s.input,
+            reference=s.reference,
+            prompt=prompt,
+            prompt_truncated=truncated,
+            prompt_error=error,
+        )
         size += len(view.model_dump_json().encode()) + (1 if out else 0)
         if size > settings.preview_max_bytes:
             response.headers["X-Uep-Preview-Truncated"] = "true"

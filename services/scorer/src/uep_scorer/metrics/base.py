@@ -75,9 +75,7 @@ class Metric(Protocol):
         ...
 
 
-def binary_result(
-    metric: Metric, correct: bool, extracted: str | None, details: dict[str, Any]
-) -> MetricResult:
+def binary_result(metric: Metric, correct: bool, extracted: str | None, details: dict[str, Any]) -> MetricResult:
     """Build a decided binary result (score 1.0/0.0) for ``metric``."""
     return MetricResult(
         name=metric.name,

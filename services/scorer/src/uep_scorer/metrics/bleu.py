@@ -175,8 +175,13 @@ class SentenceBleu:
         "effective_order": "leave n-gram orders absent from the hypothesis out of the mean (default false)",
         "threshold": "if set, is_correct = BLEU >= threshold on the 0-100 scale (default none: is_correct None)",
     }
-    param_types = {"tokenize": "string", "language": "string", "lowercase": "bool", "effective_order": "bool",
-                   "threshold": "number"}
+    param_types = {
+        "tokenize": "string",
+        "language": "string",
+        "lowercase": "bool",
+        "effective_order": "bool",
+        "threshold": "number",
+    }
     required_params: tuple[str, ...] = ()
     source = "sacrebleu BLEU(...).sentence_score (Post 2018); Papineni et al. 2002"
 
@@ -204,8 +209,11 @@ class SentenceBleu:
     def corpus(self, outputs: Sequence[str], references: Sequence[dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:
         """Corpus-level BLEU over all items (``corpus_bleu``; not the mean of sentence BLEU) and its signature."""
         value, signature = corpus_bleu(
-            list(outputs), [reference_answers(r) for r in references], language=params.get("language"),
-            tokenize=params.get("tokenize"), lowercase=_flag(params, "lowercase", False),
+            list(outputs),
+            [reference_answers(r) for r in references],
+            language=params.get("language"),
+            tokenize=params.get("tokenize"),
+            lowercase=_flag(params, "lowercase", False),
         )
         return {"corpus_bleu": value, "signature": signature}
 
@@ -235,8 +243,14 @@ class SentenceChrf:
         "language": "accepted for symmetry with sentence_bleu and ignored (chrF needs no tokenizer)",
         "threshold": "if set, is_correct = chrF >= threshold on the 0-100 scale (default none: is_correct None)",
     }
-    param_types = {"word_order": "integer", "char_order": "integer", "beta": "integer", "lowercase": "bool",
-                   "threshold": "number", "language": "string"}
+    param_types = {
+        "word_order": "integer",
+        "char_order": "integer",
+        "beta": "integer",
+        "lowercase": "bool",
+        "threshold": "number",
+        "language": "string",
+    }
     required_params: tuple[str, ...] = ()
     source = "sacrebleu CHRF(...).sentence_score; Popović 2015 (chrF), 2017 (chrF++)"
 

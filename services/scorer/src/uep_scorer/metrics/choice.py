@@ -96,9 +96,7 @@ def _prepare(text: str) -> str:
     return _WS_RUN.sub(lambda m: "\n" if "\n" in m.group() else " ", text)
 
 
-def _last_cue(
-    text: str, patterns: list[re.Pattern[str]], choices: str
-) -> tuple[int, str, str] | None:
+def _last_cue(text: str, patterns: list[re.Pattern[str]], choices: str) -> tuple[int, str, str] | None:
     """(position, letter, cue text) of the last valid cue among ``patterns``, or None."""
     best: tuple[int, str, str] | None = None
     for pattern in patterns:

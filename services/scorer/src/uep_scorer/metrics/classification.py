@@ -47,9 +47,7 @@ def _native(value: Any) -> Any:
 
 
 def _prf(y_true: list, y_pred: list, labels: list, average: str | None) -> tuple:
-    return _skm().precision_recall_fscore_support(
-        y_true, y_pred, labels=labels, average=average, zero_division=np.nan
-    )
+    return _skm().precision_recall_fscore_support(y_true, y_pred, labels=labels, average=average, zero_division=np.nan)
 
 
 def _binary_auc(is_positive: np.ndarray, scores: np.ndarray) -> float | None:

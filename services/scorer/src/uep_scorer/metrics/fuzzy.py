@@ -93,8 +93,6 @@ class FuzzyMatch:
             "normalization": options.describe(),
         }
         if fell_back:
-            details["partial_fallback_reason"] = (
-                f"reference shorter than min_reference_length={min_len}; full ratio used"
-            )
+            details["partial_fallback_reason"] = f"reference shorter than min_reference_length={min_len}; full ratio used"
         # Binary verdict, graded score (not binary_result's 1.0/0.0).
         return MetricResult(self.name, self.version, ratio >= threshold, ratio / 100.0, prediction, details)

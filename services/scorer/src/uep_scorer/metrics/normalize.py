@@ -45,10 +45,9 @@ def _punct_table() -> dict[int, None]:
     punctuation (which also holds symbols such as ``$ + < = > ^ ` | ~``), as a ``str.translate`` table
     deleting them. Built on first use (about 0.2 s: it scans every code point)."""
     return {
-        cp: None
-        for cp in range(sys.maxunicode + 1)
-        if unicodedata.category(chr(cp)).startswith("P") or chr(cp) in _ASCII_PUNCT
+        cp: None for cp in range(sys.maxunicode + 1) if unicodedata.category(chr(cp)).startswith("P") or chr(cp) in _ASCII_PUNCT
     }
+
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.IGNORECASE)
 _SQUAD_ARTICLES = re.compile(r"\b(a|an|the)\b")

@@ -36,7 +36,7 @@ def _gains(relevant: Any) -> dict[Hashable, float]:
             gains[doc] = float(gain)
         return gains
     if isinstance(relevant, (set, frozenset, list, tuple)):
-        return {doc: 1.0 for doc in relevant}
+        return dict.fromkeys(relevant, 1.0)
     raise ValueError(f"relevant items must be a set of ids or a dict id -> gain, got {type(relevant).__name__}")
 
 

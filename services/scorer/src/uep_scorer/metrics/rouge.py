@@ -42,7 +42,6 @@ import unicodedata
 from functools import lru_cache
 from typing import Any
 
-
 from .base import MetricInputError, MetricResult
 from .bleu import primary_language
 from .normalize import reference_answers
@@ -94,9 +93,7 @@ def _build_token_regex() -> re.Pattern[str]:
         unspaced_letters.extend(cp for cp in range(low, high + 1) if unicodedata.category(chr(cp))[0] in "LN")
     marks = [cp for cp in range(0x10000) if unicodedata.category(chr(cp))[0] == "M"]  # BMP marks
     unspaced = _char_class(unspaced_letters)
-    unspaced_all = "".join(
-        re.escape(chr(low)) + "-" + re.escape(chr(high)) for low, high in _UNSPACED_RANGES
-    )
+    unspaced_all = "".join(re.escape(chr(low)) + "-" + re.escape(chr(high)) for low, high in _UNSPACED_RANGES)
     mark = _char_class(marks)
     # A spaced-script word starts with a letter/digit (not "_") outside the unspaced blocks and
     # continues with such characters or combining marks.

@@ -13,5 +13,12 @@ from uep_scorer.sandbox import (
 )
 
 __all__ = [
-    "CodeTask", "SandboxLimits", "SandboxResult", "SandboxStatus", "configure", "run_python", "run_task", "status",
+    "CodeTask",
+    "SandboxLimits",
+    "SandboxResult",
+    "SandboxStatus",
+    "configure",
+    "run_python",
+    "run_task",
+    "status",
 ]

@@ -27,6 +27,13 @@ from .isolation import MODES, SandboxStatus, configure, run_python, run_task, st
 from .task import CodeTask, SandboxLimits, SandboxResult
 
 __all__ = [
-    "MODES", "CodeTask", "SandboxLimits", "SandboxResult", "SandboxStatus", "configure", "run_python", "run_task",
+    "MODES",
+    "CodeTask",
+    "SandboxLimits",
+    "SandboxResult",
+    "SandboxStatus",
+    "configure",
+    "run_python",
+    "run_task",
     "status",
 ]

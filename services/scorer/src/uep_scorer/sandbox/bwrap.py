@@ -116,10 +116,24 @@ def sandbox_argv(config: BwrapConfig, *, seccomp_fd: int, info_fd: int, request_
     """The full bwrap command line for one sandbox (options as in the module docstring)."""
     argv = [
         config.bwrap,
-        "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-        "--unshare-cgroup-try", "--disable-userns",
-        "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", "sandbox",
-        "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv",
+        "--unshare-user",
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--disable-userns",
+        "--uid",
+        str(SANDBOX_UID),
+        "--gid",
+        str(SANDBOX_UID),
+        "--hostname",
+        "sandbox",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        "--clearenv",
     ]
     for key, value in ENV.items():
         argv += ["--setenv", key, value]
@@ -128,11 +142,34 @@ def sandbox_argv(config: BwrapConfig, *, seccomp_fd: int, info_fd: int, request_
     if prefix != "/usr" and not prefix.startswith("/usr/"):
         argv += ["--ro-bind", prefix, prefix]
     argv += [
-        "--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev",
-        "--size", str(config.tmpfs_bytes), "--tmpfs", "/tmp", "--dir", WORKDIR, "--chdir", WORKDIR,
-        "--remount-ro", "/",
-        "--seccomp", str(seccomp_fd), "--info-fd", str(info_fd),
-        "--", config.python, "-I", "-S", "-c", runner_source(), str(request_fd), str(verdict_fd),
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--remount-ro",
+        "/dev",
+        "--size",
+        str(config.tmpfs_bytes),
+        "--tmpfs",
+        "/tmp",
+        "--dir",
+        WORKDIR,
+        "--chdir",
+        WORKDIR,
+        "--remount-ro",
+        "/",
+        "--seccomp",
+        str(seccomp_fd),
+        "--info-fd",
+        str(info_fd),
+        "--",
+        config.python,
+        "-I",
+        "-S",
+        "-c",
+        runner_source(),
+        str(request_fd),
+        str(verdict_fd),
     ]
     return argv
 
@@ -238,8 +275,14 @@ def spawn(config: BwrapConfig) -> BwrapSandbox:
         elif config.host_uid is not None:
             user = {"user": config.host_uid, "group": config.host_uid, "extra_groups": []}
         proc = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr_fd, env={"PATH": "/usr/bin:/bin"},
-            pass_fds=(seccomp_fd, info_w, request_r, verdict_w), cwd="/", **user,
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr_fd,
+            env={"PATH": "/usr/bin:/bin"},
+            pass_fds=(seccomp_fd, info_w, request_r, verdict_w),
+            cwd="/",
+            **user,
         )
     except OSError:
         for fd in fds:
@@ -276,7 +319,7 @@ def _write_all(fd: int, data: bytes, deadline: float) -> None:
         if remaining <= 0 or not poller.poll(int(remaining * 1000) + 1):
             raise TimeoutError("request not taken in time")
         try:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
         except BlockingIOError:
             continue
 
@@ -314,10 +357,17 @@ def run_in_sandbox(sandbox: BwrapSandbox, task: CodeTask, limits: SandboxLimits)
     """
     ready = secrets.token_hex(_TOKEN_HEX // 2)
     passed = secrets.token_hex(_TOKEN_HEX // 2)
-    request = json.dumps({
-        "ready": ready, "pass": passed, "limits": limits.rlimits(), "candidate": task.candidate,
-        "entry_point": task.entry_point, "prompt": task.prompt, "test": task.test,
-    }).encode()
+    request = json.dumps(
+        {
+            "ready": ready,
+            "pass": passed,
+            "limits": limits.rlimits(),
+            "candidate": task.candidate,
+            "entry_point": task.entry_point,
+            "prompt": task.prompt,
+            "test": task.test,
+        }
+    ).encode()
     started = time.monotonic()
     deadline = started + limits.timeout_s
     try:
@@ -325,8 +375,9 @@ def run_in_sandbox(sandbox: BwrapSandbox, task: CodeTask, limits: SandboxLimits)
             _write_all(sandbox.request_w, request, deadline)
         except OSError as exc:  # the idle runner died (killed from outside) or never read
             sandbox.kill()
-            return SandboxResult("error", time.monotonic() - started, sandbox.proc.returncode, sandbox.stderr_tail(),
-                                 f"harness_unavailable: {exc}")
+            return SandboxResult(
+                "error", time.monotonic() - started, sandbox.proc.returncode, sandbox.stderr_tail(), f"harness_unavailable: {exc}"
+            )
         _close(sandbox.request_w)
         sandbox.request_w = -1
         verdict, exited = _read_verdict(sandbox.verdict_r, deadline)
@@ -340,14 +391,15 @@ def run_in_sandbox(sandbox: BwrapSandbox, task: CodeTask, limits: SandboxLimits)
         sandbox.discard()
 
 
-def _classify(verdict: bytes, ready: bytes, passed: bytes, exited: bool, returncode: int, duration: float,
-              stderr_tail: str) -> SandboxResult:
+def _classify(
+    verdict: bytes, ready: bytes, passed: bytes, exited: bool, returncode: int, duration: float, stderr_tail: str
+) -> SandboxResult:
     if not verdict.startswith(ready):
         reason = "harness_did_not_start" + ("" if exited else " (wall_clock)")
         return SandboxResult("error", duration, returncode, stderr_tail, reason)
     if not exited:
         return SandboxResult("timed_out", duration, returncode, stderr_tail, "wall_clock")
-    rest = verdict[len(ready):]
+    rest = verdict[len(ready) :]
     if rest == passed:
         return SandboxResult("passed", duration, 0, stderr_tail)
     line = _FAIL_LINE.fullmatch(rest)

@@ -46,7 +46,9 @@ def _enc(value, depth, budget):
         raise CodecError("value nested deeper than %d levels" % MAX_DEPTH)
     depth += 1
     if isinstance(value, (list, tuple, set, frozenset)):
-        tag = "L" if isinstance(value, list) else "T" if isinstance(value, tuple) else "F" if isinstance(value, frozenset) else "S"
+        tag = (
+            "L" if isinstance(value, list) else "T" if isinstance(value, tuple) else "F" if isinstance(value, frozenset) else "S"
+        )
         return [tag] + [_enc(v, depth, budget) for v in value]
     if isinstance(value, dict):
         out = ["D"]
@@ -128,4 +130,3 @@ def decode(data):
     except (ValueError, RecursionError, UnicodeDecodeError):
         raise CodecError("malformed message") from None
     return _dec(node, 0)
-

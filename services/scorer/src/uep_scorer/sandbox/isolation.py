@@ -174,20 +174,29 @@ def open_backend(mode: str | None = None) -> SandboxBackend:
     pool = None
     if mode == "unsafe_process":
         status = SandboxStatus("unsafe_process", "UNSAFE: untrusted code runs in a plain process of the scorer's uid")
-        log.warning("code sandbox: UEP_SANDBOX_MODE=unsafe_process - untrusted benchmark and model code runs "
-                    "WITHOUT isolation (no namespaces, no seccomp; a pass can be forged). Use only on a "
-                    "throw-away machine.")
+        log.warning(
+            "code sandbox: UEP_SANDBOX_MODE=unsafe_process - untrusted benchmark and model code runs "
+            "WITHOUT isolation (no namespaces, no seccomp; a pass can be forged). Use only on a "
+            "throw-away machine."
+        )
     elif mode == "bwrap":
         status, config = _probe_bwrap()
         if config is not None:
             size = int(os.environ.get("UEP_SANDBOX_POOL", "2"))
             pool = WarmPool(lambda: bwrap.spawn(config), size, "bwrap-sandbox-spawner")
-            log.info("code sandbox: bwrap (%s, host uid %s, pool %d)", status.detail,
-                     config.host_uid if config.host_uid is not None else os.geteuid(), size)
+            log.info(
+                "code sandbox: bwrap (%s, host uid %s, pool %d)",
+                status.detail,
+                config.host_uid if config.host_uid is not None else os.geteuid(),
+                size,
+            )
         else:
-            log.error("code sandbox UNAVAILABLE: %s. Code benchmarks (humaneval_pass_at_1) will not be run; their "
-                      "items are scored 'sandbox_unavailable'. Fix the cause, or set UEP_SANDBOX_MODE=unsafe_process "
-                      "to accept running untrusted code without isolation.", status.detail)
+            log.error(
+                "code sandbox UNAVAILABLE: %s. Code benchmarks (humaneval_pass_at_1) will not be run; their "
+                "items are scored 'sandbox_unavailable'. Fix the cause, or set UEP_SANDBOX_MODE=unsafe_process "
+                "to accept running untrusted code without isolation.",
+                status.detail,
+            )
     else:
         status = SandboxStatus("unavailable", f"unknown UEP_SANDBOX_MODE {mode!r} (expected one of {', '.join(MODES)})")
         log.error("code sandbox UNAVAILABLE: %s", status.detail)

@@ -10,8 +10,9 @@ from __future__ import annotations
 import collections
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Callable, Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 
 class Worker(Protocol):

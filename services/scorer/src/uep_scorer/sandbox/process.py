@@ -211,8 +211,13 @@ def _spawn_worker() -> _Worker:
         with open(stderr_path, "wb") as stderr_file:
             proc = subprocess.Popen(
                 [sys.executable, "-I", "-c", _HARNESS, str(request_r), str(verdict_w)],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr_file, cwd=workdir, env=env,
-                pass_fds=(request_r, verdict_w), start_new_session=True,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr_file,
+                cwd=workdir,
+                env=env,
+                pass_fds=(request_r, verdict_w),
+                start_new_session=True,
             )
     except OSError:
         for fd in (request_w, verdict_r):
@@ -270,8 +275,9 @@ def _run(source: str, limits: SandboxLimits) -> SandboxResult:
         worker.discard()
 
 
-def _classify(verdict: bytes, ready: bytes, passed: bytes, exited: bool, returncode: int,
-              duration: float, stderr_tail: str) -> SandboxResult:
+def _classify(
+    verdict: bytes, ready: bytes, passed: bytes, exited: bool, returncode: int, duration: float, stderr_tail: str
+) -> SandboxResult:
     if not verdict.startswith(ready):
         reason = "harness_did_not_start" + ("" if exited else " (wall_clock)")
         return SandboxResult("error", duration, returncode, stderr_tail, reason)

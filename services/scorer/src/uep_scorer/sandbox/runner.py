@@ -42,11 +42,52 @@ except ImportError:  # inside the sandbox the codec's source is prepended to thi
 _PR_SET_DUMPABLE = 4
 _MAX_FRAME = 16 << 20
 _GUARDED = (
-    "kill", "killpg", "system", "fork", "forkpty", "putenv", "unsetenv", "remove", "removedirs", "rmdir",
-    "unlink", "rename", "renames", "replace", "truncate", "chmod", "fchmod", "lchmod", "chown", "fchown",
-    "lchown", "chroot", "setuid", "setgid", "setsid", "setpgid", "fchdir", "popen", "posix_spawn",
-    "posix_spawnp", "execv", "execve", "execl", "execle", "execlp", "execlpe", "execvp", "execvpe", "spawnl",
-    "spawnle", "spawnlp", "spawnlpe", "spawnv", "spawnve", "spawnvp", "spawnvpe",
+    "kill",
+    "killpg",
+    "system",
+    "fork",
+    "forkpty",
+    "putenv",
+    "unsetenv",
+    "remove",
+    "removedirs",
+    "rmdir",
+    "unlink",
+    "rename",
+    "renames",
+    "replace",
+    "truncate",
+    "chmod",
+    "fchmod",
+    "lchmod",
+    "chown",
+    "fchown",
+    "lchown",
+    "chroot",
+    "setuid",
+    "setgid",
+    "setsid",
+    "setpgid",
+    "fchdir",
+    "popen",
+    "posix_spawn",
+    "posix_spawnp",
+    "execv",
+    "execve",
+    "execl",
+    "execle",
+    "execlp",
+    "execlpe",
+    "execvp",
+    "execvpe",
+    "spawnl",
+    "spawnle",
+    "spawnlp",
+    "spawnlpe",
+    "spawnv",
+    "spawnve",
+    "spawnvp",
+    "spawnvpe",
 )
 
 
@@ -82,7 +123,7 @@ def _read_exact(fd, n):
 def _send(fd, data):
     data = len(data).to_bytes(4, "big") + data
     while data:
-        data = data[os.write(fd, data):]
+        data = data[os.write(fd, data) :]
 
 
 def _recv(fd):
@@ -94,9 +135,12 @@ def _recv(fd):
 
 def _set_limits(cpu_s, as_b, fsize_b, nofile, nproc):
     for res, soft, hard in (
-        (resource.RLIMIT_CPU, cpu_s, cpu_s + 1), (resource.RLIMIT_AS, as_b, as_b),
-        (resource.RLIMIT_FSIZE, fsize_b, fsize_b), (resource.RLIMIT_NOFILE, nofile, nofile),
-        (resource.RLIMIT_CORE, 0, 0), (resource.RLIMIT_NPROC, nproc, nproc),
+        (resource.RLIMIT_CPU, cpu_s, cpu_s + 1),
+        (resource.RLIMIT_AS, as_b, as_b),
+        (resource.RLIMIT_FSIZE, fsize_b, fsize_b),
+        (resource.RLIMIT_NOFILE, nofile, nofile),
+        (resource.RLIMIT_CORE, 0, 0),
+        (resource.RLIMIT_NPROC, nproc, nproc),
     ):
         cur_hard = resource.getrlimit(res)[1]
         if cur_hard != resource.RLIM_INFINITY:
