@@ -47,6 +47,13 @@ status: ## show the local stack's processes and health
 demo: install ## install, start the stack, evaluate the embedded LLM on real benchmarks, print the summary, stop
 	$(PY) deploy/local/demo.py
 
+# Static checks with the locked tools in .venv (ruff, mypy: configuration in pyproject.toml) and the lock's freshness.
+check: install ## lint, format check, type check (mypy) and uv lock --check
+	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .
+	.venv/bin/mypy
+	$(UV) lock --check
+
 test: install ## run every test (unit, scorer, model server, end to end on a fresh stack)
 	$(PY) -m pytest -q -p no:cacheprovider
 
@@ -79,4 +86,4 @@ bench-report: install ## bench/report: build the report (and leaderboard) of a 1
 asyncapi: install ## regenerate docs/asyncapi.json from the services' FastStream apps
 	$(PY) docs/generate_asyncapi.py
 
-.PHONY: help install up down status demo test test-unit test-db test-stack bench bench-scorer bench-chaos asyncapi bench-scheduler bench-report
+.PHONY: help install up down status demo check test test-unit test-db test-stack bench bench-scorer bench-chaos asyncapi bench-scheduler bench-report

@@ -2,8 +2,7 @@
 
 On a private stack (oracle model), one clean run of a ``--n``-sample MMLU evaluation gives the reference
 verdicts. Then, ``--runs`` times, an evaluation of the same samples runs while, one at a time with a gap
-(tansu wedges a consumer group whose members leave within a second of each other,
-shared/research/kafka-broker.md):
+(tansu wedges a consumer group whose members leave within a second of each other):
 
 1. ``kill -9`` inference, restart it;     2. ``kill -9`` the scorer, restart it;
 3. ``kill -9`` the reporter, restart it;  4. ``kill -9`` the scheduler, restart it — the evaluation is now

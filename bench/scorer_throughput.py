@@ -172,7 +172,7 @@ def compare(
         t, v_ours = timed(ours)
         t_ours = min(t_ours, t)
     assert v_ref is not None and v_ours is not None
-    agree = sum(same(a, b) for a, b in zip(v_ours, v_ref))
+    agree = sum(same(a, b) for a, b in zip(v_ours, v_ref, strict=True))
     return {
         "metric": label,
         "n": n,
@@ -275,7 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ],
             lambda: [[s[t].fmeasure for t in DEFAULT_TYPES] for s in (scorer.score(ref, out) for ref, out in pairs)],
             args.repeats,
-            lambda a, b: all(close(x, y) for x, y in zip(a, b)),
+            lambda a, b: all(close(x, y) for x, y in zip(a, b, strict=True)),
         )
     )
 

@@ -20,6 +20,7 @@ dev stack on other ports, with another run directory and database.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -162,18 +163,14 @@ def stop(cfg: StackConfig, names: list[str], grace_s: float = 15.0) -> list[str]
             continue
     ran = [name for name, pid in pids.items() if _alive(pid)]
     for name in ran:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(pids[name], signal.SIGTERM)
-        except ProcessLookupError:
-            pass
     deadline = time.monotonic() + grace_s
     while any(_alive(pids[n]) for n in ran) and time.monotonic() < deadline:
         time.sleep(0.1)
     for name, pid in pids.items():
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         _pid_file(cfg, name).unlink(missing_ok=True)
     return ran
 
@@ -315,14 +312,12 @@ def start_services(cfg: StackConfig) -> None:
 def kill(cfg: StackConfig, name: str) -> int | None:
     """``kill -9`` the process group of one stack process (no grace, no clean shutdown: a crash). Returns the
     PID killed, or None if it was not running. Kill one service at a time, with a gap: tansu wedges a consumer
-    group whose members leave within a second of each other (shared/research/kafka-broker.md)."""
+    group whose members leave within a second of each other."""
     pid = read_pid(cfg, name)
     if pid is None:
         return None
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     deadline = time.monotonic() + 10
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -393,7 +388,7 @@ async def fix_partitions(settings, attempts: int = 10) -> list[str]:
                 return fixed
             await admin.delete_topics(wrong)
             for name in wrong:
-                try:
+                with contextlib.suppress(TopicAlreadyExistsError):
                     await admin.create_topics(
                         [
                             NewTopic(
@@ -403,8 +398,6 @@ async def fix_partitions(settings, attempts: int = 10) -> list[str]:
                             )
                         ]
                     )
-                except TopicAlreadyExistsError:
-                    pass
             fixed.extend(wrong)
             await asyncio.sleep(0.2)
     finally:

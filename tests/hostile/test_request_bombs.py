@@ -71,7 +71,7 @@ class HealthProbe:
 
     def slowest(self, n: int = 3) -> str:
         """The ``n`` slowest polls as ``"<ms> ms at <s> s"`` (for the test's printed figures)."""
-        top = sorted(zip(self.latencies, self.at), reverse=True)[:n]
+        top = sorted(zip(self.latencies, self.at, strict=True), reverse=True)[:n]
         return ", ".join(f"{lat * 1000:.0f} ms at {at:.1f} s" for lat, at in top)
 
 

@@ -3,6 +3,7 @@ or coming back, and small polling helpers against the running stack."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
@@ -77,10 +78,8 @@ class Forwarder:
 
 
 def _close(s: socket.socket) -> None:
-    try:
+    with contextlib.suppress(OSError):
         s.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
     s.close()
 
 
@@ -152,4 +151,4 @@ def verdicts(db, evaluation_id: str) -> dict[int, bool | None]:
             ),
             {"e": evaluation_id},
         ).all()
-    return {o: v for o, v in rows}
+    return dict(rows)

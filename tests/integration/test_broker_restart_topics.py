@@ -1,6 +1,6 @@
 """After a restart of the memory-storage broker, on a real tansu broker of its own: a topic that came back with
 the wrong partition count (a client's metadata request auto-creates it with 4 before the stack re-creates it
-with 6, shared/research/kafka-broker.md §6) is re-created by ``uep_stack.fix_partitions`` with 6, and events
+with 6) is re-created by ``uep_stack.fix_partitions`` with 6, and events
 keyed to partitions 4-5 are then published and read back from those partitions."""
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ def test_rubric_and_failure_paths(gateway, db):
     slug = _slug("judge-rubric")
     rows = [
         "[[say:Paris is the capital of France. JUDGE:SCORE=8]]",  # valid JSON
-        "[[say:Paris. JUDGE:SCORE=8 JUDGE:FENCED]]",  # the fenced JSON
+        "[[say:Paris. JUDGE:SCORE=8 JUDGE:FENCED]]",  # fenced JSON
         "[[say:Paris. JUDGE:PROSE]]",  # "I would rate it highly." every time
         "[[say:Paris. JUDGE:SCORE=3 JUDGE:GARBAGE_ONCE]]",  # prose, then valid JSON after the feedback
         "[[say:Paris. JUDGE:SCORE=8 JUDGE:OUT_OF_SCALE]]",  # overall 14 on 0-10

@@ -6,6 +6,7 @@ broker the watchdog never moves a consumer."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from types import SimpleNamespace
 
@@ -88,10 +89,8 @@ async def _scenario(cfg) -> tuple[list[str], int, int]:
     finally:
         await watchdog.stop()
         task.cancel()
-        try:
+        with contextlib.suppress(asyncio.CancelledError):
             await task
-        except asyncio.CancelledError:
-            pass
         await consumer.stop()
 
 

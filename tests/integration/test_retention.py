@@ -12,10 +12,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import text
 
-from uep_common import retention
 from uep_common.admin import create_api_key
 from uep_common.artifacts import ArtifactStore
 from uep_common.db.session import make_async_engine, make_sessionmaker
+from uep_reporter import retention_policy as retention
 
 from .helpers import register_model
 

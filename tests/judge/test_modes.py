@@ -6,7 +6,7 @@ import uuid
 
 from uep_common.events import Backend, ModelTarget
 from uep_common.judge_config import JudgeConfig
-from uep_common.judge_diagnostics import VerdictRow, diagnostics, spearman
+from uep_gateway.judge_diagnostics import VerdictRow, diagnostics, spearman
 from uep_judge.aggregate import pairwise_outcome, rubric_outcome
 from uep_judge.client import JudgeGeneration
 from uep_judge.modes import compare, grade
@@ -54,7 +54,7 @@ async def test_fenced_and_chatty_answers_are_recovered():
     assert verdicts[0].raw_text.startswith("Here is my verdict:")
 
 
-async def test_issue_case_prose_is_retried_then_recorded_invalid_with_raw_text():
+async def test_worked_case_prose_is_retried_then_recorded_invalid_with_raw_text():
     verdicts, out, gen = await _grade("Paris. JUDGE:PROSE", cfg(max_retries=2))
     v = verdicts[0]
     assert len(v.attempts) == 3 and not v.valid  # 1 ask + 2 re-asks (max_retries=2)
@@ -128,7 +128,7 @@ def _rows(comparisons_per_item, c):
     return rows
 
 
-async def test_issue_case_always_first_judge_is_inconsistent_on_every_comparison():
+async def test_worked_case_always_first_judge_is_inconsistent_on_every_comparison():
     c = cfg(mode="pairwise", judges=["uep-judge-first"])
     pairs = [("JUDGE:SCORE=9", "JUDGE:SCORE=1"), ("JUDGE:SCORE=1", "JUDGE:SCORE=9"), ("same", "same"), ("a b c", "a")]
     results = [await _compare(a, b, c) for a, b in pairs]

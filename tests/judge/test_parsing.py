@@ -9,7 +9,7 @@ from uep_judge.parsing import JudgeParseError, extract_json_object, parse_pairwi
 CFG = JudgeConfig(judges=["uep-judge"])  # the default five dimensions on 0-10, overall on 0-10
 
 
-def test_issue_case_fenced_json_gives_overall_8_and_accuracy_8():
+def test_worked_case_fenced_json_gives_overall_8_and_accuracy_8():
     text = '```json\n{"scores": {"accuracy": 8}, "overall": 8, "reasoning": "fine"}\n```'
     v = parse_rubric(text, CFG)
     assert v.overall == 8 and v.scores == {"accuracy": 8} and v.reasoning == "fine"
@@ -17,7 +17,7 @@ def test_issue_case_fenced_json_gives_overall_8_and_accuracy_8():
     assert v.missing == ["relevance", "completeness", "clarity", "safety"]
 
 
-def test_issue_case_prose_is_invalid():
+def test_worked_case_prose_is_invalid():
     with pytest.raises(JudgeParseError, match="no JSON object"):
         parse_rubric("I would rate it highly.", CFG)
 

@@ -157,7 +157,8 @@ def _group_alive(pgid: int) -> bool:
 @pytest.fixture(scope="module")
 def server():
     http_port, grpc_port, metrics_port = _free_ports(3)
-    log = tempfile.NamedTemporaryFile(prefix="uep-model-server-", suffix=".log", delete=False)
+    # the server writes to it for the whole module; the fixture's finally closes and removes it
+    log = tempfile.NamedTemporaryFile(prefix="uep-model-server-", suffix=".log", delete=False)  # noqa: SIM115
     cmd = [
         str(SERVER_BIN),
         "--http-port",
@@ -216,7 +217,7 @@ def server():
 
 
 def _mmlu_prompt(item) -> str:
-    lines = [item.input["question"]] + [f"{l}. {c}" for l, c in zip("ABCD", item.input["choices"])]
+    lines = [item.input["question"]] + [f"{letter}. {c}" for letter, c in zip("ABCD", item.input["choices"], strict=False)]
     return "The following is a multiple choice question.\n\n" + "\n".join(lines) + "\nAnswer:"
 
 

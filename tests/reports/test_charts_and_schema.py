@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from uep_reporter.charts import bars_svg, radar_svg, trend_svg
+from uep_common.charts import bars_svg, radar_svg, trend_svg
 from uep_reporter.report_model import REPORT_SCHEMA_VERSION, json_schema
 
 ROOT = Path(__file__).resolve().parents[2]

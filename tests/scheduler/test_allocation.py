@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import func, select, update
 
-from uep_common.db.models import Evaluation, SampleLease
+from uep_common.db.models import Evaluation, OutboxMessage, SampleLease, SampleResult
 from uep_scheduler.allocation import allocate
 from uep_scheduler.settings import SchedulerSettings
 
@@ -64,7 +64,7 @@ async def test_two_tenants_get_equal_shares_whatever_their_number_of_evaluations
     await run_pass(sm, cfg, now)  # fill the 20 slots
     counts: Counter = Counter()
     per_eval: Counter = Counter()
-    for step in range(80):
+    for _step in range(80):
         await release_random(sm, 5, rng)
         now += timedelta(milliseconds=100)
         r = await run_pass(sm, cfg, now)
@@ -179,7 +179,7 @@ async def test_two_allocators_running_concurrently_never_overbook_or_lease_twice
     evs = [await world.evaluation(t, bench, model, 400) for t in (t1, t2, t1)]
     cfg, rng, now = settings(max_in_flight_global=12), random.Random(1), datetime.now(UTC)
     total = 0
-    for step in range(15):
+    for _step in range(15):
         results = await asyncio.gather(run_pass(sm, cfg, now), run_pass(sm, cfg, now))
         total += sum(sum(r.leased.values()) for r in results)
         assert await in_flight(sm) <= 12
@@ -236,8 +236,6 @@ async def test_an_item_scored_but_never_stored_is_dispatched_again_by_the_orphan
     with its expiry held far out, as uep_judge.store does). Only the fourth is dispatched again (attempt 2),
     and only by a reconcile pass with the sweep, after its lease expired and its release is past the cut-off."""
     import uuid
-
-    from uep_common.db.models import OutboxMessage, SampleResult
 
     t, bench, model = await world.tenant("t"), await world.benchmark(5), await world.model(None)
     ev = await world.evaluation(t, bench, model, 5)

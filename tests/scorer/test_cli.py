@@ -85,7 +85,7 @@ def test_summary_reports_corpus_bleu_apart_from_mean_sentence_bleu():
 
     hyps = ["the cat sat on the mat", "a dog barked loudly at night"]
     refs = ["the cat sat on a mat", "the dog barked at night"]
-    lines = "\n".join(json.dumps({"prediction": h, "reference": r}) for h, r in zip(hyps, refs))
+    lines = "\n".join(json.dumps({"prediction": h, "reference": r}) for h, r in zip(hyps, refs, strict=True))
     r = run(["score", "-m", "sentence_bleu", "--summary", "-"], stdin=lines)
     assert r.returncode == 0, r.stderr
     summary = json.loads(r.stdout.splitlines()[-1])["summary"]

@@ -60,7 +60,11 @@ ZH = [
 ]
 OTHER = ["", "", "...", "!!!", "   ", "a", "Hello 世界, 你好 world!", "hello world 你好世界", "123", "1 2 3"]
 
-PAIRS = list(zip(EN[::2], EN[1::2])) + list(zip(ZH[::2], ZH[1::2])) + list(zip(OTHER[::2], OTHER[1::2]))
+PAIRS = (
+    list(zip(EN[::2], EN[1::2], strict=True))
+    + list(zip(ZH[::2], ZH[1::2], strict=True))
+    + list(zip(OTHER[::2], OTHER[1::2], strict=True))
+)
 PAIRS += [(b, a) for a, b in PAIRS]  # both directions
 PAIRS += [(a, a) for a in EN[:4] + ZH[:2]] + [("", "The cat."), ("The cat.", "")]
 EN_PAIRS = [(h, r) for h, r in PAIRS if h.isascii() and r.isascii()]
@@ -129,7 +133,9 @@ def test_corpus_bleu_and_chrf_equal_sacrebleu(tokenize):
     assert f"tok:{tokenize}" in signature and "nrefs:1" in signature
     # Variable numbers of references per segment (sacrebleu streams padded with None).
     second = [refs[(i + 7) % len(refs)] if i % 2 else None for i in range(len(refs))]
-    ours_multi, sig = corpus_bleu(hyps, [[r] if s is None else [r, s] for r, s in zip(refs, second)], tokenize=tokenize)
+    ours_multi, sig = corpus_bleu(
+        hyps, [[r] if s is None else [r, s] for r, s in zip(refs, second, strict=True)], tokenize=tokenize
+    )
     assert ours_multi == pytest.approx(sacrebleu.corpus_bleu(hyps, [refs, second], tokenize=tokenize).score, abs=1e-9)
     assert "nrefs:var" in sig
     chrf, _ = corpus_chrf(hyps, [[r] for r in refs])

@@ -107,6 +107,6 @@ async def test_all_164_canonical_solutions_pass_concurrently_via_to_thread():
         *(asyncio.to_thread(METRIC.score, PROBLEMS[i]["canonical_solution"], PROBLEMS[i], {}) for i in ids),
         asyncio.to_thread(METRIC.score, "    return None\n", P0, {}),
     )
-    failures = [(i, r.details) for i, r in zip(ids, results) if r.is_correct is not True]
+    failures = [(i, r.details) for i, r in zip(ids, results, strict=False) if r.is_correct is not True]
     assert failures == []
     assert results[-1].is_correct is False

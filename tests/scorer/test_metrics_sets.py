@@ -198,7 +198,7 @@ def _sklearn_ndcg(query, k):
 @pytest.mark.parametrize("k", [1, 2, 3])
 def test_ndcg_matches_sklearn_ndcg_score(k):
     result = ranking_metrics(GRADED, k=k)
-    for query, got in zip(GRADED, result["per_query"]):
+    for query, got in zip(GRADED, result["per_query"], strict=True):
         assert got["ndcg_at_k"] == pytest.approx(_sklearn_ndcg(query, k), abs=1e-9)
     expected = np.mean([_sklearn_ndcg(q, k) for q in GRADED])
     assert result["ndcg_at_k"] == pytest.approx(expected, abs=1e-9)

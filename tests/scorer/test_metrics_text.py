@@ -22,7 +22,7 @@ ROUGE = get_metric("rouge")
 ZH = "今天天气很好我们去公园散步"
 
 
-# --- cases from the issue ---------------------------------------------------------------------------
+# --- worked cases with stated values ---------------------------------------------------------------
 
 
 def test_bleu_identical_chinese_with_zh_tokenizer_is_100():
@@ -260,7 +260,7 @@ def test_corpus_bleu_is_not_the_mean_of_sentence_bleu():
     hyps = ["the cat sat on the mat", "a b"]
     refs = [["the cat sat on a mat"], ["a b c"]]
     score, signature = corpus_bleu(hyps, refs)
-    mean = sum(BLEU.score(h, {"answers": r}, {}).score for h, r in zip(hyps, refs)) / 2
+    mean = sum(BLEU.score(h, {"answers": r}, {}).score for h, r in zip(hyps, refs, strict=True)) / 2
     assert signature == "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0"
     # Pooled counts: 1-4-gram matches 7/8, 4/6, 2/4, 1/3; hyp_len 8 < ref_len 9 -> BP = exp(1 - 9/8).
     expected = 100 * math.exp(1 - 9 / 8) * (7 / 8 * 4 / 6 * 2 / 4 * 1 / 3) ** 0.25

@@ -1,12 +1,29 @@
 """Parsing and validating custom benchmark uploads (gateway, no server): row shapes, line/field errors."""
 
+import asyncio
 import io
+import json
+import math
+import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from uep_gateway.uploads import UploadInvalid, detect_format, read_records, validate_rows
+from uep_gateway.body_limit import BodyLimitMiddleware
+from uep_gateway.upload_worker import BudgetExceeded, WorkerPool
+from uep_gateway.uploads import (
+    TEMPLATE_LOC,
+    UploadInvalid,
+    UploadLimits,
+    check_parquet_metadata,
+    check_upload,
+    detect_format,
+    read_records,
+    render_previews,
+    spec_problems,
+    validate_rows,
+)
 
 TEMPLATE = "Q: {{ question }}\nA:"
 
@@ -72,21 +89,6 @@ def test_limits_and_formats():
 
 
 # ------------------------------------------------------------------ bounds: Parquet metadata, CSV/JSONL, values
-import asyncio
-import json
-import math
-import time
-
-from uep_gateway.body_limit import BodyLimitMiddleware
-from uep_gateway.upload_worker import BudgetExceeded, WorkerPool
-from uep_gateway.uploads import (
-    TEMPLATE_LOC,
-    UploadLimits,
-    check_parquet_metadata,
-    check_upload,
-    render_previews,
-    spec_problems,
-)
 
 
 def parquet_bytes(table: pa.Table, **kw) -> bytes:

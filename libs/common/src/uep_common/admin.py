@@ -19,9 +19,13 @@ import logging
 import sys
 from pathlib import Path
 
-from sqlalchemy import text
+from sqlalchemy import select, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session
 
+from uep_common.db.budgets import ApiKey, hash_api_key, new_api_key
+from uep_common.db.models import Tenant
+from uep_common.db.session import make_sync_engine
 from uep_common.settings import CommonSettings
 
 MIGRATIONS_DIR = Path(__file__).parent / "db" / "migrations"
@@ -39,8 +43,6 @@ def alembic_config(database_url: str):
 
 def create_database(database_url: str) -> bool:
     """Create the database of ``database_url`` if it does not exist. Returns True if it was created."""
-    from uep_common.db.session import make_sync_engine
-
     url = make_url(database_url)
     engine = make_sync_engine(url.set(database="postgres").render_as_string(hide_password=False))
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
@@ -99,12 +101,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def create_tenant(database_url: str, slug: str, name: str = "") -> str:
     """Register tenant ``slug`` if missing; returns a one-line report."""
-    from sqlalchemy import select
-    from sqlalchemy.orm import Session
-
-    from uep_common.db.models import Tenant
-    from uep_common.db.session import make_sync_engine
-
     engine = make_sync_engine(database_url)
     try:
         with Session(engine) as s, s.begin():
@@ -119,13 +115,6 @@ def create_tenant(database_url: str, slug: str, name: str = "") -> str:
 def create_api_key(database_url: str, tenant_slug: str, role: str, name: str = "") -> str:
     """Create an API key for ``tenant_slug`` with ``role`` (admin, builder, viewer) and return it — the only
     time it is shown: ``api_keys`` keeps its SHA-256 digest. Raises LookupError for an unknown tenant."""
-    from sqlalchemy import select
-    from sqlalchemy.orm import Session
-
-    from uep_common.db.budgets import ApiKey, hash_api_key, new_api_key
-    from uep_common.db.models import Tenant
-    from uep_common.db.session import make_sync_engine
-
     engine = make_sync_engine(database_url)
     try:
         with Session(engine) as s, s.begin():

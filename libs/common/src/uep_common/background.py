@@ -10,6 +10,7 @@ cancellation ends it. :meth:`BackgroundLoop.stop` cancels the task and waits for
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -42,7 +43,7 @@ class BackgroundLoop:
         self._interval = interval_s
         self._error_delay = error_delay_s
         self._wake = asyncio.Event()
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
         self.rounds = 0
         self.failures = 0
 
@@ -66,10 +67,8 @@ class BackgroundLoop:
         if task is None:
             return
         task.cancel()
-        try:
+        with contextlib.suppress(asyncio.CancelledError):
             await task
-        except asyncio.CancelledError:
-            pass
 
     def _next_wait(self) -> float:
         return float(self._interval() if callable(self._interval) else self._interval)
@@ -91,8 +90,6 @@ class BackgroundLoop:
                 await asyncio.sleep(self._error_delay)
                 wait = max(0.0, wait - self._error_delay)
             if wait > 0:
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), timeout=wait)
-                except TimeoutError:
-                    pass
             self._wake.clear()

@@ -5,18 +5,18 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class Item(Protocol):
     """What the hash reads of a sample (DatasetItem and uploaded rows both have these)."""
 
     external_id: str | None
-    input: dict
-    reference: dict
+    input: dict[str, Any]
+    reference: dict[str, Any]
 
 
-def content_hash(config: dict, items: Iterable[Item]) -> str:
+def content_hash(config: dict[str, Any], items: Iterable[Item]) -> str:
     """SHA-256 hex of the canonical JSON (sorted keys, no whitespace) of ``config`` followed by each item's
     ``[external_id, input, reference]``, one per line, in order. Same content → same version."""
     h = hashlib.sha256()

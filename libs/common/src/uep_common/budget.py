@@ -34,24 +34,28 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select, text, tuple_
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
+from uep_common import lifecycle
+from uep_common.configs import check_evaluation_config, parse_evaluation_config
 from uep_common.costs import Expected, Pricing, affordable, currency, evaluation_estimate, money, per_item_estimate
 from uep_common.db.budgets import BenchmarkCostProfile, BudgetAccount, BudgetCap, SpendEntry, cap_target
+from uep_common.db.models import Benchmark, Evaluation, Model, Tenant
+from uep_common.events import EvaluationStatus
+from uep_common.summary import compute_summary
 
 if TYPE_CHECKING:  # pragma: no cover
     from sqlalchemy.ext.asyncio import AsyncSession
 
-    from uep_common.db.models import Evaluation, Model, Tenant
     from uep_common.events import ScoreComputed
 
 
-class BudgetRefused(Exception):
+class BudgetRefused(Exception):  # noqa: N818 - a public name that callers and tests catch; renaming it breaks them
     """Creation refused because the estimate exceeds what is left (HTTP ``status_code`` 402 or 409)."""
 
     def __init__(self, status_code: int, field: str, reason: str, kind: str) -> None:
@@ -93,7 +97,7 @@ class Plan:
     estimate: Decimal
     expected: Expected
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """JSON-friendly form (money as floats in the site currency)."""
         return {
             "evaluation_id": str(self.evaluation_id),
@@ -116,10 +120,9 @@ class Plan:
 async def plan(session: AsyncSession, ev: Evaluation) -> Plan:
     """Estimate one evaluation row (persisted or not): ``total_items`` × the per-item estimate of its model
     on its benchmark."""
-    from uep_common.db.models import Benchmark, Model
-
     model = await session.get(Model, ev.model_id)
     bench = await session.get(Benchmark, ev.benchmark_id)
+    assert model is not None and bench is not None  # foreign keys of the evaluation
     pricing = pricing_of(model)
     expected = await expected_of(session, model, bench.slug)
     return Plan(
@@ -168,7 +171,7 @@ def _first_cap(keys: list[tuple[str, str]], found: dict[tuple[str, str], BudgetC
     return None, "none"
 
 
-def utc_today():
+def utc_today() -> date:
     """Today's date in UTC (the day of the daily caps and of the ledger)."""
     return datetime.now(UTC).date()
 
@@ -213,7 +216,7 @@ async def check_creation(session: AsyncSession, tenant: Tenant, evaluations: lis
         found = await _caps(session, sorted({k for keys in cap_keys.values() for k in keys} | {day_key}))  # one round trip
         committed = Decimal(0)
         for ev, p in zip(evaluations, plans, strict=True):
-            own = ev.config.get("max_cost") if ev.config else None
+            own = parse_evaluation_config(ev.config).max_cost
             cap, scope = _first_cap(cap_keys[p.benchmark], found)
             if cap is not None and p.estimate > cap:
                 raise BudgetRefused(
@@ -239,10 +242,12 @@ async def check_creation(session: AsyncSession, tenant: Tenant, evaluations: lis
                     "over_daily_cap",
                 )
     for ev, p in zip(evaluations, plans, strict=True):
-        ev.config = {**(ev.config or {}), "cost_estimate": p.as_dict()}  # before the INSERT: no UPDATE after it
+        ev.config = check_evaluation_config(
+            {**(ev.config or {}), "cost_estimate": p.as_dict()}
+        )  # before the INSERT: no UPDATE after it
     await session.flush()  # the evaluation rows first: accounts and caps refer to them
     for ev, p in zip(evaluations, plans, strict=True):
-        own = ev.config.get("max_cost") if ev.config else None
+        own = parse_evaluation_config(ev.config).max_cost
         session.add(_account(ev, p))
         if own is not None:
             session.add(
@@ -368,22 +373,10 @@ async def reserve_for_dispatch(session: AsyncSession, ev: Evaluation, model: Mod
 
 
 async def _finish_exhausted(session: AsyncSession, ev: Evaluation, reason: str) -> None:
-    """End ``ev`` (locked) as budget_exhausted now: partial summary, EvaluationCompleted in the outbox."""
-    from uep_common.events import EvaluationCompleted, EvaluationStatus
-    from uep_common.outbox import add_to_outbox
-    from uep_common.summary import compute_summary
-
+    """End ``ev`` (locked) as budget_exhausted now (``finish`` in :mod:`uep_common.lifecycle`): partial summary,
+    EvaluationCompleted in the outbox."""
     summary = await compute_summary(session, ev.id)
-    ev.status = EvaluationStatus.budget_exhausted.value
-    ev.summary = summary.model_dump(mode="json")
-    ev.completed_at = datetime.now(UTC)
-    add_to_outbox(
-        session,
-        EvaluationCompleted(
-            evaluation_id=ev.id, tenant_id=ev.tenant_id, status=EvaluationStatus.budget_exhausted, summary=summary, error=reason
-        ),
-        ev.trace_context or {},
-    )
+    await lifecycle.end(session, ev, lifecycle.Transition.finish, EvaluationStatus.budget_exhausted, reason, summary)
 
 
 async def exhausted_reason(session: AsyncSession, evaluation_id: uuid.UUID) -> str | None:
@@ -400,8 +393,6 @@ async def settle_scores(session: AsyncSession, scores: list[ScoreComputed]) -> N
     """Called by the scheduler, inside the transaction that releases the leases of ``scores``: records each
     item's actual cost and releases its reservation, exactly once per (item, attempt) (see the module
     docstring). Scores of evaluations without a budget account and re-scores (``rescore_id``) are ignored."""
-    from uep_common.db.models import Model
-
     scores = [s for s in scores if s.rescore_id is None]
     if not scores:
         return
@@ -415,7 +406,7 @@ async def settle_scores(session: AsyncSession, scores: list[ScoreComputed]) -> N
             .execution_options(populate_existing=True)
         )
     }
-    seen: set[tuple] = set()
+    seen: set[tuple[Any, ...]] = set()
     unique = []
     for s in scores:
         key = (s.evaluation_id, s.sample_id, s.repeat, s.arm, s.attempt)
@@ -507,8 +498,6 @@ async def charge(
     ``model_id``'s prices is added to the evaluation's ``judge_total`` and to the ledger (kind ``charge``),
     so it counts against the evaluation's and the tenant's caps. Raises ValueError for an unknown role or
     evaluation. Call it in the transaction that records the call's result."""
-    from uep_common.db.models import Evaluation, Model
-
     if role not in ("inference", "judge"):
         raise ValueError(f"unknown spend role {role!r}")
     ev = await session.get(Evaluation, evaluation_id)
@@ -539,7 +528,7 @@ async def charge(
     )
 
 
-def combined_estimate(estimates: list[dict | None]) -> dict | None:
+def combined_estimate(estimates: list[dict[str, Any] | None]) -> dict[str, Any] | None:
     """The ``cost_estimate`` dicts of the evaluations of one request (:meth:`Plan.as_dict`) as one:
     ``{"estimate", "items", "currency", "evaluations": [...]}`` (the one dict itself for a single evaluation;
     None when none has an estimate)."""

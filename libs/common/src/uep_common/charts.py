@@ -161,7 +161,7 @@ def trend_svg(
         ax.errorbar(
             x_num,
             ys,
-            yerr=[[y - low for y, low in zip(ys, lo)], [h - y for y, h in zip(ys, hi)]],
+            yerr=[[y - low for y, low in zip(ys, lo, strict=True)], [h - y for y, h in zip(ys, hi, strict=True)]],
             fmt="o-",
             color=PALETTE[0],
             ecolor=PALETTE[0],
@@ -171,7 +171,7 @@ def trend_svg(
             linewidth=1.6,
             label="score",
         )
-        for x, y, label in zip(x_num, ys, [p[4] for p in pts]):
+        for x, y, label in zip(x_num, ys, [p[4] for p in pts], strict=True):
             is_hl = highlight is not None and label == highlight
             ax.annotate(
                 label,
@@ -214,8 +214,8 @@ def bars_svg(rows: Sequence[tuple[str, float, float | None, float | None]], titl
         ax = fig.add_subplot()
         ys = list(range(len(rows)))[::-1]
         vals = [r[1] for r in rows]
-        lo = [v - (r[2] if r[2] is not None else v) for v, r in zip(vals, rows)]
-        hi = [(r[3] if r[3] is not None else v) - v for v, r in zip(vals, rows)]
+        lo = [v - (r[2] if r[2] is not None else v) for v, r in zip(vals, rows, strict=True)]
+        hi = [(r[3] if r[3] is not None else v) - v for v, r in zip(vals, rows, strict=True)]
         ax.barh(ys, vals, color=PALETTE[0], alpha=0.75, height=0.65)
         ax.errorbar(vals, ys, xerr=[lo, hi], fmt="none", ecolor="#111827", elinewidth=0.8, capsize=2)
         ax.set_yticks(ys, [r[0].replace("_", " ") for r in rows], fontsize=8)

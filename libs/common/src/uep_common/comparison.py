@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -166,7 +167,7 @@ WITH c AS ({side.format("cur")}), b AS ({side.format("base")}), p AS (
 """
 
 
-def _err(e: dict | None) -> str | None:
+def _err(e: dict[str, Any] | None) -> str | None:
     return None if e is None else f"{e.get('stage')}/{e.get('type')}"
 
 
@@ -174,7 +175,7 @@ def _outcome(ok, score, err, ext) -> ItemOutcome | None:
     return ItemOutcome(is_correct=ok, score=score, error=_err(err), extracted=ext)
 
 
-def _diff_view(cur: np.ndarray, base: np.ndarray) -> DiffView:
+def _diff_view(cur: np.ndarray[Any, Any], base: np.ndarray[Any, Any]) -> DiffView:
     if cur.size == 0:
         return DiffView(n=0, baseline_mean=None, current_mean=None, difference=None, ci_low=None, ci_high=None, method=None)
     diff, ci = paired_bootstrap_diff(cur, base)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
 
 COST_UNITS = ("none", "tokens", "gpu_second", "call")
 QUANTUM = Decimal("1e-10")
@@ -89,7 +90,7 @@ class Expected:
     output_tokens: int = 256
     latency_ms: float = 1000.0
 
-    def merged(self, override: dict | None) -> Expected:
+    def merged(self, override: dict[str, Any] | None) -> Expected:
         """This expectation with the non-null fields of a benchmark ``override`` dict
         (keys ``input_tokens``, ``output_tokens``, ``latency_ms``) taking precedence."""
         if not override:

@@ -23,13 +23,16 @@ import math
 import uuid
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from croniter import croniter
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from uep_common.configs import EvaluationConfig, check_evaluation_config
 from uep_common.db.models import TENANT_LIMIT_COLUMNS, Benchmark, Evaluation, Model, Tenant
-from uep_common.events import EvaluationRequested, Priority
+from uep_common.events import EvaluationRequested, EvaluationStatus, Priority
+from uep_common.lifecycle import UNFINISHED
 from uep_common.telemetry import current_trace_headers
 
 
@@ -64,17 +67,22 @@ def evaluation_config(
     chat_template: bool | None = None,
     prompt_template: str | None = None,
     sample_timeout_s: float | None = None,
-) -> dict:
-    """``evaluations.config`` from the create options (None = not set). ``max_parallel`` is stored as
-    ``max_in_flight`` (the scheduler's per-evaluation bound); ``sample_timeout_s`` bounds each model call."""
-    pairs = (
-        ("max_in_flight", max_parallel),
-        ("fewshot_k", fewshot_k),
-        ("chat_template", chat_template),
-        ("prompt_template", prompt_template),
-        ("sample_timeout_s", sample_timeout_s),
+) -> dict[str, Any]:
+    """``evaluations.config`` (:class:`uep_common.configs.EvaluationConfig` as JSON) from the create options
+    (None = not set, left out). ``max_parallel`` is stored as ``max_in_flight`` (the scheduler's
+    per-evaluation bound); ``sample_timeout_s`` bounds each model call, seconds.
+
+    Raises:
+        pydantic.ValidationError: an option out of the model's bounds (``loc`` names the stored key).
+    """
+    cfg = EvaluationConfig(
+        max_in_flight=max_parallel,
+        fewshot_k=fewshot_k,
+        chat_template=chat_template,
+        prompt_template=prompt_template,
+        sample_timeout_s=sample_timeout_s,
     )
-    return {k: v for k, v in pairs if v is not None}
+    return cfg.model_dump(mode="json", exclude_none=True, exclude={"schema_version"})
 
 
 def new_evaluation(
@@ -85,7 +93,7 @@ def new_evaluation(
     sample_limit: int | None,
     repeats: int,
     priority: Priority | str,
-    config: dict,
+    config: dict[str, Any],
     arm: str = "main",
     batch_id: uuid.UUID | None = None,
     experiment_id: uuid.UUID | None = None,
@@ -95,7 +103,11 @@ def new_evaluation(
 ) -> tuple[Evaluation, EvaluationRequested]:
     """A pending evaluation of ``model`` on ``bench`` (``total_items`` = min(sample_limit, samples) ×
     repeats; one arm per evaluation) and the EvaluationRequested announcing it. The trace context is the
-    current span's (call inside the evaluation's root span). Nothing is added to a session."""
+    current span's (call inside the evaluation's root span). Nothing is added to a session.
+
+    Raises:
+        pydantic.ValidationError: ``config`` is not a valid :class:`uep_common.configs.EvaluationConfig`.
+    """
     priority = Priority(priority)
     n_samples = min(sample_limit or bench.sample_count, bench.sample_count)
     evaluation_id = evaluation_id or uuid.uuid4()
@@ -104,12 +116,12 @@ def new_evaluation(
         tenant_id=tenant_id,
         benchmark_id=bench.id,
         model_id=model.id,
-        status="pending",
+        status=EvaluationStatus.pending.value,
         priority=priority.value,
         sample_limit=sample_limit,
         repeats=repeats,
         total_items=n_samples * repeats,
-        config=dict(config),
+        config=check_evaluation_config(config),
         trace_context=current_trace_headers(),
         idempotency_key=idempotency_key,
         arm=arm,
@@ -139,8 +151,9 @@ def new_evaluation(
 
 # ---------------------------------------------------------------------------------------------- work limits
 
-UNFINISHED_STATUSES = ("pending", "running", "interrupted")
-"""Statuses whose items count as queued (``interrupted`` ones resume on retry)."""
+UNFINISHED_STATUSES = UNFINISHED
+"""Statuses whose items count as queued (:data:`uep_common.lifecycle.UNFINISHED`: ``interrupted`` ones resume
+on retry)."""
 RATE_WINDOW_S = 60
 
 
@@ -170,7 +183,7 @@ class WorkLimits:
         return replace(self, **{c: int(v) for c in TENANT_LIMIT_COLUMNS if (v := getattr(tenant, c, None)) is not None})
 
 
-class WorkLimitRefused(Exception):
+class WorkLimitRefused(Exception):  # noqa: N818 - a public name that callers and tests catch; renaming it breaks them
     """A creation refused by a work limit: HTTP ``status_code`` (422 the request can never fit, 409 the
     tenant's queue is full now, 429 the per-minute rate; then ``retry_after_s`` says when one more fits),
     ``field`` (the request field to change, e.g. ``repeats``), ``reason`` (with the numbers) and ``kind``."""

@@ -55,11 +55,11 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Literal[1] = 1
 """Current major schema version of every event in this module."""
 
 
@@ -177,7 +177,7 @@ class ItemEvent(Event):
         """``evaluation_id:sample_id:repeat:arm``: the unique identity of a result row."""
         return f"{self.evaluation_id}:{self.sample_id}:{self.repeat}:{self.arm}"
 
-    def item_fields(self) -> dict:
+    def item_fields(self) -> dict[str, Any]:
         """The fields that identify this item and its attempt, to build the next stage's event from."""
         return {
             "evaluation_id": self.evaluation_id,
@@ -252,8 +252,8 @@ class SampleDispatched(ItemEvent):
 
     benchmark_id: uuid.UUID
     sample_ordinal: int = Field(ge=0)
-    input: dict = Field(description="The sample's input fields (never the reference answer).")
-    fewshot: list[dict] = Field(
+    input: dict[str, Any] = Field(description="The sample's input fields (never the reference answer).")
+    fewshot: list[dict[str, Any]] = Field(
         default_factory=list,
         description="Demonstrations, each {input, reference}: other samples of the benchmark (same subject when "
         "samples have one), never the sample itself.",

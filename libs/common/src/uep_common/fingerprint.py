@@ -30,6 +30,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from uep_common.configs import parse_benchmark_config, parse_evaluation_config
 from uep_common.db.models import Benchmark, Evaluation, Model, SampleResult
 
 GROUPS = ("model", "benchmark", "prompt", "decoding", "run", "scorer")
@@ -71,10 +72,15 @@ async def metric_versions(session: AsyncSession, evaluation_id: uuid.UUID) -> di
 
 
 def build_fingerprint(ev: Evaluation, model: Model, bench: Benchmark, versions: dict[str, list[str]]) -> dict[str, object]:
-    """The fingerprint of ``ev`` from its rows (see the module docstring for the fields)."""
-    cfg = ev.config or {}
-    prompt = (bench.config or {}).get("prompt") or {}
-    metric = (bench.config or {}).get("metric") or {}
+    """The fingerprint of ``ev`` from its rows (see the module docstring for the fields).
+
+    Raises:
+        pydantic.ValidationError: a config column does not parse (:mod:`uep_common.configs`).
+    """
+    cfg = parse_evaluation_config(ev.config)
+    bench_cfg = parse_benchmark_config(bench.config)
+    prompt = bench_cfg.prompt
+    metric = bench_cfg.metric
     dec = model.decoding_defaults or {}
     return {
         "model.name": model.name,
@@ -85,18 +91,18 @@ def build_fingerprint(ev: Evaluation, model: Model, bench: Benchmark, versions: 
         "model.triton_model_version": model.triton_model_version,
         "benchmark.slug": bench.slug,
         "benchmark.version": bench.version,
-        "prompt.template_sha256": _sha(prompt.get("template")),
-        "prompt.fewshot_k": int(cfg.get("fewshot_k", prompt.get("fewshot_k", 0)) or 0),
-        "prompt.chat": cfg.get("chat_template", prompt.get("chat")),
-        "decoding.max_tokens": prompt.get("max_tokens") or dec.get("max_tokens", 256),
+        "prompt.template_sha256": _sha(bench_cfg.template),
+        "prompt.fewshot_k": cfg.fewshot_k if cfg.fewshot_k is not None else (prompt.fewshot_k if prompt else 0),
+        "prompt.chat": cfg.chat_template if cfg.chat_template is not None else (prompt.chat if prompt else None),
+        "decoding.max_tokens": (prompt.max_tokens if prompt else None) or dec.get("max_tokens", 256),
         "decoding.temperature": dec.get("temperature", 0.0),
-        "decoding.stop": [*dec.get("stop", []), *prompt.get("stop", [])],
+        "decoding.stop": [*dec.get("stop", []), *(prompt.stop if prompt else [])],
         "run.repeats": ev.repeats,
         "run.sample_limit": ev.sample_limit,
-        "run.max_parallel": cfg.get("max_parallel", cfg.get("max_in_flight")),
-        "run.batch_size": cfg.get("batch_size"),
-        "scorer.metric": metric.get("name"),
-        "scorer.params": metric.get("params", {}),
+        "run.max_parallel": cfg.max_parallel,
+        "run.batch_size": cfg.batch_size,
+        "scorer.metric": bench_cfg.metric_name,
+        "scorer.params": metric.params if metric else {},
         "scorer.metric_versions": versions,
     }
 
@@ -112,6 +118,7 @@ async def fingerprint(session: AsyncSession, evaluation_id: uuid.UUID) -> dict[s
         raise LookupError(f"unknown evaluation {evaluation_id}")
     model = await session.get(Model, ev.model_id)
     bench = await session.get(Benchmark, ev.benchmark_id)
+    assert model is not None and bench is not None  # foreign keys of the evaluation
     return build_fingerprint(ev, model, bench, await metric_versions(session, evaluation_id))
 
 

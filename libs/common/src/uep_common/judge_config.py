@@ -17,7 +17,7 @@ against the baseline evaluation's answer for the same sample, asked in both orde
 from __future__ import annotations
 
 import uuid
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -136,7 +136,7 @@ TEMPLATE_FILTERS = {"num": format_number}
 """Filters every judge template (file or ``template_text``) may use, beyond Jinja2's built-in ones."""
 
 
-def template_trial_variables(cfg: JudgeConfig) -> dict:
+def template_trial_variables(cfg: JudgeConfig) -> dict[str, Any]:
     """Placeholder values of every variable the judge service passes to a template of ``cfg.mode``
     (rubric/reference: question, answer, reference, dimensions, overall_min, overall_max, schema;
     pairwise: question, answer_a, answer_b, reference, schema), for a trial render at creation."""
@@ -152,7 +152,7 @@ def template_trial_variables(cfg: JudgeConfig) -> dict:
     }
 
 
-def merge_judge_config(benchmark_judge: dict | None, override: dict | None) -> JudgeConfig:
+def merge_judge_config(benchmark_judge: dict[str, Any] | None, override: dict[str, Any] | None) -> JudgeConfig:
     """The benchmark's ``judge`` block with the evaluation's ``override`` keys replacing its own (shallow).
 
     Raises:

@@ -42,6 +42,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 from sqlalchemy import func, select, text
@@ -49,6 +50,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common import stats
+from uep_common.configs import EvaluationConfig, parse_evaluation_config
 from uep_common.db.leaderboards import LeaderboardScore, LeaderboardSnapshot
 from uep_common.db.models import Benchmark, Evaluation, Model, SampleResult
 
@@ -58,12 +60,16 @@ def wilson(successes: int, n: int) -> tuple[float, float] | None:
     return stats.wilson_interval(successes, n)
 
 
-def evaluation_type_of(config: Mapping | None, benchmark_type: str) -> str:
-    """The evaluation type of an evaluation (see the module docstring)."""
-    config = config or {}
-    if config.get("evaluation_type"):
-        return str(config["evaluation_type"])
-    if config.get("source_evaluation_id"):
+def evaluation_type_of(config: Mapping[str, Any] | EvaluationConfig | None, benchmark_type: str) -> str:
+    """The evaluation type of an evaluation (see the module docstring) from its ``evaluations.config``.
+
+    Raises:
+        pydantic.ValidationError: ``config`` does not parse (:func:`uep_common.configs.parse_evaluation_config`).
+    """
+    cfg = parse_evaluation_config(config)
+    if cfg.evaluation_type:
+        return cfg.evaluation_type
+    if cfg.source_evaluation_id:
         return "human"
     return benchmark_type
 
@@ -77,7 +83,7 @@ def score_type_of(evaluation_type: str, metric_name: str | None) -> str:
     return metric_name or "automatic"
 
 
-async def compute_score(session: AsyncSession, ev: Evaluation) -> dict:
+async def compute_score(session: AsyncSession, ev: Evaluation) -> dict[str, Any]:
     """``{score, ci_low, ci_high, n, method, method_detail}`` of one evaluation (see the module docstring).
 
     Uses the summary's correct/scored when it has an accuracy; otherwise the stored items' scores (after
@@ -85,8 +91,9 @@ async def compute_score(session: AsyncSession, ev: Evaluation) -> dict:
     s = ev.summary or {}
     if s.get("accuracy") is not None and s.get("scored"):
         k, n = int(s["correct"]), int(s["scored"])
-        ci = wilson(k, n)
-        return {"score": k / n, "ci_low": ci[0], "ci_high": ci[1], "n": n, "method": "wilson", "method_detail": stats.WILSON}
+        wci = wilson(k, n)
+        assert wci is not None  # n > 0
+        return {"score": k / n, "ci_low": wci[0], "ci_high": wci[1], "n": n, "method": "wilson", "method_detail": stats.WILSON}
     if ev.details_cleaned_at is None:
         values = (
             await session.scalars(
@@ -131,7 +138,7 @@ class BoardEntry:
     rank: int | None = None
     tie_group: int | None = None
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """JSON-ready dict (ids and times as strings)."""
         d = asdict(self)
         d["evaluation_id"] = str(self.evaluation_id)
@@ -164,7 +171,7 @@ def rank_entries(entries: Sequence[BoardEntry]) -> list[BoardEntry]:
 # ---------------------------------------------------------------- boards from the database
 
 
-async def list_boards(session: AsyncSession) -> list[dict]:
+async def list_boards(session: AsyncSession) -> list[dict[str, Any]]:
     """Every board: ``{benchmark, score_type, models, evaluations, last_evaluated}`` ordered by benchmark,
     score type (only completed evaluations count)."""
     ls = LeaderboardScore
@@ -240,7 +247,7 @@ async def load_board(
     return rank_entries(entries)
 
 
-def _snapshot_entry(e: BoardEntry) -> dict:
+def _snapshot_entry(e: BoardEntry) -> dict[str, Any]:
     return {
         "model": e.model,
         "model_version": e.model_version,
@@ -275,6 +282,7 @@ async def record_evaluation(session: AsyncSession, evaluation_id: uuid.UUID) -> 
         return False
     bench = await session.get(Benchmark, ev.benchmark_id)
     model = await session.get(Model, ev.model_id)
+    assert model is not None and bench is not None  # foreign keys of the evaluation
     s = ev.summary or {}
     score_type = score_type_of(evaluation_type_of(ev.config, bench.evaluation_type), s.get("metric_name"))
     values = await compute_score(session, ev)
@@ -326,7 +334,7 @@ async def unrecorded_evaluations(session: AsyncSession, limit: int = 100) -> lis
     return list(rows.all())
 
 
-async def board_history(session: AsyncSession, benchmark_slug: str, score_type: str, limit: int = 50) -> list[dict]:
+async def board_history(session: AsyncSession, benchmark_slug: str, score_type: str, limit: int = 50) -> list[dict[str, Any]]:
     """The last ``limit`` snapshots of a board, newest first: ``{id, created_at, evaluation_id, entries,
     changes}`` where ``changes`` lists the entries whose position, rank or tie group differs from the
     previous snapshot (``from_*`` None for an entry new on the board)."""
@@ -339,7 +347,7 @@ async def board_history(session: AsyncSession, benchmark_slug: str, score_type: 
         )
     ).all()
     snaps = list(reversed(snaps))
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
     for i, snap in enumerate(snaps):
         if i == 0 and len(snaps) > limit:
             continue  # only the baseline of the oldest one listed
@@ -383,7 +391,7 @@ def _pick(entries: Sequence[BoardEntry], model_ref: str) -> BoardEntry | None:
     return max(found, key=lambda e: (e.last_evaluated, e.model_version)) if found else None
 
 
-def radar_series(rows: Mapping[str, Mapping[str, float | None]], dimensions: Sequence[str]) -> tuple[dict, list[str]]:
+def radar_series(rows: Mapping[str, Mapping[str, float | None]], dimensions: Sequence[str]) -> tuple[dict[str, Any], list[str]]:
     """Radar input ``{series: {dimension: value in [0, 1]}}`` from ``rows`` (model → dimension → score).
 
     A missing score is left out of its series (the radar draws a gap, never a zero); a dimension with a
@@ -408,11 +416,11 @@ async def compare_models(
     models: Sequence[str],
     boards: Sequence[tuple[str, str]],
     radar: Callable[[Mapping[str, Mapping[str, float]], str], str] | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """Scores of ``models`` (``name`` or ``name@version``) on ``boards`` ((benchmark slug, score type)):
     ``{models, boards, rows: [{model, scores: {"<slug>:<type>": entry | None}}], radar_svg, radar_left_out}``.
 
-    ``radar`` renders the radar (e.g. ``uep_reporter.charts.radar_svg``); None leaves ``radar_svg`` None.
+    ``radar`` renders the radar (e.g. ``uep_common.charts.radar_svg``); None leaves ``radar_svg`` None.
     """
     cells: dict[str, dict[str, BoardEntry | None]] = {m: {} for m in models}
     labels = [f"{slug}:{st}" for slug, st in boards]

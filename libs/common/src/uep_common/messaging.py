@@ -1,6 +1,6 @@
 """Kafka plumbing shared by the services: broker factory, topic creation, consumer defaults, publishing.
 
-Settings follow shared/research/kafka-broker.md: no idempotent/transactional producer (tansu rejects
+Settings suit the tansu broker: no idempotent/transactional producer (tansu rejects
 aiokafka's InitProducerId v0; exactly-once comes from PostgreSQL and idempotent consumers), topics created
 explicitly with their partition counts, session_timeout 6 s and fetch_max_wait 100 ms.
 """
@@ -46,7 +46,7 @@ def consumer_options(settings: CommonSettings, service: str) -> dict[str, Any]:
     """Keyword arguments for ``broker.subscriber``: group ``<prefix>.<service>`` and fast-join timings.
 
     Give every subscriber of a process its own group: two members of one group leaving together can
-    wedge the group on tansu (shared/research/kafka-broker.md, "ghost leader").
+    wedge the group on tansu (a "ghost leader" the group waits for).
     """
     return {
         "group_id": f"{settings.consumer_group_prefix}.{service}",
@@ -92,7 +92,7 @@ def refresh_metadata(broker: KafkaBroker) -> bool:
     """Ask the broker's aiokafka producer to refresh its cluster metadata now; False when it has none yet.
 
     A producer whose cached metadata names partitions the broker no longer has (a memory-storage broker
-    restarted and a topic re-created with fewer partitions, shared/research/kafka-broker.md §6) fails every
+    restarted and a topic re-created with fewer partitions) fails every
     send to them with ``UnknownError`` and does not refresh by itself until ``metadata_max_age_ms``.
     """
     state = getattr(broker._producer, "_producer", None)  # FastStream 0.7: AioKafkaFastProducerImpl → RealProducer
@@ -147,7 +147,7 @@ async def dead_letter(
     await broker.publish(body, topic=DEAD_LETTER_TOPIC, key=key, headers=out)
 
 
-class UndecodableEvent(ValueError):
+class UndecodableEvent(ValueError):  # noqa: N818 - a public name that callers and tests catch; renaming it breaks them
     """A message body is not valid JSON for the expected event schema (the reason names the field)."""
 
 

@@ -42,7 +42,9 @@ def _describe(kind: str) -> str:
     }.get(kind, kind)
 
 
-def param_problems(params: dict, param_types: dict[str, str], required: list[str] | tuple[str, ...]) -> list[tuple[str, str]]:
+def param_problems(
+    params: dict[str, Any], param_types: dict[str, str], required: list[str] | tuple[str, ...]
+) -> list[tuple[str, str]]:
     """``(parameter, reason)`` for each unknown, missing or mistyped parameter; empty when all are fine.
 
     ``None`` is accepted for optional parameters (it means "the default").

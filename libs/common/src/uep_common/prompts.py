@@ -10,6 +10,7 @@ a message saying which.
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
 from jinja2 import Template, TemplateError
 
@@ -39,7 +40,7 @@ def check_prompt_template(template: str) -> None:
         raise PromptRenderError(f"prompt template error: {exc}") from exc
 
 
-def render_prompt(template: str, fields: dict, fewshot: list[dict] | tuple = ()) -> str:
+def render_prompt(template: str, fields: dict[str, Any], fewshot: list[dict[str, Any]] | tuple[Any, ...] = ()) -> str:
     """Render ``template`` with the sample's ``fields`` and ``fewshot`` demonstrations (each
     ``{"input": …, "reference": …}``; the template sees them as ``fewshot``, empty by default).
 

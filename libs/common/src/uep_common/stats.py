@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 from scipy.stats import binomtest, bootstrap
@@ -51,7 +52,7 @@ class Interval:
     confidence: float
     method: str
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """JSON-ready dict of the fields."""
         return asdict(self)
 
@@ -98,7 +99,7 @@ def _method_text(kind: str, n_resamples: int, paired: bool = False) -> str:
     return f"{what}, {kind}, {n_resamples} resamples, seed {BOOTSTRAP_SEED} (scipy.stats.bootstrap)"
 
 
-def bootstrap_mean(values: Sequence[float] | np.ndarray, confidence: float = 0.95) -> Interval | None:
+def bootstrap_mean(values: Sequence[float] | np.ndarray[Any, Any], confidence: float = 0.95) -> Interval | None:
     """Bootstrap confidence interval of the mean of ``values`` (BCa for n ≤ 5000, else percentile).
 
     Args:
@@ -135,12 +136,12 @@ def _batch(n: int) -> int:
     return max(1, min(2000, 5_000_000 // max(n, 1)))  # at most ~40 MB of resampled values at once
 
 
-def _mean_diff(a, b, axis=-1):
+def _mean_diff(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any], axis: int = -1) -> Any:
     return np.mean(a, axis=axis) - np.mean(b, axis=axis)
 
 
 def paired_bootstrap_diff(
-    current: Sequence[float] | np.ndarray, baseline: Sequence[float] | np.ndarray, confidence: float = 0.95
+    current: Sequence[float] | np.ndarray[Any, Any], baseline: Sequence[float] | np.ndarray[Any, Any], confidence: float = 0.95
 ) -> tuple[float, Interval | None]:
     """Difference of means ``mean(current) − mean(baseline)`` over paired observations, with a paired
     bootstrap interval (one resampled index vector for both sides; BCa for n ≤ 5000, else percentile).
@@ -254,7 +255,7 @@ def mcnemar_exact(b: int, c: int) -> McNemarResult:
     return McNemarResult(b, c, float(min(1.0, p)))
 
 
-def percentiles(values: Iterable[float] | np.ndarray, qs: Sequence[float] = (50, 90, 99)) -> dict[str, float | None]:
+def percentiles(values: Iterable[float] | np.ndarray[Any, Any], qs: Sequence[float] = (50, 90, 99)) -> dict[str, float | None]:
     """Percentiles of ``values`` (linear interpolation), keyed ``"p50"``, ``"p90"``, …; None when empty."""
     x = np.asarray(list(values) if not isinstance(values, np.ndarray) else values, dtype=float)
     if x.size == 0:

@@ -64,6 +64,6 @@ async def compute_summary(session: AsyncSession, evaluation_id: uuid.UUID) -> Ev
         prompt_tokens=int(ptok),
         completion_tokens=int(ctok),
         metric_name=metric_name,
-        metric_means={k: v for k, v in means},
+        metric_means=dict(means),
         extraction_failure_rate=no_answer / extracting if extracting else None,
     )

@@ -13,12 +13,13 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping
+from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.propagate import extract, inject
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
 
 from uep_common.settings import CommonSettings
@@ -48,7 +49,7 @@ def setup_telemetry(settings: CommonSettings) -> TracerProvider:
     return provider
 
 
-def _plain(value):
+def _plain(value: Any) -> Any:
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
     if isinstance(value, tuple | list):
@@ -56,7 +57,7 @@ def _plain(value):
     return value
 
 
-def span_json_line(span) -> str:
+def span_json_line(span: ReadableSpan) -> str:
     """One finished span as a single JSON line (trace/span ids as 0x-prefixed hex, as the SDK's
     ``to_json`` writes them). Bytes attributes — FastStream records Kafka keys as bytes, which the SDK's
     own ``to_json`` cannot serialise — are decoded as UTF-8."""

@@ -43,6 +43,7 @@ import jinja2
 from jinja2 import nodes
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.visitor import NodeTransformer
+from markupsafe import soft_str
 
 
 @dataclass(frozen=True)
@@ -151,16 +152,21 @@ class _Bounds:
             if is_int(left) and is_int(right) and left.bit_length() + right.bit_length() > self.limits.max_int_bits:
                 raise TemplateLimitError(f"integer product larger than {self.limits.max_int_bits} bits")
         elif op == "**":
-            if is_int(left) and is_int(right) and abs(left) > 1 and right > 0:
-                if right * math.log2(abs(left)) > self.limits.max_int_bits:
-                    raise TemplateLimitError(f"integer power larger than {self.limits.max_int_bits} bits")
+            if (
+                is_int(left)
+                and is_int(right)
+                and abs(left) > 1
+                and right > 0
+                and right * math.log2(abs(left)) > self.limits.max_int_bits
+            ):
+                raise TemplateLimitError(f"integer power larger than {self.limits.max_int_bits} bits")
         elif op == "+":
             if isinstance(left, _SIZED) and isinstance(right, _SIZED) and len(left) + len(right) > self.max_len:
                 raise self.too_long("concatenation", len(left) + len(right))
         elif op == "%" and isinstance(left, str):
             self.check_percent(left)
 
-    def method_call(self, obj: Any, args: tuple, kwargs: dict) -> None:
+    def method_call(self, obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """Refuse a call of a ``str``/``bytes`` method whose result would exceed the limits."""
         owner = getattr(obj, "__self__", None)
         name = getattr(obj, "__name__", "")
@@ -171,7 +177,7 @@ class _Bounds:
         elif name == "expandtabs":
             size = args[0] if args else kwargs.get("tabsize", 8)
             if isinstance(size, int) and owner.count("\t" if isinstance(owner, str) else b"\t") * size > self.max_len:
-                raise self.too_long("str.expandtabs", owner.count("\t") * size)
+                raise self.too_long("str.expandtabs", owner.count("\t" if isinstance(owner, str) else b"\t") * size)
         elif name == "replace" and len(args) >= 2:
             old, new = args[0], args[1]
             if isinstance(old, type(owner)) and isinstance(new, type(owner)):
@@ -232,7 +238,7 @@ class BoundedSandboxedEnvironment(ImmutableSandboxedEnvironment):
 
     def uep_concat(self, *values: Any) -> str:
         """``a ~ b ~ ...`` with its length checked before joining (wrapped around ``~`` at parse time)."""
-        parts = [jinja2.utils.soft_str(v) if not isinstance(v, str) else v for v in values]
+        parts = [soft_str(v) if not isinstance(v, str) else v for v in values]
         total = sum(map(len, parts))
         if total > self.limits.max_output_chars:
             raise self._bounds.too_long("concatenation", total)

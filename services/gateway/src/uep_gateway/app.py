@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from contextlib import asynccontextmanager
+from typing import Any
 
 import redis.asyncio as aioredis
 from fastapi import FastAPI, Request
@@ -63,7 +64,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
 
-    def body_limit(scope: dict) -> int:
+    def body_limit(scope: dict[str, Any]) -> int:
         """Bytes a request body may take: the upload route gets the file limit and room for the form."""
         upload = scope.get("method") == "POST" and scope.get("path") == "/v1/benchmarks"
         return settings.max_upload_bytes + 65_536 if upload else settings.max_request_bytes
@@ -71,7 +72,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     app.add_middleware(BodyLimitMiddleware, limit_for=body_limit)
 
     @app.get("/healthz", tags=["health"])
-    async def healthz() -> dict:
+    async def healthz() -> dict[str, Any]:
         """Liveness: the process answers."""
         return {"status": "ok"}
 

@@ -9,8 +9,8 @@ Two modes, per request:
   An ``admin`` key may act for another tenant by naming it in ``X-UEP-Tenant``; any other key naming a
   tenant other than its own is 403.
 - **Pre-auth mode** (no ``Authorization`` header): the caller is the ``builder`` of the tenant named by
-  ``X-UEP-Tenant`` (default ``default``), as every endpoint has behaved so far. This mode exists until the
-  authentication issue replaces it with real identities; nothing here trusts the header for more than a
+  ``X-UEP-Tenant`` (default ``default``), as every endpoint has behaved so far. This mode stays until real
+  identities replace it; nothing here trusts the header for more than a
   builder's rights.
 """
 

@@ -13,7 +13,7 @@ Scope = dict
 Message = dict
 
 
-class BodyTooLarge(Exception):
+class BodyTooLarge(Exception):  # noqa: N818 - a public name that callers and tests catch; renaming it breaks them
     """Raised from ``receive`` to the application once the body has passed its limit (``limit`` bytes)."""
 
     def __init__(self, limit: int) -> None:

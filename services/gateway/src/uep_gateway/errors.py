@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import HTTPException
 
 
@@ -20,11 +22,11 @@ class FieldError(HTTPException):
 class FieldErrors(HTTPException):
     """An HTTP error listing several problems, each ``{"loc": [...], "msg": str, "type": str}``."""
 
-    def __init__(self, status_code: int, problems: list[dict]) -> None:
+    def __init__(self, status_code: int, problems: list[dict[str, Any]]) -> None:
         super().__init__(status_code, detail=problems)
 
 
-def work_limit_error(exc, loc_prefix: tuple = ("body",)) -> FieldError:
+def work_limit_error(exc, loc_prefix: tuple[Any, ...] = ("body",)) -> FieldError:
     """The HTTP error of a :class:`uep_common.creation.WorkLimitRefused`: its status, ``loc`` = ``loc_prefix``
     + its field (a header field is named ``("header", name)``), and ``Retry-After`` (seconds) when it has one."""
     loc = ("header", exc.field) if exc.field.startswith("X-") else (*loc_prefix, exc.field)

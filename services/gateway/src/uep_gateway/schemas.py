@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
@@ -93,7 +93,7 @@ class EvaluationCreate(EvaluationOptions):
         description="Cap of each evaluation created (site currency): it runs until the cap is reached, then "
         "ends budget_exhausted (see POST /v1/evaluations/estimate for what it would cost).",
     )
-    judge: dict | None = Field(
+    judge: dict[str, Any] | None = Field(
         None,
         description="llm_judge/hybrid benchmarks: keys overriding the benchmark's judge configuration "
         "(uep_common.judge_config.JudgeConfig: mode, judges, aggregate, dimensions, template, max_retries, "
@@ -126,7 +126,7 @@ class EvaluationAccepted(BaseModel):
     experiment_id: uuid.UUID | None = None
     arm: str = "main"
     evaluations: list[EvaluationRef] = Field(default_factory=list)
-    estimated_cost: dict | None = Field(
+    estimated_cost: dict[str, Any] | None = Field(
         None,
         description="The estimate before anything ran: {estimate, currency, items, per_item, …} (all evaluations "
         "of a batch or A/B request together in `estimate` and `items`).",
@@ -151,8 +151,8 @@ class EvaluationView(BaseModel):
     id: uuid.UUID
     status: str
     priority: str
-    benchmark: dict
-    model: dict
+    benchmark: dict[str, Any]
+    model: dict[str, Any]
     sample_limit: int | None
     repeats: int
     max_parallel: int | None = None
@@ -182,11 +182,11 @@ class ResultItem(BaseModel):
     score: float | None
     metric_name: str | None
     metric_version: str | None
-    metrics: dict
+    metrics: dict[str, Any]
     latency_ms: float | None
     prompt_tokens: int | None
     completion_tokens: int | None
-    error: dict | None
+    error: dict[str, Any] | None
     attempt: int
 
 
@@ -229,7 +229,7 @@ class ModelView(BaseModel):
     endpoint: str
     triton_model_name: str | None
     triton_model_version: str | None
-    decoding_defaults: dict
+    decoding_defaults: dict[str, Any]
     supports_logprobs: bool
     created_at: datetime
 
@@ -245,8 +245,8 @@ class RescoreView(BaseModel):
     flipped_items: int
     to_correct: int
     to_incorrect: int
-    old_metric_versions: dict
-    new_metric_versions: dict
+    old_metric_versions: dict[str, Any]
+    new_metric_versions: dict[str, Any]
     old_summary: EvaluationSummary | None
     new_summary: EvaluationSummary | None
     error: str | None
@@ -260,7 +260,7 @@ class MetricRef(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1, max_length=100)
-    params: dict = Field(default_factory=dict)
+    params: dict[str, Any] = Field(default_factory=dict)
 
 
 class BenchmarkSpec(BaseModel):
@@ -278,7 +278,7 @@ class BenchmarkSpec(BaseModel):
         description="automatic (the metric), llm_judge (the judge configuration in `judge`), hybrid "
         "(the metric first; items it cannot decide go to the judge, unsure verdicts to human annotators)",
     )
-    judge: dict | None = Field(None, description="llm_judge/hybrid: uep_common.judge_config.JudgeConfig as JSON.")
+    judge: dict[str, Any] | None = Field(None, description="llm_judge/hybrid: uep_common.judge_config.JudgeConfig as JSON.")
     capability_dimensions: list[str] = Field(default_factory=list, max_length=20)
     language: str = Field("en", pattern=r"^[a-z]{2,3}(-[A-Za-z]{2,4})?$")
     prompt: PromptSpec
@@ -292,8 +292,8 @@ class SampleView(BaseModel):
 
     ordinal: int
     external_id: str | None
-    input: dict
-    reference: dict
+    input: dict[str, Any]
+    reference: dict[str, Any]
     prompt: str
 
 
@@ -302,7 +302,7 @@ class MetricView(BaseModel):
 
     name: str
     version: str
-    params: dict
-    param_types: dict
+    params: dict[str, Any]
+    param_types: dict[str, Any]
     required_params: list[str]
     source: str

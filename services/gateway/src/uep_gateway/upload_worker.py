@@ -15,6 +15,7 @@ memory, so that a job killed for its budget can be blamed on the right field (th
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import multiprocessing
 import os
@@ -35,7 +36,7 @@ _PRELOAD = ["pyarrow", "pyarrow.parquet", "pyarrow.compute", "jinja2", "uep_gate
 _shared = None
 
 
-class BudgetExceeded(Exception):
+class BudgetExceeded(Exception):  # noqa: N818 - a public name that callers and tests catch; renaming it breaks them
     """A job ran past its budget and its worker was stopped (and replaced).
 
     Attributes:
@@ -78,7 +79,7 @@ def _ready() -> int:
     return os.getpid()
 
 
-def _run_job(fn: Callable, args: tuple) -> tuple[str, Any]:
+def _run_job(fn: Callable, args: tuple[Any, ...]) -> tuple[str, Any]:
     """Run ``fn(*args)`` in the worker: ``("ok", result)``, ``("error", exception)`` or ``("memory", phase)``."""
     try:
         return "ok", fn(*args)
@@ -104,10 +105,8 @@ class _Slot:
         return PHASES[i] if 0 <= i < len(PHASES) else "idle"
 
     def kill(self) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         self.executor.shutdown(wait=False, cancel_futures=True)
 
 

@@ -28,6 +28,7 @@ import io
 import json
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from jinja2.exceptions import UndefinedError
 
@@ -61,7 +62,7 @@ class UploadProblem:
     type: str
 
 
-class UploadInvalid(Exception):
+class UploadInvalid(Exception):  # noqa: N818 - a public name that callers and tests catch; renaming it breaks them
     """The upload cannot be stored; ``problems`` lists up to :data:`MAX_ERRORS` of them."""
 
     def __init__(self, problems: list[UploadProblem]) -> None:
@@ -78,9 +79,9 @@ class Row:
 
     ordinal: int
     external_id: str | None
-    input: dict
-    reference: dict
-    meta: dict = field(default_factory=dict)
+    input: dict[str, Any]
+    reference: dict[str, Any]
+    meta: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -234,7 +235,7 @@ def _read_csv(text: str, limits: UploadLimits, max_rows: int) -> list[tuple[int,
                 )
             if len(out) >= max_rows:
                 raise _too_many_rows(max_rows)
-            out.append((n, dict(zip(header, values + [None] * (len(header) - len(values))))))
+            out.append((n, dict(zip(header, values + [None] * (len(header) - len(values)), strict=True))))
         return out
     finally:
         csv.field_size_limit(old)
@@ -298,7 +299,7 @@ def _show(key: object) -> str:
     return str(key).replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode()
 
 
-def value_problem(value: object, path: tuple = ()) -> tuple[list[str], str] | None:
+def value_problem(value: object, path: tuple[Any, ...] = ()) -> tuple[list[str], str] | None:
     """The first part of ``value`` that PostgreSQL jsonb/text cannot store, as ``(path, reason)``: a NUL
     character or lone surrogate in a string or key, NaN or infinity, or a non-JSON type. None if all is
     storable. ``path`` elements are keys (``str``) and list indexes (``"[i]"``)."""
@@ -383,8 +384,8 @@ def to_row(ordinal: int, number: int, rec: object) -> Row:
         if not isinstance(meta, dict):
             raise bad("metadata", "must be an object", "bad_metadata")
         return Row(ordinal, ext, rec["input"], ref, meta)
-    ref: dict = {}
-    inp: dict = {}
+    ref: dict[str, Any] = {}
+    inp: dict[str, Any] = {}
     for k, v in rec.items():
         if k in ("id", "external_id"):
             continue
@@ -484,7 +485,7 @@ def validate_rows(
 
 
 def check_upload(
-    data: bytes, fmt: str, template: str, limits: UploadLimits, config: dict | None = None
+    data: bytes, fmt: str, template: str, limits: UploadLimits, config: dict[str, Any] | None = None
 ) -> tuple[list[Row], str | None]:
     """Read ``data`` (format ``fmt``), validate and render every row, and, given the benchmark's
     ``config``, compute its version (:func:`uep_common.benchmarks.content_hash`); the worker job of an
@@ -504,7 +505,7 @@ def check_upload(
     return rows, content_hash(config, rows)
 
 
-def render_previews(template: str, inputs: list[dict], max_chars: int) -> list[tuple[str, bool, str | None]]:
+def render_previews(template: str, inputs: list[dict[str, Any]], max_chars: int) -> list[tuple[str, bool, str | None]]:
     """Each of ``inputs`` rendered through ``template``, as ``(prompt, truncated, error)``: the prompt cut
     to ``max_chars`` characters (``truncated`` then True), or ``("", False, reason)`` when it fails (the
     preview's worker job; a template that fails on every row fails once per row)."""
@@ -520,7 +521,7 @@ def render_previews(template: str, inputs: list[dict], max_chars: int) -> list[t
     return out
 
 
-def spec_problems(spec: object, loc: tuple = ("body", "spec")) -> list[UploadProblem]:
+def spec_problems(spec: object, loc: tuple[Any, ...] = ("body", "spec")) -> list[UploadProblem]:
     """The strings of a benchmark spec (parsed JSON) that PostgreSQL cannot store (NUL character, lone
     surrogate), each named by its path under ``loc``."""
     bad = value_problem(spec)

@@ -22,6 +22,7 @@ the field instead of a database overflow.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from fastapi import Depends, Request
 
@@ -34,7 +35,7 @@ INT64_MAX = 2**63 - 1
 NUL = "\x00"
 
 
-def _nul_path(value, loc: list) -> list | None:
+def _nul_path(value, loc: list[Any]) -> list[Any] | None:
     """The path to the first string (dict key or value) of a decoded JSON value that holds a NUL, or None."""
     if isinstance(value, str):
         return loc if NUL in value else None
@@ -51,7 +52,7 @@ def _nul_path(value, loc: list) -> list | None:
     return None
 
 
-def _refuse(loc: list, where: str) -> FieldError:
+def _refuse(loc: list[Any], where: str) -> FieldError:
     return FieldError(422, tuple(loc), f"{where} contains a NUL character (\\u0000), which cannot be stored", "nul_character")
 
 

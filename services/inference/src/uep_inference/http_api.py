@@ -18,6 +18,7 @@ Responses (JSON): 200 ``{"text", "prompt_tokens", "completion_tokens", "latency_
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -57,7 +58,7 @@ async def _read_body(receive) -> bytes:
             return b"".join(chunks)
 
 
-async def _send_json(send, status: int, body: dict) -> None:
+async def _send_json(send, status: int, body: dict[str, Any]) -> None:
     data = json.dumps(body).encode()
     await send(
         {

@@ -13,7 +13,7 @@ def create_app():
     """Build the inference service's FastStream ASGI app."""
     settings = InferenceSettings()
     runtime = ServiceRuntime(settings)
-    backends = Backends(settings.openai_api_key)
+    backends = Backends(settings)  # one instance of every registered backend (uep_inference.backends)
     limits = ModelLimits()
     register(runtime.broker, settings, backends, limits)
     app = build_app(runtime, on_shutdown=[backends.close])

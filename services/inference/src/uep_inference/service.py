@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from faststream import AckPolicy
 from faststream.kafka import KafkaBroker, KafkaMessage
 
+from uep_common.consuming import consume
 from uep_common.events import ErrorInfo, ModelTarget, OutputGenerated, SampleDispatched, Topics
-from uep_common.messaging import consumer_options, dead_letter, decode_or_dead_letter, publish_event, raw_records
+from uep_common.messaging import consumer_options, dead_letter, publish_event, raw_records
 from uep_common.prompts import PromptRenderError, render_prompt
 from uep_common.telemetry import tracer
-from uep_inference.backends import BackendError, Backends, Generation
+from uep_inference.backends import BackendError, Backends, Generation, GenerationRequest, transient_errors
 from uep_inference.settings import InferenceSettings
 
 log = logging.getLogger(__name__)
@@ -35,18 +36,22 @@ class ModelLimits:
     def __init__(self) -> None:
         self._sems: dict[tuple[str, str], asyncio.Semaphore] = {}
 
-    def for_target(self, target) -> asyncio.Semaphore | None:
-        """The semaphore of ``target``, or None when its capacity is not set."""
-        if not target.max_concurrency:
+    def for_target(self, target, capacity: int | None = None) -> asyncio.Semaphore | None:
+        """The semaphore of ``target`` sized by ``capacity`` (calls in flight, default the registry's
+        ``target.max_concurrency``; a backend's ``capacity(target)``), or None when it is not set."""
+        capacity = target.max_concurrency if capacity is None else capacity
+        if not capacity:
             return None
         key = (target.endpoint, target.triton_model_name or target.name)
         if key not in self._sems:
-            self._sems[key] = asyncio.Semaphore(target.max_concurrency)
+            self._sems[key] = asyncio.Semaphore(capacity)
         return self._sems[key]
 
 
-TRANSIENT = frozenset({"triton_unavailable", "openai_unavailable", "timeout"})
-"""Failure kinds worth another attempt (the endpoint may come back); others (e.g. an unknown model) are not."""
+TRANSIENT = frozenset({"timeout"}) | transient_errors()
+"""Failure kinds worth another attempt (the endpoint may come back): ``timeout`` and every registered
+backend's ``transient_errors`` (``triton_unavailable``, ``openai_unavailable``); others (e.g. an unknown
+model) are not."""
 
 
 @dataclass(frozen=True)
@@ -77,14 +82,15 @@ async def call_model(
     0–``backoff_s`` × 2^(attempt−1) seconds in between. ``latency_ms`` is the last call's wall time,
     excluding the wait for a free slot of the model. Used for benchmark items (Kafka) and judge calls (HTTP).
     """
-    slot = (limits.for_target(target) if limits else None) or contextlib.nullcontext()
     backend = backends.for_target(target)
+    slot = (limits.for_target(target, backend.capacity(target)) if limits else None) or contextlib.nullcontext()
+    request = GenerationRequest(target, prompt, max_tokens, timeout_s, target.temperature, tuple(stop), chat)
     gen = None
     for attempt in range(1, max_attempts + 1):
         async with slot:
             start = time.perf_counter()
             try:
-                gen = await asyncio.wait_for(backend.generate(target, prompt, max_tokens, stop, timeout_s, chat), timeout_s + 5)
+                gen = await asyncio.wait_for(backend.generate(request), timeout_s + 5)
             except BackendError as exc:
                 err = ErrorInfo(stage="inference", type=exc.kind, message=str(exc)[:2000])
             except TimeoutError:
@@ -151,28 +157,31 @@ def register(broker: KafkaBroker, settings: InferenceSettings, backends: Backend
         title="inference:SampleDispatched",
         description="Renders each sample's prompt and calls its model.",
     )
-    async def on_sample(msg: KafkaMessage) -> None:
-        event = await decode_or_dead_letter(broker, SampleDispatched, msg, Topics.SAMPLE_DISPATCHED)
-        if event is None:
-            return
-        with _tracer.start_as_current_span("generate", attributes={"uep.item": event.item_key(), "uep.model": event.target.name}):
-            out = await generate_output(
-                event,
-                backends,
-                event.timeout_s or settings.inference_timeout_s,
-                limits,
-                settings.inference_max_attempts,
-                settings.inference_backoff_s,
+    @consume(
+        broker,
+        SampleDispatched,
+        span="generate",
+        attributes=lambda e: {"uep.item": e.item_key(), "uep.model": e.target.name},
+        tracer=_tracer,
+    )
+    async def on_sample(event: SampleDispatched, msg: KafkaMessage) -> None:
+        out = await generate_output(
+            event,
+            backends,
+            event.timeout_s or settings.inference_timeout_s,
+            limits,
+            settings.inference_max_attempts,
+            settings.inference_backoff_s,
+        )
+        await publish_event(broker, out)
+        if out.error is not None:  # stored as the item's failed result, and dead-lettered with the reason
+            body, headers = raw_records(msg)[0]
+            await dead_letter(
+                broker,
+                body,
+                Topics.SAMPLE_DISPATCHED,
+                f"{out.error.type}: {out.error.message}",
+                key=event.key(),
+                headers=headers,
+                dlq_id=f"inference:{event.event_id}",
             )
-            await publish_event(broker, out)
-            if out.error is not None:  # stored as the item's failed result, and dead-lettered with the reason
-                body, headers = raw_records(msg)[0]
-                await dead_letter(
-                    broker,
-                    body,
-                    Topics.SAMPLE_DISPATCHED,
-                    f"{out.error.type}: {out.error.message}",
-                    key=event.key(),
-                    headers=headers,
-                    dlq_id=f"inference:{event.event_id}",
-                )

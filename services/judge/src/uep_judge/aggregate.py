@@ -22,6 +22,7 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from uep_common.judge_config import JudgeConfig
 from uep_judge.modes import Comparison, Verdict
@@ -38,13 +39,13 @@ class Outcome:
     score: float | None
     is_correct: bool | None
     extracted: str | None
-    metrics: dict = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
     human_reason: str | None = None
     error_type: str | None = None
     error_message: str | None = None
 
 
-def _usage(verdicts: list[Verdict]) -> dict:
+def _usage(verdicts: list[Verdict]) -> dict[str, Any]:
     attempts = [a for v in verdicts for a in v.attempts]
     return {
         "judge_attempts": len(attempts),
@@ -52,7 +53,7 @@ def _usage(verdicts: list[Verdict]) -> dict:
     }
 
 
-def _invalid(verdicts: list[Verdict], metrics: dict) -> Outcome:
+def _invalid(verdicts: list[Verdict], metrics: dict[str, Any]) -> Outcome:
     call_failed = all(v.call_failed for v in verdicts)
     parts = [
         f"{v.judge.name}{'' if v.position == '-' else ' ' + v.position}: {v.error}; raw: {v.raw_text!r}"[:1500]

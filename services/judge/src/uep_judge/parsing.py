@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from uep_common.judge_config import JudgeConfig
 
@@ -24,7 +25,7 @@ class JudgeParseError(ValueError):
     """A judge answer is unusable; the message (fed back to the judge on retry) says why."""
 
 
-def extract_json_object(text: str, expected_keys: tuple[str, ...] = ()) -> dict:
+def extract_json_object(text: str, expected_keys: tuple[str, ...] = ()) -> dict[str, Any]:
     """The JSON object in ``text`` (see the module docstring).
 
     Raises:
@@ -37,7 +38,7 @@ def extract_json_object(text: str, expected_keys: tuple[str, ...] = ()) -> dict:
     if isinstance(whole, dict):
         return whole
     decoder = json.JSONDecoder()
-    first: dict | None = None
+    first: dict[str, Any] | None = None
     i = text.find("{")
     while i >= 0:
         try:

@@ -12,12 +12,14 @@ judged at all gets a ScoreComputed with a ``judge`` error and no score — never
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from faststream import AckPolicy
-from faststream.kafka import KafkaBroker, KafkaMessage
+from faststream.kafka import KafkaBroker
 
+from uep_common.consuming import consume
 from uep_common.events import ErrorInfo, JudgeRequested, ScoreComputed, Topics
-from uep_common.messaging import consumer_options, decode_or_dead_letter
+from uep_common.messaging import consumer_options
 from uep_common.outbox import OutboxRelay
 from uep_common.telemetry import tracer
 from uep_judge.aggregate import Outcome, pairwise_outcome, rubric_outcome
@@ -33,7 +35,12 @@ JUDGE_METRIC = "llm_judge"
 
 
 def _score(
-    event: JudgeRequested, metric_name: str, metric_version: str, outcome: Outcome | None, metrics: dict, error: ErrorInfo | None
+    event: JudgeRequested,
+    metric_name: str,
+    metric_version: str,
+    outcome: Outcome | None,
+    metrics: dict[str, Any],
+    error: ErrorInfo | None,
 ) -> ScoreComputed:
     return ScoreComputed(
         **event.item_fields(),
@@ -139,10 +146,8 @@ def register(broker: KafkaBroker, settings: JudgeSettings, sessionmaker, relay: 
         title="judge:JudgeRequested",
         description="Grades items with LLM judges (rubric, reference-guided, pairwise; juries) and routes hybrid items.",
     )
-    async def on_request(msg: KafkaMessage) -> None:
-        event = await decode_or_dead_letter(broker, JudgeRequested, msg, Topics.JUDGE_REQUESTED)
-        if event is None:
-            return
+    @consume(broker, JudgeRequested)  # judge_item opens the item's spans
+    async def on_request(event: JudgeRequested) -> None:
         score = await judge_item(event, sessionmaker, generate)
         if score is not None:
             relay.kick()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from pydantic import ValidationError
 from sqlalchemy import case, select, update
@@ -24,6 +25,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common import budget
+from uep_common.configs import parse_benchmark_config, parse_evaluation_config
 from uep_common.db.judging import HybridRoute, JudgeItem, JudgeVerdict
 from uep_common.db.models import Benchmark, Evaluation, Model, Sample, SampleLease, SampleResult
 from uep_common.events import JudgeRequested, ModelTarget, ScoreComputed
@@ -82,8 +84,8 @@ async def load_context(session: AsyncSession, event: JudgeRequested) -> Context 
         return None
     bench = await session.get(Benchmark, event.benchmark_id)
     try:
-        snapshot = (ev.config or {}).get("judge")
-        cfg = JudgeConfig.model_validate(snapshot) if snapshot else merge_judge_config((bench.config or {}).get("judge"), None)
+        snapshot = parse_evaluation_config(ev.config).judge
+        cfg = snapshot or merge_judge_config(parse_benchmark_config(bench.config).judge_block, None)
     except ValidationError as exc:
         raise ContextError("judge_not_configured", f"no valid judge configuration: {exc.errors()[0]['msg']}") from None
     judges = []
@@ -119,7 +121,7 @@ async def load_context(session: AsyncSession, event: JudgeRequested) -> Context 
     return Context(ev, bench.evaluation_type, cfg, judges, reference, baseline, opponent)
 
 
-def _item(event: JudgeRequested) -> dict:
+def _item(event: JudgeRequested) -> dict[str, Any]:
     return {"evaluation_id": event.evaluation_id, "sample_id": event.sample_id, "repeat": event.repeat, "arm": event.arm}
 
 
@@ -130,7 +132,7 @@ async def already_judged(session: AsyncSession, event: JudgeRequested) -> bool:
     ) is not None
 
 
-def verdict_rows(event: JudgeRequested, ctx: Context, template: tuple[str, str], verdicts: list[Verdict]) -> list[dict]:
+def verdict_rows(event: JudgeRequested, ctx: Context, template: tuple[str, str], verdicts: list[Verdict]) -> list[dict[str, Any]]:
     """``judge_verdicts`` rows of ``verdicts`` (one per judge × order)."""
     rows = []
     for v in verdicts:
@@ -170,7 +172,7 @@ def verdict_rows(event: JudgeRequested, ctx: Context, template: tuple[str, str],
     return rows
 
 
-def human_item_details(event: JudgeRequested, ctx: Context | None, details: dict) -> dict:
+def human_item_details(event: JudgeRequested, ctx: Context | None, details: dict[str, Any]) -> dict[str, Any]:
     """What a ``hybrid_routes`` row of stage 'human' carries for the annotation task built from it: the
     judge's details plus the item itself — ``output``, ``prompt``, ``output_b`` (the pairwise baseline's
     answer, or None) and the model call's ``latency_ms``/``prompt_tokens``/``completion_tokens`` (the output
@@ -193,7 +195,7 @@ async def record(
     template: tuple[str, str] | None,
     verdicts: list[Verdict],
     decision: str,
-    details: dict,
+    details: dict[str, Any],
     score: ScoreComputed | None,
     human_reason: str | None = None,
 ) -> bool:

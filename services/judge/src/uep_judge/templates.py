@@ -9,6 +9,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import jinja2
 
@@ -80,7 +81,7 @@ def rubric_schema(cfg: JudgeConfig) -> str:
 PAIRWISE_SCHEMA = '{"winner": "A" | "B" | "tie", "reasoning": "<one or two sentences>"}'
 
 
-def rubric_variables(cfg: JudgeConfig, question: str, answer: str, reference: str | None) -> dict:
+def rubric_variables(cfg: JudgeConfig, question: str, answer: str, reference: str | None) -> dict[str, Any]:
     """Variables of the rubric/reference templates."""
     return {
         "question": question,
@@ -93,7 +94,7 @@ def rubric_variables(cfg: JudgeConfig, question: str, answer: str, reference: st
     }
 
 
-def pairwise_variables(question: str, answer_a: str, answer_b: str, reference: str | None) -> dict:
+def pairwise_variables(question: str, answer_a: str, answer_b: str, reference: str | None) -> dict[str, Any]:
     """Variables of the pairwise template."""
     return {"question": question, "answer_a": answer_a, "answer_b": answer_b, "reference": reference, "schema": PAIRWISE_SCHEMA}
 

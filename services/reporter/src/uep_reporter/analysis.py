@@ -14,12 +14,15 @@ import json
 import uuid
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common import stats
+from uep_common.costs import currency
+from uep_common.db.budgets import SpendEntry
 from uep_common.db.models import Benchmark, Evaluation, Model
 from uep_reporter.report_model import (
     Breakdown,
@@ -82,7 +85,7 @@ def _est_prop(k: int, n: int) -> Estimate | None:
     return Estimate(value=k / n, ci_low=ci.low, ci_high=ci.high, confidence=ci.confidence, n=n, method=ci.method)
 
 
-def _est_mean(values: np.ndarray) -> Estimate | None:
+def _est_mean(values: np.ndarray[Any, Any]) -> Estimate | None:
     if values.size == 0:
         return None
     ci = stats.bootstrap_mean(values)
@@ -106,11 +109,11 @@ class Items:
 
     category: list[str | None]
     dimension: list[str | None]
-    is_correct: np.ndarray  # float: 1, 0, NaN (no verdict)
-    score: np.ndarray  # float, NaN = none
-    latency: np.ndarray  # float, NaN = none
-    prompt_tokens: np.ndarray
-    completion_tokens: np.ndarray
+    is_correct: np.ndarray[Any, Any]  # float: 1, 0, NaN (no verdict)
+    score: np.ndarray[Any, Any]  # float, NaN = none
+    latency: np.ndarray[Any, Any]  # float, NaN = none
+    prompt_tokens: np.ndarray[Any, Any]
+    completion_tokens: np.ndarray[Any, Any]
     error_kind: list[tuple[str, str] | None]
     extraction: list[str | None]
     metric_versions: dict[str, list[str]] = field(default_factory=dict)
@@ -162,7 +165,7 @@ async def load_items(session: AsyncSession, evaluation_id: uuid.UUID) -> Items:
             {"e": evaluation_id},
         )
     ).all()
-    cols = list(zip(*rows)) if rows else [[] for _ in range(10)]
+    cols = list(zip(*rows, strict=True)) if rows else [[] for _ in range(10)]
     nan = float("nan")
     versions: dict[str, set[str]] = defaultdict(set)
     names: Counter[str] = Counter()
@@ -185,7 +188,7 @@ async def load_items(session: AsyncSession, evaluation_id: uuid.UUID) -> Items:
         latency=np.array([nan if v is None else v for v in cols[4]], dtype=float),
         prompt_tokens=np.array([0 if v is None else v for v in cols[5]], dtype=np.int64),
         completion_tokens=np.array([0 if v is None else v for v in cols[6]], dtype=np.int64),
-        error_kind=[None if s is None else (s, t or "unknown") for s, t in zip(cols[7], cols[8])],
+        error_kind=[None if s is None else (s, t or "unknown") for s, t in zip(cols[7], cols[8], strict=True)],
         extraction=list(cols[9]),
         metric_versions={k: sorted(v) for k, v in sorted(versions.items())},
         metric_name=names.most_common(1)[0][0] if names else None,
@@ -194,7 +197,7 @@ async def load_items(session: AsyncSession, evaluation_id: uuid.UUID) -> Items:
     )
 
 
-async def metric_arrays(session: AsyncSession, evaluation_id: uuid.UUID) -> dict[str, np.ndarray]:
+async def metric_arrays(session: AsyncSession, evaluation_id: uuid.UUID) -> dict[str, np.ndarray[Any, Any]]:
     """Numeric per-item metrics (``metrics`` JSON values that are numbers, booleans excluded), by key."""
     rows = (
         await session.execute(
@@ -208,7 +211,7 @@ async def metric_arrays(session: AsyncSession, evaluation_id: uuid.UUID) -> dict
     return {k: np.asarray(v, dtype=float) for k, v in rows[:MAX_METRIC_KEYS]}
 
 
-def _scored_stats(ok: np.ndarray, score: np.ndarray) -> tuple[int, int, Estimate | None, Estimate | None]:
+def _scored_stats(ok: np.ndarray[Any, Any], score: np.ndarray[Any, Any]) -> tuple[int, int, Estimate | None, Estimate | None]:
     verdict = ~np.isnan(ok)
     scored = int(verdict.sum())
     correct = int((ok[verdict] == 1.0).sum())
@@ -222,11 +225,6 @@ async def cost_by_role(session: AsyncSession, evaluation_id: uuid.UUID) -> CostS
     """Cost per role from the spend ledger (``spend_ledger``: ``settled`` of its settle and charge entries,
     in the site currency); tokens only when no ledger exists or it holds nothing for the evaluation."""
     tokens_note = "no spend ledger entries: tokens only (see summary.tokens)"
-    try:
-        from uep_common.costs import currency
-        from uep_common.db.budgets import SpendEntry
-    except ImportError:  # a deployment without the budgets module
-        return CostStats(available=False, note=tokens_note, by_role=[], total=None)
     se = SpendEntry
     rows = (
         await session.execute(
@@ -391,7 +389,7 @@ async def failures(session: AsyncSession, evaluation_id: uuid.UUID, category_sou
     return Failures(total=total, shown=len(items), items=items)
 
 
-def _summary_value(summary: dict | None) -> tuple[float, float | None, float | None] | None:
+def _summary_value(summary: dict[str, Any] | None) -> tuple[float, float | None, float | None] | None:
     if not summary or summary.get("accuracy") is None:
         return None
     return summary["accuracy"], summary.get("ci_low"), summary.get("ci_high")

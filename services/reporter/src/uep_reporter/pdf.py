@@ -19,7 +19,7 @@ CHROMIUM_ARGS = [
 ]
 
 
-class PdfUnavailable(RuntimeError):
+class PdfUnavailable(RuntimeError):  # noqa: N818 - a public name that callers and tests catch; renaming it breaks them
     """Chromium is missing or failed; the message says why (the report is stored without its PDF)."""
 
 

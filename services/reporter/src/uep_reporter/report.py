@@ -15,11 +15,12 @@ from datetime import UTC, datetime
 import jinja2
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from uep_common.charts import bars_svg, radar_svg, trend_svg
 from uep_common.comparison import compare, find_baseline
+from uep_common.configs import parse_benchmark_config
 from uep_common.db.models import Benchmark, Evaluation, Model
 from uep_common.fingerprint import fingerprint
 from uep_reporter import analysis
-from uep_reporter.charts import bars_svg, radar_svg, trend_svg
 from uep_reporter.report_model import (
     BaselineInfo,
     BenchmarkInfo,
@@ -122,7 +123,7 @@ async def collect(
                 version=bench.version,
                 category=bench.category,
                 capability_dimensions=list(bench.capability_dimensions or []),
-                metric=((bench.config or {}).get("metric") or {}).get("name"),
+                metric=parse_benchmark_config(bench.config).metric_name,
             ),
             model=ModelInfo(id=model.id, name=model.name, version=model.version),
         ),

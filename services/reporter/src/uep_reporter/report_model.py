@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import uuid
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -230,7 +230,7 @@ class Report(_M):
     methods: dict[str, str] = Field(description="How each kind of figure is computed.")
 
 
-def json_schema() -> dict:
+def json_schema() -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of :class:`Report`, with ``$id`` and the schema version."""
     schema = Report.model_json_schema(mode="serialization")
     return {

@@ -15,18 +15,19 @@ import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 from faststream import AckPolicy
-from faststream.kafka import KafkaMessage
 from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from uep_common.artifacts import ArtifactStore, artifact_dir
+from uep_common.consuming import consume
 from uep_common.db.models import Evaluation
 from uep_common.db.reports import Report as ReportRow
 from uep_common.events import EvaluationCompleted, ReportReady, ReportRequested, Topics
-from uep_common.messaging import consumer_options, decode_or_dead_letter
+from uep_common.messaging import consumer_options
 from uep_common.outbox import add_to_outbox
 from uep_reporter.pdf import PdfUnavailable, html_to_pdf
 from uep_reporter.report import ReportError, collect, render_html, render_json
@@ -141,7 +142,7 @@ class ReportWriter:
                 row.status, row.error, row.completed_at = "failed", error, datetime.now(UTC)
 
     async def _store_report(
-        self, report, html: bytes, body: bytes, pdf: bytes | None, pdf_error: str | None, timings: dict
+        self, report, html: bytes, body: bytes, pdf: bytes | None, pdf_error: str | None, timings: dict[str, Any]
     ) -> None:
         ev_id = report.evaluation.id
         async with self._sessionmaker() as session, session.begin():
@@ -207,9 +208,9 @@ def register_report_handlers(broker, settings, sessionmaker: async_sessionmaker[
             title="reporter:EvaluationCompleted",
             description="Writes the report (HTML, JSON, PDF) of an evaluation that ended.",
         )
-        async def on_completed(msg: KafkaMessage) -> None:
-            event = await decode_or_dead_letter(broker, EvaluationCompleted, msg, Topics.EVALUATION_COMPLETED)
-            if event is not None and event.status.value in REPORTED_STATUSES:
+        @consume(broker, EvaluationCompleted)
+        async def on_completed(event: EvaluationCompleted) -> None:
+            if event.status.value in REPORTED_STATUSES:
                 await writer.on_completed(event.evaluation_id)
 
     @broker.subscriber(
@@ -219,10 +220,8 @@ def register_report_handlers(broker, settings, sessionmaker: async_sessionmaker[
         title="reporter:ReportRequested",
         description="Writes a report requested through POST /v1/evaluations/{id}/reports.",
     )
-    async def on_requested(msg: KafkaMessage) -> None:
-        event = await decode_or_dead_letter(broker, ReportRequested, msg, Topics.REPORT_REQUESTED)
-        if event is None:
-            return
+    @consume(broker, ReportRequested)
+    async def on_requested(event: ReportRequested) -> None:
         async with sessionmaker() as session:
             status = await session.scalar(select(ReportRow.status).where(ReportRow.id == event.report_id))
         if status == "pending":

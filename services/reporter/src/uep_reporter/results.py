@@ -15,6 +15,7 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import func, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -23,11 +24,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from uep_common import budget
 from uep_common.db.models import Evaluation, Rescore, SampleResult, ScoreHistory
 from uep_common.events import EvaluationCompleted, EvaluationStatus, ScoreComputed
-from uep_common.outbox import add_to_outbox
-from uep_common.summary import compute_summary  # moved to libs/common (stop, interrupt); still importable here
+from uep_common.lifecycle import TERMINAL, Transition, end
+from uep_common.summary import compute_summary
 
-TERMINAL = ("completed", "failed", "cancelled", "stopped", "budget_exhausted")
-REFRESHED_WHEN_LATE = ("stopped",)
+REFRESHED_WHEN_LATE = (EvaluationStatus.stopped,)
 """Ended evaluations whose results still in flight at the end are stored: each refreshes the partial summary."""
 
 
@@ -42,7 +42,7 @@ class Progress:
     finished: EvaluationCompleted | None
 
 
-def _row(ev: ScoreComputed) -> dict:
+def _row(ev: ScoreComputed) -> dict[str, Any]:
     return {
         "evaluation_id": ev.evaluation_id,
         "sample_id": ev.sample_id,
@@ -101,7 +101,7 @@ async def store_scores(session: AsyncSession, events: list[ScoreComputed], stop_
             )
         ).all()
     )
-    cancelled = {evaluation_id for evaluation_id, status in statuses.items() if status == "cancelled"}
+    cancelled = {evaluation_id for evaluation_id, status in statuses.items() if status == EvaluationStatus.cancelled}
     if cancelled:  # late results of a cancelled evaluation are discarded, and counted
         late: dict[uuid.UUID, int] = defaultdict(int)
         for e in events:
@@ -139,18 +139,16 @@ async def store_scores(session: AsyncSession, events: list[ScoreComputed], stop_
                     Evaluation.error_items,
                     Evaluation.total_items,
                     Evaluation.status,
-                    Evaluation.tenant_id,
-                    Evaluation.trace_context,
                 )
             )
         ).first()
         if row is None:
             continue
-        completed, errors, total, status, tenant_id, trace_context = row
+        completed, errors, total, status = row
         finished = None
         stop = stop_loss.reason(completed, errors) if stop_loss and completed < total else None
         if status not in TERMINAL and (completed >= total or stop):
-            finished = await finish_evaluation(session, evaluation_id, tenant_id, trace_context, stop)
+            finished = await finish_evaluation(session, evaluation_id, stop)
         elif status in REFRESHED_WHEN_LATE:
             summary = await compute_summary(session, evaluation_id)
             await session.execute(
@@ -161,13 +159,19 @@ async def store_scores(session: AsyncSession, events: list[ScoreComputed], stop_
 
 
 async def finish_evaluation(
-    session: AsyncSession, evaluation_id: uuid.UUID, tenant_id: uuid.UUID, trace_context: dict, stop_reason: str | None = None
+    session: AsyncSession, evaluation_id: uuid.UUID, stop_reason: str | None = None
 ) -> EvaluationCompleted:
-    """Write the summary, set the final status and stage EvaluationCompleted in the outbox.
+    """Decide the final status of the evaluation (locked by the caller) and end it with
+    :func:`uep_common.lifecycle.end` (``finish``: summary, status, error, completed_at, EvaluationCompleted in
+    the outbox). Returns the event.
 
     The status is ``completed``, or ``failed`` when every item errored (nothing could be scored) or when
     ``stop_reason`` (stop-loss) ends it early, or ``budget_exhausted`` when a budget cap stopped its dispatch
     (its ``total_items`` was shrunk to the items dispatched); the summary then covers the items stored so far.
+
+    Raises:
+        LookupError: unknown evaluation.
+        uep_common.lifecycle.IllegalTransition: the evaluation has already ended.
     """
     summary = await compute_summary(session, evaluation_id)
     failed = stop_reason is not None or (summary.n > 0 and summary.errors == summary.n)
@@ -176,14 +180,11 @@ async def finish_evaluation(
     exhausted = None if stop_reason else await budget.exhausted_reason(session, evaluation_id)
     if exhausted:  # a cap stopped dispatch (uep_common.budget); the items in flight then are all in
         status, error = EvaluationStatus.budget_exhausted, exhausted
-    await session.execute(
-        update(Evaluation)
-        .where(Evaluation.id == evaluation_id)
-        .values(status=status.value, summary=summary.model_dump(mode="json"), error=error, completed_at=func.now())
-    )
-    event = EvaluationCompleted(evaluation_id=evaluation_id, tenant_id=tenant_id, status=status, summary=summary, error=error)
-    add_to_outbox(session, event, trace_headers=trace_context or {})
-    return event
+    # the row was moved by Core updates in this transaction: load it as it is now
+    ev = await session.get(Evaluation, evaluation_id, populate_existing=True)
+    if ev is None:
+        raise LookupError(evaluation_id)
+    return await end(session, ev, Transition.finish, status, error, summary)
 
 
 async def apply_rescores(session: AsyncSession, events: list[ScoreComputed]) -> list[uuid.UUID]:

@@ -4,7 +4,7 @@ A reporter replica runs :class:`RetentionWorker`: every ``retention_interval_s``
 ``retention_initial_delay_s``) a periodic run, and every ``retention_poll_s`` it claims a run requested by
 ``POST /v1/retention/run`` (a ``retention_runs`` row in status 'requested', claimed ``FOR UPDATE SKIP
 LOCKED`` so exactly one replica executes it). The reporter executes them because it owns the artifact files.
-What a run keeps and deletes is defined in :mod:`uep_common.retention`.
+What a run keeps and deletes is defined in :mod:`uep_reporter.retention_policy`.
 """
 
 from __future__ import annotations
@@ -12,14 +12,15 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from uep_common import retention
 from uep_common.artifacts import artifact_dir
 from uep_common.background import BackgroundLoop
 from uep_common.db.leaderboards import RetentionRun
+from uep_reporter import retention_policy
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +44,7 @@ async def execute_requested(
             run.status, run.started_at = "running", func.now()
             run_id, dry_run, keep_last, scope = run.id, run.dry_run, run.keep_last or default_keep_last, run.scope or {}
         try:
-            result = await retention.run(
+            result = await retention_policy.run(
                 sessionmaker,
                 keep_last,
                 dry_run=dry_run,
@@ -80,11 +81,11 @@ class RetentionWorker:
         """Cancel the loop (a run in progress is rolled back evaluation by evaluation; each is atomic)."""
         await self._loop.stop()
 
-    async def periodic_once(self) -> dict:
+    async def periodic_once(self) -> dict[str, Any]:
         """One periodic run, recorded in ``retention_runs`` unless another replica held the lock."""
         s = self._settings
         started = time.time()
-        result = await retention.run(self._sessionmaker, s.retention_keep_last, artifact_root=self._root)
+        result = await retention_policy.run(self._sessionmaker, s.retention_keep_last, artifact_root=self._root)
         if result["status"] != "skipped":
             async with self._sessionmaker() as session, session.begin():
                 session.add(

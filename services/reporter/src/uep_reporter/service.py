@@ -2,7 +2,7 @@
 
 Batches of ScoreComputed are stored in one transaction; the offsets are committed only after it commits
 (on an error the batch is redelivered, which the idempotent insert makes harmless). Live progress is
-mirrored to Redis (hash ``uep:evaluation:<id>``: completed, errors, total) for the gateway.
+mirrored to Redis (:mod:`uep_common.progress`) for the gateway.
 """
 
 from __future__ import annotations
@@ -11,13 +11,14 @@ import asyncio
 import logging
 
 from faststream import AckPolicy
-from faststream.kafka import KafkaBroker, KafkaMessage
-from opentelemetry import trace
+from faststream.kafka import KafkaBroker
 
+from uep_common.consuming import consume
 from uep_common.events import EvaluationCompleted, ScoreComputed, Topics
-from uep_common.messaging import UndecodableEvent, consumer_options, dead_letter, decode_event, raw_records
+from uep_common.messaging import consumer_options
 from uep_common.outbox import OutboxRelay
-from uep_common.telemetry import context_from_headers, tracer
+from uep_common.progress import write_progress
+from uep_common.telemetry import tracer
 from uep_reporter.leaderboards import record_completed, record_rescored
 from uep_reporter.reports import register_report_handlers
 from uep_reporter.results import StopLoss, apply_rescores, store_scores
@@ -25,11 +26,6 @@ from uep_reporter.settings import ReporterSettings
 
 log = logging.getLogger(__name__)
 _tracer = tracer("uep.reporter")
-
-
-def progress_key(evaluation_id) -> str:
-    """Redis key of an evaluation's live progress hash."""
-    return f"uep:evaluation:{evaluation_id}"
 
 
 def register(broker: KafkaBroker, settings: ReporterSettings, sessionmaker, redis, relay: OutboxRelay) -> None:
@@ -48,29 +44,23 @@ def register(broker: KafkaBroker, settings: ReporterSettings, sessionmaker, redi
         title="reporter:ScoreComputed",
         description="Stores each item's result once and completes evaluations.",
     )
-    async def on_scores(msg: KafkaMessage) -> None:
-        events: list[ScoreComputed] = []
-        links = []
-        for body, headers in raw_records(msg):
-            try:
-                events.append(decode_event(ScoreComputed, body))
-            except UndecodableEvent as exc:
-                await dead_letter(broker, body, Topics.SCORE_COMPUTED, str(exc))
-                continue
-            ctx = trace.get_current_span(context_from_headers(headers)).get_span_context()
-            if ctx.is_valid:
-                links.append(trace.Link(ctx))
-        if not events:
-            return
-        with _tracer.start_as_current_span("store results", links=links, attributes={"uep.batch_size": len(events)}):
-            try:
-                async with sessionmaker() as session, session.begin():
-                    progress = await store_scores(session, [e for e in events if e.rescore_id is None], stop_loss)
-                    rescored = await apply_rescores(session, [e for e in events if e.rescore_id is not None])
-            except Exception:
-                log.exception("storing %d results failed; the batch will be redelivered", len(events))
-                await asyncio.sleep(1.0)
-                raise
+    @consume(
+        broker,
+        ScoreComputed,
+        batch=True,
+        span="store results",  # linked to every stored score's producer span
+        attributes=lambda events: {"uep.batch_size": len(events)},
+        tracer=_tracer,
+    )
+    async def on_scores(events: list[ScoreComputed]) -> None:
+        try:
+            async with sessionmaker() as session, session.begin():
+                progress = await store_scores(session, [e for e in events if e.rescore_id is None], stop_loss)
+                rescored = await apply_rescores(session, [e for e in events if e.rescore_id is not None])
+        except Exception:
+            log.exception("storing %d results failed; the batch will be redelivered", len(events))
+            await asyncio.sleep(1.0)
+            raise
         if any(p.finished for p in progress):
             relay.kick()
         # Leaderboard score + board snapshot of each newly completed (or rescored) evaluation; the
@@ -84,11 +74,7 @@ def register(broker: KafkaBroker, settings: ReporterSettings, sessionmaker, redi
             log.info("rescore %s completed", rescore_id)
         for p in progress:
             try:
-                await redis.hset(
-                    progress_key(p.evaluation_id),
-                    mapping={"completed": p.completed, "errors": p.errors, "total": p.total},
-                )
-                await redis.expire(progress_key(p.evaluation_id), 7 * 24 * 3600)
+                await write_progress(redis, p.evaluation_id, p.completed, p.errors, p.total)
             except Exception:
                 log.warning("could not update live progress in Redis", exc_info=True)
             if p.finished:

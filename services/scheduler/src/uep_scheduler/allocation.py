@@ -38,8 +38,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from uep_common import budget
 from uep_common.db.models import Benchmark, Evaluation, Model, OutboxMessage, Sample, SampleLease
 from uep_common.db.scheduling import SchedModel
+from uep_common.lifecycle import admit
 from uep_scheduler.capacity import evaluation_bound, model_bound
-from uep_scheduler.dispatch import admit, dispatch_events, model_target, stored_result
+from uep_scheduler.dispatch import dispatch_events, model_target, stored_result
 from uep_scheduler.fairness import PRIORITY_WEIGHTS, FairQueue, FlowTag, TenantTag
 from uep_scheduler.settings import SchedulerSettings
 

@@ -26,6 +26,7 @@ from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from uep_common.configs import parse_evaluation_config
 from uep_common.db.models import Evaluation, Model
 from uep_common.db.scheduling import SchedModel
 from uep_common.events import ScoreComputed
@@ -38,7 +39,7 @@ transient kinds)."""
 def evaluation_bound(ev: Evaluation, default: int, global_max: int, share: float) -> int:
     """Open leases allowed for ``ev``: its ``max_parallel`` (stored as ``config["max_in_flight"]``) or
     ``default``, capped at ``ceil(share × global_max)``."""
-    explicit = ev.config.get("max_in_flight") if ev.config else None
+    explicit = parse_evaluation_config(ev.config).max_in_flight
     return max(1, min(int(explicit or default), math.ceil(share * global_max)))
 
 

@@ -1,23 +1,26 @@
-"""Admission, dispatch events and lease release, with leases in PostgreSQL.
+"""Dispatch events and lease release, with leases in PostgreSQL.
 
 Items of an evaluation are numbered ``i = ordinal × repeats + repeat`` (arm ``evaluations.arm``) and leased
 in that order; ``evaluations.dispatched_items`` is the cursor. Which evaluation gets the next slots, and how
 many, is decided by the allocation pass (:mod:`uep_scheduler.allocation`, fair queuing and capacity); this
-module admits evaluations, builds the SampleDispatched events of new and re-dispatched leases, and
-releases leases when scores arrive. A lease that expires with no stored result is dispatched again with
-``attempt + 1``; the reporter's idempotent insert makes a late duplicate harmless.
+module builds the SampleDispatched events of new and re-dispatched leases, and releases leases when scores
+arrive. Admission (pending → running) is :func:`uep_common.lifecycle.admit`. A lease that expires with no
+stored result is dispatched again with ``attempt + 1``; the reporter's idempotent insert makes a late
+duplicate harmless.
 """
 
 from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from sqlalchemy import and_, exists, func, select, text, tuple_, update
+from sqlalchemy import and_, exists, func, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from uep_common.configs import parse_benchmark_config, parse_evaluation_config
 from uep_common.db.models import Benchmark, Evaluation, Model, OutboxMessage, Sample, SampleLease, SampleResult
-from uep_common.events import ModelTarget, PromptSpec, SampleDispatched
+from uep_common.events import ModelTarget, SampleDispatched
 from uep_common.outbox import add_to_outbox
 from uep_common.telemetry import context_from_headers, current_trace_headers, tracer
 
@@ -41,39 +44,12 @@ def model_target(model: Model) -> ModelTarget:
     )
 
 
-async def admit(session: AsyncSession, evaluation_ids: list[uuid.UUID]) -> list[uuid.UUID]:
-    """pending → running (idempotent), in one statement. Returns those of ``evaluation_ids`` that are running
-    afterwards (admitted now or before).
-
-    The arms of an A/B experiment are admitted together (every pending arm of its ``experiment_id``), so
-    that item ``i`` of every arm goes out in the same allocation pass (paired comparisons). The rows are
-    locked in id order (``SELECT … ORDER BY id FOR UPDATE`` in a CTE), as every other multi-row lock of
-    ``evaluations`` is, so admission cannot deadlock with a cancel or another pass.
-    """
-    if not evaluation_ids:
-        return []
-    ids = [str(i) for i in evaluation_ids]
-    rows = await session.execute(
-        text(
-            "WITH asked AS (SELECT id, experiment_id FROM evaluations WHERE id = ANY(CAST(:ids AS uuid[]))), "
-            "locked AS (SELECT e.id, e.status FROM evaluations e WHERE e.id IN (SELECT id FROM asked) "
-            "           OR e.experiment_id IN (SELECT experiment_id FROM asked WHERE experiment_id IS NOT NULL) "
-            "           ORDER BY e.id FOR UPDATE), "
-            "moved AS (UPDATE evaluations SET status = 'running', started_at = :now, updated_at = now() "
-            "          FROM locked WHERE evaluations.id = locked.id AND locked.status = 'pending' RETURNING evaluations.id) "
-            "SELECT l.id FROM locked l WHERE l.id = ANY(CAST(:ids AS uuid[])) "
-            "AND (l.status = 'running' OR l.id IN (SELECT id FROM moved))"
-        ),
-        {"ids": ids, "now": datetime.now(UTC)},
-    )
-    running = {r[0] for r in rows}
-    return [i for i in evaluation_ids if i in running]
-
-
 MAX_FEWSHOT = 16
 
 
-async def fewshot_examples(session: AsyncSession, sample: Sample, k: int, pools: dict[tuple, list]) -> list[dict]:
+async def fewshot_examples(
+    session: AsyncSession, sample: Sample, k: int, pools: dict[tuple[Any, ...], list[Any]]
+) -> list[dict[str, Any]]:
     """``k`` demonstrations for ``sample``: the first samples of its benchmark in benchmark order — of the
     same ``subject`` when samples have one (as MMLU's per-subject few-shot prompts) — excluding the sample
     itself. Each is ``{"input": …, "reference": …}``. ``pools`` caches candidates per (benchmark, subject)."""
@@ -101,13 +77,14 @@ async def dispatch_events(
 ) -> list[OutboxMessage]:
     """Stage one SampleDispatched per lease in the outbox (the caller's transaction); returns the rows.
     ``claim_until``: the caller publishes them itself after its commit (see :func:`uep_common.outbox.add_to_outbox`)."""
-    prompt = PromptSpec.model_validate(benchmark.config.get("prompt") or {"template": "{{ prompt }}"})
-    if ev.config.get("chat_template") is not None:
-        prompt = prompt.model_copy(update={"chat": bool(ev.config["chat_template"])})
-    if ev.config.get("prompt_template"):  # an A/B arm that varies the prompt template
-        prompt = prompt.model_copy(update={"template": ev.config["prompt_template"]})
-    k = int(ev.config.get("fewshot_k", prompt.fewshot_k))
-    pools: dict[tuple, list] = {}
+    cfg = parse_evaluation_config(ev.config)
+    prompt = parse_benchmark_config(benchmark.config).prompt_spec
+    if cfg.chat_template is not None:
+        prompt = prompt.model_copy(update={"chat": cfg.chat_template})
+    if cfg.prompt_template:  # an A/B arm that varies the prompt template
+        prompt = prompt.model_copy(update={"template": cfg.prompt_template})
+    k = cfg.fewshot_k if cfg.fewshot_k is not None else prompt.fewshot_k
+    pools: dict[tuple[Any, ...], list[Any]] = {}
     parent = context_from_headers(ev.trace_context)
     rows: list[OutboxMessage] = []
     for lease in leases:
@@ -130,7 +107,7 @@ async def dispatch_events(
                 prompt=prompt,
                 target=target,
                 lease_expires_at=expires,
-                timeout_s=ev.config.get("sample_timeout_s"),  # per-sample timeout (lifecycle); None = inference default
+                timeout_s=cfg.sample_timeout_s,  # per-sample timeout (lifecycle); None = inference default
             )
             rows.append(add_to_outbox(session, event, current_trace_headers(), claim_until))
     return rows

@@ -35,6 +35,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 PRIORITY_WEIGHTS: dict[str, float] = {"urgent": 8.0, "high": 4.0, "normal": 2.0, "low": 1.0}
 """Weight of a flow within its tenant by priority class (relative shares: a high evaluation gets twice the
@@ -67,7 +68,7 @@ class FlowTag:
     vfinish: float = 0.0
     strict: bool = False
     aged: bool = False
-    order: tuple = ()
+    order: tuple[Any, ...] = ()
     last_dispatch_at: datetime | None = None
     dispatched: int = 0
     payload: object = field(default=None, repr=False)

@@ -33,6 +33,7 @@ Dead letters
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -40,6 +41,7 @@ import os
 import socket
 import uuid
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from faststream import AckPolicy
 from faststream.kafka import KafkaBroker, KafkaMessage
@@ -49,9 +51,11 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from uep_common.background import BackgroundLoop
-from uep_common.db.lifecycle import LOCK_NAMESPACE, DeadLetter, SchedulerInstance, interrupt_running, lock_evaluation
+from uep_common.configs import parse_benchmark_config
+from uep_common.db.lifecycle import LOCK_NAMESPACE, DeadLetter, SchedulerInstance, lock_evaluation
 from uep_common.db.models import Benchmark, OutboxMessage, SampleLease, SampleResult
-from uep_common.events import ErrorInfo, ScoreComputed, Topics
+from uep_common.events import ErrorInfo, EvaluationStatus, ScoreComputed, Topics
+from uep_common.lifecycle import interrupt_running
 from uep_common.messaging import DEAD_LETTER_TOPIC, consumer_options
 from uep_common.outbox import OutboxRelay, add_to_outbox
 from uep_common.settings import CommonSettings
@@ -191,10 +195,8 @@ class Lifecycle:
             # The connection (and so the lock) is gone, e.g. PostgreSQL restarted: take the lock again on a new
             # one. Another replica that started meanwhile may have interrupted evaluations; they wait for a retry.
             log.warning("heartbeat connection lost; re-registering", exc_info=True)
-            try:
+            with contextlib.suppress(Exception):  # the connection is already broken
                 await self._conn.close()
-            except Exception:  # noqa: BLE001
-                pass
             await self._register()
 
     async def exhaust_once(self) -> int:
@@ -250,7 +252,7 @@ class Lifecycle:
                 )
             ).all()
             bench = await s.get(Benchmark, ev.benchmark_id)
-            metric = ((bench.config or {}).get("metric") or {}).get("name") or "none"
+            metric = parse_benchmark_config(bench.config).metric_name or "none"
             failed = 0
             for lease in leases:
                 if await s.scalar(select(stored.where(SampleLease.id == lease.id))):
@@ -262,7 +264,7 @@ class Lifecycle:
                     f"expired (UEP_MAX_LEASE_ATTEMPTS={self.settings.max_lease_attempts})"
                 )
                 item_key = f"{ev.id}:{lease.sample_id}:{lease.repeat}:{lease.arm}"
-                if ev.status == "cancelled":  # its late results are discarded anyway
+                if ev.status == EvaluationStatus.cancelled:  # its late results are discarded anyway
                     lease.final_deadline = None
                     continue
                 score = ScoreComputed(
@@ -317,7 +319,7 @@ class Lifecycle:
 
 
 # ----------------------------------------------------------------------------------------------- dead letters
-def dead_letter_row(body: bytes, headers: dict[str, bytes], key: bytes | None) -> dict:
+def dead_letter_row(body: bytes, headers: dict[str, bytes], key: bytes | None) -> dict[str, Any]:
     """The ``dead_letters`` row of one dead-letter record (values for an insert).
 
     ``evaluation_id``/``item_key`` are read from the body when it is a JSON event that has them."""

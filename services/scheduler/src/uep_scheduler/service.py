@@ -13,12 +13,13 @@ from collections import OrderedDict
 from datetime import UTC, datetime, timedelta
 
 from faststream import AckPolicy
-from faststream.kafka import KafkaBroker, KafkaMessage
+from faststream.kafka import KafkaBroker
 
 from uep_common import budget
 from uep_common.background import BackgroundLoop
+from uep_common.consuming import consume
 from uep_common.events import EvaluationRequested, SampleDispatched, ScoreComputed, Topics
-from uep_common.messaging import UndecodableEvent, consumer_options, decode_event, decode_or_dead_letter, raw_records
+from uep_common.messaging import consumer_options
 from uep_common.outbox import OutboxRelay
 from uep_scheduler.allocation import PassResult, allocate
 from uep_scheduler.capacity import adapt
@@ -164,10 +165,8 @@ def register(broker: KafkaBroker, settings: SchedulerSettings, scheduler: Schedu
         title="scheduler:EvaluationRequested",
         description="Admits an evaluation and dispatches its first items.",
     )
-    async def on_requested(msg: KafkaMessage) -> None:
-        event = await decode_or_dead_letter(broker, EvaluationRequested, msg, Topics.EVALUATION_REQUESTED)
-        if event is None:
-            return
+    @consume(broker, EvaluationRequested)
+    async def on_requested(event: EvaluationRequested) -> None:
         await scheduler.request_admission(event.evaluation_id)
 
     @broker.subscriber(
@@ -180,14 +179,7 @@ def register(broker: KafkaBroker, settings: SchedulerSettings, scheduler: Schedu
         title="scheduler:ScoreComputed",
         description="Releases the leases of scored items and dispatches the next ones.",
     )
-    async def on_scores(msg: KafkaMessage) -> None:
-        items = []
-        for body, _ in raw_records(msg):
-            try:
-                ev = decode_event(ScoreComputed, body)
-            except UndecodableEvent:
-                continue  # the reporter dead-letters undecodable scores; the lease expires and re-dispatches
-            if ev.rescore_id is not None:
-                continue  # a re-score of a stored output holds no lease
-            items.append(ev)
-        await scheduler.on_scored(items)
+    # The reporter dead-letters undecodable scores (here they are skipped); their leases expire and re-dispatch.
+    @consume(broker, ScoreComputed, batch=True, dead_letter_undecodable=False)
+    async def on_scores(events: list[ScoreComputed]) -> None:
+        await scheduler.on_scored([e for e in events if e.rescore_id is None])  # a re-score holds no lease

@@ -3,6 +3,8 @@ can validate benchmark configs and list metrics without importing the scorer."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -10,7 +12,7 @@ from uep_common.db.models import MetricCatalogEntry
 from uep_scorer.metrics import available_metrics, get_metric
 
 
-def catalogue_rows() -> list[dict]:
+def catalogue_rows() -> list[dict[str, Any]]:
     """One row per registered metric: name, version, params (name → description), source, param types."""
     rows = []
     for name in available_metrics():

@@ -81,7 +81,7 @@ def parse_param(text: str) -> tuple[str, Any]:
         return key.strip(), raw
 
 
-def reference_of(record: dict) -> dict:
+def reference_of(record: dict[str, Any]) -> dict[str, Any]:
     """The metric's reference dict from one input line: ``reference`` (a dict, or a scalar that becomes
     ``{"answer": scalar}``) plus every other field of the line except ``prediction`` and ``id``."""
     ref = record.get("reference")
@@ -90,11 +90,11 @@ def reference_of(record: dict) -> dict:
     return {**extra, **base}
 
 
-def score_lines(lines, metric_name: str, params: dict) -> tuple[list[dict], dict]:
+def score_lines(lines, metric_name: str, params: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Score JSONL ``lines`` (an iterable of str); returns (output records, summary)."""
     metric = get_metric(metric_name)
-    out: list[dict] = []
-    corpus_inputs: tuple[list[str], list[dict]] = ([], [])
+    out: list[dict[str, Any]] = []
+    corpus_inputs: tuple[list[str], list[dict[str, Any]]] = ([], [])
     decided = correct = errors = no_answer = scored = 0
     scores: list[float] = []
     for number, line in enumerate(lines, start=1):

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
+
+from pydantic import ValidationError
 
 from uep_common.events import ErrorInfo, JudgeRequested, OutputGenerated, ScoreComputed
 from uep_scorer.metrics import MetricInputError, get_metric
@@ -31,11 +34,9 @@ async def score_output(event: OutputGenerated, refs: ReferenceStore) -> ScoreCom
 
     ``llm_judge`` (and other non-automatic) benchmarks: a JudgeRequested instead. ``hybrid``: the metric
     first; a decided item gets its ScoreComputed with ``metrics["decided_by"] = "automatic"``, an undecided
-    one (:func:`hybrid_route_reason`, or no metric configured: 'free_form') a JudgeRequested.
+    one (:func:`hybrid_route_reason`, or no metric configured: 'free_form') a JudgeRequested. A benchmark
+    config that does not parse gives a ScoreComputed with error type ``benchmark_config_error``.
     """
-    config, evaluation_type = await refs.benchmark(event.benchmark_id)
-    metric_cfg = config.get("metric") or {}
-    name = metric_cfg.get("name", "unknown")
     common = {**event.item_fields(), "benchmark_id": event.benchmark_id, "model_id": event.model_id}
     passthrough = {
         "output": event.output,
@@ -43,10 +44,25 @@ async def score_output(event: OutputGenerated, refs: ReferenceStore) -> ScoreCom
         "prompt_tokens": event.prompt_tokens,
         "completion_tokens": event.completion_tokens,
     }
+    try:
+        config, evaluation_type = await refs.benchmark(event.benchmark_id)
+    except ValidationError as exc:
+        log.warning("scoring %s: benchmark configuration error: %s", event.item_key(), exc)
+        return ScoreComputed(
+            **common,
+            **passthrough,
+            metric_name="unknown",
+            metric_version="-",
+            is_correct=None,
+            score=None,
+            error=ErrorInfo(stage="scoring", type="benchmark_config_error", message=str(exc)[:2000]),
+        )
+    metric_cfg = config.metric
+    name = config.metric_name or "unknown"
     hybrid = evaluation_type == "hybrid"
     if evaluation_type not in ("automatic", "hybrid") and event.error is None:
         return JudgeRequested(**common, **passthrough, prompt=event.prompt)
-    if hybrid and event.error is None and event.output is not None and not metric_cfg.get("name"):
+    if hybrid and event.error is None and event.output is not None and metric_cfg is None:
         return JudgeRequested(**common, **passthrough, prompt=event.prompt, route_reason="free_form")
     if event.error is not None or event.output is None:
         error = event.error or ErrorInfo(stage="inference", type="no_output", message="model returned no output")
@@ -56,7 +72,7 @@ async def score_output(event: OutputGenerated, refs: ReferenceStore) -> ScoreCom
     try:
         metric = get_metric(name)
         reference = await refs.reference(event.sample_id)
-        result = await asyncio.to_thread(metric.score, event.output, reference, metric_cfg.get("params") or {})
+        result = await asyncio.to_thread(metric.score, event.output, reference, metric_cfg.params if metric_cfg else {})
     except MetricInputError as exc:  # the benchmark's data or metric params are wrong: one line, no traceback
         log.warning("scoring %s: benchmark configuration error: %s", event.item_key(), exc)
         return ScoreComputed(
@@ -79,10 +95,10 @@ async def score_output(event: OutputGenerated, refs: ReferenceStore) -> ScoreCom
             score=None,
             error=ErrorInfo(stage="scoring", type=type(exc).__name__, message=str(exc)[:2000]),
         )
-    metrics: dict = {result.name: result.score}
+    metrics: dict[str, Any] = {result.name: result.score}
     metrics.update({k: result.details.get(k) for k in getattr(metric, "submetrics", ())})
     metrics.update({k: str(result.details[k]) for k in LABELS if k in result.details})
-    if hybrid:  # automatic metric first; what it cannot decide goes to the judge (issue 5, "Hybrid")
+    if hybrid:  # automatic metric first; what it cannot decide goes to the judge (the hybrid evaluation type)
         reason = hybrid_route_reason(result.is_correct, metrics.get("extraction"))
         if reason is not None:
             automatic = {"metric_name": result.name, "metric_version": result.version, "extracted": result.extracted, **metrics}

@@ -9,10 +9,11 @@ from __future__ import annotations
 import logging
 
 from faststream import AckPolicy
-from faststream.kafka import KafkaBroker, KafkaMessage
+from faststream.kafka import KafkaBroker
 
+from uep_common.consuming import consume
 from uep_common.events import JudgeRequested, OutputGenerated, RescoreRequested, ScoreComputed, Topics
-from uep_common.messaging import consumer_options, decode_or_dead_letter, publish_event
+from uep_common.messaging import consumer_options, publish_event
 from uep_common.telemetry import tracer
 from uep_scorer.references import ReferenceStore
 from uep_scorer.rescoring import rescore
@@ -36,13 +37,10 @@ def register(broker: KafkaBroker, settings: ScorerSettings, refs: ReferenceStore
         title="scorer:OutputGenerated",
         description="Scores each output with its benchmark's metric.",
     )
-    async def on_output(msg: KafkaMessage) -> None:
-        event = await decode_or_dead_letter(broker, OutputGenerated, msg, Topics.OUTPUT_GENERATED)
-        if event is None:
-            return
-        with _tracer.start_as_current_span("score sample", attributes={"uep.item": event.item_key()}):
-            out = await score_output(event, refs)
-            await publish_event(broker, out)
+    @consume(broker, OutputGenerated, span="score sample", attributes=lambda e: {"uep.item": e.item_key()}, tracer=_tracer)
+    async def on_output(event: OutputGenerated) -> None:
+        out = await score_output(event, refs)
+        await publish_event(broker, out)
 
     @broker.subscriber(
         Topics.RESCORE_REQUESTED,
@@ -51,10 +49,7 @@ def register(broker: KafkaBroker, settings: ScorerSettings, refs: ReferenceStore
         title="scorer:RescoreRequested",
         description="Scores an evaluation's stored outputs again with the current metric versions.",
     )
-    async def on_rescore(msg: KafkaMessage) -> None:
-        event = await decode_or_dead_letter(broker, RescoreRequested, msg, Topics.RESCORE_REQUESTED)
-        if event is None:
-            return
-        with _tracer.start_as_current_span("rescore", attributes={"uep.rescore_id": str(event.rescore_id)}):
-            n = await rescore(event, sessionmaker, refs, broker)
+    @consume(broker, RescoreRequested, span="rescore", attributes=lambda e: {"uep.rescore_id": str(e.rescore_id)}, tracer=_tracer)
+    async def on_rescore(event: RescoreRequested) -> None:
+        n = await rescore(event, sessionmaker, refs, broker)
         log.info("rescore %s of evaluation %s: %d items re-scored", event.rescore_id, event.evaluation_id, n)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from uep_common.builtin import datasets
 
@@ -27,11 +28,11 @@ class BuiltinBenchmark:
     description: str
     category: str
     capability_dimensions: list[str]
-    config: dict
+    config: dict[str, Any]
     loader: Callable[[], list[datasets.DatasetItem]]
     license_key: str
     evaluation_type: str = "automatic"
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 MMLU_TEMPLATE = (
@@ -185,7 +186,7 @@ class LocalModel:
     version: str
     description: str
     triton_model_name: str
-    decoding_defaults: dict
+    decoding_defaults: dict[str, Any]
     max_in_flight: int
 
 

@@ -62,8 +62,8 @@ class DatasetItem:
 
     ordinal: int
     external_id: str
-    input: dict
-    reference: dict
+    input: dict[str, Any]
+    reference: dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,8 @@ from sqlalchemy.orm import Session
 
 from uep_common.benchmarks import content_hash
 from uep_common.builtin import catalog, datasets
+from uep_common.configs import check_benchmark_config
+from uep_common.db.budgets import seed_costs
 from uep_common.db.models import Benchmark, Model, Sample, Tenant
 from uep_common.db.session import make_sync_engine
 from uep_common.settings import CommonSettings
@@ -30,7 +32,12 @@ def triton_endpoint() -> str:
 
 
 def seed(settings: CommonSettings) -> str:
-    """Seed the database of ``settings``; returns a one-line report."""
+    """Seed the database of ``settings``; returns a one-line report.
+
+    Raises:
+        pydantic.ValidationError: a built-in benchmark's config is not a valid
+            :class:`uep_common.configs.BenchmarkConfig` (nothing is written).
+    """
     engine = make_sync_engine(settings.database_url)
     added: list[str] = []
     with Session(engine) as s, s.begin():
@@ -38,8 +45,9 @@ def seed(settings: CommonSettings) -> str:
             s.add(Tenant(slug=DEFAULT_TENANT_SLUG, name="Default tenant"))
             added.append("tenant default")
         for b in catalog.BENCHMARKS:
+            config = check_benchmark_config(b.config)  # the same keys and values: the version does not change
             items = b.loader()
-            version = content_hash(b.config, items)
+            version = content_hash(config, items)
             if s.scalar(select(Benchmark.id).where(Benchmark.slug == b.slug, Benchmark.version == version)):
                 continue
             lic = datasets.LICENSES[b.license_key]
@@ -53,7 +61,7 @@ def seed(settings: CommonSettings) -> str:
                 is_builtin=True,
                 evaluation_type=b.evaluation_type,
                 capability_dimensions=b.capability_dimensions,
-                config=b.config,
+                config=config,
                 license=f"{lic.name} ({lic.spdx})",
                 source=f"{lic.source}; package {lic.package}",
                 sample_count=len(items),
@@ -104,8 +112,6 @@ def seed(settings: CommonSettings) -> str:
                     setattr(existing, k, wanted[k])
                 if changed:
                     added.append(f"model {m.name} updated ({', '.join(changed)})")
-        from uep_common.db.budgets import seed_costs  # the cost model of the local models (budgets)
-
         added += seed_costs(s)
     engine.dispose()
     return "seeded: " + (", ".join(added) if added else "nothing new")

@@ -1,1 +1,2 @@
-"""Database layer: SQLAlchemy 2.0 models (:mod:`.models`), engines/sessions (:mod:`.session`), Alembic migrations."""
+"""Database layer: the declarative base (:mod:`.base`), the core tables (:mod:`.models`), one table module per
+area, all of them on one metadata (:mod:`.tables`), engines/sessions (:mod:`.session`), Alembic migrations."""

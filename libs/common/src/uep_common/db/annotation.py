@@ -1,8 +1,8 @@
 """Tables of human evaluation: annotators, annotation tasks, their items (gold items among them),
 assignments (who holds which item until when) and submitted annotations.
 
-Models here use :class:`uep_common.db.models.Base`; they are imported by ``uep_common.db.models`` so that
-Alembic and every service see one metadata.
+Models here use :class:`uep_common.db.base.Base`; :mod:`uep_common.db.tables` puts them on the one metadata
+Alembic sees.
 
 Invariants the schema enforces (the gateway's annotation module relies on them):
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -30,30 +31,26 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
-    func,
 )
 from sqlalchemy.dialects.postgresql import JSONB, UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
-from uep_common.db.models import Base
+from uep_common.db import models as _core  # noqa: F401  (registers the core tables its foreign keys name)
+from uep_common.db.base import Base, created_column
 
 ANNOTATION_SOURCES = ("evaluation", "hybrid")
 ANNOTATION_TASK_STATUSES = ("open", "completed")
 ANNOTATION_ITEM_STATUSES = ("open", "complete")
 
 
-def _created() -> Mapped[datetime]:
-    return mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
-
-
 class Annotator(Base):
     """A person who annotates. Pre-auth stage: identified by ``name`` (``X-UEP-Annotator`` header or
-    ``annotator`` query parameter); the auth issue will tie annotators to principals."""
+    ``annotator`` query parameter); annotators are not yet tied to authenticated principals."""
 
     __tablename__ = "annotators"
     id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, default=uuid.uuid4)
     name: Mapped[str] = mapped_column(String(200), unique=True, nullable=False)
-    created_at: Mapped[datetime] = _created()
+    created_at: Mapped[datetime] = created_column()
 
 
 class AnnotationTask(Base):
@@ -83,7 +80,7 @@ class AnnotationTask(Base):
     )
     compare_evaluation_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("evaluations.id", ondelete="SET NULL"))
     result_evaluation_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("evaluations.id", ondelete="SET NULL"), index=True)
-    questions: Mapped[list] = mapped_column(JSONB, nullable=False)
+    questions: Mapped[list[Any]] = mapped_column(JSONB, nullable=False)
     guidelines: Mapped[str] = mapped_column(Text, nullable=False, default="")
     annotations_per_item: Mapped[int] = mapped_column(
         Integer, nullable=False, doc="N: submitted annotations that complete an item."
@@ -98,7 +95,7 @@ class AnnotationTask(Base):
     status: Mapped[str] = mapped_column(String(20), nullable=False, default="open")
     total_items: Mapped[int] = mapped_column(Integer, nullable=False, doc="Scored (non-gold) items.")
     gold_items: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
-    created_at: Mapped[datetime] = _created()
+    created_at: Mapped[datetime] = created_column()
     completed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
@@ -126,9 +123,9 @@ class AnnotationItem(Base):
     arm: Mapped[str] = mapped_column(String(64), nullable=False, default="main")
     sample_ordinal: Mapped[int] = mapped_column(Integer, nullable=False)
     is_gold: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
-    gold_answers: Mapped[dict | None] = mapped_column(JSONB(none_as_null=True))
-    content: Mapped[dict] = mapped_column(JSONB, nullable=False)
-    source_details: Mapped[dict] = mapped_column(
+    gold_answers: Mapped[dict[str, Any] | None] = mapped_column(JSONB(none_as_null=True))
+    content: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False)
+    source_details: Mapped[dict[str, Any]] = mapped_column(
         JSONB, nullable=False, default=dict, doc="Hybrid: the route's reason and judge details; metric of the item."
     )
     submitted_count: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
@@ -169,7 +166,7 @@ class Annotation(Base):
     item_id: Mapped[int] = mapped_column(ForeignKey("annotation_items.id", ondelete="CASCADE"), nullable=False)
     annotator_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("annotators.id"), nullable=False)
     assignment_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("annotation_assignments.id", ondelete="CASCADE"), nullable=False)
-    answers: Mapped[dict] = mapped_column(JSONB, nullable=False)
+    answers: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False)
     gold_checked: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     gold_correct: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
-    created_at: Mapped[datetime] = _created()
+    created_at: Mapped[datetime] = created_column()

@@ -1,8 +1,8 @@
 """Tables of budgets: benchmark cost profiles, caps, per-evaluation budget accounts, the spend ledger and
 API keys with roles.
 
-Models here use :class:`uep_common.db.models.Base`; they are imported by ``uep_common.db.models`` so that
-Alembic and every service see one metadata. The cost columns of the model registry (``models.cost_unit``,
+Models here use :class:`uep_common.db.base.Base`; :mod:`uep_common.db.tables` puts them on the one metadata
+Alembic sees. The cost columns of the model registry (``models.cost_unit``,
 ``price_*``, ``expected_*``) are on :class:`uep_common.db.models.Model`; the arithmetic is
 :mod:`uep_common.costs`, the enforcement :mod:`uep_common.budget`.
 
@@ -16,6 +16,7 @@ import secrets
 import uuid
 from datetime import date, datetime
 from decimal import Decimal
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -31,22 +32,20 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     func,
+    select,
     text,
 )
 from sqlalchemy.dialects.postgresql import UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
-from uep_common.db.models import Base
+from uep_common.db.base import Base, in_list
+from uep_common.db.models import Model
 
 MONEY = Numeric(24, 10)
 ROLES = ("admin", "builder", "viewer")
 CAP_SCOPES = ("site_evaluation", "tenant_day", "benchmark", "evaluation")
 SPEND_ROLES = ("inference", "judge")
 SPEND_KINDS = ("reserve", "settle", "charge")
-
-
-def _in(column: str, values: tuple[str, ...]) -> str:
-    return f"{column} IN ({', '.join(repr(v) for v in values)})"
 
 
 class BenchmarkCostProfile(Base):
@@ -62,7 +61,7 @@ class BenchmarkCostProfile(Base):
         DateTime(timezone=True), server_default=func.now(), onupdate=func.now(), nullable=False
     )
 
-    def as_override(self) -> dict:
+    def as_override(self) -> dict[str, Any]:
         """``{"input_tokens", "output_tokens", "latency_ms"}`` for :meth:`uep_common.costs.Expected.merged`."""
         return {
             "input_tokens": self.expected_input_tokens,
@@ -83,7 +82,7 @@ class BudgetCap(Base):
     __tablename__ = "budget_caps"
     __table_args__ = (
         UniqueConstraint("scope", "target", name="uq_budget_caps_scope_target"),
-        CheckConstraint(_in("scope", CAP_SCOPES), name="ck_budget_caps_scope"),
+        CheckConstraint(in_list("scope", CAP_SCOPES), name="ck_budget_caps_scope"),
         CheckConstraint("amount >= 0", name="ck_budget_caps_amount"),
     )
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
@@ -148,8 +147,8 @@ class SpendEntry(Base):
 
     __tablename__ = "spend_ledger"
     __table_args__ = (
-        CheckConstraint(_in("role", SPEND_ROLES), name="ck_spend_ledger_role"),
-        CheckConstraint(_in("kind", SPEND_KINDS), name="ck_spend_ledger_kind"),
+        CheckConstraint(in_list("role", SPEND_ROLES), name="ck_spend_ledger_role"),
+        CheckConstraint(in_list("kind", SPEND_KINDS), name="ck_spend_ledger_kind"),
         Index("ix_spend_ledger_tenant_day", "tenant_id", "day"),
         Index("ix_spend_ledger_evaluation", "evaluation_id"),
         Index(
@@ -188,7 +187,7 @@ class ApiKey(Base):
     (``admin``, ``builder``, ``viewer``). ``key_prefix`` (the first 12 characters) identifies it in lists."""
 
     __tablename__ = "api_keys"
-    __table_args__ = (CheckConstraint(_in("role", ROLES), name="ck_api_keys_role"),)
+    __table_args__ = (CheckConstraint(in_list("role", ROLES), name="ck_api_keys_role"),)
     id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, default=uuid.uuid4)
     key_hash: Mapped[str] = mapped_column(String(64), unique=True, nullable=False)
     key_prefix: Mapped[str] = mapped_column(String(12), nullable=False)
@@ -249,12 +248,8 @@ def seed_costs(session) -> list[str]:
     """Seed the cost model (sync ``Session``): a per-GPU-second price for the local models that have no
     cost model yet (``cost_unit`` 'none'), and the expected item sizes of the built-in benchmarks that have
     no profile. Values an admin set are never overwritten. Returns what was added."""
-    from sqlalchemy import select as _select
-
-    from uep_common.db.models import Model
-
     added = []
-    for m in session.scalars(_select(Model).where(Model.name.in_(list(LOCAL_MODEL_COSTS)), Model.cost_unit == "none")):
+    for m in session.scalars(select(Model).where(Model.name.in_(list(LOCAL_MODEL_COSTS)), Model.cost_unit == "none")):
         m.cost_unit = "gpu_second"
         m.price_per_gpu_second, m.expected_latency_ms = LOCAL_MODEL_COSTS[m.name]
         added.append(f"cost of {m.name}")

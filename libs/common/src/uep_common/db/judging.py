@@ -14,20 +14,20 @@
   'swap_inconsistent', 'jury_disagreement' or 'judge_invalid'; ``details`` holds the judge's verdicts).
   Human evaluation builds annotation tasks from the stage 'human' rows and publishes their ScoreComputed.
 
-Models here use :class:`uep_common.db.models.Base`; they are imported by ``uep_common.db.models`` so that
-Alembic and every service see one metadata.
+Models here use :class:`uep_common.db.base.Base`; :mod:`uep_common.db.tables` puts them on the one metadata
+Alembic sees.
 """
 
 from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
     Boolean,
     CheckConstraint,
-    DateTime,
     Float,
     ForeignKey,
     Index,
@@ -35,19 +35,15 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
-    func,
 )
 from sqlalchemy.dialects.postgresql import JSONB, UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
-from uep_common.db.models import Base
+from uep_common.db import models as _core  # noqa: F401  (registers the core tables its foreign keys name)
+from uep_common.db.base import Base, created_column
 
 JUDGE_DECISIONS = ("scored", "invalid", "human")
 ROUTE_STAGES = ("judge", "human")
-
-
-def _created() -> Mapped[datetime]:
-    return mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
 
 
 class JudgeVerdict(Base):
@@ -78,18 +74,18 @@ class JudgeVerdict(Base):
     valid: Mapped[bool] = mapped_column(Boolean, nullable=False)
     attempts: Mapped[int] = mapped_column(Integer, nullable=False)
     overall: Mapped[float | None] = mapped_column(Float, doc="Rubric: the overall score on its scale.")
-    scores: Mapped[dict] = mapped_column(JSONB, nullable=False, default=dict, doc="Rubric: dimension → score.")
+    scores: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False, default=dict, doc="Rubric: dimension → score.")
     winner: Mapped[str | None] = mapped_column(String(4), doc="Pairwise: 'A', 'B' or 'tie' as answered.")
     candidate_outcome: Mapped[str | None] = mapped_column(String(4), doc="Pairwise: 'win', 'loss' or 'tie' for the candidate.")
     reasoning: Mapped[str | None] = mapped_column(Text)
     raw_text: Mapped[str | None] = mapped_column(Text, doc="The last raw answer.")
-    attempts_log: Mapped[list] = mapped_column(JSONB, nullable=False, default=list, doc="[{raw, error}] of every call.")
+    attempts_log: Mapped[list[Any]] = mapped_column(JSONB, nullable=False, default=list, doc="[{raw, error}] of every call.")
     error: Mapped[str | None] = mapped_column(Text, doc="Why the last answer was invalid.")
     answer_chars: Mapped[int | None] = mapped_column(Integer, doc="Length of the candidate's answer, characters.")
     prompt_tokens: Mapped[int | None] = mapped_column(Integer)
     completion_tokens: Mapped[int | None] = mapped_column(Integer)
     latency_ms: Mapped[float | None] = mapped_column(Float)
-    created_at: Mapped[datetime] = _created()
+    created_at: Mapped[datetime] = created_column()
 
 
 class JudgeItem(Base):
@@ -107,11 +103,11 @@ class JudgeItem(Base):
     arm: Mapped[str] = mapped_column(String(64), nullable=False, default="main")
     mode: Mapped[str] = mapped_column(String(20), nullable=False)
     decision: Mapped[str] = mapped_column(String(10), nullable=False)
-    details: Mapped[dict] = mapped_column(
+    details: Mapped[dict[str, Any]] = mapped_column(
         JSONB, nullable=False, default=dict, doc="The aggregate verdict (ScoreComputed.metrics)."
     )
     score_event_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
-    created_at: Mapped[datetime] = _created()
+    created_at: Mapped[datetime] = created_column()
 
 
 class HybridRoute(Base):
@@ -130,5 +126,5 @@ class HybridRoute(Base):
     arm: Mapped[str] = mapped_column(String(64), nullable=False, default="main")
     stage: Mapped[str] = mapped_column(String(10), nullable=False)
     reason: Mapped[str] = mapped_column(String(40), nullable=False)
-    details: Mapped[dict] = mapped_column(JSONB, nullable=False, default=dict)
-    created_at: Mapped[datetime] = _created()
+    details: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False, default=dict)
+    created_at: Mapped[datetime] = created_column()

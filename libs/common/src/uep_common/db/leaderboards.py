@@ -6,20 +6,22 @@
   evaluation completed; the rank-change history is read from consecutive snapshots.
 - ``retention_runs``: each retention run (periodic or requested through the API), what it kept and cleaned.
 
-Models here use :class:`uep_common.db.models.Base`; they are imported by ``uep_common.db.models`` so that
-Alembic and every service see one metadata.
+Models here use :class:`uep_common.db.base.Base`; :mod:`uep_common.db.tables` puts them on the one metadata
+Alembic sees.
 """
 
 from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import BigInteger, Boolean, CheckConstraint, DateTime, Float, ForeignKey, Index, Integer, String, Text, func
 from sqlalchemy.dialects.postgresql import JSONB, UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
-from uep_common.db.models import Base
+from uep_common.db import models as _core  # noqa: F401  (registers the core tables its foreign keys name)
+from uep_common.db.base import Base
 
 SCORE_METHODS = ("wilson", "bootstrap", "none")
 RETENTION_RUN_STATUSES = ("requested", "running", "completed", "failed", "skipped")
@@ -68,14 +70,14 @@ class LeaderboardSnapshot(Base):
     benchmark_slug: Mapped[str] = mapped_column(String(100), nullable=False)
     score_type: Mapped[str] = mapped_column(String(100), nullable=False)
     evaluation_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
-    entries: Mapped[list] = mapped_column(JSONB, nullable=False, default=list)
+    entries: Mapped[list[Any]] = mapped_column(JSONB, nullable=False, default=list)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
 
 
 class RetentionRun(Base):
     """One retention run: requested through the API (``trigger`` 'api', executed by a reporter) or
     periodic. ``keep_last`` NULL means the reporter's setting. ``result`` holds what was kept (with the
-    reason) and cleaned, and the rows and files deleted (see :mod:`uep_common.retention`)."""
+    reason) and cleaned, and the rows and files deleted (see :mod:`uep_reporter.retention_policy`)."""
 
     __tablename__ = "retention_runs"
     __table_args__ = (
@@ -86,11 +88,11 @@ class RetentionRun(Base):
     trigger: Mapped[str] = mapped_column(String(20), nullable=False, default="api")
     dry_run: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
     keep_last: Mapped[int | None] = mapped_column(Integer)
-    scope: Mapped[dict] = mapped_column(
+    scope: Mapped[dict[str, Any]] = mapped_column(
         JSONB, nullable=False, default=dict, doc="{benchmark, model}: clean only evaluations of this slug / model name."
     )
     status: Mapped[str] = mapped_column(String(20), nullable=False, default="requested")
-    result: Mapped[dict | None] = mapped_column(JSONB(none_as_null=True))
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSONB(none_as_null=True))
     error: Mapped[str | None] = mapped_column(Text)
     requested_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

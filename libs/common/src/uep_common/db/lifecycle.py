@@ -1,11 +1,11 @@
-"""Tables and state changes of the evaluation lifecycle and of faults: stop, retry, interrupted evaluations,
-retired results, dead-letter records, scheduler instances (migration 0008).
+"""Tables of the evaluation lifecycle and of faults: retired results, dead-letter records, scheduler instances
+(migration 0008); and the item-level work of a retry and a redrive.
 
-Models here use :class:`uep_common.db.models.Base`; they are imported by ``uep_common.db.models`` so that
-Alembic and every service see one metadata. The functions are shared by the gateway (stop, retry, redrive)
-and the scheduler (interrupt on restart); each must run inside the caller's transaction and locks the
-evaluation row first (``SELECT … FOR UPDATE``, the lock every writer of an evaluation takes), so it is
-serialised with the reporter storing results and the scheduler leasing items.
+Models here use :class:`uep_common.db.base.Base`; :mod:`uep_common.db.tables` puts them on the one metadata
+Alembic sees. The functions are used by the gateway (retry, redrive) and by
+:mod:`uep_common.lifecycle`, which makes every status change (the transition table); each must run inside
+the caller's transaction and locks the evaluation row first (``SELECT … FOR UPDATE``, the lock every writer
+of an evaluation takes), so it is serialised with the reporter storing results and the scheduler leasing items.
 
 Retry (``POST /v1/evaluations/{id}/retry``) re-runs only what did not finish:
   * stored results with an error are moved to ``retired_results`` (kept, with the retry id and reason),
@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -40,13 +41,9 @@ from sqlalchemy.dialects.postgresql import JSONB, UUID
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
-from uep_common.db.models import Base, Evaluation
-
-RETRYABLE = ("failed", "stopped", "interrupted", "cancelled", "budget_exhausted", "completed")
-"""Statuses a retry starts from. ``completed`` only when it has failed items; ``pending``/``running`` never
-(409): a running evaluation re-dispatches expired leases by itself."""
-STOPPABLE = ("pending", "running", "interrupted")
-"""Statuses ``POST …/stop`` accepts."""
+from uep_common.db.base import Base
+from uep_common.db.budgets import BudgetAccount
+from uep_common.db.models import Evaluation
 
 
 class RetiredResult(Base):
@@ -66,11 +63,11 @@ class RetiredResult(Base):
     score: Mapped[float | None] = mapped_column(Float)
     metric_name: Mapped[str | None] = mapped_column(String(100))
     metric_version: Mapped[str | None] = mapped_column(String(20))
-    metrics: Mapped[dict] = mapped_column(JSONB, nullable=False, default=dict)
+    metrics: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False, default=dict)
     latency_ms: Mapped[float | None] = mapped_column(Float)
     prompt_tokens: Mapped[int | None] = mapped_column(Integer)
     completion_tokens: Mapped[int | None] = mapped_column(Integer)
-    error: Mapped[dict | None] = mapped_column(JSONB(none_as_null=True))
+    error: Mapped[dict[str, Any] | None] = mapped_column(JSONB(none_as_null=True))
     attempt: Mapped[int] = mapped_column(Integer, nullable=False)
     score_event_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False)
     scored_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
@@ -97,7 +94,7 @@ class DeadLetter(Base):
     item_key: Mapped[str | None] = mapped_column(String(200))
     key: Mapped[bytes | None] = mapped_column(LargeBinary)
     body: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
-    headers: Mapped[dict] = mapped_column(JSONB, nullable=False, default=dict)
+    headers: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False, default=dict)
     first_seen_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
     last_seen_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
     redrive_count: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
@@ -124,7 +121,7 @@ LOCK_NAMESPACE = 0x55455001
 the start-up lock under which an instance decides whether to interrupt running evaluations)."""
 
 
-class LifecycleConflict(Exception):
+class LifecycleConflict(Exception):  # noqa: N818 - a public name that callers and tests catch; renaming it breaks them
     """The evaluation's status does not allow the operation (HTTP 409). ``kind`` is machine-readable."""
 
     def __init__(self, message: str, kind: str) -> None:
@@ -189,27 +186,25 @@ async def retry_evaluation(session: AsyncSession, evaluation_id: uuid.UUID) -> R
 
     Raises:
         LookupError: unknown evaluation.
-        LifecycleConflict: the status is not in :data:`RETRYABLE` (``not_retryable``), or nothing is left to
-            re-run (``nothing_to_retry``: every item has a result without an error).
+        LifecycleConflict: the status is not in :data:`uep_common.lifecycle.RETRYABLE` (``not_retryable``),
+            the details were cleaned (``details_cleaned``), or nothing is left to re-run (``nothing_to_retry``:
+            every item has a result without an error).
     """
+    from uep_common import lifecycle
+
     ev = await lock_evaluation(session, evaluation_id)
     if ev is None:
         raise LookupError(evaluation_id)
-    if ev.status not in RETRYABLE:
-        raise LifecycleConflict(
-            f"evaluation is {ev.status}; only {', '.join(RETRYABLE)} evaluations can be retried", "not_retryable"
-        )
+    lifecycle.check(ev.status, lifecycle.Transition.retry)
     if ev.details_cleaned_at is not None:
         raise LifecycleConflict(
             "retention cleaned this evaluation's per-item details; its items cannot be told apart any more: "
             "start a new evaluation",
             "details_cleaned",
         )
-    if ev.status == "budget_exhausted":
+    if ev.status == lifecycle.S.budget_exhausted:
         # The budget shrank total_items to what it let through; a retry (after a cap was raised) restores
         # the plan, and the budget hook decides again at dispatch.
-        from uep_common.db.budgets import BudgetAccount
-
         planned = await session.scalar(select(BudgetAccount.planned_items).where(BudgetAccount.evaluation_id == ev.id))
         if planned is not None and planned > ev.total_items:
             ev.total_items = planned
@@ -223,10 +218,7 @@ async def retry_evaluation(session: AsyncSession, evaluation_id: uuid.UUID) -> R
         raise LifecycleConflict("every item has a result without an error: nothing to retry", "nothing_to_retry")
     previous = ev.status
     await recount(session, ev)
-    ev.status, ev.error, ev.summary, ev.completed_at = "running", None, None, None
-    ev.resumed_at = datetime.now(UTC)
-    if ev.started_at is None:
-        ev.started_at = datetime.now(UTC)
+    lifecycle.resume(ev, lifecycle.Transition.retry)
     return RetryOutcome(retry_id, previous, len(moved), max(0, unfinished - len(moved)), max(0, undispatched))
 
 
@@ -240,6 +232,8 @@ async def reopen_item(
     ``ev`` must be locked by the caller. Returns False (and changes nothing) when the item has a result
     without an error — it is finished and is never run again.
     """
+    from uep_common import lifecycle
+
     params = {"e": ev.id, "s": sample_id, "rp": repeat, "a": arm}
     finished = await session.scalar(
         text(
@@ -257,38 +251,6 @@ async def reopen_item(
         {**params, "exp": lease_expires_at},
     )
     await recount(session, ev)
-    if ev.status not in ("pending", "running"):
-        ev.status, ev.error, ev.summary, ev.completed_at = "running", None, None, None
-        ev.resumed_at = datetime.now(UTC)
+    if lifecycle.allowed(ev.status, lifecycle.Transition.reopen):  # pending and running ones stay as they are
+        lifecycle.resume(ev, lifecycle.Transition.reopen)
     return True
-
-
-async def interrupt_running(session: AsyncSession, started_before: datetime) -> list[uuid.UUID]:
-    """Mark every evaluation ``running`` since before ``started_before`` (its ``resumed_at`` or ``started_at``)
-    as ``interrupted``: counters recounted from the stored rows, a partial summary, the reason in ``error``.
-    Evaluations admitted or retried after ``started_before`` are left alone. Returns the ids interrupted."""
-    from uep_common.summary import compute_summary
-
-    ids = list(
-        await session.scalars(
-            select(Evaluation.id)
-            .where(Evaluation.status == "running", func.coalesce(Evaluation.resumed_at, Evaluation.started_at) < started_before)
-            # A human evaluation is driven by annotators, not by the scheduler: a restart interrupts nothing of it.
-            .where(func.coalesce(Evaluation.config["evaluation_type"].astext, "automatic") != "human")
-            .order_by(Evaluation.id)
-        )
-    )
-    done: list[uuid.UUID] = []
-    for evaluation_id in ids:
-        ev = await lock_evaluation(session, evaluation_id)
-        if ev is None or ev.status != "running":
-            continue
-        await recount(session, ev)
-        ev.status = "interrupted"
-        ev.error = (
-            "interrupted: the scheduler restarted while this evaluation was running; "
-            f"POST /v1/evaluations/{ev.id}/retry resumes it"
-        )
-        ev.summary = (await compute_summary(session, ev.id)).model_dump(mode="json")
-        done.append(ev.id)
-    return done

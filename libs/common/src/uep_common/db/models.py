@@ -1,9 +1,10 @@
-"""SQLAlchemy 2.0 models: the system of record of uep (PostgreSQL).
+"""SQLAlchemy 2.0 models of the core tables: the system of record of uep (PostgreSQL).
 
 Tables: tenants, benchmarks, samples, models, evaluations, sample_leases (scheduler-owned dispatch state),
 sample_results (reporter-owned results, unique per item), rescores and score_history (re-scoring and the
 scores it replaced), outbox (transactional outbox).
-Schema changes go through Alembic migrations in ``uep_common/db/migrations``.
+Schema changes go through Alembic migrations in ``uep_common/db/migrations``. The tables of later areas
+are in their own modules (:mod:`uep_common.db.tables` lists them); they import this module, never the reverse.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 from decimal import Decimal
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -29,31 +31,18 @@ from sqlalchemy import (
     func,
 )
 from sqlalchemy.dialects.postgresql import JSONB, UUID
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.orm import Mapped, mapped_column
+
+from uep_common.db.base import Base, created_column, in_list, uuid_pk
+from uep_common.events import Backend
 
 BENCHMARK_CATEGORIES = ("nlp", "code", "math", "reasoning", "safety", "custom")
 BENCHMARK_STATUSES = ("active", "deprecated", "draft")
 EVALUATION_TYPES = ("automatic", "llm_judge", "human", "hybrid")
 EVALUATION_STATUSES = ("pending", "running", "completed", "failed", "cancelled", "interrupted", "stopped", "budget_exhausted")
 PRIORITIES = ("urgent", "high", "normal", "low")
-BACKENDS = ("triton", "openai_compatible")
+BACKENDS = tuple(b.value for b in Backend)  # the one list of backend names is the event contract's enum
 LEASE_STATES = ("leased", "released")
-
-
-def _in(column: str, values: tuple[str, ...]) -> str:
-    return f"{column} IN ({', '.join(repr(v) for v in values)})"
-
-
-class Base(DeclarativeBase):
-    """Declarative base of every uep table."""
-
-
-def _uuid_pk() -> Mapped[uuid.UUID]:
-    return mapped_column(UUID(as_uuid=True), primary_key=True, default=uuid.uuid4)
-
-
-def _created() -> Mapped[datetime]:
-    return mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
 
 
 TENANT_LIMIT_COLUMNS = ("max_items_per_evaluation", "max_queued_items", "max_evaluations_per_minute", "min_schedule_interval_s")
@@ -67,10 +56,10 @@ class Tenant(Base):
 
     __tablename__ = "tenants"
     __table_args__ = tuple(CheckConstraint(f"{c} IS NULL OR {c} >= 1", name=f"ck_tenants_{c}") for c in TENANT_LIMIT_COLUMNS)
-    id: Mapped[uuid.UUID] = _uuid_pk()
+    id: Mapped[uuid.UUID] = uuid_pk()
     slug: Mapped[str] = mapped_column(String(64), unique=True, nullable=False)
     name: Mapped[str] = mapped_column(String(200), nullable=False)
-    created_at: Mapped[datetime] = _created()
+    created_at: Mapped[datetime] = created_column()
     max_items_per_evaluation: Mapped[int | None] = mapped_column(Integer, doc="Items (samples × repeats) of one evaluation.")
     max_queued_items: Mapped[int | None] = mapped_column(Integer, doc="Items not yet finished across its evaluations.")
     max_evaluations_per_minute: Mapped[int | None] = mapped_column(Integer, doc="Evaluations created in any 60 s.")
@@ -84,11 +73,11 @@ class Benchmark(Base):
     __tablename__ = "benchmarks"
     __table_args__ = (
         UniqueConstraint("slug", "version", name="uq_benchmarks_slug_version"),
-        CheckConstraint(_in("category", BENCHMARK_CATEGORIES), name="ck_benchmarks_category"),
-        CheckConstraint(_in("status", BENCHMARK_STATUSES), name="ck_benchmarks_status"),
-        CheckConstraint(_in("evaluation_type", EVALUATION_TYPES), name="ck_benchmarks_evaluation_type"),
+        CheckConstraint(in_list("category", BENCHMARK_CATEGORIES), name="ck_benchmarks_category"),
+        CheckConstraint(in_list("status", BENCHMARK_STATUSES), name="ck_benchmarks_status"),
+        CheckConstraint(in_list("evaluation_type", EVALUATION_TYPES), name="ck_benchmarks_evaluation_type"),
     )
-    id: Mapped[uuid.UUID] = _uuid_pk()
+    id: Mapped[uuid.UUID] = uuid_pk()
     slug: Mapped[str] = mapped_column(String(100), nullable=False)
     name: Mapped[str] = mapped_column(String(200), nullable=False)
     description: Mapped[str] = mapped_column(Text, nullable=False, default="")
@@ -97,14 +86,14 @@ class Benchmark(Base):
     status: Mapped[str] = mapped_column(String(20), nullable=False, default="active")
     is_builtin: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
     evaluation_type: Mapped[str] = mapped_column(String(20), nullable=False, default="automatic")
-    capability_dimensions: Mapped[list] = mapped_column(JSONB, nullable=False, default=list)
-    config: Mapped[dict] = mapped_column(
+    capability_dimensions: Mapped[list[Any]] = mapped_column(JSONB, nullable=False, default=list)
+    config: Mapped[dict[str, Any]] = mapped_column(
         JSONB, nullable=False, default=dict, doc="prompt (PromptSpec), metric {name, params}, language, few-shot…"
     )
     license: Mapped[str | None] = mapped_column(String(200))
     source: Mapped[str | None] = mapped_column(Text)
     sample_count: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
-    created_at: Mapped[datetime] = _created()
+    created_at: Mapped[datetime] = created_column()
 
 
 class Sample(Base):
@@ -112,13 +101,13 @@ class Sample(Base):
 
     __tablename__ = "samples"
     __table_args__ = (UniqueConstraint("benchmark_id", "ordinal", name="uq_samples_benchmark_ordinal"),)
-    id: Mapped[uuid.UUID] = _uuid_pk()
+    id: Mapped[uuid.UUID] = uuid_pk()
     benchmark_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("benchmarks.id", ondelete="CASCADE"), nullable=False)
     ordinal: Mapped[int] = mapped_column(Integer, nullable=False)
     external_id: Mapped[str | None] = mapped_column(String(200))
-    input: Mapped[dict] = mapped_column(JSONB, nullable=False)
-    reference: Mapped[dict] = mapped_column(JSONB, nullable=False)
-    meta: Mapped[dict] = mapped_column("metadata", JSONB, nullable=False, default=dict)
+    input: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False)
+    reference: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False)
+    meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSONB, nullable=False, default=dict)
 
 
 class Model(Base):
@@ -127,9 +116,9 @@ class Model(Base):
     __tablename__ = "models"
     __table_args__ = (
         UniqueConstraint("name", "version", name="uq_models_name_version"),
-        CheckConstraint(_in("backend", BACKENDS), name="ck_models_backend"),
+        CheckConstraint(in_list("backend", BACKENDS), name="ck_models_backend"),
     )
-    id: Mapped[uuid.UUID] = _uuid_pk()
+    id: Mapped[uuid.UUID] = uuid_pk()
     name: Mapped[str] = mapped_column(String(200), nullable=False)
     version: Mapped[str] = mapped_column(String(100), nullable=False, default="1")
     description: Mapped[str] = mapped_column(Text, nullable=False, default="")
@@ -137,7 +126,9 @@ class Model(Base):
     endpoint: Mapped[str] = mapped_column(String(500), nullable=False)
     triton_model_name: Mapped[str | None] = mapped_column(String(200))
     triton_model_version: Mapped[str | None] = mapped_column(String(50))
-    decoding_defaults: Mapped[dict] = mapped_column(JSONB, nullable=False, default=dict, doc="max_tokens, temperature, stop")
+    decoding_defaults: Mapped[dict[str, Any]] = mapped_column(
+        JSONB, nullable=False, default=dict, doc="max_tokens, temperature, stop"
+    )
     supports_logprobs: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
     max_in_flight: Mapped[int | None] = mapped_column(Integer, doc="Serving capacity (requests in flight).")
     # Cost model (migration 0007; arithmetic and units in uep_common.costs): prices in the site currency.
@@ -153,7 +144,7 @@ class Model(Base):
     expected_input_tokens: Mapped[int] = mapped_column(Integer, nullable=False, default=500, server_default="500")
     expected_output_tokens: Mapped[int] = mapped_column(Integer, nullable=False, default=256, server_default="256")
     expected_latency_ms: Mapped[float] = mapped_column(Float, nullable=False, default=1000.0, server_default="1000")
-    created_at: Mapped[datetime] = _created()
+    created_at: Mapped[datetime] = created_column()
 
 
 class Evaluation(Base):
@@ -165,15 +156,15 @@ class Evaluation(Base):
 
     __tablename__ = "evaluations"
     __table_args__ = (
-        CheckConstraint(_in("status", EVALUATION_STATUSES), name="ck_evaluations_status"),
-        CheckConstraint(_in("priority", PRIORITIES), name="ck_evaluations_priority"),
+        CheckConstraint(in_list("status", EVALUATION_STATUSES), name="ck_evaluations_status"),
+        CheckConstraint(in_list("priority", PRIORITIES), name="ck_evaluations_priority"),
         CheckConstraint("repeats >= 1", name="ck_evaluations_repeats"),
         CheckConstraint("sample_limit IS NULL OR sample_limit >= 1", name="ck_evaluations_limit"),
         Index("ix_evaluations_status", "status"),
         Index("ix_evaluations_tenant_created", "tenant_id", "created_at"),
         UniqueConstraint("tenant_id", "idempotency_key", name="uq_evaluations_idempotency_key"),
     )
-    id: Mapped[uuid.UUID] = _uuid_pk()
+    id: Mapped[uuid.UUID] = uuid_pk()
     tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenants.id"), nullable=False)
     benchmark_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("benchmarks.id"), nullable=False)
     model_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("models.id"), nullable=False)
@@ -190,10 +181,10 @@ class Evaluation(Base):
     discarded_items: Mapped[int] = mapped_column(
         Integer, nullable=False, default=0, server_default="0", doc="Results that arrived after a cancel, not stored."
     )
-    config: Mapped[dict] = mapped_column(JSONB, nullable=False, default=dict)
-    summary: Mapped[dict | None] = mapped_column(JSONB(none_as_null=True))
+    config: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False, default=dict)
+    summary: Mapped[dict[str, Any] | None] = mapped_column(JSONB(none_as_null=True))
     error: Mapped[str | None] = mapped_column(Text)
-    trace_context: Mapped[dict] = mapped_column(
+    trace_context: Mapped[dict[str, Any]] = mapped_column(
         JSONB, nullable=False, default=dict, doc="W3C traceparent/tracestate of the evaluation's root span."
     )
     idempotency_key: Mapped[str | None] = mapped_column(String(200))
@@ -217,7 +208,7 @@ class Evaluation(Base):
         server_default="false",
         doc="The pinned baseline of its (model name, benchmark slug): reports compare against it (migration 0011).",
     )
-    created_at: Mapped[datetime] = _created()
+    created_at: Mapped[datetime] = created_column()
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     completed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     updated_at: Mapped[datetime] = mapped_column(
@@ -235,7 +226,7 @@ class SampleLease(Base):
     __tablename__ = "sample_leases"
     __table_args__ = (
         UniqueConstraint("evaluation_id", "sample_id", "repeat", "arm", name="uq_sample_leases_item"),
-        CheckConstraint(_in("state", LEASE_STATES), name="ck_sample_leases_state"),
+        CheckConstraint(in_list("state", LEASE_STATES), name="ck_sample_leases_state"),
         Index("ix_sample_leases_open", "evaluation_id", "state", "lease_expires_at"),
     )
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
@@ -284,18 +275,20 @@ class SampleResult(Base):
     score: Mapped[float | None] = mapped_column(Float)
     metric_name: Mapped[str | None] = mapped_column(String(100))
     metric_version: Mapped[str | None] = mapped_column(String(20))
-    metrics: Mapped[dict] = mapped_column(JSONB, nullable=False, default=dict)
+    metrics: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False, default=dict)
     latency_ms: Mapped[float | None] = mapped_column(Float)
     prompt_tokens: Mapped[int | None] = mapped_column(Integer)
     completion_tokens: Mapped[int | None] = mapped_column(Integer)
-    error: Mapped[dict | None] = mapped_column(JSONB(none_as_null=True), doc="ErrorInfo {stage, type, message} or SQL NULL.")
+    error: Mapped[dict[str, Any] | None] = mapped_column(
+        JSONB(none_as_null=True), doc="ErrorInfo {stage, type, message} or SQL NULL."
+    )
     attempt: Mapped[int] = mapped_column(Integer, nullable=False, default=1)
     score_event_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False)
     rescore_id: Mapped[uuid.UUID | None] = mapped_column(
         UUID(as_uuid=True), doc="The last rescore applied to this row (idempotency of rescoring)."
     )
     rescored_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    created_at: Mapped[datetime] = _created()
+    created_at: Mapped[datetime] = created_column()
 
 
 RESCORE_STATUSES = ("pending", "completed", "failed")
@@ -306,8 +299,8 @@ class Rescore(Base):
     changed: items flipped (to correct / to incorrect), the summary before and after, metric versions."""
 
     __tablename__ = "rescores"
-    __table_args__ = (CheckConstraint(_in("status", RESCORE_STATUSES), name="ck_rescores_status"),)
-    id: Mapped[uuid.UUID] = _uuid_pk()
+    __table_args__ = (CheckConstraint(in_list("status", RESCORE_STATUSES), name="ck_rescores_status"),)
+    id: Mapped[uuid.UUID] = uuid_pk()
     evaluation_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("evaluations.id", ondelete="CASCADE"), nullable=False, index=True)
     status: Mapped[str] = mapped_column(String(20), nullable=False, default="pending")
     total_items: Mapped[int] = mapped_column(Integer, nullable=False)
@@ -315,12 +308,12 @@ class Rescore(Base):
     flipped_items: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     to_correct: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     to_incorrect: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
-    old_summary: Mapped[dict | None] = mapped_column(JSONB(none_as_null=True))
-    new_summary: Mapped[dict | None] = mapped_column(JSONB(none_as_null=True))
-    old_metric_versions: Mapped[dict] = mapped_column(JSONB, nullable=False, default=dict)
-    new_metric_versions: Mapped[dict] = mapped_column(JSONB, nullable=False, default=dict)
+    old_summary: Mapped[dict[str, Any] | None] = mapped_column(JSONB(none_as_null=True))
+    new_summary: Mapped[dict[str, Any] | None] = mapped_column(JSONB(none_as_null=True))
+    old_metric_versions: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False, default=dict)
+    new_metric_versions: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False, default=dict)
     error: Mapped[str | None] = mapped_column(Text)
-    requested_at: Mapped[datetime] = _created()
+    requested_at: Mapped[datetime] = created_column()
     completed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
@@ -337,10 +330,10 @@ class ScoreHistory(Base):
     is_correct: Mapped[bool | None] = mapped_column(Boolean)
     score: Mapped[float | None] = mapped_column(Float)
     extracted: Mapped[str | None] = mapped_column(Text)
-    metrics: Mapped[dict] = mapped_column(JSONB, nullable=False, default=dict)
-    error: Mapped[dict | None] = mapped_column(JSONB(none_as_null=True))
+    metrics: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False, default=dict)
+    error: Mapped[dict[str, Any] | None] = mapped_column(JSONB(none_as_null=True))
     scored_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
-    replaced_at: Mapped[datetime] = _created()
+    replaced_at: Mapped[datetime] = created_column()
 
 
 class MetricCatalogEntry(Base):
@@ -350,9 +343,9 @@ class MetricCatalogEntry(Base):
     __tablename__ = "metric_catalog"
     name: Mapped[str] = mapped_column(String(100), primary_key=True)
     version: Mapped[str] = mapped_column(String(20), nullable=False)
-    params: Mapped[dict] = mapped_column(JSONB, nullable=False, default=dict)
-    param_types: Mapped[dict] = mapped_column(JSONB, nullable=False, default=dict, server_default="{}")
-    required_params: Mapped[list] = mapped_column(JSONB, nullable=False, default=list, server_default="[]")
+    params: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False, default=dict)
+    param_types: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False, default=dict, server_default="{}")
+    required_params: Mapped[list[Any]] = mapped_column(JSONB, nullable=False, default=list, server_default="[]")
     source: Mapped[str] = mapped_column(Text, nullable=False, default="")
     registered_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now(), onupdate=func.now(), nullable=False
@@ -375,15 +368,10 @@ class OutboxMessage(Base):
     event_type: Mapped[str] = mapped_column(String(100), nullable=False)
     topic: Mapped[str] = mapped_column(String(200), nullable=False)
     key: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
-    payload: Mapped[dict] = mapped_column(JSONB, nullable=False)
-    headers: Mapped[dict] = mapped_column(JSONB, nullable=False, default=dict)
-    created_at: Mapped[datetime] = _created()
+    payload: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False)
+    headers: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False, default=dict)
+    created_at: Mapped[datetime] = created_column()
     published_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     attempts: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     last_error: Mapped[str | None] = mapped_column(Text)
     claimed_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-
-
-# Tables of later areas live in their own modules (one per area); importing them here registers them on
-# ``Base.metadata`` for Alembic and for every service that imports the models.
-from uep_common.db import annotation, budgets, judging, leaderboards, lifecycle, reports, scheduling  # noqa: E402,F401

@@ -6,20 +6,22 @@ Every file a report writes is an artifact (unique on its SHA-256; the file lies 
 ``UEP_ARTIFACT_DIR``) referenced by its evaluation; retention deletes refs, and deletes an artifact's file
 and row only when no ref remains.
 
-Models here use :class:`uep_common.db.models.Base`; they are imported by ``uep_common.db.models`` so that
-Alembic and every service see one metadata.
+Models here use :class:`uep_common.db.base.Base`; :mod:`uep_common.db.tables` puts them on the one metadata
+Alembic sees.
 """
 
 from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import BigInteger, CheckConstraint, DateTime, ForeignKey, Index, String, Text, UniqueConstraint, func
 from sqlalchemy.dialects.postgresql import JSONB, UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
-from uep_common.db.models import Base
+from uep_common.db import models as _core  # noqa: F401  (registers the core tables its foreign keys name)
+from uep_common.db.base import Base
 
 REPORT_STATUSES = ("pending", "ready", "failed")
 ARTIFACT_KINDS = ("report_html", "report_json", "report_pdf")
@@ -74,7 +76,7 @@ class Report(Base):
     json_artifact_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("artifacts.id", ondelete="SET NULL"))
     pdf_artifact_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("artifacts.id", ondelete="SET NULL"))
     pdf_error: Mapped[str | None] = mapped_column(Text)
-    build_ms: Mapped[dict] = mapped_column(JSONB, nullable=False, default=dict, doc="Milliseconds per build stage.")
+    build_ms: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False, default=dict, doc="Milliseconds per build stage.")
     error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
     completed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

@@ -1,7 +1,7 @@
 """Tables of the scheduler: fair-queuing state, adaptive model limits, schedules (cron) and their runs.
 
-Models here use :class:`uep_common.db.models.Base`; they are imported by ``uep_common.db.models`` so that
-Alembic and every service see one metadata.
+Models here use :class:`uep_common.db.base.Base`; :mod:`uep_common.db.tables` puts them on the one metadata
+Alembic sees.
 
 Fair-queuing state (see ``uep_scheduler.fairness`` for the algorithm):
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -38,7 +39,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB, UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
-from uep_common.db.models import Base
+from uep_common.db import models as _core  # noqa: F401  (registers the core tables its foreign keys name)
+from uep_common.db.base import Base
 
 
 class SchedClock(Base):
@@ -109,7 +111,7 @@ class Schedule(Base):
     cron: Mapped[str] = mapped_column(String(200), nullable=False)
     model: Mapped[str] = mapped_column(String(200), nullable=False)
     benchmark: Mapped[str] = mapped_column(String(100), nullable=False)
-    options: Mapped[dict] = mapped_column(JSONB, nullable=False, default=dict)
+    options: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False, default=dict)
     active: Mapped[bool] = mapped_column(Boolean, nullable=False, default=True)
     next_run_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)

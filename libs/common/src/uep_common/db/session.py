@@ -6,6 +6,10 @@ from sqlalchemy import create_engine
 from sqlalchemy.engine import Engine
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
+# Every table on the metadata before any session flushes: a core table's foreign key may point at an area's
+# table (evaluations.schedule_id -> schedules), which SQLAlchemy resolves only if that table is registered.
+from uep_common.db import tables as _tables  # noqa: F401
+
 
 def make_async_engine(database_url: str, pool_size: int = 10) -> AsyncEngine:
     """Async engine for ``postgresql+psycopg://…`` URLs (psycopg 3 supports both modes)."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import krippendorff
 import numpy as np
@@ -62,7 +63,7 @@ def alpha(
     return value, None
 
 
-def question_agreement(q: Question, answers: Mapping[tuple, Mapping[object, object]]) -> dict:
+def question_agreement(q: Question, answers: Mapping[tuple[Any, ...], Mapping[object, object]]) -> dict[str, Any]:
     """Alpha of one question over ``answers``: ``{(unit key): {coder key: answer}}``.
 
     Returns ``{"question", "type", "level", "alpha", "reason", "units", "pairable_units", "coders", "values"}``

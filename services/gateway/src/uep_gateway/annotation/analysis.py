@@ -10,11 +10,13 @@ from __future__ import annotations
 import math
 import uuid
 from collections import defaultdict
+from typing import Any
 
 from pydantic import ValidationError
 from sqlalchemy import select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from uep_common.configs import parse_evaluation_config
 from uep_common.db.annotation import Annotation, AnnotationItem, AnnotationTask
 from uep_common.db.judging import JudgeVerdict
 from uep_common.db.models import Evaluation
@@ -32,7 +34,7 @@ async def load_answers(
     q = select(Annotation).where(Annotation.task_id == task.id).order_by(Annotation.id)
     if items is not None:
         q = q.where(Annotation.item_id.in_([i.id for i in items]))
-    by_item: dict[int, list] = defaultdict(list)
+    by_item: dict[int, list[Any]] = defaultdict(list)
     for a in await session.scalars(q):
         aq = qual[a.annotator_id]
         if exclude_flagged and aq.flagged:
@@ -41,7 +43,7 @@ async def load_answers(
     return by_item, qual
 
 
-async def task_agreement(session: AsyncSession, task: AnnotationTask, exclude_flagged: bool) -> dict:
+async def task_agreement(session: AsyncSession, task: AnnotationTask, exclude_flagged: bool) -> dict[str, Any]:
     """Krippendorff's alpha of every scored question over all the task's items (gold included: they are
     annotated by everyone) and annotators: ``{"exclude_flagged", "excluded_annotators", "questions": [...]}``
     (each entry as :func:`uep_gateway.annotation.agreement.question_agreement` returns)."""
@@ -80,7 +82,7 @@ def _judge_value(q: Question, v: JudgeVerdict, cfg: JudgeConfig | None) -> float
     return None
 
 
-def _combine(values: list) -> float | str | None:
+def _combine(values: list[Any]) -> float | str | None:
     """One judge's value for an item from its verdicts (pairwise: both orders; disagreeing orders = tie)."""
     values = [x for x in values if x is not None]
     if not values:
@@ -90,13 +92,13 @@ def _combine(values: list) -> float | str | None:
     return values[0] if len(set(values)) == 1 else "tie"
 
 
-def _human_value(q: Question, agg: dict) -> float | str | None:
+def _human_value(q: Question, agg: dict[str, Any]) -> float | str | None:
     if q.type == "rating":
         return agg["normalized"]
     return agg["majority"]
 
 
-async def judge_agreement(session: AsyncSession, task: AnnotationTask, exclude_flagged: bool) -> dict:
+async def judge_agreement(session: AsyncSession, task: AnnotationTask, exclude_flagged: bool) -> dict[str, Any]:
     """Agreement between each judge (model × template × template version) and the humans, per question.
 
     Reads the judge service's valid ``judge_verdicts`` of the task's items. For each item the humans'
@@ -109,7 +111,7 @@ async def judge_agreement(session: AsyncSession, task: AnnotationTask, exclude_f
     questions = [q for q in parse_questions(task.questions) if q.scored]
     items = list(await session.scalars(select(AnnotationItem).where(AnnotationItem.task_id == task.id)))
     by_item, _ = await load_answers(session, task, exclude_flagged, items)
-    human: dict[tuple, dict] = {}
+    human: dict[tuple[Any, ...], dict[str, Any]] = {}
     for it in items:
         rows = by_item.get(it.id)
         if rows:
@@ -130,10 +132,10 @@ async def judge_agreement(session: AsyncSession, task: AnnotationTask, exclude_f
     for ev_id in {v.evaluation_id for v in verdicts}:
         ev = await session.get(Evaluation, ev_id)
         try:
-            configs[ev_id] = JudgeConfig.model_validate((ev.config or {}).get("judge") or {})
+            configs[ev_id] = parse_evaluation_config(ev.config).judge
         except ValidationError:
             configs[ev_id] = None
-    groups: dict[tuple, dict[tuple, list[JudgeVerdict]]] = defaultdict(lambda: defaultdict(list))
+    groups: dict[tuple[Any, ...], dict[tuple[Any, ...], list[JudgeVerdict]]] = defaultdict(lambda: defaultdict(list))
     for v in verdicts:
         groups[(v.judge_model_name, v.template, v.template_version)][(v.evaluation_id, v.sample_id, v.repeat, v.arm)].append(v)
     judges = []
@@ -146,7 +148,7 @@ async def judge_agreement(session: AsyncSession, task: AnnotationTask, exclude_f
                 h = human[key][q.name]
                 if j is not None and h is not None:
                     pairs.append((j, h))
-            entry: dict = {"question": q.name, "type": q.type, "n": len(pairs), "alpha": None, "reason": None}
+            entry: dict[str, Any] = {"question": q.name, "type": q.type, "n": len(pairs), "alpha": None, "reason": None}
             if q.type == "rating":
                 data = [[j for j, _ in pairs], [h for _, h in pairs]]
                 entry["alpha"], entry["reason"] = alpha(data, "interval") if pairs else (None, "too_few_pairable_values")

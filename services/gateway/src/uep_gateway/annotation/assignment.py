@@ -30,6 +30,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from sqlalchemy import and_, exists, func, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -44,10 +45,10 @@ CANDIDATES_PER_ROUND = 8
 ROUNDS = 6
 
 
-async def resolve_annotator(session: AsyncSession, ref: str | None, loc: tuple, create: bool = True) -> Annotator:
+async def resolve_annotator(session: AsyncSession, ref: str | None, loc: tuple[Any, ...], create: bool = True) -> Annotator:
     """The annotator named ``ref`` (a name, or an id), registered on first use when ``create``.
 
-    Pre-auth stage: anyone may claim a name; the auth issue will bind annotators to principals.
+    Pre-auth stage: anyone may claim a name; annotators are not yet bound to authenticated principals.
 
     Raises:
         FieldError 422: no annotator given; 404: unknown id, or unknown name when not ``create``.
@@ -117,7 +118,7 @@ async def quality(session: AsyncSession, task: AnnotationTask) -> dict[uuid.UUID
     return out
 
 
-async def progress(session: AsyncSession, task: AnnotationTask, annotator_id: uuid.UUID | None) -> dict:
+async def progress(session: AsyncSession, task: AnnotationTask, annotator_id: uuid.UUID | None) -> dict[str, Any]:
     """``{completed_items, total_items, annotator_done, annotator_gold_done}`` of ``task``."""
     completed = await session.scalar(
         select(func.count()).where(AnnotationItem.task_id == task.id, AnnotationItem.status == "complete")
@@ -241,7 +242,7 @@ async def next_item(
 
 
 async def submit(
-    session: AsyncSession, task: AnnotationTask, annotator: Annotator, assignment_id: uuid.UUID, answers: dict
+    session: AsyncSession, task: AnnotationTask, annotator: Annotator, assignment_id: uuid.UUID, answers: dict[str, Any]
 ) -> tuple[Annotation, AnnotationItem]:
     """Store the annotator's answers to the item of ``assignment_id``; complete the item (and stage its
     ScoreComputed) when this is its N-th annotation. Must run inside a transaction (the caller commits).

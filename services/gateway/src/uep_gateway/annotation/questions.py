@@ -60,7 +60,7 @@ class Question(BaseModel):
         return self.type in SCORED_TYPES
 
 
-def parse_questions(raw: list[dict]) -> list[Question]:
+def parse_questions(raw: list[dict[str, Any]]) -> list[Question]:
     """Question specs as stored in ``annotation_tasks.questions``."""
     return [Question.model_validate(q) for q in raw]
 
@@ -70,7 +70,7 @@ def primary_question(questions: list[Question]) -> Question:
     return next(q for q in questions if q.scored)
 
 
-def _problem(loc: tuple, msg: str, type_: str) -> dict:
+def _problem(loc: tuple[Any, ...], msg: str, type_: str) -> dict[str, Any]:
     return {"loc": list(loc), "msg": msg, "type": type_}
 
 
@@ -97,8 +97,8 @@ def validate_answer(q: Question, value: Any) -> tuple[Any, str | None]:
 
 
 def validate_answers(
-    questions: list[Question], answers: Any, loc: tuple = ("body", "answers"), partial: bool = False
-) -> tuple[dict, list[dict]]:
+    questions: list[Question], answers: Any, loc: tuple[Any, ...] = ("body", "answers"), partial: bool = False
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Check ``answers`` (question name → value) against ``questions``.
 
     Returns ``(clean answers, problems)``; each problem is ``{"loc", "msg", "type"}`` naming the question.
@@ -107,7 +107,7 @@ def validate_answers(
     if not isinstance(answers, dict):
         return {}, [_problem(loc, "must be an object of question name → answer", "invalid_answers")]
     by_name = {q.name: q for q in questions}
-    clean: dict = {}
+    clean: dict[str, Any] = {}
     problems = [
         _problem((*loc, name), f"unknown question {name!r}", "unknown_question") for name in answers if name not in by_name
     ]
@@ -130,7 +130,9 @@ def validate_answers(
     return clean, problems
 
 
-def gold_check(questions: list[Question], gold: dict, answers: dict, rating_tolerance: float = 0.0) -> tuple[int, int]:
+def gold_check(
+    questions: list[Question], gold: dict[str, Any], answers: dict[str, Any], rating_tolerance: float = 0.0
+) -> tuple[int, int]:
     """``(checked, correct)``: questions with a known answer that the annotator answered, and how many
     matched (rating: ``|answer - gold| <= rating_tolerance``; others: equal)."""
     checked = correct = 0
@@ -152,14 +154,14 @@ def _majority(values: list[str]) -> str | None:
     return counts[0][0]
 
 
-def aggregate(questions: list[Question], answer_sets: list[dict]) -> dict[str, dict]:
+def aggregate(questions: list[Question], answer_sets: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per question, the aggregate of one item's answers (``answer_sets``: one dict per annotator).
 
     rating → ``{"n", "mean", "normalized"}``; pass_fail → ``{"n", "pass_rate", "majority"}``;
     pairwise → ``{"n", "a_win_rate", "majority"}`` (a = 1, tie = 0.5, b = 0); comment → ``{"n", "comments"}``.
     Means and rates are None when nobody answered.
     """
-    out: dict[str, dict] = {}
+    out: dict[str, dict[str, Any]] = {}
     for q in questions:
         vals = [a[q.name] for a in answer_sets if a.get(q.name) not in (None, "")]
         n = len(vals)
@@ -177,14 +179,16 @@ def aggregate(questions: list[Question], answer_sets: list[dict]) -> dict[str, d
     return out
 
 
-def item_score(questions: list[Question], agg: dict[str, dict]) -> tuple[bool | None, float | None, str | None, dict]:
+def item_score(
+    questions: list[Question], agg: dict[str, dict[str, Any]]
+) -> tuple[bool | None, float | None, str | None, dict[str, Any]]:
     """``(is_correct, score, extracted, metrics)`` of one item for its ScoreComputed, from :func:`aggregate`.
 
     The primary question decides ``score`` and ``is_correct`` (see the module docstring); ``metrics`` holds
     every scored question: ``<name>_mean`` / ``<name>_normalized`` (rating), ``<name>_pass_rate``
     (pass_fail), ``<name>_a_win_rate`` (pairwise).
     """
-    metrics: dict = {}
+    metrics: dict[str, Any] = {}
     for q in questions:
         a = agg[q.name]
         if q.type == "rating":

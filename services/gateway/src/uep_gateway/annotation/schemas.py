@@ -66,7 +66,7 @@ class AnnotationTaskView(BaseModel):
     source_evaluation_id: uuid.UUID
     compare_evaluation_id: uuid.UUID | None
     result_evaluation_id: uuid.UUID | None
-    questions: list[dict]
+    questions: list[dict[str, Any]]
     guidelines: str
     annotations_per_item: int
     assignment_ttl_seconds: int
@@ -116,7 +116,7 @@ class NextItem(BaseModel):
     annotator: AnnotatorView
     assignment_id: uuid.UUID | None
     expires_at: datetime | None
-    item: dict | None = Field(description="{id, sample_ordinal, repeat, arm, prompt, output, output_b, reference}.")
+    item: dict[str, Any] | None = Field(description="{id, sample_ordinal, repeat, arm, prompt, output, output_b, reference}.")
     reason: str | None = Field(None, description="Why no item: 'task_completed' or 'nothing_left_for_annotator'.")
     progress: TaskProgress
 

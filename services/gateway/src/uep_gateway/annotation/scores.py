@@ -17,6 +17,7 @@ flagged, all answers are used and ``metrics.flagged_only`` is true.
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -32,7 +33,7 @@ METRIC_VERSION = "1"
 
 
 async def stage_score(
-    session: AsyncSession, task: AnnotationTask, item: AnnotationItem, questions: list[Question], quality: dict
+    session: AsyncSession, task: AnnotationTask, item: AnnotationItem, questions: list[Question], quality: dict[uuid.UUID, Any]
 ) -> uuid.UUID:
     """Stage the ScoreComputed of the completed scored ``item`` in the outbox; returns its event id.
 

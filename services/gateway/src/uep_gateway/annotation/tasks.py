@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from uep_common.configs import check_evaluation_config, parse_benchmark_config
 from uep_common.db.annotation import AnnotationItem, AnnotationTask
 from uep_common.db.judging import HybridRoute
 from uep_common.db.models import Benchmark, Evaluation, Sample, SampleResult
+from uep_common.events import EvaluationStatus
 from uep_common.prompts import PromptRenderError, render_prompt
 from uep_common.telemetry import current_trace_headers
 from uep_gateway.annotation.questions import validate_answers
@@ -29,7 +32,7 @@ HUMAN_EVALUATION_TYPE = "human"
 def _prompt(bench: Benchmark, sample: Sample) -> str:
     """The sample's prompt as the benchmark's template renders it (no few-shot demonstrations); the raw input
     fields when the template cannot render."""
-    template = ((bench.config or {}).get("prompt") or {}).get("template")
+    template = parse_benchmark_config(bench.config).template
     if template:
         try:
             return render_prompt(template, sample.input)
@@ -71,10 +74,10 @@ def _candidate(
     repeat: int,
     arm: str,
     bench: Benchmark,
-    content: dict,
+    content: dict[str, Any],
     show_ref: bool,
-    details: dict | None = None,
-) -> dict:
+    details: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     return {
         "evaluation_id": ev.id,
         "sample_id": sample.id,
@@ -86,7 +89,9 @@ def _candidate(
     }
 
 
-async def _from_evaluation(session: AsyncSession, body: AnnotationTaskCreate, ev: Evaluation, bench: Benchmark) -> dict:
+async def _from_evaluation(
+    session: AsyncSession, body: AnnotationTaskCreate, ev: Evaluation, bench: Benchmark
+) -> dict[tuple[int, int], dict[str, Any]]:
     """Candidates ((ordinal, repeat) → item fields) from the stored outputs of ``ev`` (and of the compare
     evaluation as answer B)."""
     pairwise = any(q.type == "pairwise" for q in body.questions)
@@ -98,7 +103,7 @@ async def _from_evaluation(session: AsyncSession, body: AnnotationTaskCreate, ev
             "missing_compare_evaluation",
         )
     outputs = await _outputs(session, ev.id)
-    other: dict = {}
+    other: dict[tuple[uuid.UUID, int], Any] = {}
     if body.compare_evaluation_id is not None:
         cmp_ev = await _evaluation(session, body.compare_evaluation_id, "compare_evaluation_id")
         if cmp_ev.benchmark_id != ev.benchmark_id:
@@ -109,7 +114,7 @@ async def _from_evaluation(session: AsyncSession, body: AnnotationTaskCreate, ev
                 "benchmark_mismatch",
             )
         other = await _outputs(session, cmp_ev.id)
-    out: dict = {}
+    out: dict[tuple[int, int], dict[str, Any]] = {}
     for (sample_id, repeat), (r, s) in outputs.items():
         content = {"output": r.output, "output_b": None}
         if body.compare_evaluation_id is not None:
@@ -121,7 +126,9 @@ async def _from_evaluation(session: AsyncSession, body: AnnotationTaskCreate, ev
     return out
 
 
-async def _from_hybrid(session: AsyncSession, body: AnnotationTaskCreate, ev: Evaluation, bench: Benchmark) -> tuple[dict, dict]:
+async def _from_hybrid(
+    session: AsyncSession, body: AnnotationTaskCreate, ev: Evaluation, bench: Benchmark
+) -> tuple[dict[tuple[int, int], dict[str, Any]], dict[tuple[int, int], dict[str, Any]]]:
     """``(scored candidates, gold candidates)``: the items ``ev`` routed to humans (``hybrid_routes`` stage
     'human') and, as possible gold items, its items already decided (stored results).
 
@@ -139,7 +146,7 @@ async def _from_hybrid(session: AsyncSession, body: AnnotationTaskCreate, ev: Ev
         .where(HybridRoute.evaluation_id == ev.id, HybridRoute.stage == "human")
         .order_by(Sample.ordinal, HybridRoute.repeat, HybridRoute.arm)
     )
-    routed: dict = {}
+    routed: dict[tuple[int, int], dict[str, Any]] = {}
     for route, s in rows.all():
         d = route.details or {}
         content = {
@@ -190,8 +197,8 @@ async def create_task(session: AsyncSession, body: AnnotationTaskCreate) -> Anno
     else:
         candidates, gold_pool = await _from_hybrid(session, body, ev, bench)
 
-    problems: list[dict] = []
-    gold: dict[tuple[int, int], dict] = {}
+    problems: list[dict[str, Any]] = []
+    gold: dict[tuple[int, int], dict[str, Any]] = {}
     for i, g in enumerate(body.gold):
         key = (g.sample_ordinal, g.repeat)
         if key not in gold_pool and key not in candidates:
@@ -237,19 +244,21 @@ async def create_task(session: AsyncSession, body: AnnotationTaskCreate) -> Anno
                 tenant_id=ev.tenant_id,
                 benchmark_id=ev.benchmark_id,
                 model_id=ev.model_id,
-                status="running",
+                status=EvaluationStatus.running.value,  # born running: annotators, not the scheduler, drive it
                 priority="normal",
                 sample_limit=None,
                 repeats=ev.repeats,
                 total_items=len(scored),
                 dispatched_items=len(scored),
                 arm=ev.arm,
-                config={
-                    "evaluation_type": HUMAN_EVALUATION_TYPE,
-                    "source_evaluation_id": str(ev.id),
-                    "annotation_task_id": str(task_id),
-                    **({"compare_evaluation_id": str(body.compare_evaluation_id)} if body.compare_evaluation_id else {}),
-                },
+                config=check_evaluation_config(
+                    {
+                        "evaluation_type": HUMAN_EVALUATION_TYPE,
+                        "source_evaluation_id": str(ev.id),
+                        "annotation_task_id": str(task_id),
+                        **({"compare_evaluation_id": str(body.compare_evaluation_id)} if body.compare_evaluation_id else {}),
+                    }
+                ),
                 trace_context=current_trace_headers(),
                 started_at=datetime.now(UTC),
             )

@@ -2,8 +2,8 @@
 annotation page (``GET /annotate/{task_id}``).
 
 Annotators (pre-auth stage): named by the ``X-UEP-Annotator`` header or the ``annotator`` query parameter
-(a name or an annotator id); a new name is registered on first use. The auth issue will bind annotators
-to authenticated principals; until then anyone can claim a name.
+(a name or an annotator id); a new name is registered on first use. Annotators are not bound to
+authenticated principals: anyone can claim a name.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import base64
 import json
 import uuid
 from pathlib import Path
+from typing import Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.responses import HTMLResponse
@@ -46,7 +47,7 @@ _pages = Environment(
 )
 
 
-def _annotator_ref(query: str | None, header: str | None) -> tuple[str | None, tuple]:
+def _annotator_ref(query: str | None, header: str | None) -> tuple[str | None, tuple[Any, ...]]:
     if query:
         return query, ("query", "annotator")
     return header, ("header", ANNOTATOR_HEADER)
@@ -140,7 +141,7 @@ async def get_annotation_task(task_id: uuid.UUID, session: AsyncSession = Depend
     return await _task_view(session, await _task(session, task_id))
 
 
-def _item_body(item: AnnotationItem) -> dict:
+def _item_body(item: AnnotationItem) -> dict[str, Any]:
     c = item.content or {}
     return {
         "id": item.id,
@@ -220,7 +221,7 @@ async def submit_annotation(
 
 
 @router.get("/v1/annotation-tasks/{task_id}/annotators")
-async def task_annotators(task_id: uuid.UUID, session: AsyncSession = Depends(db_session)) -> dict:
+async def task_annotators(task_id: uuid.UUID, session: AsyncSession = Depends(db_session)) -> dict[str, Any]:
     """Each annotator's annotations, gold accuracy (correct / checked gold answers) and flag (accuracy under
     ``quality_threshold`` after at least ``min_gold_answers`` gold answers)."""
     task = await _task(session, task_id)
@@ -248,7 +249,7 @@ async def task_agreement(
     task_id: uuid.UUID,
     exclude_flagged: bool = Query(False, description="Leave out the answers of flagged annotators."),
     session: AsyncSession = Depends(db_session),
-) -> dict:
+) -> dict[str, Any]:
     """Krippendorff's alpha per question: interval for ratings, nominal for pass/fail and pairwise; null
     with a ``reason`` when undefined (no item with two answers, or no variation)."""
     return await analysis.task_agreement(session, await _task(session, task_id), exclude_flagged)
@@ -259,7 +260,7 @@ async def task_judge_agreement(
     task_id: uuid.UUID,
     exclude_flagged: bool = Query(False),
     session: AsyncSession = Depends(db_session),
-) -> dict:
+) -> dict[str, Any]:
     """Judge–human agreement per judge model and template version, per question (items the judge service
     also judged: see ``judge_verdicts``)."""
     return await analysis.judge_agreement(session, await _task(session, task_id), exclude_flagged)
@@ -287,7 +288,7 @@ async def task_results(
     limit: int = Query(100, ge=1, le=1000),
     cursor: str | None = Query(None, max_length=200),
     session: AsyncSession = Depends(db_session),
-) -> dict:
+) -> dict[str, Any]:
     """Per item, in hand-out order: status, every answer (annotator, flagged) and the aggregate per question
     (rating mean, pass rate and majority, A win rate and majority, comments)."""
     task = await _task(session, task_id)

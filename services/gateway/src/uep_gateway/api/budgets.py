@@ -22,7 +22,7 @@ import uuid
 from dataclasses import asdict
 from datetime import date
 from decimal import Decimal
-from typing import Literal
+from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
@@ -56,7 +56,7 @@ async def estimate(
     body: EvaluationCreate,
     session: AsyncSession = Depends(db_session),
     principal: Principal = Depends(current_principal),
-) -> dict:
+) -> dict[str, Any]:
     """What ``POST /v1/evaluations`` with this body would cost — per evaluation (items × per-item estimate)
     and in total — and the refusal it would get (``refusal``: status 402/409, reason, type), or null.
     Nothing is stored."""
@@ -108,7 +108,7 @@ async def _set_cap(
     after_if_removed: Decimal | None,
     label: str,
     **cols,
-) -> dict:
+) -> dict[str, Any]:
     principal.require("builder", f"changing {label}")
     after = money(amount) if amount is not None else after_if_removed
     if _gt(after, before) and not principal.at_least("admin"):
@@ -148,7 +148,9 @@ async def _row_amount(session: AsyncSession, scope: str, target: str) -> Decimal
 
 
 @router.get("/v1/caps")
-async def list_caps(session: AsyncSession = Depends(db_session), principal: Principal = Depends(current_principal)) -> dict:
+async def list_caps(
+    session: AsyncSession = Depends(db_session), principal: Principal = Depends(current_principal)
+) -> dict[str, Any]:
     """The caps that apply to the caller's tenant: the site default per evaluation, the tenant's daily cap
     (with what is used and left today), its benchmark caps and its evaluation caps."""
     tenant = principal.tenant
@@ -188,7 +190,7 @@ async def list_caps(session: AsyncSession = Depends(db_session), principal: Prin
 @router.put("/v1/caps/site/evaluation")
 async def put_site_cap(
     body: CapUpdate, session: AsyncSession = Depends(db_session), principal: Principal = Depends(current_principal)
-) -> dict:
+) -> dict[str, Any]:
     """The site's default cap of every evaluation (admin only: it applies to every tenant)."""
     principal.require("admin", "changing the site's default evaluation cap")
     before = await _row_amount(session, "site_evaluation", "")
@@ -200,7 +202,7 @@ async def put_site_cap(
 @router.put("/v1/caps/tenant/day")
 async def put_tenant_day_cap(
     body: CapUpdate, session: AsyncSession = Depends(db_session), principal: Principal = Depends(current_principal)
-) -> dict:
+) -> dict[str, Any]:
     """The caller's tenant's cap per UTC day."""
     t = principal.tenant
     before = await _row_amount(session, "tenant_day", str(t.id))
@@ -223,7 +225,7 @@ class TenantLimitsUpdate(BaseModel):
     min_schedule_interval_s: int | None = Field(None, ge=1, le=INT32_MAX, description="Closest two runs of a schedule, seconds.")
 
 
-def _limits_view(request: Request, tenant: Tenant) -> dict:
+def _limits_view(request: Request, tenant: Tenant) -> dict[str, Any]:
     site = WorkLimits.from_settings(request.app.state.settings)
     return {
         "tenant": tenant.slug,
@@ -234,7 +236,7 @@ def _limits_view(request: Request, tenant: Tenant) -> dict:
 
 
 @router.get("/v1/caps/tenant/limits")
-async def get_tenant_limits(request: Request, principal: Principal = Depends(current_principal)) -> dict:
+async def get_tenant_limits(request: Request, principal: Principal = Depends(current_principal)) -> dict[str, Any]:
     """The caller's tenant's work limits: the site defaults (``UEP_MAX_ITEMS_PER_EVALUATION``,
     ``UEP_MAX_QUEUED_ITEMS``, ``UEP_MAX_EVALUATIONS_PER_MINUTE``, ``UEP_MIN_SCHEDULE_INTERVAL_S``), the tenant's
     own values (null = the default) and the effective ones (see :class:`uep_common.creation.WorkLimits`)."""
@@ -247,7 +249,7 @@ async def put_tenant_limits(
     request: Request,
     session: AsyncSession = Depends(db_session),
     principal: Principal = Depends(current_principal),
-) -> dict:
+) -> dict[str, Any]:
     """Set the caller's tenant's own work limits (admin only: an admin key acts for another tenant with
     ``X-UEP-Tenant``). Returns the view of ``GET /v1/caps/tenant/limits``."""
     principal.require("admin", "changing a tenant's work limits")
@@ -261,7 +263,7 @@ async def put_tenant_limits(
 @router.put("/v1/caps/benchmarks/{slug}")
 async def put_benchmark_cap(
     slug: str, body: CapUpdate, session: AsyncSession = Depends(db_session), principal: Principal = Depends(current_principal)
-) -> dict:
+) -> dict[str, Any]:
     """The cap of each of the tenant's evaluations of benchmark ``slug`` (overrides the site default)."""
     if await session.scalar(select(Benchmark.id).where(Benchmark.slug == slug).limit(1)) is None:
         raise FieldError(404, ("path", "slug"), f"unknown benchmark {slug!r}", "unknown_benchmark")
@@ -290,7 +292,7 @@ async def put_evaluation_cap(
     body: CapUpdate,
     session: AsyncSession = Depends(db_session),
     principal: Principal = Depends(current_principal),
-) -> dict:
+) -> dict[str, Any]:
     """The cap of one evaluation (overrides the benchmark and site caps). Raising it after the evaluation
     ended ``budget_exhausted`` does not resume it."""
     ev = await session.get(Evaluation, evaluation_id)
@@ -335,7 +337,7 @@ class ModelCostUpdate(BaseModel):
 COST_FIELDS = tuple(ModelCostUpdate.model_fields)
 
 
-def _model_cost(m: Model) -> dict:
+def _model_cost(m: Model) -> dict[str, Any]:
     out = {"model": m.name, "version": m.version, "currency": currency()}
     for k in COST_FIELDS:
         v = getattr(m, k)
@@ -344,7 +346,7 @@ def _model_cost(m: Model) -> dict:
 
 
 @router.get("/v1/costs/models")
-async def list_model_costs(session: AsyncSession = Depends(db_session)) -> dict:
+async def list_model_costs(session: AsyncSession = Depends(db_session)) -> dict[str, Any]:
     """The cost model of every registered model (units: ``none``, ``tokens``, ``gpu_second`` — latency as the
     GPU-time proxy — and ``call``; see :mod:`uep_common.costs`)."""
     rows = await session.scalars(select(Model).order_by(Model.name, Model.version))
@@ -357,7 +359,7 @@ async def put_model_cost(
     body: ModelCostUpdate,
     session: AsyncSession = Depends(db_session),
     principal: Principal = Depends(current_principal),
-) -> dict:
+) -> dict[str, Any]:
     """Set a model's cost unit, prices and expected item size (admin; every version of the name unless the
     path is a model id). Evaluations already created keep the per-item estimate they were created with."""
     principal.require("admin", "changing model prices")
@@ -386,7 +388,7 @@ class BenchmarkCostUpdate(BaseModel):
 
 
 @router.get("/v1/costs/benchmarks/{slug}")
-async def get_benchmark_cost(slug: str, session: AsyncSession = Depends(db_session)) -> dict:
+async def get_benchmark_cost(slug: str, session: AsyncSession = Depends(db_session)) -> dict[str, Any]:
     """A benchmark's expected item size (nulls: the model's expectation applies)."""
     p = await session.get(BenchmarkCostProfile, slug)
     return {"benchmark": slug, **{k: getattr(p, k) if p else None for k in BenchmarkCostUpdate.model_fields}}
@@ -398,7 +400,7 @@ async def put_benchmark_cost(
     body: BenchmarkCostUpdate,
     session: AsyncSession = Depends(db_session),
     principal: Principal = Depends(current_principal),
-) -> dict:
+) -> dict[str, Any]:
     """Set a benchmark's expected item size (admin)."""
     principal.require("admin", "changing a benchmark's cost profile")
     if await session.scalar(select(Benchmark.id).where(Benchmark.slug == slug).limit(1)) is None:
@@ -426,7 +428,7 @@ async def spend(
     until: date | None = Query(None, description="Last UTC day included."),
     session: AsyncSession = Depends(db_session),
     principal: Principal = Depends(current_principal),
-) -> dict:
+) -> dict[str, Any]:
     """Spend from the ledger, one row per group: ``reserved`` (reservations made), ``released`` (reservations
     settled), ``open_reserved`` (= reserved − released: items in flight or never scored), ``settled`` (actual
     cost: inference settled + judge charged), ``items_reserved``, ``items_settled``, ``calls`` (settled scores +
@@ -486,7 +488,7 @@ async def spend(
 
 
 @router.get("/v1/evaluations/{evaluation_id}/budget")
-async def evaluation_budget(evaluation_id: uuid.UUID, session: AsyncSession = Depends(db_session)) -> dict:
+async def evaluation_budget(evaluation_id: uuid.UUID, session: AsyncSession = Depends(db_session)) -> dict[str, Any]:
     """One evaluation's budget account: estimate, per-item estimate, reserved (total and open), settled,
     judge charges, its cap in force and where it comes from, and why a cap stopped it (if it did)."""
     ev = await session.get(Evaluation, evaluation_id)

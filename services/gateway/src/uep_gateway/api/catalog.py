@@ -6,6 +6,7 @@ from fastapi import APIRouter, Depends, Query
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from uep_common.configs import parse_benchmark_config
 from uep_common.db.models import BENCHMARK_STATUSES, Benchmark, Model
 from uep_gateway.deps import db_session
 from uep_gateway.schemas import BenchmarkView, ModelView
@@ -18,7 +19,7 @@ def benchmark_view(b: Benchmark) -> BenchmarkView:
     """The catalogue view of a benchmark row."""
     return BenchmarkView(
         **{k: getattr(b, k) for k in BenchmarkView.model_fields if k != "metric"},
-        metric=(b.config.get("metric") or {}).get("name"),
+        metric=parse_benchmark_config(b.config).metric_name,
     )
 
 

@@ -5,14 +5,15 @@ from __future__ import annotations
 import base64
 import json
 import uuid
-from datetime import UTC, datetime
+from typing import Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from sqlalchemy import select, tuple_
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common import budget
+from uep_common import budget, lifecycle
+from uep_common.configs import check_evaluation_config, parse_evaluation_config
 from uep_common.creation import (
     WorkLimitRefused,
     WorkLimits,
@@ -21,9 +22,11 @@ from uep_common.creation import (
     lock_tenant_creations,
     new_evaluation,
 )
+from uep_common.db.lifecycle import lock_evaluation
 from uep_common.db.models import Benchmark, Evaluation, Model, Sample, SampleResult, Tenant
-from uep_common.events import EvaluationCompleted, EvaluationRequested, EvaluationStatus, EvaluationSummary
+from uep_common.events import EvaluationRequested, EvaluationStatus, EvaluationSummary
 from uep_common.outbox import add_to_outbox
+from uep_common.progress import progress_key
 from uep_common.prompts import PromptRenderError, check_prompt_template
 from uep_common.telemetry import tracer
 from uep_common.wakeups import notify_waiting
@@ -88,7 +91,7 @@ async def resolve_benchmark(session: AsyncSession, ref: str, version: str | None
     return bench
 
 
-async def resolve_model(session: AsyncSession, ref: str, version: str | None, loc: tuple | None = None) -> Model:
+async def resolve_model(session: AsyncSession, ref: str, version: str | None, loc: tuple[Any, ...] | None = None) -> Model:
     """Model by name or id (newest version unless ``version``). Raises 422 naming the field (``loc``, default
     ``body.model`` / ``body.model_version``)."""
     as_id = _as_uuid(ref)
@@ -182,7 +185,7 @@ async def plan_evaluations(
         "chat_template": body.chat_template,
         "sample_timeout_s": body.sample_timeout_s,
     }
-    plans: list[tuple[Model, str, dict]] = []  # (model, arm, config)
+    plans: list[tuple[Model, str, dict[str, Any]]] = []  # (model, arm, config)
     batch_id = experiment_id = None
     if body.arms is not None:
         experiment_id = uuid.uuid4()
@@ -244,11 +247,11 @@ async def plan_evaluations(
         events.append(event)
     if body.max_cost is not None:  # each evaluation's own cap (uep_common.budget records it at check_creation)
         for ev in evaluations:
-            ev.config = {**ev.config, "max_cost": body.max_cost}
+            ev.config = check_evaluation_config({**ev.config, "max_cost": body.max_cost})
     return evaluations, events
 
 
-def check_options(options: EvaluationOptions, settings, loc: tuple = ("body",)) -> None:
+def check_options(options: EvaluationOptions, settings, loc: tuple[Any, ...] = ("body",)) -> None:
     """The site's rules on evaluation options beyond their schema, for a create and a schedule alike:
     ``repeats`` at most ``UEP_MAX_REPEATS``. Raises 422 naming the field under ``loc``."""
     if options.repeats > settings.max_repeats:
@@ -286,7 +289,7 @@ async def _accepted_group(session: AsyncSession, first: Evaluation, group: list[
             "batch_id": first.batch_id,
             "experiment_id": first.experiment_id,
             "arm": first.arm,
-            "estimated_cost": budget.combined_estimate([(e.config or {}).get("cost_estimate") for e in group]),
+            "estimated_cost": budget.combined_estimate([parse_evaluation_config(e.config).estimate_dict for e in group]),
             "evaluations": [
                 EvaluationRef(
                     id=e.id,
@@ -310,7 +313,7 @@ def _accepted(ev: Evaluation) -> EvaluationAccepted:
         status=ev.status,
         total_items=ev.total_items,
         links={"self": f"/v1/evaluations/{ev.id}", "results": f"/v1/evaluations/{ev.id}/results"},
-        estimated_cost=(ev.config or {}).get("cost_estimate"),
+        estimated_cost=parse_evaluation_config(ev.config).estimate_dict,
     )
 
 
@@ -330,9 +333,9 @@ async def get_evaluation(
     bench = await session.get(Benchmark, ev.benchmark_id)
     model = await session.get(Model, ev.model_id)
     completed, errors = ev.completed_items, ev.error_items
-    if ev.status == "running":
+    if ev.status == EvaluationStatus.running:
         try:
-            live = await request.app.state.redis.hgetall(f"uep:evaluation:{ev.id}")
+            live = await request.app.state.redis.hgetall(progress_key(ev.id))
             if live:
                 completed = max(completed, int(live.get(b"completed", 0)))
                 errors = max(errors, int(live.get(b"errors", 0)))
@@ -346,7 +349,7 @@ async def get_evaluation(
         model={"id": str(model.id), "name": model.name, "version": model.version},
         sample_limit=ev.sample_limit,
         repeats=ev.repeats,
-        max_parallel=(ev.config or {}).get("max_in_flight"),
+        max_parallel=parse_evaluation_config(ev.config).max_parallel,
         batch_id=ev.batch_id,
         experiment_id=ev.experiment_id,
         arm=ev.arm,
@@ -426,21 +429,13 @@ async def cancel_evaluation(
     """Cancel a pending or running evaluation: nothing more is dispatched, results already stored stay, results
     still in flight are discarded when they arrive (counted in ``progress.discarded``). An EvaluationCompleted
     with status ``cancelled`` is published. 409 when the evaluation has already finished."""
-    ev = await session.scalar(select(Evaluation).where(Evaluation.id == evaluation_id).with_for_update())
+    ev = await lock_evaluation(session, evaluation_id)
     if ev is None:
         raise FieldError(404, ("path", "evaluation_id"), f"unknown evaluation {evaluation_id}", "unknown_evaluation")
-    if ev.status not in ("pending", "running"):
-        raise FieldError(409, ("path", "evaluation_id"), f"evaluation is already {ev.status}", "already_finished")
-    ev.status = "cancelled"
-    ev.error = "cancelled by request"
-    ev.completed_at = datetime.now(UTC)
-    add_to_outbox(
-        session,
-        EvaluationCompleted(
-            evaluation_id=ev.id, tenant_id=ev.tenant_id, status=EvaluationStatus.cancelled, summary=None, error=ev.error
-        ),
-        ev.trace_context or {},
-    )
+    try:
+        await lifecycle.end(session, ev, lifecycle.Transition.cancel, EvaluationStatus.cancelled, "cancelled by request", None)
+    except lifecycle.IllegalTransition as exc:
+        raise FieldError(409, ("path", "evaluation_id"), str(exc), exc.kind) from exc
     await session.commit()
     request.app.state.relay.kick()
     return await get_evaluation(evaluation_id, request, session)

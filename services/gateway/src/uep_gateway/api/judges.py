@@ -2,7 +2,7 @@
 diagnostics per judge model and template version, per-item verdicts and hybrid routes.
 
 - ``GET /v1/judges/diagnostics?evaluation_id=&benchmark=&judge_model=``: parse failure rate, position-swap
-  inconsistency rate, length correlation (Spearman), self-preference (``uep_common.judge_diagnostics``).
+  inconsistency rate, length correlation (Spearman), self-preference (``uep_gateway.judge_diagnostics``).
 - ``GET /v1/judges/verdicts?evaluation_id=``: every judge verdict of an evaluation with its raw answers.
 - ``GET /v1/judges/routes?evaluation_id=&stage=``: how a hybrid evaluation routed its items.
 """
@@ -10,6 +10,7 @@ diagnostics per judge model and template version, per-item verdicts and hybrid r
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from fastapi import APIRouter, Depends, Query
 from jinja2 import TemplateError
@@ -17,13 +18,14 @@ from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from uep_common.configs import parse_benchmark_config
 from uep_common.db.judging import HybridRoute, JudgeVerdict
 from uep_common.db.models import Benchmark, Evaluation, Model, Sample
 from uep_common.judge_config import TEMPLATE_FILTERS, JudgeConfig, merge_judge_config, template_trial_variables
-from uep_common.judge_diagnostics import VerdictRow, diagnostics
 from uep_common.templating import make_environment, trial_render
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError, FieldErrors
+from uep_gateway.judge_diagnostics import VerdictRow, diagnostics
 from uep_gateway.validation import NUL_CHECK
 
 router = APIRouter(prefix="/v1/judges", tags=["judges"], dependencies=NUL_CHECK)
@@ -32,11 +34,13 @@ MAX_DIAGNOSTIC_ROWS = 500_000
 _TEMPLATES = make_environment(filters=TEMPLATE_FILTERS, keep_trailing_newline=False)
 
 
-def _config_errors(exc: ValidationError, loc: tuple) -> FieldErrors:
+def _config_errors(exc: ValidationError, loc: tuple[Any, ...]) -> FieldErrors:
     return FieldErrors(422, [{"loc": [*loc, *map(str, e["loc"])], "msg": e["msg"], "type": e["type"]} for e in exc.errors()])
 
 
-async def check_judge_config(session: AsyncSession, cfg: JudgeConfig, loc: tuple, benchmark_id: uuid.UUID | None = None) -> None:
+async def check_judge_config(
+    session: AsyncSession, cfg: JudgeConfig, loc: tuple[Any, ...], benchmark_id: uuid.UUID | None = None
+) -> None:
     """Check what a schema cannot: the judge models are registered, a custom template compiles and renders
     in the template sandbox with placeholder variables (syntax, sandbox violations, work and size limits),
     and the pairwise baseline evaluation exists on the same benchmark. Raises 422 naming the field under
@@ -82,7 +86,9 @@ async def check_judge_config(session: AsyncSession, cfg: JudgeConfig, loc: tuple
         raise FieldErrors(422, problems)
 
 
-async def benchmark_judge_config(session: AsyncSession, evaluation_type: str, judge: dict | None) -> dict | None:
+async def benchmark_judge_config(
+    session: AsyncSession, evaluation_type: str, judge: dict[str, Any] | None
+) -> dict[str, Any] | None:
     """The validated ``judge`` block of an uploaded benchmark (``spec.judge``), or None for automatic ones.
     Raises 422 naming ``spec.judge.<field>``."""
     loc = ("body", "spec", "judge")
@@ -102,7 +108,7 @@ async def benchmark_judge_config(session: AsyncSession, evaluation_type: str, ju
     return judge
 
 
-async def evaluation_judge_config(session: AsyncSession, bench: Benchmark, override: dict | None) -> dict:
+async def evaluation_judge_config(session: AsyncSession, bench: Benchmark, override: dict[str, Any] | None) -> dict[str, Any]:
     """``{"judge": snapshot}`` for ``evaluations.config`` (the benchmark's judge block with the evaluation's
     ``judge`` override applied, validated), or ``{}`` for automatic benchmarks. Raises 422 naming
     ``judge.<field>``."""
@@ -118,7 +124,7 @@ async def evaluation_judge_config(session: AsyncSession, bench: Benchmark, overr
             )
         return {}
     try:
-        cfg = merge_judge_config((bench.config or {}).get("judge"), override)
+        cfg = merge_judge_config(parse_benchmark_config(bench.config).judge_block, override)
     except ValidationError as exc:
         raise _config_errors(exc, loc) from None
     await check_judge_config(session, cfg, loc, bench.id)
@@ -147,10 +153,10 @@ async def judge_diagnostics(
     benchmark: str | None = Query(None, max_length=100, description="Only verdicts on this benchmark (slug, all versions)."),
     judge_model: str | None = Query(None, max_length=200, description="Only this judge model (name)."),
     session: AsyncSession = Depends(db_session),
-) -> dict:
+) -> dict[str, Any]:
     """Per judge model and template version: parse failure rate, invalid rate, position-swap inconsistency
     rate, first-position rate, Spearman correlation of score with answer length, self-preference
-    (definitions in ``uep_common.judge_diagnostics``)."""
+    (definitions in ``uep_gateway.judge_diagnostics``)."""
     if evaluation_id is not None and await session.get(Evaluation, evaluation_id) is None:
         raise FieldError(404, ("query", "evaluation_id"), f"unknown evaluation {evaluation_id}", "unknown_evaluation")
     rows = await _verdict_rows(session, evaluation_id, benchmark, judge_model)
@@ -162,7 +168,7 @@ async def list_verdicts(
     evaluation_id: uuid.UUID = Query(..., description="The evaluation whose judge verdicts to list."),
     limit: int = Query(500, ge=1, le=5000),
     session: AsyncSession = Depends(db_session),
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """Every judge verdict of an evaluation in benchmark order: judge, order, validity, scores or winner,
     the last raw answer and every attempt's raw text and parse error."""
     if await session.get(Evaluation, evaluation_id) is None:
@@ -208,7 +214,7 @@ async def list_routes(
     evaluation_id: uuid.UUID = Query(..., description="A hybrid evaluation."),
     stage: str | None = Query(None, pattern="^(judge|human)$"),
     session: AsyncSession = Depends(db_session),
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """How a hybrid evaluation routed its items: stage 'judge' (the automatic metric could not decide) and
     stage 'human' (the judge's verdict was invalid, swap-inconsistent or a jury disagreed), in benchmark order."""
     if await session.get(Evaluation, evaluation_id) is None:

@@ -10,7 +10,7 @@
   seconds for the result (200) and otherwise answers 202 with the run to poll. Deleting needs an admin key.
 
 Ranking, scores and tie groups are defined in :mod:`uep_common.leaderboards`; retention in
-:mod:`uep_common.retention`.
+:mod:`uep_reporter.retention_policy`.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import asyncio
 import time
 import uuid
 from datetime import datetime
+from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Response
 from pydantic import BaseModel, Field
@@ -87,8 +88,8 @@ class HistoryItem(BaseModel):
     id: int
     created_at: datetime
     evaluation_id: uuid.UUID | None
-    entries: list[dict]
-    changes: list[dict]
+    entries: list[dict[str, Any]]
+    changes: list[dict[str, Any]]
 
 
 class History(BaseModel):
@@ -110,15 +111,15 @@ class RetentionRequest(BaseModel):
 
 
 class RetentionRunView(BaseModel):
-    """A retention run and, once finished, its result (see uep_common.retention.run)."""
+    """A retention run and, once finished, its result (see uep_reporter.retention_policy.run)."""
 
     id: uuid.UUID
     trigger: str
     dry_run: bool
     keep_last: int | None
-    scope: dict
+    scope: dict[str, Any]
     status: str
-    result: dict | None
+    result: dict[str, Any] | None
     error: str | None
     requested_at: datetime
     started_at: datetime | None
@@ -166,7 +167,7 @@ async def list_boards(session: AsyncSession = Depends(db_session)) -> list[Board
     ]
 
 
-def _render_radar(series: dict, title: str) -> str | None:
+def _render_radar(series: dict[str, Any], title: str) -> str | None:
     """The radar drawn by the shared matplotlib renderer (``uep_common.charts.radar_svg``, the one reports
     use). CPU-bound (and the first call imports matplotlib): call it in a worker thread, never on the event loop."""
     from uep_common.charts import radar_svg
@@ -256,7 +257,7 @@ async def get_board(
         score_types=types,
         tie_rule=TIE_RULE,
         total=len(entries),
-        entries=[Entry(**{k: v for k, v in e.as_dict().items()}) for e in shown],
+        entries=[Entry(**dict(e.as_dict().items())) for e in shown],
     )
 
 

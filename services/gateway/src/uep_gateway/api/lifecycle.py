@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -27,17 +28,17 @@ from pydantic import BaseModel
 from sqlalchemy import select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from uep_common import lifecycle
 from uep_common.db.lifecycle import (
-    STOPPABLE,
     DeadLetter,
     LifecycleConflict,
     lock_evaluation,
     reopen_item,
     retry_evaluation,
 )
-from uep_common.events import EvaluationCompleted, EvaluationStatus, SampleDispatched, Topics
+from uep_common.events import EvaluationStatus, SampleDispatched, Topics
 from uep_common.messaging import UndecodableEvent, decode_event
-from uep_common.outbox import add_to_outbox
+from uep_common.progress import write_progress
 from uep_common.summary import compute_summary
 from uep_gateway.api.evaluations import get_evaluation
 from uep_gateway.deps import db_session
@@ -55,12 +56,8 @@ def _not_found(evaluation_id: uuid.UUID) -> FieldError:
 
 async def _mirror_progress(request: Request, evaluation_id: uuid.UUID, completed: int, errors: int, total: int) -> None:
     """Overwrite the live progress in Redis after counters went down (retry/redrive moved rows aside)."""
-    try:
-        await request.app.state.redis.hset(
-            f"uep:evaluation:{evaluation_id}", mapping={"completed": completed, "errors": errors, "total": total}
-        )
-    except Exception:  # noqa: BLE001 - Redis is a cache; PostgreSQL holds the truth
-        pass
+    with contextlib.suppress(Exception):  # Redis is a cache; PostgreSQL holds the truth
+        await write_progress(request.app.state.redis, evaluation_id, completed, errors, total)
 
 
 @router.post("/v1/evaluations/{evaluation_id}/stop", response_model=EvaluationView)
@@ -72,25 +69,12 @@ async def stop_evaluation(
     ev = await lock_evaluation(session, evaluation_id)
     if ev is None:
         raise _not_found(evaluation_id)
-    if ev.status not in STOPPABLE:
-        raise FieldError(
-            409,
-            ("path", "evaluation_id"),
-            f"evaluation is {ev.status}; only {', '.join(STOPPABLE)} evaluations can be stopped",
-            "not_stoppable",
-        )
-    summary = await compute_summary(session, ev.id)
-    ev.status = EvaluationStatus.stopped.value
-    ev.error = "stopped by request"
-    ev.summary = summary.model_dump(mode="json")
-    ev.completed_at = datetime.now(UTC)
-    add_to_outbox(
-        session,
-        EvaluationCompleted(
-            evaluation_id=ev.id, tenant_id=ev.tenant_id, status=EvaluationStatus.stopped, summary=summary, error=ev.error
-        ),
-        ev.trace_context or {},
-    )
+    try:
+        lifecycle.check(ev.status, lifecycle.Transition.stop)
+        summary = await compute_summary(session, ev.id)
+        await lifecycle.end(session, ev, lifecycle.Transition.stop, EvaluationStatus.stopped, "stopped by request", summary)
+    except lifecycle.IllegalTransition as exc:
+        raise FieldError(409, ("path", "evaluation_id"), str(exc), exc.kind) from exc
     await session.commit()
     request.app.state.relay.kick()
     return await get_evaluation(evaluation_id, request, session)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import FileResponse
@@ -27,6 +27,7 @@ from uep_common.db.models import Benchmark, Evaluation, Model, SampleResult
 from uep_common.db.reports import Artifact
 from uep_common.db.reports import Report as ReportRow
 from uep_common.events import ReportRequested
+from uep_common.lifecycle import TERMINAL
 from uep_common.outbox import add_to_outbox
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError
@@ -34,7 +35,6 @@ from uep_gateway.validation import NUL_CHECK
 
 router = APIRouter(prefix="/v1/evaluations", tags=["reports"], dependencies=NUL_CHECK)
 
-TERMINAL = ("completed", "failed", "cancelled", "stopped", "budget_exhausted")
 MEDIA = {"html": "text/html; charset=utf-8", "json": "application/json", "pdf": "application/pdf"}
 
 
@@ -60,7 +60,7 @@ class ReportView(BaseModel):
     formats: list[str]
     pdf_error: str | None
     error: str | None
-    build_ms: dict
+    build_ms: dict[str, Any]
     created_at: datetime
     completed_at: datetime | None
     links: dict[str, str]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
+from typing import Any
 
 from croniter import croniter
 from fastapi import APIRouter, Depends, Header, Request, Response
@@ -69,7 +70,7 @@ class ScheduleView(BaseModel):
     cron: str
     model: str
     benchmark: str
-    options: dict
+    options: dict[str, Any]
     active: bool
     next_run_at: datetime
     created_at: datetime

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from uep_common.configs import check_benchmark_config, parse_benchmark_config
 from uep_common.db.models import Benchmark, MetricCatalogEntry, Sample
 from uep_common.params import param_problems
 from uep_gateway.api.catalog import benchmark_view
@@ -74,6 +75,13 @@ async def _workers_lifespan(app: FastAPI):
 
 
 router = APIRouter(prefix="/v1", tags=["catalogue"], lifespan=_workers_lifespan, dependencies=NUL_CHECK)
+
+
+def _spec_errors(exc: ValidationError) -> FieldErrors:
+    """422 naming each problem of the spec under ``["body", "spec", ...]``."""
+    return FieldErrors(
+        422, [{"loc": ["body", "spec", *map(str, e["loc"])], "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
+    )
 
 
 def _invalid(exc: UploadInvalid) -> FieldErrors:
@@ -135,9 +143,7 @@ async def upload_benchmark(
     try:
         spec_obj = BenchmarkSpec.model_validate_json(spec)
     except ValidationError as exc:
-        raise FieldErrors(
-            422, [{"loc": ["body", "spec", *map(str, e["loc"])], "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
-        ) from None
+        raise _spec_errors(exc) from None
     bad_spec = spec_problems(json.loads(spec))
     if bad_spec:
         raise _invalid(UploadInvalid(bad_spec))
@@ -197,6 +203,10 @@ async def upload_benchmark(
     judge = await benchmark_judge_config(session, spec_obj.evaluation_type, spec_obj.judge)
     if judge is not None:
         config["judge"] = judge
+    try:
+        config = check_benchmark_config(config)
+    except ValidationError as exc:  # BenchmarkSpec checked these fields already; a problem left is named the same way
+        raise _spec_errors(exc) from None
     if (known := _COSTLY_TEMPLATES.get(_template_key(template))) is not None:
         raise FieldError(422, tuple(TEMPLATE_LOC), known, "template_too_costly")
     limits = UploadLimits(
@@ -290,7 +300,7 @@ async def preview_samples(
             select(Sample).where(Sample.benchmark_id == bench.id).order_by(Sample.ordinal).offset(offset).limit(limit)
         )
     )
-    template = (bench.config.get("prompt") or {}).get("template", "")
+    template = parse_benchmark_config(bench.config).template or ""
     known = _COSTLY_TEMPLATES.get(_template_key(template))
     rendered: list[tuple[str, bool, str | None]] | None = None
     if known is None and samples:
@@ -309,7 +319,7 @@ async def preview_samples(
         rendered = [("", False, known)] * len(samples)
     out: list[PreviewSample] = []
     size = 2  # the list's brackets
-    for i, (s, (prompt, truncated, error)) in enumerate(zip(samples, rendered)):
+    for i, (s, (prompt, truncated, error)) in enumerate(zip(samples, rendered, strict=True)):
         view = PreviewSample(
             ordinal=s.ordinal,
             external_id=s.external_id,

@@ -46,17 +46,17 @@ def _native(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _prf(y_true: list, y_pred: list, labels: list, average: str | None) -> tuple:
+def _prf(y_true: list[Any], y_pred: list[Any], labels: list[Any], average: str | None) -> tuple[Any, ...]:
     return _skm().precision_recall_fscore_support(y_true, y_pred, labels=labels, average=average, zero_division=np.nan)
 
 
-def _binary_auc(is_positive: np.ndarray, scores: np.ndarray) -> float | None:
+def _binary_auc(is_positive: np.ndarray[Any, Any], scores: np.ndarray[Any, Any]) -> float | None:
     if is_positive.all() or not is_positive.any():
         return None  # only one class present in y_true: ROC-AUC undefined
     return float(_skm().roc_auc_score(is_positive.astype(int), scores))
 
 
-def _roc_auc(y_true: list, labels: list, positive: Any, y_score: Any) -> dict[str, Any]:
+def _roc_auc(y_true: list[Any], labels: list[Any], positive: Any, y_score: Any) -> dict[str, Any]:
     scores = np.asarray(y_score, dtype=float)
     if scores.shape[:1] != (len(y_true),):
         raise ValueError(f"y_score must have one row per item ({len(y_true)}), got shape {scores.shape}")
@@ -76,11 +76,11 @@ def _roc_auc(y_true: list, labels: list, positive: Any, y_score: Any) -> dict[st
     if scores.ndim != 2 or scores.shape[1] != len(labels):
         raise ValueError(f"2-D y_score must have one column per label ({len(labels)}), got shape {scores.shape}")
     per_class = [_binary_auc(truth == label, scores[:, j]) for j, label in enumerate(labels)]
-    undefined = [_native(label) for label, auc in zip(labels, per_class) if auc is None]
+    undefined = [_native(label) for label, auc in zip(labels, per_class, strict=True) if auc is None]
     out = {
         "roc_auc": None if undefined else float(np.mean(per_class)),
         "roc_auc_average": "ovr_macro",
-        "roc_auc_per_class": [{"label": _native(lb), "roc_auc": auc} for lb, auc in zip(labels, per_class)],
+        "roc_auc_per_class": [{"label": _native(lb), "roc_auc": auc} for lb, auc in zip(labels, per_class, strict=True)],
     }
     if undefined:
         out["roc_auc_undefined"] = f"labels with no positive or no negative item in y_true: {undefined}"

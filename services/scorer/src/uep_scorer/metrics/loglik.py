@@ -23,7 +23,7 @@ import numpy as np
 from .base import MetricInputError, MetricResult, binary_result
 
 
-def _check(logprobs: Sequence[float], choice_texts: Sequence[str], gold: int) -> np.ndarray:
+def _check(logprobs: Sequence[float], choice_texts: Sequence[str], gold: int) -> np.ndarray[Any, Any]:
     if not isinstance(choice_texts, (list, tuple)) or not choice_texts:
         raise ValueError("choice_texts must be a non-empty list of strings")
     if any(not isinstance(t, str) or not t for t in choice_texts):

@@ -88,7 +88,7 @@ class Contains:
         options = normalization_options(params)
         refs = reference_answers(reference)
         normalized = [normalize_text(r, options) for r in refs]
-        for raw, norm in zip(refs, normalized):
+        for raw, norm in zip(refs, normalized, strict=True):
             if not norm:
                 raise MetricInputError(f"contains: reference {raw!r} is empty after normalisation")
         prediction = normalize_text(output or "", options)
@@ -153,7 +153,7 @@ class RegexMatch:
         **NORMALIZATION_PARAMS,
     }
     param_types = {"pattern": "string", "flags": "string", **NORMALIZATION_PARAM_TYPES}
-    required_params = ("pattern",)
+    required_params: tuple[str, ...] = ("pattern",)
     source = "Python re.search, first match and capture group as lm-evaluation-harness RegexFilter"
 
     def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:

@@ -42,6 +42,7 @@ controller is ``hugetlb`` (no ``pids``, no ``memory``), and a container normally
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -53,6 +54,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from . import codec, runner, seccomp
 from .task import STDERR_TAIL, CodeTask, SandboxLimits, SandboxResult
@@ -176,10 +178,8 @@ def sandbox_argv(config: BwrapConfig, *, seccomp_fd: int, info_fd: int, request_
 
 def _close(fd: int) -> None:
     if fd >= 0:
-        try:
+        with contextlib.suppress(OSError):
             os.close(fd)
-        except OSError:
-            pass
 
 
 class BwrapSandbox:
@@ -215,15 +215,11 @@ class BwrapSandbox:
         Returns the outer bwrap's exit status (negative = signal).
         """
         if self.init_pidfd >= 0:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 signal.pidfd_send_signal(self.init_pidfd, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         if self.proc.returncode is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 self.proc.kill()
-            except ProcessLookupError:
-                pass
         if self.init_pidfd >= 0:
             poller = select.poll()
             poller.register(self.init_pidfd, select.POLLIN)
@@ -268,7 +264,7 @@ def spawn(config: BwrapConfig) -> BwrapSandbox:
         stderr_fd = os.memfd_create("uep-sandbox-stderr", os.MFD_CLOEXEC)
         fds.append(stderr_fd)
         argv = sandbox_argv(config, seccomp_fd=seccomp_fd, info_fd=info_w, request_fd=request_r, verdict_fd=verdict_w)
-        user: dict = {}
+        user: dict[str, Any] = {}
         if config.host_uid is not None and config.setpriv:
             uid = str(config.host_uid)
             argv = [config.setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *argv]

@@ -33,7 +33,7 @@ class CodecError(ValueError):
 def _enc(value, depth, budget):
     budget[0] -= 1
     if budget[0] < 0:
-        raise CodecError("value too large: more than %d elements" % MAX_NODES)
+        raise CodecError(f"value too large: more than {MAX_NODES} elements")
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, str):
@@ -43,7 +43,7 @@ def _enc(value, depth, budget):
     if isinstance(value, float):
         return float(value)
     if depth >= MAX_DEPTH:
-        raise CodecError("value nested deeper than %d levels" % MAX_DEPTH)
+        raise CodecError(f"value nested deeper than {MAX_DEPTH} levels")
     depth += 1
     if isinstance(value, (list, tuple, set, frozenset)):
         tag = (
@@ -60,7 +60,7 @@ def _enc(value, depth, budget):
         return ["B", bytes(value).hex()]
     if isinstance(value, complex):
         return ["C", value.real, value.imag]
-    raise CodecError("cannot send a value of type %s" % type(value).__name__)
+    raise CodecError(f"cannot send a value of type {type(value).__name__}")
 
 
 def encode(value):
@@ -76,7 +76,7 @@ def encode(value):
             raise
         raise CodecError(str(exc)[:200]) from None
     if len(data) > MAX_BYTES:
-        raise CodecError("encoded value is %d bytes, more than %d" % (len(data), MAX_BYTES))
+        raise CodecError(f"encoded value is {len(data)} bytes, more than {MAX_BYTES}")
     return data
 
 
@@ -124,7 +124,7 @@ def decode(data):
         CodecError: not valid UTF-8 JSON of this encoding, too deep or over ``MAX_BYTES``.
     """
     if len(data) > MAX_BYTES:
-        raise CodecError("message over %d bytes" % MAX_BYTES)
+        raise CodecError(f"message over {MAX_BYTES} bytes")
     try:
         node = json.loads(data.decode("utf-8", "surrogatepass"))
     except (ValueError, RecursionError, UnicodeDecodeError):

@@ -22,6 +22,7 @@ pass, and a process running as root can leave its namespace: hence "unsafe".
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import secrets
 import select
@@ -181,18 +182,14 @@ class _Worker:
     def discard(self) -> None:
         """Kill its process group, reap it, close its pipes and delete its directory (idempotent)."""
         if self.proc.returncode is None:
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
             self.proc.wait()
         for name in ("request_w", "verdict_r"):
             fd, _ = getattr(self, name), setattr(self, name, -1)
             if fd >= 0:
-                try:
+                with contextlib.suppress(OSError):
                     os.close(fd)
-                except OSError:
-                    pass
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
@@ -263,10 +260,9 @@ def _run(source: str, limits: SandboxLimits) -> SandboxResult:
         os.close(worker.request_w)
         worker.request_w = -1
         exited = _wait_exited(worker.proc, limits.timeout_s)
-        try:  # the leader is not reaped yet, so its process group id cannot have been reused
+        # the leader is not reaped yet, so its process group id cannot have been reused
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(worker.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
         returncode = worker.proc.wait()
         duration = time.monotonic() - started
         verdict = _read_verdict(worker.verdict_r, 2 * _TOKEN_HEX + 1)

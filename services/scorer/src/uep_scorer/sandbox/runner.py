@@ -95,7 +95,7 @@ class CandidateError(Exception):
     """An exception raised in the candidate process whose type is not a builtin exception."""
 
 
-class _Died(Exception):
+class _DiedError(Exception):
     """The candidate process closed its reply pipe (it exited or was killed)."""
 
 
@@ -114,7 +114,7 @@ def _read_exact(fd, n):
     while got < n:
         chunk = os.read(fd, min(n - got, 1 << 20))
         if not chunk:
-            raise _Died()
+            raise _DiedError()
         chunks.append(chunk)
         got += len(chunk)
     return b"".join(chunks)
@@ -129,7 +129,7 @@ def _send(fd, data):
 def _recv(fd):
     size = int.from_bytes(_read_exact(fd, 4), "big")
     if size > _MAX_FRAME:
-        raise CodecError("frame of %d bytes" % size)
+        raise CodecError(f"frame of {size} bytes")
     return decode(_read_exact(fd, size))
 
 
@@ -247,7 +247,7 @@ def _candidate(call_r, reply_w):
         try:
             fn = namespace.get(entry_point)
             if fn is None:
-                raise NameError("name %r is not defined" % entry_point)
+                raise NameError(f"name {entry_point!r} is not defined")
             reply = encode(("r", fn(*args, **kwargs)))
         except BaseException as exc:
             write_tb()
@@ -262,7 +262,7 @@ def _exception(name, text):
             return cls(text)
         except BaseException:
             pass
-    return CandidateError("%s: %s" % (name, text))
+    return CandidateError(f"{name}: {text}")
 
 
 class _Runner:
@@ -294,7 +294,7 @@ class _Runner:
     def receive(self):
         try:
             return _recv(self.reply_r)
-        except _Died:
+        except _DiedError:
             self.candidate_gone()
         except (CodecError, OSError):
             self.fail("candidate_protocol_violation")
@@ -306,7 +306,7 @@ class _Runner:
             try:
                 data = encode(("c", args, kwargs))
             except CodecError as exc:
-                raise TypeError("argument cannot be sent to the candidate: %s" % exc) from None
+                raise TypeError(f"argument cannot be sent to the candidate: {exc}") from None
             try:
                 _send(runner.call_w, data)
             except OSError:
@@ -329,7 +329,7 @@ def _prompt_code(prompt, entry_point):
 
     parts = [prompt]
     if entry_point:
-        match = re.search(r"(?m)^def\s+%s\s*\(" % re.escape(entry_point), prompt)
+        match = re.search(rf"(?m)^def\s+{re.escape(entry_point)}\s*\(", prompt)
         if match:
             parts.append(prompt[: match.start()])
     for part in parts:
@@ -401,7 +401,7 @@ def main():
                 exec(code, namespace)
             namespace[entry_point] = runner.proxy(entry_point)
             exec(compile(request["test"] + "\n", "test.py", "exec"), namespace)
-            exec(compile("check(%s)\n" % entry_point, "check.py", "exec"), namespace)
+            exec(compile(f"check({entry_point})\n", "check.py", "exec"), namespace)
         except BaseException:
             _print_tb()
             runner.fail("test_failed")

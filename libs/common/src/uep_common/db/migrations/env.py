@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from alembic import context
 
-from uep_common.db.models import Base
 from uep_common.db.session import make_sync_engine
+from uep_common.db.tables import metadata
 from uep_common.settings import CommonSettings
 
 config = context.config
-target_metadata = Base.metadata
+target_metadata = metadata
 
 
 def _url() -> str:

@@ -1,4 +1,4 @@
-"""priority classes, fair queuing, arms, schedules (scheduler issue)
+"""priority classes, fair queuing, arms, schedules (scheduler)
 
 Revision ID: 0006
 Revises: 0005

@@ -1,9 +1,11 @@
-"""cost model, caps, reservations, spend, API keys and roles (scheduler issue: budgets)
+"""cost model, caps, reservations, spend, API keys and roles (budgets)
 
 Revision ID: 0007
 Revises: 0006
 Create Date: 2026-11-30 12:00:00
 """
+
+from collections.abc import Iterable
 
 import sqlalchemy as sa
 from alembic import op
@@ -18,7 +20,7 @@ MONEY = sa.Numeric(24, 10)
 STATUSES_BEFORE = ("pending", "running", "completed", "failed", "cancelled")
 
 
-def _status_check(statuses) -> str:
+def _status_check(statuses: Iterable[str]) -> str:
     return "status IN (" + ", ".join(f"'{s}'" for s in statuses) + ")"
 
 

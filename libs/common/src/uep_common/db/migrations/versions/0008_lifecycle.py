@@ -1,9 +1,11 @@
-"""interrupted/retry/stop, dead-letter records (scheduler issue: lifecycle and faults)
+"""interrupted/retry/stop, dead-letter records (scheduler: lifecycle and faults)
 
 Revision ID: 0008
 Revises: 0007
 Create Date: 2026-11-30 12:00:00
 """
+
+from collections.abc import Iterable
 
 import sqlalchemy as sa
 from alembic import op
@@ -19,7 +21,7 @@ STATUSES = ("pending", "running", "completed", "failed", "cancelled", "budget_ex
 BEFORE = ("pending", "running", "completed", "failed", "cancelled", "budget_exhausted")
 
 
-def _status_check(values) -> str:
+def _status_check(values: Iterable[str]) -> str:
     return "status IN (" + ", ".join(f"'{v}'" for v in values) + ")"
 
 

@@ -1,9 +1,11 @@
-"""judge verdicts, hybrid routing, judge diagnostics (judge issue)
+"""judge verdicts, hybrid routing, judge diagnostics (judge)
 
 Revision ID: 0009
 Revises: 0008
 Create Date: 2026-11-30 12:00:00
 """
+
+from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
@@ -15,7 +17,7 @@ branch_labels = None
 depends_on = None
 
 
-def _item_columns() -> list[sa.Column]:
+def _item_columns() -> list[sa.Column[Any]]:
     return [
         sa.Column("id", sa.BigInteger(), autoincrement=True, nullable=False),
         sa.Column("evaluation_id", sa.UUID(), nullable=False),

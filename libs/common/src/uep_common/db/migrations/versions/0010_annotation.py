@@ -1,4 +1,4 @@
-"""human annotation tasks, assignments, annotations, gold (judge issue: human evaluation)
+"""human annotation tasks, assignments, annotations, gold (human evaluation)
 
 Revision ID: 0010
 Revises: 0009

@@ -1,4 +1,4 @@
-"""reports, baselines, fingerprints (reporter issue)
+"""reports, baselines, fingerprints (reporter)
 
 Revision ID: 0011
 Revises: 0010

@@ -1,4 +1,4 @@
-"""leaderboard snapshots, retention marks, artifacts (reporter issue)
+"""leaderboard snapshots, retention marks, artifacts (reporter)
 
 Revision ID: 0012
 Revises: 0011

@@ -1,4 +1,4 @@
-"""outbox claims: a writer that publishes its rows itself right after commit claims them (scheduler issue)
+"""outbox claims: a writer that publishes its rows itself right after commit claims them (scheduler)
 
 Revision ID: 0013
 Revises: 0012

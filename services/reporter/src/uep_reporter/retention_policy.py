@@ -28,15 +28,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from uep_common import leaderboards
+from uep_common.lifecycle import TERMINAL
 
 log = logging.getLogger(__name__)
 
-TERMINAL = ("completed", "failed", "cancelled", "stopped", "budget_exhausted")
 LOCK_KEY = "uep.retention"
 _TERMINAL_SQL = ", ".join(f"'{s}'" for s in TERMINAL)
 
@@ -60,7 +61,7 @@ class Decision:
     def keep(self) -> bool:
         return bool(self.reasons)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """JSON-ready summary."""
         return {
             "evaluation_id": str(self.evaluation_id),
@@ -139,7 +140,7 @@ async def plan(session: AsyncSession, keep_last: int) -> list[Decision]:
     return out
 
 
-async def clean_evaluation(session: AsyncSession, evaluation_id: uuid.UUID, with_artifacts: bool) -> dict | None:
+async def clean_evaluation(session: AsyncSession, evaluation_id: uuid.UUID, with_artifacts: bool) -> dict[str, Any] | None:
     """Delete one evaluation's per-item details and unreferenced artifacts (see the module docstring).
 
     Must run inside a transaction. Returns ``{"rows": {table: deleted}, "files": [paths of artifacts whose
@@ -175,11 +176,11 @@ async def clean_evaluation(session: AsyncSession, evaluation_id: uuid.UUID, with
         {"x": exp, "e": evaluation_id},
     ):
         return None
-    if status == "completed":  # the leaderboard score needs the items of a continuous metric: compute it first
-        if not await session.scalar(
-            text("SELECT EXISTS (SELECT 1 FROM leaderboard_scores WHERE evaluation_id = :e)"), {"e": evaluation_id}
-        ):
-            await leaderboards.record_evaluation(session, evaluation_id)
+    # the leaderboard score needs the items of a continuous metric: compute it first
+    if status == "completed" and not await session.scalar(
+        text("SELECT EXISTS (SELECT 1 FROM leaderboard_scores WHERE evaluation_id = :e)"), {"e": evaluation_id}
+    ):
+        await leaderboards.record_evaluation(session, evaluation_id)
     deleted: dict[str, int] = {}
     for table in ("score_history", "sample_leases", "sample_results"):
         res = await session.execute(text(f"DELETE FROM {table} WHERE evaluation_id = :e"), {"e": evaluation_id})
@@ -248,7 +249,7 @@ async def run(
     max_evaluations: int = 1000,
     benchmark: str | None = None,
     model: str | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """One retention run (see the module docstring).
 
     Args:
@@ -292,14 +293,14 @@ async def _run_locked(
     max_evaluations: int,
     benchmark: str | None,
     model: str | None,
-) -> dict:
+) -> dict[str, Any]:
     async with sessionmaker() as session:
         decisions = await plan(session, keep_last)
         with_artifacts = await _has_table(session, "artifact_refs") and await _has_table(session, "artifacts")
     decisions = [d for d in decisions if (benchmark is None or d.benchmark == benchmark) and (model is None or d.model == model)]
     kept = Counter(r for d in decisions if d.keep and d.reasons != ["already_cleaned"] for r in d.reasons)
     doomed = [d for d in decisions if not d.keep]
-    result: dict = {
+    result: dict[str, Any] = {
         "status": "completed",
         "keep_last": keep_last,
         "dry_run": dry_run,
@@ -312,7 +313,7 @@ async def _run_locked(
         result["to_clean"] = [d.as_dict() for d in doomed]
         result["kept_evaluations"] = [d.as_dict() for d in decisions if d.keep and "already_cleaned" not in d.reasons]
         return result
-    totals: Counter = Counter()
+    totals: Counter[str] = Counter()
     cleaned, skipped, errors = [], [], []
     for d in doomed[:max_evaluations]:
         try:

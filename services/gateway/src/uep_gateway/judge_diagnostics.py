@@ -26,6 +26,7 @@ import warnings
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from scipy import stats
 
@@ -37,7 +38,7 @@ FLIP = {"win": "loss", "loss": "win", "tie": "tie"}
 class VerdictRow:
     """The fields of one ``judge_verdicts`` row the diagnostics need."""
 
-    item: tuple  # (evaluation_id, sample_id, repeat, arm)
+    item: tuple[Any, ...]  # (evaluation_id, sample_id, repeat, arm)
     judge_model_id: uuid.UUID
     judge_model_name: str
     template: str
@@ -55,7 +56,7 @@ class VerdictRow:
     opponent_model_id: uuid.UUID | None
 
     @classmethod
-    def from_record(cls, r: dict) -> VerdictRow:
+    def from_record(cls, r: dict[str, Any]) -> VerdictRow:
         """From a ``judge_verdicts`` row as a dict (column → value)."""
         log = r.get("attempts_log") or []
         return cls(
@@ -82,7 +83,7 @@ def _rate(num: int, den: int) -> float | None:
     return num / den if den else None
 
 
-def spearman(xs: list[float], ys: list[float]) -> dict:
+def spearman(xs: list[float], ys: list[float]) -> dict[str, Any]:
     """``{"rho", "p_value", "n"}`` of Spearman's rank correlation (scipy.stats.spearmanr); rho and p are None
     with fewer than 3 pairs or when either input is constant (the coefficient is undefined)."""
     n = len(xs)
@@ -95,10 +96,10 @@ def spearman(xs: list[float], ys: list[float]) -> dict:
     return {"rho": None if math.isnan(rho) else rho, "p_value": None if math.isnan(p) else p, "n": n}
 
 
-def _group(rows: list[VerdictRow]) -> dict:
+def _group(rows: list[VerdictRow]) -> dict[str, Any]:
     replies = sum(r.replies for r in rows)
     failures = sum(r.parse_failures for r in rows)
-    pair_rows: dict[tuple, dict[str, VerdictRow]] = defaultdict(dict)
+    pair_rows: dict[tuple[Any, ...], dict[str, VerdictRow]] = defaultdict(dict)
     for r in rows:
         if r.mode == "pairwise" and r.position in ("AB", "BA"):
             pair_rows[r.item][r.position] = r
@@ -120,7 +121,7 @@ def _group(rows: list[VerdictRow]) -> dict:
     graded = [r for r in rows if r.mode != "pairwise" and r.valid and r.overall is not None and r.answer_chars is not None]
     own = [r.overall for r in graded if r.candidate_model_id == r.judge_model_id]
     others = [r.overall for r in graded if r.candidate_model_id != r.judge_model_id]
-    self_pref: dict = {}
+    self_pref: dict[str, Any] = {}
     if own:
         self_pref["rubric"] = {
             "own_mean": statistics.fmean(own),
@@ -152,9 +153,9 @@ def _group(rows: list[VerdictRow]) -> dict:
     }
 
 
-def diagnostics(rows: Iterable[VerdictRow]) -> list[dict]:
+def diagnostics(rows: Iterable[VerdictRow]) -> list[dict[str, Any]]:
     """Diagnostics of each (judge model, template, template version), sorted by those keys (module docstring)."""
-    groups: dict[tuple, list[VerdictRow]] = defaultdict(list)
+    groups: dict[tuple[Any, ...], list[VerdictRow]] = defaultdict(list)
     for r in rows:
         groups[(r.judge_model_name, r.template, r.template_version)].append(r)
     return [_group(groups[k]) for k in sorted(groups)]

@@ -1,0 +1,248 @@
+"""Typed, versioned models of the two JSON configuration columns: ``benchmarks.config`` and
+``evaluations.config``.
+
+Every writer checks what it stores (:func:`check_benchmark_config`, :func:`check_evaluation_config`:
+unknown top-level keys refused) and every reader parses the column (:func:`parse_benchmark_config`,
+:func:`parse_evaluation_config`) instead of reading keys of the dict. The stored JSON keeps the keys it
+always had: a check returns the dict it was given (copied), so a benchmark's content hash
+(:func:`uep_common.benchmarks.content_hash`) does not change.
+
+Versions: ``schema_version`` is absent from rows of version 1 (every row written so far) and parses as 1;
+a later incompatible change writes ``schema_version: 2`` and parses rows of both versions. A version this
+code does not know is refused, naming ``schema_version``.
+
+Unknown keys: reads keep them (``model_extra``), so a row written by a newer writer stays readable; writes
+refuse them. Every key the services read is a field here.
+
+Example (``benchmarks.config`` of the built-in GSM8K)::
+
+    {"prompt": {"template": "...", "max_tokens": 256, "stop": ["\\n\\nQuestion:"]},
+     "metric": {"name": "gsm8k_numeric_exact_match", "params": {"variant": "flexible"}},
+     "language": "en"}
+
+Example (``evaluations.config`` of an A/B arm with a cap, after the budget check)::
+
+    {"max_in_flight": 4, "fewshot_k": 2, "prompt_template": "...", "max_cost": 1.5,
+     "cost_estimate": {"estimate": 0.42, "items": 100, "currency": "EUR", ...}}
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from uep_common.events import PromptSpec
+from uep_common.judge_config import JudgeConfig
+
+CONFIG_SCHEMA_VERSION = 1
+"""The version this code writes (and the one a row without ``schema_version`` has)."""
+
+DEFAULT_PROMPT = PromptSpec(template="{{ prompt }}")
+"""The prompt of a benchmark whose config has none: the sample's ``prompt`` field as it is."""
+
+
+class MetricConfig(BaseModel):
+    """The ``metric`` block: a name of the scorer's registry (``GET /v1/metrics``) and its parameters."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    name: str = Field(min_length=1, max_length=100)
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("params", mode="before")
+    @classmethod
+    def _no_params_when_null(cls, v: object) -> object:
+        return {} if v is None else v
+
+
+class BenchmarkConfig(BaseModel):
+    """``benchmarks.config`` (see the module docstring).
+
+    Attributes:
+        schema_version: the row's format version (absent = 1).
+        prompt: how a sample becomes a prompt (template, max_tokens, stop, fewshot_k, chat); None =
+            :data:`DEFAULT_PROMPT`.
+        metric: how outputs are scored; None for benchmarks scored by a judge or by people only.
+        language: BCP 47 language of the samples (``en``).
+        judge: the judge block of llm_judge and hybrid benchmarks (evaluations snapshot it, merged with
+            their override, in :attr:`EvaluationConfig.judge`).
+    """
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    schema_version: Literal[1] = CONFIG_SCHEMA_VERSION
+    prompt: PromptSpec | None = None
+    metric: MetricConfig | None = None
+    language: str | None = Field(None, max_length=35)
+    judge: JudgeConfig | None = None
+
+    @property
+    def prompt_spec(self) -> PromptSpec:
+        """:attr:`prompt`, or :data:`DEFAULT_PROMPT` when the row has none."""
+        return self.prompt or DEFAULT_PROMPT
+
+    @property
+    def metric_name(self) -> str | None:
+        """The metric's registry name; None when no metric is configured."""
+        return self.metric.name if self.metric is not None else None
+
+    @property
+    def template(self) -> str | None:
+        """The prompt template; None when the row has no prompt."""
+        return self.prompt.template if self.prompt is not None else None
+
+    @property
+    def judge_block(self) -> dict[str, Any] | None:
+        """The keys the row's judge block gives (what an evaluation's override is merged into, by
+        :func:`uep_common.judge_config.merge_judge_config`); None when there is no judge block."""
+        return self.judge.model_dump(exclude_unset=True) if self.judge is not None else None
+
+
+class ExpectedItem(BaseModel):
+    """Expected size of one item in a cost estimate: tokens in and out, model latency in milliseconds."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    latency_ms: float | None = None
+
+
+class CostEstimate(BaseModel):
+    """``evaluations.config["cost_estimate"]``: the estimate made at creation
+    (``uep_common.budget.Plan.as_dict``); money in the site ``currency``, ``per_item`` per item."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    evaluation_id: uuid.UUID | None = None
+    model: str | None = None
+    benchmark: str | None = None
+    arm: str | None = None
+    items: int = Field(ge=0)
+    cost_unit: str | None = None
+    per_item: float | None = None
+    estimate: float
+    currency: str
+    expected: ExpectedItem | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form stored and returned by the API (the keys :meth:`Plan.as_dict` wrote)."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+
+class EvaluationConfig(BaseModel):
+    """``evaluations.config`` (see the module docstring).
+
+    Attributes:
+        schema_version: the row's format version (absent = 1).
+        max_in_flight: items of this evaluation in flight at most (the create option ``max_parallel``,
+            also read under that name); None = the scheduler's default.
+        fewshot_k: demonstrations per prompt; None = the benchmark prompt's ``fewshot_k``.
+        chat_template: apply the model's chat template (True) or send raw text (False); None = the
+            benchmark's.
+        prompt_template: an A/B arm's Jinja2 template replacing the benchmark's.
+        sample_timeout_s: timeout of each model call, seconds; None = the inference service's default.
+        batch_size: items per model call (no creation path sets it; fingerprints report it).
+        max_cost: the evaluation's own cap, site currency.
+        cost_estimate: the estimate made at creation (:class:`CostEstimate`).
+        judge: the judge configuration snapshot of llm_judge and hybrid evaluations.
+        evaluation_type: overrides the benchmark's (``human`` for the evaluation holding annotations).
+        source_evaluation_id: the evaluation whose outputs this one re-scores (an id as text).
+        annotation_task_id: the annotation task whose answers this evaluation stores.
+        compare_evaluation_id: pairwise annotation: the evaluation whose outputs are compared.
+    """
+
+    model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True)
+
+    schema_version: Literal[1] = CONFIG_SCHEMA_VERSION
+    max_in_flight: int | None = Field(None, ge=1, validation_alias=AliasChoices("max_in_flight", "max_parallel"))
+    fewshot_k: int | None = Field(None, ge=0, le=16)
+    chat_template: bool | None = None
+    prompt_template: str | None = Field(None, min_length=1)
+    sample_timeout_s: float | None = Field(None, gt=0, allow_inf_nan=False)
+    batch_size: int | None = Field(None, ge=1)
+    max_cost: float | None = Field(None, ge=0, allow_inf_nan=False)
+    cost_estimate: CostEstimate | None = None
+    judge: JudgeConfig | None = None
+    evaluation_type: Literal["automatic", "llm_judge", "hybrid", "human"] | None = None
+    source_evaluation_id: str | None = Field(None, min_length=1)
+    annotation_task_id: uuid.UUID | None = None
+    compare_evaluation_id: uuid.UUID | None = None
+
+    @field_validator("judge", mode="before")
+    @classmethod
+    def _no_judge_when_empty(cls, v: object) -> object:
+        return None if v == {} else v
+
+    @property
+    def max_parallel(self) -> int | None:
+        """The create option's name of :attr:`max_in_flight`."""
+        return self.max_in_flight
+
+    @property
+    def estimate_dict(self) -> dict[str, Any] | None:
+        """:attr:`cost_estimate` as the JSON dict the create call returns; None when there is none."""
+        return self.cost_estimate.as_dict() if self.cost_estimate is not None else None
+
+
+def _parse(model: type[BaseModel], raw: object) -> Any:
+    if isinstance(raw, model):
+        return raw
+    if raw is None:
+        return model()
+    if not isinstance(raw, Mapping):
+        raise ValidationError.from_exception_data(model.__name__, [{"type": "dict_type", "loc": (), "input": raw}])
+    return model.model_validate(dict(raw))
+
+
+def _check(model: type[BaseModel], raw: Mapping) -> dict[str, Any]:
+    parsed = _parse(model, raw)
+    extra = parsed.model_extra or {}
+    if extra:
+        raise ValidationError.from_exception_data(
+            model.__name__, [{"type": "extra_forbidden", "loc": (k,), "input": v} for k, v in extra.items()]
+        )
+    return dict(raw)
+
+
+def parse_benchmark_config(raw: Mapping[str, Any] | BenchmarkConfig | None) -> BenchmarkConfig:
+    """``benchmarks.config`` as a :class:`BenchmarkConfig` (None or ``{}`` = every field at its default; a
+    parsed one is returned as it is).
+
+    Raises:
+        pydantic.ValidationError: a value of the wrong type or out of bounds, or an unknown
+            ``schema_version`` (``loc`` names the field, e.g. ``("prompt", "max_tokens")``).
+    """
+    return _parse(BenchmarkConfig, raw)
+
+
+def parse_evaluation_config(raw: Mapping[str, Any] | EvaluationConfig | None) -> EvaluationConfig:
+    """``evaluations.config`` as an :class:`EvaluationConfig` (None or ``{}`` = every field at its
+    default; a parsed one is returned as it is).
+
+    Raises:
+        pydantic.ValidationError: as :func:`parse_benchmark_config` (e.g. ``("judge", "judges")``).
+    """
+    return _parse(EvaluationConfig, raw)
+
+
+def check_benchmark_config(raw: Mapping) -> dict[str, Any]:
+    """What a writer stores in ``benchmarks.config``: ``raw`` checked (as :func:`parse_benchmark_config`,
+    and no key outside the model's) and returned as a plain dict with the same keys and values.
+
+    Raises:
+        pydantic.ValidationError: a bad value, or an unknown key (type ``extra_forbidden``), named by ``loc``.
+    """
+    return _check(BenchmarkConfig, raw)
+
+
+def check_evaluation_config(raw: Mapping) -> dict[str, Any]:
+    """What a writer stores in ``evaluations.config``, checked as :func:`check_benchmark_config`.
+
+    Raises:
+        pydantic.ValidationError: a bad value, or an unknown key (type ``extra_forbidden``), named by ``loc``.
+    """
+    return _check(EvaluationConfig, raw)

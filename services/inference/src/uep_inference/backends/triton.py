@@ -1,0 +1,127 @@
+"""The ``triton`` backend: NVIDIA Triton through tritonclient's asyncio gRPC or HTTP client.
+
+Triton tensor contract (deploy/model-server/README.md): inputs ``text_input`` BYTES[1], optional
+``max_tokens`` INT32[1], ``temperature`` FP32[1], ``stop`` BYTES[1] (JSON list), ``chat`` INT32[1] (-1 = the
+model's default, 0, 1); outputs ``text_output`` BYTES[1], ``prompt_tokens`` INT32[1], ``completion_tokens``
+INT32[1]; models batch, so every request tensor has a leading batch dimension of 1.
+
+Error kinds: ``triton_unavailable`` (nothing listens, or the server is restarting; transient),
+``timeout`` (the deadline passed), ``triton_error`` (any other Triton error, e.g. an unknown model).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from uep_common.events import ModelTarget
+from uep_inference.backends.base import BackendError, Generation, GenerationRequest, Probe, registry_capacity
+from uep_inference.backends.registry import register_backend
+
+if TYPE_CHECKING:
+    from uep_inference.settings import InferenceSettings
+
+
+@register_backend("triton")
+class TritonBackend:
+    """Calls Triton with one cached asyncio client per endpoint (``grpc://host:port``, ``host:port`` for gRPC,
+    or ``http://host:port``)."""
+
+    transient_errors: ClassVar[frozenset[str]] = frozenset({"triton_unavailable"})
+
+    def __init__(self, settings: InferenceSettings | None = None) -> None:
+        self._clients: dict[str, tuple[str, Any, Any]] = {}
+
+    def _client(self, endpoint: str) -> tuple[str, Any, Any]:
+        if endpoint not in self._clients:
+            if endpoint.startswith("http://") or endpoint.startswith("https://"):
+                import tritonclient.http.aio as triton_http
+
+                self._clients[endpoint] = ("http", triton_http, triton_http.InferenceServerClient(endpoint.split("://", 1)[1]))
+            else:
+                import tritonclient.grpc.aio as triton_grpc
+
+                url = endpoint.split("://", 1)[1] if "://" in endpoint else endpoint
+                self._clients[endpoint] = ("grpc", triton_grpc, triton_grpc.InferenceServerClient(url))
+        return self._clients[endpoint]
+
+    @staticmethod
+    def _error(exc: Exception) -> BackendError:
+        from tritonclient.utils import InferenceServerException
+
+        if isinstance(exc, InferenceServerException):
+            status = str(exc.status() or "")
+            if "UNAVAILABLE" in status:  # nothing listens, or the server is restarting: worth a retry
+                return BackendError("triton_unavailable", str(exc))
+            if "DEADLINE_EXCEEDED" in status:
+                return BackendError("timeout", str(exc))
+            return BackendError("triton_error", str(exc))
+        return BackendError("triton_unavailable", repr(exc))
+
+    async def generate(self, request: GenerationRequest) -> Generation:
+        """One inference call with the tensor contract above. Raises :class:`BackendError`."""
+        from tritonclient.utils import InferenceServerException
+
+        target, chat = request.target, request.chat
+        protocol, mod, client = self._client(target.endpoint)
+
+        def tensor(name: str, value: np.ndarray[Any, Any], dtype: str):
+            t = mod.InferInput(name, list(value.shape), dtype)
+            t.set_data_from_numpy(value)
+            return t
+
+        inputs = [
+            tensor("text_input", np.array([[request.prompt.encode()]], dtype=np.object_), "BYTES"),
+            tensor("max_tokens", np.array([[request.max_tokens]], dtype=np.int32), "INT32"),
+            tensor("temperature", np.array([[request.temperature]], dtype=np.float32), "FP32"),
+            tensor("stop", np.array([[json.dumps(list(request.stop)).encode()]], dtype=np.object_), "BYTES"),
+            tensor("chat", np.array([[-1 if chat is None else int(chat)]], dtype=np.int32), "INT32"),
+        ]
+        outputs = [mod.InferRequestedOutput(n) for n in ("text_output", "prompt_tokens", "completion_tokens")]
+        kwargs = {"client_timeout": request.timeout_s} if protocol == "grpc" else {"timeout": int(request.timeout_s * 1_000_000)}
+        try:
+            result = await client.infer(
+                target.triton_model_name or target.name,
+                inputs,
+                model_version=target.triton_model_version or "",
+                outputs=outputs,
+                **kwargs,
+            )
+        except (InferenceServerException, OSError, TimeoutError) as exc:
+            raise self._error(exc) from exc
+        text = result.as_numpy("text_output").reshape(-1)[0]
+        return Generation(
+            text=text.decode("utf-8", errors="replace") if isinstance(text, bytes) else str(text),
+            prompt_tokens=int(result.as_numpy("prompt_tokens").reshape(-1)[0]),
+            completion_tokens=int(result.as_numpy("completion_tokens").reshape(-1)[0]),
+        )
+
+    async def probe(self, target: ModelTarget, timeout_s: float) -> Probe:
+        """Triton's model-ready check (``is_model_ready``) for the target's model and version."""
+        from tritonclient.utils import InferenceServerException
+
+        protocol, _, client = self._client(target.endpoint)
+        kwargs = {"client_timeout": timeout_s} if protocol == "grpc" else {}
+        start = time.perf_counter()
+        try:
+            ready = await client.is_model_ready(
+                target.triton_model_name or target.name, model_version=target.triton_model_version or "", **kwargs
+            )
+        except (InferenceServerException, OSError, TimeoutError) as exc:
+            err = self._error(exc)
+            return Probe(False, (time.perf_counter() - start) * 1000, err.kind, str(err)[:500])
+        latency_ms = (time.perf_counter() - start) * 1000
+        return Probe(True, latency_ms) if ready else Probe(False, latency_ms, "triton_error", "model not ready")
+
+    def capacity(self, target: ModelTarget) -> int | None:
+        """The registry's serving capacity (``max_in_flight``)."""
+        return registry_capacity(target)
+
+    async def close(self) -> None:
+        """Close every client."""
+        for _, _, client in self._clients.values():
+            await client.close()
+        self._clients.clear()
