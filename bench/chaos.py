@@ -5,10 +5,15 @@ verdicts. Then, ``--runs`` times, an evaluation of the same samples runs while, 
 (tansu wedges a consumer group whose members leave within a second of each other):
 
 1. ``kill -9`` inference, restart it;     2. ``kill -9`` the scorer, restart it;
-3. ``kill -9`` the reporter, restart it;  4. ``kill -9`` the scheduler, restart it — the evaluation is now
-   ``interrupted`` — and resume it with ``POST /v1/evaluations/{id}/retry``;
-5. restart the broker (tansu keeps nothing: topics are re-created, consumers rejoin, lost messages come
-   back from PostgreSQL leases).
+3. ``kill -9`` the scheduler, restart it — the evaluation is now ``interrupted`` — and resume it with
+   ``POST /v1/evaluations/{id}/retry``;
+4. restart the broker (tansu keeps nothing: topics are re-created, consumers rejoin, lost messages come
+   back from PostgreSQL leases);
+5. ``kill -9`` the reporter, restart it.
+
+The reporter comes last: while it is down the rest of the pipeline keeps dispatching and scoring, and on its
+restart it stores the backlog at once, so a fault after it could find the evaluation already finished; an
+evaluation cannot finish while its reporter is down, so the last fault always lands.
 
 A run is *clean* when the evaluation completes with exactly ``n`` rows in ``sample_results``, one per item,
 no errors, counters equal to the rows, and verdicts equal to the clean run's. Prints each run's timings and
@@ -32,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "deploy" / "local"))
 
 TERMINAL = ("completed", "failed", "cancelled", "stopped", "budget_exhausted")
-STEPS = [(0.04, "inference"), (0.10, "scorer"), (0.16, "reporter"), (0.0, "scheduler"), (0.0, "broker")]
+STEPS = [(0.04, "inference"), (0.10, "scorer"), (0.16, "scheduler"), (0.0, "broker"), (0.0, "reporter")]
 """(fraction of items stored before the fault, process) in order; 0 = right after the previous fault (while a
 service is down the rest of the pipeline runs ahead, so a later fraction could land after the end)."""
 
