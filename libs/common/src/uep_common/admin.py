@@ -18,6 +18,7 @@ import asyncio
 import logging
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy import select, text
 from sqlalchemy.engine import make_url
@@ -28,10 +29,13 @@ from uep_common.db.models import Tenant
 from uep_common.db.session import make_sync_engine
 from uep_common.settings import CommonSettings
 
+if TYPE_CHECKING:
+    from alembic.config import Config
+
 MIGRATIONS_DIR = Path(__file__).parent / "db" / "migrations"
 
 
-def alembic_config(database_url: str):
+def alembic_config(database_url: str) -> Config:
     """Alembic ``Config`` pointing at the packaged migrations and ``database_url``."""
     from alembic.config import Config
 
@@ -78,8 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "create-topics":
         from uep_common.messaging import ensure_topics
 
-        created = asyncio.run(ensure_topics(settings))
-        print(f"topics created: {created or 'none (all exist)'}")
+        topics = asyncio.run(ensure_topics(settings))
+        print(f"topics created: {topics or 'none (all exist)'}")
     elif args.command == "seed":
         from uep_common.builtin.seed import seed
 

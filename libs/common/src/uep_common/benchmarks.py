@@ -11,9 +11,12 @@ from typing import Any, Protocol
 class Item(Protocol):
     """What the hash reads of a sample (DatasetItem and uploaded rows both have these)."""
 
-    external_id: str | None
-    input: dict[str, Any]
-    reference: dict[str, Any]
+    @property
+    def external_id(self) -> str | None: ...
+    @property
+    def input(self) -> dict[str, Any]: ...
+    @property
+    def reference(self) -> dict[str, Any]: ...
 
 
 def content_hash(config: dict[str, Any], items: Iterable[Item]) -> str:

@@ -187,6 +187,7 @@ async def tenant_used_today(session: AsyncSession, tenant_id: uuid.UUID) -> Deci
     open_ = await session.scalar(
         select(func.coalesce(func.sum(BudgetAccount.reserved_open), 0)).where(BudgetAccount.tenant_id == tenant_id)
     )
+    assert settled is not None and open_ is not None  # coalesce(..., 0)
     return Decimal(settled) + Decimal(open_)
 
 
@@ -201,7 +202,9 @@ SCOPE_WORDS = {
 }
 
 
-async def check_creation(session: AsyncSession, tenant: Tenant, evaluations: list[Evaluation], principal=None) -> None:
+async def check_creation(
+    session: AsyncSession, tenant: Tenant, evaluations: list[Evaluation], principal: object | None = None
+) -> None:
     """Called by the gateway before it commits new evaluations (all of one request: a batch, the arms of an
     A/B experiment). Refuses (raises :class:`BudgetRefused`) with 409 when one evaluation's estimate exceeds
     its cap from the site default or the tenant's benchmark cap, and with 402 when the estimates together
@@ -303,6 +306,7 @@ async def _locked_account(session: AsyncSession, ev: Evaluation) -> BudgetAccoun
             .on_conflict_do_nothing()
         )
         acct = await session.get(BudgetAccount, ev.id, with_for_update=True, populate_existing=True)
+        assert acct is not None  # inserted just above (or by a concurrent caller)
     return acct
 
 
@@ -416,8 +420,9 @@ async def settle_scores(session: AsyncSession, scores: list[ScoreComputed]) -> N
     if not unique:
         return
     items = list({(s.evaluation_id, s.sample_id, s.repeat, s.arm) for s in unique})
-    released = set(
-        (
+    released: set[tuple[Any, ...]] = {
+        tuple(row)
+        for row in (
             await session.execute(
                 select(SpendEntry.evaluation_id, SpendEntry.sample_id, SpendEntry.repeat, SpendEntry.arm).where(
                     SpendEntry.kind == "settle",
@@ -426,7 +431,7 @@ async def settle_scores(session: AsyncSession, scores: list[ScoreComputed]) -> N
                 )
             )
         ).all()
-    )
+    }
     prices: dict[uuid.UUID, Pricing] = {}
     open_items = {e: a.items_reserved - a.items_settled for e, a in accounts.items()}
     open_money = {e: Decimal(a.reserved_open) for e, a in accounts.items()}

@@ -15,6 +15,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING, Any, cast
 
 import matplotlib
 
@@ -22,8 +23,12 @@ matplotlib.use("Agg")
 from matplotlib import dates as mdates
 from matplotlib.figure import Figure
 
+if TYPE_CHECKING:
+    from matplotlib.projections.polar import PolarAxes
+    from matplotlib.typing import RcKeyType
+
 PALETTE = ("#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#4b5563", "#ca8a04")
-_RC = {
+_RC: dict[RcKeyType, Any] = {
     "svg.fonttype": "none",
     "font.family": ["DejaVu Sans", "sans-serif"],
     "font.size": 9,
@@ -93,7 +98,7 @@ def radar_svg(series: Mapping[str, Mapping[str, float]], title: str) -> str:
     angles = [2 * math.pi * i / n for i in range(n)]  # clockwise from the top (offset and direction below)
     with matplotlib.rc_context(_RC):
         fig = Figure(figsize=(5.4, 4.6))
-        ax = fig.add_subplot(projection="polar")
+        ax = cast("PolarAxes", fig.add_subplot(projection="polar"))
         ax.set_theta_offset(math.pi / 2)
         ax.set_theta_direction(-1)
         ax.set_ylim(0, 1)
@@ -156,7 +161,7 @@ def trend_svg(
         ys = [p[1] for p in pts]
         lo = [p[2] if p[2] is not None else p[1] for p in pts]
         hi = [p[3] if p[3] is not None else p[1] for p in pts]
-        x_num = mdates.date2num(xs)
+        x_num = mdates.date2num(xs)  # type: ignore[no-untyped-call]  # matplotlib.dates is unannotated
         ax.fill_between(x_num, lo, hi, color=PALETTE[0], alpha=0.15, linewidth=0, label="95 % interval")
         ax.errorbar(
             x_num,
@@ -189,9 +194,9 @@ def trend_svg(
         ax.set_ylim(max(0.0, min(lo) - 0.1), min(1.05, top + 0.12) if top <= 1.0 else top * 1.1)
         if len(pts) == 1:
             ax.set_xlim(x_num[0] - 1, x_num[0] + 1)
-        locator = mdates.AutoDateLocator(minticks=2, maxticks=6)
+        locator = mdates.AutoDateLocator(minticks=2, maxticks=6)  # type: ignore[no-untyped-call]  # unannotated
         ax.xaxis.set_major_locator(locator)
-        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]  # unannotated
         ax.grid(axis="y", color="#e5e7eb", linewidth=0.6)
         ax.set_ylabel("score")
         ax.set_title(title, loc="left", fontsize=11, fontweight="bold")

@@ -171,7 +171,7 @@ def _err(e: dict[str, Any] | None) -> str | None:
     return None if e is None else f"{e.get('stage')}/{e.get('type')}"
 
 
-def _outcome(ok, score, err, ext) -> ItemOutcome | None:
+def _outcome(ok: bool | None, score: float | None, err: dict[str, Any] | None, ext: str | None) -> ItemOutcome | None:
     return ItemOutcome(is_correct=ok, score=score, error=_err(err), extracted=ext)
 
 

@@ -30,14 +30,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from uep_common.events import PromptSpec
 from uep_common.judge_config import JudgeConfig
 
-CONFIG_SCHEMA_VERSION = 1
+CONFIG_SCHEMA_VERSION: Literal[1] = 1
 """The version this code writes (and the one a row without ``schema_version`` has)."""
 
 DEFAULT_PROMPT = PromptSpec(template="{{ prompt }}")
@@ -188,7 +188,10 @@ class EvaluationConfig(BaseModel):
         return self.cost_estimate.as_dict() if self.cost_estimate is not None else None
 
 
-def _parse(model: type[BaseModel], raw: object) -> Any:
+_ModelT = TypeVar("_ModelT", bound=BaseModel)
+
+
+def _parse(model: type[_ModelT], raw: object) -> _ModelT:
     if isinstance(raw, model):
         return raw
     if raw is None:
@@ -198,7 +201,7 @@ def _parse(model: type[BaseModel], raw: object) -> Any:
     return model.model_validate(dict(raw))
 
 
-def _check(model: type[BaseModel], raw: Mapping) -> dict[str, Any]:
+def _check(model: type[BaseModel], raw: Mapping[str, Any]) -> dict[str, Any]:
     parsed = _parse(model, raw)
     extra = parsed.model_extra or {}
     if extra:
@@ -229,7 +232,7 @@ def parse_evaluation_config(raw: Mapping[str, Any] | EvaluationConfig | None) ->
     return _parse(EvaluationConfig, raw)
 
 
-def check_benchmark_config(raw: Mapping) -> dict[str, Any]:
+def check_benchmark_config(raw: Mapping[str, Any]) -> dict[str, Any]:
     """What a writer stores in ``benchmarks.config``: ``raw`` checked (as :func:`parse_benchmark_config`,
     and no key outside the model's) and returned as a plain dict with the same keys and values.
 
@@ -239,7 +242,7 @@ def check_benchmark_config(raw: Mapping) -> dict[str, Any]:
     return _check(BenchmarkConfig, raw)
 
 
-def check_evaluation_config(raw: Mapping) -> dict[str, Any]:
+def check_evaluation_config(raw: Mapping[str, Any]) -> dict[str, Any]:
     """What a writer stores in ``evaluations.config``, checked as :func:`check_benchmark_config`.
 
     Raises:

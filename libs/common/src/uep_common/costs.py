@@ -95,10 +95,13 @@ class Expected:
         (keys ``input_tokens``, ``output_tokens``, ``latency_ms``) taking precedence."""
         if not override:
             return self
+        input_tokens = override.get("input_tokens")
+        output_tokens = override.get("output_tokens")
+        latency_ms = override.get("latency_ms")
         return Expected(
-            input_tokens=int(override.get("input_tokens") if override.get("input_tokens") is not None else self.input_tokens),
-            output_tokens=int(override.get("output_tokens") if override.get("output_tokens") is not None else self.output_tokens),
-            latency_ms=float(override.get("latency_ms") if override.get("latency_ms") is not None else self.latency_ms),
+            input_tokens=int(input_tokens if input_tokens is not None else self.input_tokens),
+            output_tokens=int(output_tokens if output_tokens is not None else self.output_tokens),
+            latency_ms=float(latency_ms if latency_ms is not None else self.latency_ms),
         )
 
 

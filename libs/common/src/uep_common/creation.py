@@ -23,7 +23,7 @@ import math
 import uuid
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from croniter import croniter
 from sqlalchemy import func, select, text
@@ -34,6 +34,9 @@ from uep_common.db.models import TENANT_LIMIT_COLUMNS, Benchmark, Evaluation, Mo
 from uep_common.events import EvaluationRequested, EvaluationStatus, Priority
 from uep_common.lifecycle import UNFINISHED
 from uep_common.telemetry import current_trace_headers
+
+if TYPE_CHECKING:
+    from uep_common.settings import CommonSettings
 
 
 def _as_uuid(value: str) -> uuid.UUID | None:
@@ -172,7 +175,7 @@ class WorkLimits:
     min_schedule_interval_s: int
 
     @classmethod
-    def from_settings(cls, settings) -> WorkLimits:
+    def from_settings(cls, settings: CommonSettings) -> WorkLimits:
         """The site defaults from a :class:`uep_common.settings.CommonSettings` (or any subclass)."""
         return cls(**{c: int(getattr(settings, c)) for c in TENANT_LIMIT_COLUMNS})
 
@@ -254,6 +257,7 @@ async def check_work_limits(
                 Evaluation.tenant_id == tenant.id, Evaluation.status.in_(UNFINISHED_STATUSES)
             )
         )
+        assert queued is not None  # coalesce(..., 0)
         new_items = sum(ev.total_items for ev in evaluations)
         if int(queued) + new_items > limits.max_queued_items:
             raise WorkLimitRefused(
@@ -284,6 +288,7 @@ async def check_work_limits(
             # the creation that must leave the window before these fit
             oldest = recent[len(recent) + len(evaluations) - cap - 1]
             db_now = await session.scalar(select(func.now()))
+            assert db_now is not None  # now() is never NULL
             retry = max(1, math.ceil((oldest + timedelta(seconds=RATE_WINDOW_S) - db_now).total_seconds()))
             raise WorkLimitRefused(
                 429,
@@ -337,4 +342,5 @@ def next_allowed_run(cron: str, last_run: datetime, limits: WorkLimits) -> datet
     """The first time of ``cron`` at least ``limits.min_schedule_interval_s`` after ``last_run`` (cron times are
     whole seconds)."""
     after = last_run.astimezone(UTC) + timedelta(seconds=limits.min_schedule_interval_s - 1)
-    return croniter(cron, after).get_next(datetime).astimezone(UTC)
+    nxt: datetime = croniter(cron, after).get_next(datetime)
+    return nxt.astimezone(UTC)

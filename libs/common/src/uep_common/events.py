@@ -151,7 +151,8 @@ class Event(BaseModel):
         """Kafka message key (see the module docstring for what is partitioned on, and why)."""
         if self.key_kind == "evaluation":
             return str(self.evaluation_id).encode()
-        return self.item_key().encode()  # type: ignore[attr-defined]
+        item_key: str = self.item_key()  # type: ignore[attr-defined]  # defined by every item-keyed subclass
+        return item_key.encode()
 
     def headers(self) -> dict[str, str]:
         """uep headers of this event (trace context is added by the telemetry layer)."""

@@ -67,6 +67,9 @@ async def metric_versions(session: AsyncSession, evaluation_id: uuid.UUID) -> di
     )
     out: dict[str, set[str]] = {}
     for name, version in rows:
+        assert name is not None  # the query filters on metric_name IS NOT NULL
+        if version is None:  # writers always set a version with a metric name
+            continue
         out.setdefault(name, set()).add(version)
     return {k: sorted(v) for k, v in sorted(out.items())}
 

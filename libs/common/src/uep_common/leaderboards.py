@@ -103,9 +103,10 @@ async def compute_score(session: AsyncSession, ev: Evaluation) -> dict[str, Any]
             )
         ).all()
         if values:
-            ci = stats.bootstrap_mean(values)
+            scores = [v for v in values if v is not None]  # all of them: the query filters out NULL scores
+            ci = stats.bootstrap_mean(scores)
             return {
-                "score": float(np.mean(values)),
+                "score": float(np.mean(scores)),
                 "ci_low": ci.low if ci else None,
                 "ci_high": ci.high if ci else None,
                 "n": len(values),
@@ -150,10 +151,15 @@ def _rankable(e: BoardEntry) -> bool:
     return e.score is not None and e.ci_low is not None and e.ci_high is not None and not math.isnan(e.score)
 
 
+def _rank_key(e: BoardEntry) -> tuple[float, float, str, str]:
+    assert e.score is not None and e.ci_low is not None  # only called on rankable entries
+    return (-e.score, -e.ci_low, e.model, e.model_version)
+
+
 def rank_entries(entries: Sequence[BoardEntry]) -> list[BoardEntry]:
     """Order ``entries`` and assign ``position``, ``tie_group`` and ``rank`` by the tie-group rule of the
     module docstring. Returns new entries; unrankable ones come last with rank/tie_group None."""
-    ranked = sorted((e for e in entries if _rankable(e)), key=lambda e: (-e.score, -e.ci_low, e.model, e.model_version))
+    ranked = sorted((e for e in entries if _rankable(e)), key=_rank_key)
     rest = sorted(
         (e for e in entries if not _rankable(e)),
         key=lambda e: (e.score is None, -(e.score or 0.0), e.model, e.model_version),
@@ -161,7 +167,8 @@ def rank_entries(entries: Sequence[BoardEntry]) -> list[BoardEntry]:
     out: list[BoardEntry] = []
     group, leader, group_rank = 0, None, 1
     for i, e in enumerate(ranked):
-        if leader is None or e.ci_high < leader.ci_low:
+        assert e.ci_high is not None  # ranked entries are rankable
+        if leader is None or (leader.ci_low is not None and e.ci_high < leader.ci_low):
             group, leader, group_rank = group + 1, e, i + 1
         out.append(replace(e, position=i + 1, rank=group_rank, tie_group=group))
     out += [replace(e, position=len(ranked) + j + 1, rank=None, tie_group=None) for j, e in enumerate(rest)]
@@ -401,7 +408,7 @@ def radar_series(rows: Mapping[str, Mapping[str, float | None]], dimensions: Seq
     series: dict[str, dict[str, float]] = {m: {} for m in rows}
     drawn = []
     for d in dimensions:
-        vals = {m: float(rows[m][d]) for m in rows if rows[m].get(d) is not None}
+        vals = {m: float(v) for m in rows if (v := rows[m].get(d)) is not None}
         if not vals:
             continue
         drawn.append(d)

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError
 from faststream.kafka import KafkaBroker
 from faststream.kafka.opentelemetry import KafkaTelemetryMiddleware
+from faststream.message import StreamMessage
 from opentelemetry.sdk.trace import TracerProvider
 
 from uep_common.events import Event, Topics
@@ -133,7 +135,7 @@ async def dead_letter(
     reason: str,
     *,
     key: bytes | None = None,
-    headers: dict[str, bytes | str] | None = None,
+    headers: Mapping[str, bytes | str] | None = None,
     dlq_id: str | None = None,
 ) -> None:
     """Send a message that could not be processed to the dead-letter topic with the reason (never silently
@@ -151,7 +153,7 @@ class UndecodableEvent(ValueError):  # noqa: N818 - a public name that callers a
     """A message body is not valid JSON for the expected event schema (the reason names the field)."""
 
 
-def decode_event(cls: type[Event], body: bytes | str | dict) -> Event:
+def decode_event(cls: type[Event], body: bytes | str | dict[str, Any]) -> Event:
     """Validate a message body as ``cls``.
 
     Raises:
@@ -169,7 +171,7 @@ def decode_event(cls: type[Event], body: bytes | str | dict) -> Event:
         raise UndecodableEvent(f"invalid {cls.__name__}: {problems}") from exc
 
 
-def raw_records(msg) -> list[tuple[bytes, dict[str, bytes]]]:
+def raw_records(msg: StreamMessage[Any]) -> list[tuple[bytes, dict[str, bytes]]]:
     """``(value, headers)`` of each Kafka record behind a FastStream message (one, or a batch's records).
 
     Handlers decode values themselves with :func:`decode_event`, so an undecodable message can be
@@ -180,7 +182,7 @@ def raw_records(msg) -> list[tuple[bytes, dict[str, bytes]]]:
     return [(r.value or b"", dict(r.headers or ())) for r in records]
 
 
-async def decode_or_dead_letter(broker: KafkaBroker, cls: type[Event], msg, topic: str) -> Event | None:
+async def decode_or_dead_letter(broker: KafkaBroker, cls: type[Event], msg: StreamMessage[Any], topic: str) -> Event | None:
     """Decode the single record behind ``msg`` as ``cls``; an undecodable one is dead-lettered (with the
     reason naming the field) and None is returned, so the handler skips it instead of failing forever."""
     body = raw_records(msg)[0][0]

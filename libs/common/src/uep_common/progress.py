@@ -8,6 +8,10 @@ record, and callers fall back to them when Redis fails.
 from __future__ import annotations
 
 import uuid
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
 
 PROGRESS_TTL_S = 7 * 24 * 3600
 """Seconds a progress hash lives after its last write (7 days)."""
@@ -18,7 +22,7 @@ def progress_key(evaluation_id: uuid.UUID | str) -> str:
     return f"uep:evaluation:{evaluation_id}"
 
 
-async def write_progress(redis, evaluation_id: uuid.UUID | str, completed: int, errors: int, total: int) -> None:
+async def write_progress(redis: Redis, evaluation_id: uuid.UUID | str, completed: int, errors: int, total: int) -> None:
     """Set the progress hash of ``evaluation_id`` (``redis``: an asyncio Redis client) to the given item counts
     and let it expire :data:`PROGRESS_TTL_S` from now. Raises whatever the client raises (the caller decides
     whether a cache failure matters)."""

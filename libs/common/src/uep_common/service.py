@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import uvicorn
 from faststream.asgi import AsgiFastStream, AsgiResponse, get
+from faststream.asgi.types import Scope
 from faststream.kafka import KafkaBroker
 from opentelemetry.sdk.trace import TracerProvider
 from sqlalchemy import text
@@ -109,11 +110,11 @@ def build_app(
     """
 
     @get
-    async def healthz(scope):
+    async def healthz(scope: Scope) -> AsgiResponse:
         return AsgiResponse(json.dumps({"status": "ok"}).encode(), 200, headers={"content-type": "application/json"})
 
     @get
-    async def readyz(scope):
+    async def readyz(scope: Scope) -> AsgiResponse:
         checks = await runtime.readiness()
         ok = all(checks.values())
         body = json.dumps({"status": "ready" if ok else "not_ready", "checks": checks}).encode()

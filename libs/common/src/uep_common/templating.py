@@ -111,6 +111,17 @@ _FORMAT_WIDTH = re.compile(r"%[-+ #0]*(\*|\d+)?(?:\.(\*|\d+))?")
 _WIDTH_METHODS = {"center": 0, "ljust": 0, "rjust": 0, "zfill": 0}
 
 
+def _count(haystack: str | bytes, needle: str | bytes) -> int:
+    """``haystack.count(needle)`` for a ``needle`` of the same type as ``haystack``."""
+    if isinstance(haystack, str):
+        if not isinstance(needle, str):
+            raise TypeError("str.count() needs a str argument")
+        return haystack.count(needle)
+    if isinstance(needle, str):
+        raise TypeError("bytes.count() needs a bytes-like argument")
+    return haystack.count(needle)
+
+
 class _Bounds:
     """The size checks, bound to one :class:`TemplateLimits`."""
 
@@ -144,7 +155,10 @@ class _Bounds:
 
     def binop(self, op: str, left: Any, right: Any) -> None:
         """Refuse ``left op right`` if its result would exceed the limits (checked before computing it)."""
-        is_int = lambda v: isinstance(v, int) and not isinstance(v, bool)  # noqa: E731
+
+        def is_int(v: Any) -> bool:
+            return isinstance(v, int) and not isinstance(v, bool)
+
         if op == "*":
             for seq, n in ((left, right), (right, left)):
                 if isinstance(seq, (str, bytes, list, tuple)) and is_int(n) and len(seq) * max(n, 0) > self.max_len:
@@ -176,12 +190,13 @@ class _Bounds:
             self.check_int_arg(args[0], f"str.{name}")
         elif name == "expandtabs":
             size = args[0] if args else kwargs.get("tabsize", 8)
-            if isinstance(size, int) and owner.count("\t" if isinstance(owner, str) else b"\t") * size > self.max_len:
-                raise self.too_long("str.expandtabs", owner.count("\t" if isinstance(owner, str) else b"\t") * size)
+            tabs = owner.count("\t") if isinstance(owner, str) else owner.count(b"\t")
+            if isinstance(size, int) and tabs * size > self.max_len:
+                raise self.too_long("str.expandtabs", tabs * size)
         elif name == "replace" and len(args) >= 2:
             old, new = args[0], args[1]
             if isinstance(old, type(owner)) and isinstance(new, type(owner)):
-                hits = len(owner) + 1 if not old else owner.count(old)
+                hits = len(owner) + 1 if not old else _count(owner, old)
                 if len(args) > 2 and isinstance(args[2], int) and args[2] >= 0:
                     hits = min(hits, args[2])
                 if len(owner) + hits * max(0, len(new) - len(old)) > self.max_len:
@@ -223,7 +238,7 @@ class BoundedSandboxedEnvironment(ImmutableSandboxedEnvironment):
     def _range(self, *args: int) -> range:
         try:
             rng = range(*args)
-            n = len(rng)
+            n: float = len(rng)
         except OverflowError:
             n = math.inf
         if n > self.limits.max_range:
@@ -294,7 +309,8 @@ class BoundedSandboxedEnvironment(ImmutableSandboxedEnvironment):
                 f"template is {len(source)} characters long, more than {self.limits.max_source_chars}", 1, name, filename
             )
         tree = super()._parse(source, name, filename)
-        return _InstrumentLoops().visit(tree)
+        instrumented: nodes.Template = _InstrumentLoops().visit(tree)
+        return instrumented
 
 
 def make_environment(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator, MutableMapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -15,8 +16,8 @@ from uep_common.db.session import make_async_engine, make_sessionmaker
 from uep_common.messaging import make_broker
 from uep_common.outbox import OutboxRelay
 from uep_common.telemetry import setup_telemetry, shutdown_telemetry
+from uep_gateway.api import annotations as annotations_api
 from uep_gateway.api import (
-    annotations,
     budgets,
     catalog,
     evaluations,
@@ -38,7 +39,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     provider = setup_telemetry(settings)
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI):
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine = make_async_engine(settings.database_url)
         app.state.settings = settings
         app.state.engine = engine
@@ -64,7 +65,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
 
-    def body_limit(scope: dict[str, Any]) -> int:
+    def body_limit(scope: MutableMapping[str, Any]) -> int:
         """Bytes a request body may take: the upload route gets the file limit and room for the form."""
         upload = scope.get("method") == "POST" and scope.get("path") == "/v1/benchmarks"
         return settings.max_upload_bytes + 65_536 if upload else settings.max_request_bytes
@@ -106,7 +107,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     app.include_router(budgets.router)
     app.include_router(lifecycle.router)
     app.include_router(judges.router)
-    app.include_router(annotations.router)
+    app.include_router(annotations_api.router)
     app.include_router(reports.router)
     app.include_router(leaderboards.router)
     return app

@@ -9,8 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-Scope = dict
-Message = dict
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
 class BodyTooLarge(Exception):  # noqa: N818 - a public name that callers and tests catch; renaming it breaks them
@@ -48,11 +47,11 @@ class BodyLimitMiddleware:
     The 413 carries ``Connection: close``: the rest of the body is not read.
     """
 
-    def __init__(self, app, limit_for: Callable[[Scope], int]) -> None:
+    def __init__(self, app: ASGIApp, limit_for: Callable[[Scope], int]) -> None:
         self.app = app
         self.limit_for = limit_for
 
-    async def __call__(self, scope: Scope, receive, send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return

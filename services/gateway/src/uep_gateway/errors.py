@@ -5,16 +5,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import HTTPException
+
+if TYPE_CHECKING:
+    from uep_common.creation import WorkLimitRefused
 
 
 class FieldError(HTTPException):
     """An HTTP error about one request field (``loc`` is the path to it, e.g. ``("body", "model")``)."""
 
     def __init__(
-        self, status_code: int, loc: tuple[str, ...], msg: str, type_: str, headers: dict[str, str] | None = None
+        self, status_code: int, loc: tuple[str | int, ...], msg: str, type_: str, headers: dict[str, str] | None = None
     ) -> None:
         super().__init__(status_code, detail=[{"loc": list(loc), "msg": msg, "type": type_}], headers=headers)
 
@@ -26,7 +29,7 @@ class FieldErrors(HTTPException):
         super().__init__(status_code, detail=problems)
 
 
-def work_limit_error(exc, loc_prefix: tuple[Any, ...] = ("body",)) -> FieldError:
+def work_limit_error(exc: WorkLimitRefused, loc_prefix: tuple[Any, ...] = ("body",)) -> FieldError:
     """The HTTP error of a :class:`uep_common.creation.WorkLimitRefused`: its status, ``loc`` = ``loc_prefix``
     + its field (a header field is named ``("header", name)``), and ``Retry-After`` (seconds) when it has one."""
     loc = ("header", exc.field) if exc.field.startswith("X-") else (*loc_prefix, exc.field)

@@ -114,13 +114,19 @@ def _group(rows: list[VerdictRow]) -> dict[str, Any]:
         inconsistent += not consistent
         outcome = ab.candidate_outcome if consistent else "tie"
         if ab.candidate_model_id == ab.judge_model_id and ab.opponent_model_id != ab.judge_model_id:
+            assert outcome is not None  # a valid pairwise verdict has its outcome (uep_judge.store.verdict_rows)
             own_pairwise.append(VALUE[outcome])
         elif ab.opponent_model_id == ab.judge_model_id and ab.candidate_model_id != ab.judge_model_id:
+            assert outcome is not None  # as above
             own_pairwise.append(VALUE[FLIP[outcome]])
     pairwise_valid = [r for r in rows if r.mode == "pairwise" and r.valid]
-    graded = [r for r in rows if r.mode != "pairwise" and r.valid and r.overall is not None and r.answer_chars is not None]
-    own = [r.overall for r in graded if r.candidate_model_id == r.judge_model_id]
-    others = [r.overall for r in graded if r.candidate_model_id != r.judge_model_id]
+    graded = [
+        (r, r.overall, r.answer_chars)
+        for r in rows
+        if r.mode != "pairwise" and r.valid and r.overall is not None and r.answer_chars is not None
+    ]
+    own = [overall for r, overall, _ in graded if r.candidate_model_id == r.judge_model_id]
+    others = [overall for r, overall, _ in graded if r.candidate_model_id != r.judge_model_id]
     self_pref: dict[str, Any] = {}
     if own:
         self_pref["rubric"] = {
@@ -148,7 +154,7 @@ def _group(rows: list[VerdictRow]) -> dict[str, Any]:
         "position_swap_inconsistent": inconsistent,
         "position_swap_inconsistency_rate": _rate(inconsistent, comparisons),
         "first_position_rate": _rate(sum(r.winner == "A" for r in pairwise_valid), len(pairwise_valid)),
-        "length_correlation": spearman([float(r.answer_chars) for r in graded], [r.overall for r in graded]),
+        "length_correlation": spearman([float(chars) for _, _, chars in graded], [overall for _, overall, _ in graded]),
         "self_preference": self_pref or None,
     }
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import logging
 import multiprocessing
 import os
@@ -58,7 +59,7 @@ def set_phase(phase: str) -> None:
         _shared[1] = PHASES.index(phase)
 
 
-def _init_worker(shared, memory_bytes: int) -> None:
+def _init_worker(shared: ctypes.Array[Any], memory_bytes: int) -> None:
     global _shared
     _shared = shared
     shared[0] = os.getpid()
@@ -79,7 +80,7 @@ def _ready() -> int:
     return os.getpid()
 
 
-def _run_job(fn: Callable, args: tuple[Any, ...]) -> tuple[str, Any]:
+def _run_job(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[str, Any]:
     """Run ``fn(*args)`` in the worker: ``("ok", result)``, ``("error", exception)`` or ``("memory", phase)``."""
     try:
         return "ok", fn(*args)
@@ -94,7 +95,7 @@ def _run_job(fn: Callable, args: tuple[Any, ...]) -> tuple[str, Any]:
 class _Slot:
     """One worker: a one-process executor, and its shared ``[pid, phase]``."""
 
-    def __init__(self, ctx, memory_bytes: int) -> None:
+    def __init__(self, ctx: multiprocessing.context.BaseContext, memory_bytes: int) -> None:
         self.shared = ctx.RawArray("i", 2)
         self.executor = ProcessPoolExecutor(1, mp_context=ctx, initializer=_init_worker, initargs=(self.shared, memory_bytes))
         self.pid = self.executor.submit(_ready).result(timeout=60)
@@ -125,7 +126,7 @@ class WorkerPool:
         self._ctx.set_forkserver_preload(_PRELOAD)
         self._free: asyncio.Queue[_Slot] | None = None
         self._slots: set[_Slot] = set()
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
         self.replaced = 0  # workers killed and replaced so far (for tests and logs)
 
@@ -139,7 +140,7 @@ class WorkerPool:
             self._slots.add(s)
             self._free.put_nowait(s)
 
-    async def run(self, fn: Callable, *args: Any, timeout_s: float | None = None) -> Any:
+    async def run(self, fn: Callable[..., Any], *args: Any, timeout_s: float | None = None) -> Any:
         """``fn(*args)`` in a worker process (``fn`` and its arguments and result must pickle).
 
         Raises:
@@ -150,8 +151,10 @@ class WorkerPool:
         if self._closed:
             raise RuntimeError("the worker pool is closed")
         await self.start()
+        free = self._free
+        assert free is not None  # set by start()
         budget = self.timeout_s if timeout_s is None else timeout_s
-        slot = await self._free.get()
+        slot = await free.get()
         t0 = time.monotonic()
         healthy = False
         try:
@@ -177,11 +180,13 @@ class WorkerPool:
             return value
         finally:
             if healthy:
-                self._free.put_nowait(slot)
+                free.put_nowait(slot)
             else:  # timed out, out of memory, died, or the caller was cancelled mid-job: never reuse it
                 self._replace(slot)
 
     def _replace(self, slot: _Slot) -> None:
+        free = self._free
+        assert free is not None  # the slot came from it (run, after start())
         slot.kill()
         self._slots.discard(slot)
         self.replaced += 1
@@ -201,7 +206,7 @@ class WorkerPool:
                     new.kill()
                     return
                 self._slots.add(new)
-                self._free.put_nowait(new)
+                free.put_nowait(new)
                 return
 
         task = asyncio.get_running_loop().create_task(replace())

@@ -35,14 +35,15 @@ from jinja2.exceptions import UndefinedError
 from uep_common.prompts import PromptRenderError, render_prompt
 from uep_gateway.upload_worker import set_phase
 
-try:  # the bounded sandbox's wrapper of a Python exception raised by the template on a row's values
-    from uep_common.templating import TemplateRenderFailure
-except ImportError:  # a sandbox without it lets those exceptions through (caught below)
-    TemplateRenderFailure = UndefinedError
-
 # Causes of a PromptRenderError that depend on the row (a field it lacks, a value of the wrong type), not
 # on the template alone.
-_ROW_CAUSES = (UndefinedError, TemplateRenderFailure)
+_ROW_CAUSES: tuple[type[Exception], ...]
+try:  # the bounded sandbox's wrapper of a Python exception raised by the template on a row's values
+    from uep_common.templating import TemplateRenderFailure
+
+    _ROW_CAUSES = (UndefinedError, TemplateRenderFailure)
+except ImportError:  # a sandbox without it lets those exceptions through (caught below)
+    _ROW_CAUSES = (UndefinedError,)
 
 FORMATS = ("jsonl", "csv", "parquet")
 MAX_ERRORS = 20
@@ -69,7 +70,8 @@ class UploadInvalid(Exception):  # noqa: N818 - a public name that callers and t
         super().__init__("; ".join(p.msg for p in problems))
         self.problems = problems
 
-    def __reduce__(self):  # pickles (it comes back from a worker process)
+    def __reduce__(self) -> tuple[type[UploadInvalid], tuple[list[UploadProblem]]]:
+        # pickles (it comes back from a worker process)
         return UploadInvalid, (self.problems,)
 
 
@@ -119,7 +121,7 @@ def _too_many_rows(limit: int) -> UploadInvalid:
     return _file_problem(f"more than {limit} rows; at most {limit} are accepted", "too_many_rows")
 
 
-def check_parquet_metadata(data: bytes, limits: UploadLimits):
+def check_parquet_metadata(data: bytes, limits: UploadLimits) -> Any:
     """Open ``data`` as Parquet and check its footer metadata against ``limits`` before any row is read:
     ``num_rows`` ≤ ``max_rows``, leaf columns ≤ ``max_columns``, and the decoded size ≤
     ``max_decoded_bytes``, where each column chunk counts ``max(total_uncompressed_size, num_values × 8)``
@@ -205,7 +207,7 @@ def _read_csv(text: str, limits: UploadLimits, max_rows: int) -> list[tuple[int,
     old = csv.field_size_limit(limits.max_row_bytes)
     try:
         reader = csv.reader(io.StringIO(text))
-        out = []
+        out: list[tuple[int, object]] = []
         header: list[str] | None = None
         while True:
             try:
@@ -242,7 +244,8 @@ def _read_csv(text: str, limits: UploadLimits, max_rows: int) -> list[tuple[int,
 
 
 def _read_jsonl(text: str, limits: UploadLimits, max_rows: int) -> list[tuple[int, object]]:
-    out, problems = [], []
+    out: list[tuple[int, object]] = []
+    problems: list[UploadProblem] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -379,12 +382,12 @@ def to_row(ordinal: int, number: int, rec: object) -> Row:
             raise bad("input", "must be a non-empty object", "bad_input")
         if rec.get("reference") in (None, "", {}):
             raise bad("reference", "is required", "missing_reference")
-        ref = rec["reference"] if isinstance(rec["reference"], dict) else {"answer": rec["reference"]}
+        ref: dict[str, Any] = rec["reference"] if isinstance(rec["reference"], dict) else {"answer": rec["reference"]}
         meta = rec.get("metadata") or {}
         if not isinstance(meta, dict):
             raise bad("metadata", "must be an object", "bad_metadata")
         return Row(ordinal, ext, rec["input"], ref, meta)
-    ref: dict[str, Any] = {}
+    ref = {}
     inp: dict[str, Any] = {}
     for k, v in rec.items():
         if k in ("id", "external_id"):
@@ -510,7 +513,7 @@ def render_previews(template: str, inputs: list[dict[str, Any]], max_chars: int)
     to ``max_chars`` characters (``truncated`` then True), or ``("", False, reason)`` when it fails (the
     preview's worker job; a template that fails on every row fails once per row)."""
     set_phase("render")
-    out = []
+    out: list[tuple[str, bool, str | None]] = []
     for fields in inputs:
         try:
             prompt = render_prompt(template, fields)

@@ -35,7 +35,7 @@ INT64_MAX = 2**63 - 1
 NUL = "\x00"
 
 
-def _nul_path(value, loc: list[Any]) -> list[Any] | None:
+def _nul_path(value: object, loc: list[Any]) -> list[Any] | None:
     """The path to the first string (dict key or value) of a decoded JSON value that holds a NUL, or None."""
     if isinstance(value, str):
         return loc if NUL in value else None

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from faststream.asgi.types import ASGIApp, Receive, Scope, Send
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from uep_common.events import ModelTarget
@@ -43,8 +44,9 @@ class GenerateRequest(BaseModel):
     chat: bool | None = None
 
 
-async def _read_body(receive) -> bytes:
-    chunks, size = [], 0
+async def _read_body(receive: Receive) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
@@ -58,7 +60,7 @@ async def _read_body(receive) -> bytes:
             return b"".join(chunks)
 
 
-async def _send_json(send, status: int, body: dict[str, Any]) -> None:
+async def _send_json(send: Send, status: int, body: dict[str, Any]) -> None:
     data = json.dumps(body).encode()
     await send(
         {
@@ -70,10 +72,10 @@ async def _send_json(send, status: int, body: dict[str, Any]) -> None:
     await send({"type": "http.response.body", "body": data})
 
 
-def make_generate_endpoint(backends: Backends, limits: ModelLimits, settings: InferenceSettings):
+def make_generate_endpoint(backends: Backends, limits: ModelLimits, settings: InferenceSettings) -> ASGIApp:
     """The raw ASGI app of ``POST /internal/generate`` (mounted on the service's FastStream ASGI app)."""
 
-    async def endpoint(scope, receive, send) -> None:
+    async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("method") != "POST":
             await _send_json(send, 405, {"detail": [{"loc": ["method"], "msg": "use POST", "type": "method_not_allowed"}]})
             return
@@ -104,6 +106,7 @@ def make_generate_endpoint(backends: Backends, limits: ModelLimits, settings: In
             )
             return
         gen = call.generation
+        assert gen is not None  # call_model sets the generation whenever there is no error
         await _send_json(
             send,
             200,

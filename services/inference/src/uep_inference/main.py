@@ -1,5 +1,7 @@
 """``uep-inference``: the inference service process (health on port 8092 by default)."""
 
+from faststream.asgi import AsgiFastStream
+
 from uep_common.service import ServiceRuntime, build_app, serve
 from uep_inference.backends import Backends
 from uep_inference.http_api import PATH, make_generate_endpoint
@@ -9,7 +11,7 @@ from uep_inference.settings import InferenceSettings
 DEFAULT_PORT = 8092
 
 
-def create_app():
+def create_app() -> tuple[AsgiFastStream, InferenceSettings]:
     """Build the inference service's FastStream ASGI app."""
     settings = InferenceSettings()
     runtime = ServiceRuntime(settings)

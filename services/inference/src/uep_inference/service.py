@@ -12,6 +12,7 @@ import contextlib
 import logging
 import random
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from faststream import AckPolicy
@@ -28,6 +29,10 @@ from uep_inference.settings import InferenceSettings
 log = logging.getLogger(__name__)
 _tracer = tracer("uep.inference")
 
+# What ``broker.subscriber(...)`` returns, as a decorator of a :func:`consume` handler: mypy resolves the call to
+# ``Any`` (its overloads are ambiguous given ``**consumer_options(...)``), so it is bound to this type first.
+_Subscribe = Callable[[Callable[[KafkaMessage], Awaitable[None]]], object]
+
 
 class ModelLimits:
     """One semaphore per model (endpoint + name), sized by the registry's serving capacity, so calls queue
@@ -36,7 +41,7 @@ class ModelLimits:
     def __init__(self) -> None:
         self._sems: dict[tuple[str, str], asyncio.Semaphore] = {}
 
-    def for_target(self, target, capacity: int | None = None) -> asyncio.Semaphore | None:
+    def for_target(self, target: ModelTarget, capacity: int | None = None) -> asyncio.Semaphore | None:
         """The semaphore of ``target`` sized by ``capacity`` (calls in flight, default the registry's
         ``target.max_concurrency``; a backend's ``capacity(target)``), or None when it is not set."""
         capacity = target.max_concurrency if capacity is None else capacity
@@ -86,6 +91,7 @@ async def call_model(
     slot = (limits.for_target(target, backend.capacity(target)) if limits else None) or contextlib.nullcontext()
     request = GenerationRequest(target, prompt, max_tokens, timeout_s, target.temperature, tuple(stop), chat)
     gen = None
+    err: ErrorInfo | None = None
     for attempt in range(1, max_attempts + 1):
         async with slot:
             start = time.perf_counter()
@@ -131,6 +137,7 @@ async def generate_output(
     )
     if call.error is None:
         gen = call.generation
+        assert gen is not None  # call_model sets the generation whenever there is no error
         return OutputGenerated(
             **common,
             prompt=prompt,
@@ -149,7 +156,7 @@ def register(broker: KafkaBroker, settings: InferenceSettings, backends: Backend
     broker.publisher(Topics.OUTPUT_GENERATED, schema=OutputGenerated, title="OutputGenerated")
     limits = limits or ModelLimits()
 
-    @broker.subscriber(
+    subscribe: _Subscribe = broker.subscriber(
         Topics.SAMPLE_DISPATCHED,
         **consumer_options(settings, "inference"),
         max_workers=settings.inference_concurrency,
@@ -157,6 +164,8 @@ def register(broker: KafkaBroker, settings: InferenceSettings, backends: Backend
         title="inference:SampleDispatched",
         description="Renders each sample's prompt and calls its model.",
     )
+
+    @subscribe
     @consume(
         broker,
         SampleDispatched,

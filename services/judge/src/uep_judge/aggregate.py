@@ -79,11 +79,11 @@ def rubric_outcome(cfg: JudgeConfig, verdicts: list[Verdict]) -> Outcome:
     valid = [v for v in verdicts if v.valid]
     if not valid:
         return _invalid(verdicts, base)
-    overall = [v.rubric.overall for v in valid]
+    overall = [v.rubric_result.overall for v in valid]
     mean_overall = statistics.fmean(overall)
     metrics = {**base, "judge_invalid": 0, "judge_overall": mean_overall}
     for d in cfg.dimensions:
-        given = [v.rubric.scores[d.name] for v in valid if d.name in v.rubric.scores]
+        given = [v.rubric_result.scores[d.name] for v in valid if d.name in v.rubric_result.scores]
         if given:
             metrics[f"judge_{d.name}"] = statistics.fmean(given)
     spread = max(overall) - min(overall)
@@ -99,7 +99,7 @@ def rubric_outcome(cfg: JudgeConfig, verdicts: list[Verdict]) -> Outcome:
     metrics.update({"judge_spread": spread, "judge_low_confidence": int(low)})
     if len(verdicts) > 1:
         for v in verdicts:
-            metrics[f"juror_{v.judge.name}"] = v.rubric.overall if v.valid else None
+            metrics[f"juror_{v.judge.name}"] = v.rubric_result.overall if v.valid else None
     score = (mean_overall - cfg.overall_min) / (cfg.overall_max - cfg.overall_min)
     return Outcome(True, score, is_correct, f"{mean_overall:g}", metrics, "jury_disagreement" if low else None)
 
@@ -111,7 +111,7 @@ def pairwise_outcome(cfg: JudgeConfig, comparisons: list[Comparison]) -> Outcome
     valid = [c for c in comparisons if c.valid]
     if not valid:
         return _invalid(verdicts, base)
-    outcomes = [c.outcome for c in valid]
+    outcomes = [o for c in valid if (o := c.outcome) is not None]  # every valid comparison has one
     if cfg.aggregate == "majority":
         top, n = Counter(outcomes).most_common(1)[0]
         outcome = top if 2 * n > len(outcomes) else "tie"
@@ -128,8 +128,8 @@ def pairwise_outcome(cfg: JudgeConfig, comparisons: list[Comparison]) -> Outcome
         "pairwise_outcome": outcome,
         "pairwise_inconsistent": statistics.fmean(int(x) for x in inconsistent),
         "judge_low_confidence": int(low),
-        "winner_ab": valid[0].ab.pairwise.winner,
-        "winner_ba": valid[0].ba.pairwise.winner,
+        "winner_ab": valid[0].ab.pairwise_result.winner,
+        "winner_ba": valid[0].ba.pairwise_result.winner,
     }
     is_correct = True if outcome == "win" else False if outcome == "loss" else None
     reason = "swap_inconsistent" if any(inconsistent) else "jury_disagreement" if low else None

@@ -1,5 +1,7 @@
 """``uep-judge``: the judge service process (health on port 8094 by default)."""
 
+from faststream.asgi import AsgiFastStream
+
 from uep_common.outbox import OutboxRelay
 from uep_common.service import ServiceRuntime, build_app, serve
 from uep_judge.client import InferenceClient
@@ -9,10 +11,11 @@ from uep_judge.settings import JudgeSettings
 DEFAULT_PORT = 8094
 
 
-def create_app():
+def create_app() -> tuple[AsgiFastStream, JudgeSettings]:
     """Build the judge's FastStream ASGI app (with its outbox relay and inference client)."""
     settings = JudgeSettings()
     runtime = ServiceRuntime(settings, use_db=True)
+    assert runtime.sessionmaker is not None  # use_db=True
     relay = OutboxRelay(runtime.sessionmaker, runtime.broker)
     client = InferenceClient(settings.inference_url, settings.judge_timeout_s)
     register(runtime.broker, settings, runtime.sessionmaker, relay, client)

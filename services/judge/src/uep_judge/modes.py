@@ -47,6 +47,18 @@ class Verdict:
         return self.rubric is not None or self.pairwise is not None
 
     @property
+    def rubric_result(self) -> RubricVerdict:
+        """The parsed answer of a valid rubric/reference verdict."""
+        assert self.rubric is not None, "not a valid rubric verdict"
+        return self.rubric
+
+    @property
+    def pairwise_result(self) -> PairwiseVerdict:
+        """The parsed answer of a valid pairwise verdict."""
+        assert self.pairwise is not None, "not a valid pairwise verdict"
+        return self.pairwise
+
+    @property
     def raw_text(self) -> str | None:
         """The last raw reply."""
         raws = [a.raw for a in self.attempts if a.raw is not None]
@@ -72,7 +84,7 @@ async def ask(
     generate: Generate,
     judge: ModelTarget,
     prompt: str,
-    parse: Callable[[str], object],
+    parse: Callable[[str], RubricVerdict | PairwiseVerdict],
     max_retries: int,
     max_tokens: int,
     position: str = "-",
@@ -98,7 +110,7 @@ async def ask(
         if isinstance(parsed, RubricVerdict):
             verdict.rubric = parsed
         else:
-            verdict.pairwise = parsed  # type: ignore[assignment]
+            verdict.pairwise = parsed
         return verdict
     return verdict
 
@@ -143,8 +155,8 @@ class Comparison:
     def outcomes(self) -> tuple[str | None, str | None]:
         """The candidate's outcome in each order (None where invalid)."""
         return (
-            OUTCOME["AB"][self.ab.pairwise.winner] if self.ab.valid else None,
-            OUTCOME["BA"][self.ba.pairwise.winner] if self.ba.valid else None,
+            OUTCOME["AB"][self.ab.pairwise_result.winner] if self.ab.valid else None,
+            OUTCOME["BA"][self.ba.pairwise_result.winner] if self.ba.valid else None,
         )
 
     @property

@@ -58,7 +58,7 @@ def extract_json_object(text: str, expected_keys: tuple[str, ...] = ()) -> dict[
     raise JudgeParseError("no JSON object found in the reply")
 
 
-def _number(value, what: str) -> float:
+def _number(value: object, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise JudgeParseError(f"{what} must be a number, got {json.dumps(value)[:60]}")
     return float(value)

@@ -12,10 +12,12 @@ judged at all gets a ScoreComputed with a ``judge`` error and no score — never
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from faststream import AckPolicy
-from faststream.kafka import KafkaBroker
+from faststream.kafka import KafkaBroker, KafkaMessage
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from uep_common.consuming import consume
 from uep_common.events import ErrorInfo, JudgeRequested, ScoreComputed, Topics
@@ -24,14 +26,18 @@ from uep_common.outbox import OutboxRelay
 from uep_common.telemetry import tracer
 from uep_judge.aggregate import Outcome, pairwise_outcome, rubric_outcome
 from uep_judge.client import Generate
-from uep_judge.modes import compare, grade
+from uep_judge.modes import Verdict, compare, grade
 from uep_judge.settings import JudgeSettings
-from uep_judge.store import ContextError, already_judged, load_context, record
+from uep_judge.store import Context, ContextError, already_judged, load_context, record
 from uep_judge.templates import TemplateError, template_for
 
 log = logging.getLogger(__name__)
 _tracer = tracer("uep.judge")
 JUDGE_METRIC = "llm_judge"
+
+# What ``broker.subscriber(...)`` returns, as a decorator of a :func:`consume` handler: mypy resolves the call to
+# ``Any`` (its overloads are ambiguous given ``**consumer_options(...)``), so it is bound to this type first.
+_Subscribe = Callable[[Callable[[KafkaMessage], Awaitable[None]]], object]
 
 
 def _score(
@@ -60,13 +66,17 @@ def _score(
     )
 
 
-async def judge_item(event: JudgeRequested, sessionmaker, generate: Generate) -> ScoreComputed | None:
+async def judge_item(
+    event: JudgeRequested, sessionmaker: async_sessionmaker[AsyncSession], generate: Generate
+) -> ScoreComputed | None:
     """Judge one item and record the outcome; returns the ScoreComputed staged in the outbox (None when the
     item was judged before, its evaluation is gone, or it went to humans)."""
     async with sessionmaker() as s:
         if await already_judged(s, event):
             log.info("item %s was judged before; skipping the redelivery", event.item_key())
             return None
+        ctx: Context | None
+        problem: ContextError | None
         try:
             ctx, problem = await load_context(s, event), None
             if ctx is None:
@@ -74,14 +84,19 @@ async def judge_item(event: JudgeRequested, sessionmaker, generate: Generate) ->
                 return None
         except ContextError as exc:
             ctx, problem = None, exc
-    base = {"decided_by": "judge"}
+    base: dict[str, Any] = {"decided_by": "judge"}
     if event.route_reason is not None:
         base["route_reason"] = event.route_reason
         base.update({f"auto_{k}": v for k, v in event.automatic.items() if k in ("metric_name", "extracted", "extraction")})
-    verdicts, template, outcome, human_reason = [], None, None, None
+    verdicts: list[Verdict] = []
+    template: tuple[str, str] | None = None
+    outcome: Outcome | None = None
+    human_reason: str | None = None
     if problem is None and event.output is None:
         problem = ContextError("no_output", "the model gave no output to judge")
     if problem is None:
+        # load_context gave a context (or raised, setting problem), and the item has an output
+        assert ctx is not None and event.output is not None
         try:
             tpl = template_for(ctx.cfg)
             template = (tpl.name, tpl.version)
@@ -90,6 +105,7 @@ async def judge_item(event: JudgeRequested, sessionmaker, generate: Generate) ->
                 "judge item", attributes={"uep.item": event.item_key(), "uep.judges": judge_names}
             ):
                 if ctx.cfg.mode == "pairwise":
+                    assert ctx.baseline is not None  # load_context raises baseline_missing for pairwise items without one
                     comparisons = await compare(
                         generate, ctx.cfg, tpl, ctx.judges, event.prompt, event.output, ctx.baseline, ctx.reference
                     )
@@ -107,6 +123,7 @@ async def judge_item(event: JudgeRequested, sessionmaker, generate: Generate) ->
         )
         decision, details = "invalid", metrics
     else:
+        assert ctx is not None and template is not None and outcome is not None  # set by the judging above
         metrics = {
             **base,
             "judge_models": judge_names,
@@ -134,11 +151,17 @@ async def judge_item(event: JudgeRequested, sessionmaker, generate: Generate) ->
     return score
 
 
-def register(broker: KafkaBroker, settings: JudgeSettings, sessionmaker, relay: OutboxRelay, generate: Generate) -> None:
+def register(
+    broker: KafkaBroker,
+    settings: JudgeSettings,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    relay: OutboxRelay,
+    generate: Generate,
+) -> None:
     """Register the judge's subscriber on ``broker`` (ScoreComputed goes out through the outbox ``relay``)."""
     broker.publisher(Topics.SCORE_COMPUTED, schema=ScoreComputed, title="judge:ScoreComputed")
 
-    @broker.subscriber(
+    subscribe: _Subscribe = broker.subscriber(
         Topics.JUDGE_REQUESTED,
         **consumer_options(settings, "judge"),
         max_workers=settings.judge_concurrency,
@@ -146,6 +169,8 @@ def register(broker: KafkaBroker, settings: JudgeSettings, sessionmaker, relay: 
         title="judge:JudgeRequested",
         description="Grades items with LLM judges (rubric, reference-guided, pairwise; juries) and routes hybrid items.",
     )
+
+    @subscribe
     @consume(broker, JudgeRequested)  # judge_item opens the item's spans
     async def on_request(event: JudgeRequested) -> None:
         score = await judge_item(event, sessionmaker, generate)

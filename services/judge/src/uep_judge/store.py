@@ -83,6 +83,7 @@ async def load_context(session: AsyncSession, event: JudgeRequested) -> Context 
     if ev is None:
         return None
     bench = await session.get(Benchmark, event.benchmark_id)
+    assert bench is not None  # the item's benchmark: its evaluation references it (a foreign key)
     try:
         snapshot = parse_evaluation_config(ev.config).judge
         cfg = snapshot or merge_judge_config(parse_benchmark_config(bench.config).judge_block, None)

@@ -35,7 +35,7 @@ class JudgeTemplate:
     version: str
     template: jinja2.Template
 
-    def render(self, **variables) -> str:
+    def render(self, **variables: Any) -> str:
         """Render with ``variables``. Raises :class:`TemplateError`."""
         try:
             return render(self.template, variables).strip() + "\n"
@@ -104,6 +104,6 @@ def retry_prompt(original: str, error: str, previous: str) -> str:
     return load_template(RETRY_TEMPLATE).render(original=original.rstrip(), error=error, previous=previous[:4000])
 
 
-def as_text(value) -> str:
+def as_text(value: object) -> str:
     """A reference value as prompt text (JSON for non-strings)."""
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)

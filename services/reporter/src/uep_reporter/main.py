@@ -1,5 +1,8 @@
 """``uep-reporter``: the reporter service process (health on port 8095 by default)."""
 
+from faststream.asgi import AsgiFastStream
+from redis.asyncio import Redis
+
 from uep_common.outbox import OutboxRelay
 from uep_common.service import ServiceRuntime, build_app, serve
 from uep_reporter.leaderboards import LeaderboardReconciler
@@ -10,14 +13,17 @@ from uep_reporter.settings import ReporterSettings
 DEFAULT_PORT = 8095
 
 
-def create_app():
+def create_app() -> tuple[AsgiFastStream, ReporterSettings]:
     """Build the reporter's FastStream ASGI app (with its outbox relay)."""
     settings = ReporterSettings()
     runtime = ServiceRuntime(settings, use_db=True, use_redis=True)
-    relay = OutboxRelay(runtime.sessionmaker, runtime.broker)
-    register(runtime.broker, settings, runtime.sessionmaker, runtime.redis, relay)
-    retention_worker = RetentionWorker(runtime.sessionmaker, settings)
-    reconciler = LeaderboardReconciler(runtime.sessionmaker, settings.leaderboard_reconcile_s)
+    sessionmaker, redis = runtime.sessionmaker, runtime.redis
+    assert sessionmaker is not None  # use_db=True
+    assert isinstance(redis, Redis)  # use_redis=True
+    relay = OutboxRelay(sessionmaker, runtime.broker)
+    register(runtime.broker, settings, sessionmaker, redis, relay)
+    retention_worker = RetentionWorker(sessionmaker, settings)
+    reconciler = LeaderboardReconciler(sessionmaker, settings.leaderboard_reconcile_s)
 
     async def start_relay() -> None:
         relay.start()

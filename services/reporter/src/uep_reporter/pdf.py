@@ -8,6 +8,13 @@ with ``set_content`` (no URL is fetched: the report is self-contained).
 from __future__ import annotations
 
 import os
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from playwright.async_api import Page
+
+_T = TypeVar("_T")
 
 CHROMIUM_PATH = os.environ.get("UEP_CHROMIUM_PATH", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -23,7 +30,7 @@ class PdfUnavailable(RuntimeError):  # noqa: N818 - a public name that callers a
     """Chromium is missing or failed; the message says why (the report is stored without its PDF)."""
 
 
-async def _with_page(html: str, action, width: int = 1100):
+async def _with_page(html: str, action: Callable[[Page], Awaitable[_T]], width: int = 1100) -> _T:
     from playwright.async_api import Error as PlaywrightError
     from playwright.async_api import async_playwright
 
@@ -50,7 +57,7 @@ async def html_to_pdf(html: str) -> bytes:
         PdfUnavailable: Chromium is missing or failed.
     """
 
-    async def pdf(page):
+    async def pdf(page: Page) -> bytes:
         await page.emulate_media(media="print")
         return await page.pdf(
             format="A4", print_background=True, margin={"top": "12mm", "bottom": "12mm", "left": "10mm", "right": "10mm"}
@@ -66,7 +73,7 @@ async def html_to_png(html: str, width: int = 1100, full_page: bool = True) -> b
         PdfUnavailable: Chromium is missing or failed.
     """
 
-    async def shot(page):
+    async def shot(page: Page) -> bytes:
         return await page.screenshot(full_page=full_page, type="png")
 
     return await _with_page(html, shot, width)

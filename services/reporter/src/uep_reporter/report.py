@@ -63,11 +63,13 @@ async def collect(
         raise ReportError(f"unknown evaluation {evaluation_id}")
     model = await session.get(Model, ev.model_id)
     bench = await session.get(Benchmark, ev.benchmark_id)
+    assert model is not None and bench is not None  # the evaluation's foreign keys
     items = await analysis.load_items(session, ev.id)
     summary = await analysis.build_summary(session, ev.id, items)
     categories = analysis.category_breakdown(items)
     dimensions = analysis.dimension_breakdown(items, list(bench.capability_dimensions or []))
 
+    reason: str | None
     if baseline_id is not None:
         baseline = await session.get(Evaluation, baseline_id)
         if baseline is None:
@@ -83,6 +85,7 @@ async def collect(
         comp = await compare(session, ev.id, baseline.id, reason or "requested", limit=MAX_TRANSITIONS)
         bmodel = await session.get(Model, baseline.model_id)
         bbench = await session.get(Benchmark, baseline.benchmark_id)
+        assert bmodel is not None and bbench is not None  # the baseline's foreign keys
         comparison_section = ComparisonSection(
             baseline=BaselineInfo(
                 evaluation_id=baseline.id,

@@ -13,11 +13,12 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from faststream import AckPolicy
+from faststream.kafka import KafkaBroker, KafkaMessage
 from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -28,10 +29,11 @@ from uep_common.db.models import Evaluation
 from uep_common.db.reports import Report as ReportRow
 from uep_common.events import EvaluationCompleted, ReportReady, ReportRequested, Topics
 from uep_common.messaging import consumer_options
-from uep_common.outbox import add_to_outbox
+from uep_common.outbox import OutboxRelay, add_to_outbox
 from uep_reporter.pdf import PdfUnavailable, html_to_pdf
 from uep_reporter.report import ReportError, collect, render_html, render_json
-from uep_reporter.report_model import REPORT_SCHEMA_VERSION
+from uep_reporter.report_model import REPORT_SCHEMA_VERSION, Report
+from uep_reporter.settings import ReporterSettings
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +45,11 @@ def links(evaluation_id: uuid.UUID) -> dict[str, str]:
     """Gateway paths of an evaluation's report files."""
     base = f"/v1/evaluations/{evaluation_id}"
     return {f: f"{base}/report.{f}" for f in ("html", "json", "pdf")}
+
+
+# What ``broker.subscriber(...)`` returns, as a decorator of a :func:`consume` handler: mypy resolves the call to
+# ``Any`` (its overloads are ambiguous given ``**consumer_options(...)``), so it is bound to this type first.
+Subscribe = Callable[[Callable[[KafkaMessage], Awaitable[None]]], object]
 
 
 class ReportWriter:
@@ -142,7 +149,7 @@ class ReportWriter:
                 row.status, row.error, row.completed_at = "failed", error, datetime.now(UTC)
 
     async def _store_report(
-        self, report, html: bytes, body: bytes, pdf: bytes | None, pdf_error: str | None, timings: dict[str, Any]
+        self, report: Report, html: bytes, body: bytes, pdf: bytes | None, pdf_error: str | None, timings: dict[str, Any]
     ) -> None:
         ev_id = report.evaluation.id
         async with self._sessionmaker() as session, session.begin():
@@ -159,6 +166,8 @@ class ReportWriter:
                 .on_conflict_do_nothing(index_elements=["id"])
             )
             row = await session.get(ReportRow, report.report_id)
+            assert row is not None  # inserted just above if it was missing
+            assert ev is not None  # the report row's evaluation (a foreign key)
             row.status = "ready"
             row.schema_version = REPORT_SCHEMA_VERSION
             row.baseline_evaluation_id = report.comparison.baseline.evaluation_id if report.comparison else None
@@ -184,7 +193,9 @@ class ReportWriter:
             )
 
 
-def register_report_handlers(broker, settings, sessionmaker: async_sessionmaker[AsyncSession], relay) -> ReportWriter:
+def register_report_handlers(
+    broker: KafkaBroker, settings: ReporterSettings, sessionmaker: async_sessionmaker[AsyncSession], relay: OutboxRelay | None
+) -> ReportWriter:
     """Subscribe the report writer to EvaluationCompleted (group ``<prefix>.reporter-reports``) and
     ReportRequested (group ``<prefix>.reporter-report-requests``), and declare the ReportReady publisher.
 
@@ -200,26 +211,29 @@ def register_report_handlers(broker, settings, sessionmaker: async_sessionmaker[
     broker.publisher(Topics.REPORT_READY, schema=ReportReady, title="ReportReady")
 
     if settings.reports_enabled:
-
-        @broker.subscriber(
+        subscribe_completed: Subscribe = broker.subscriber(
             Topics.EVALUATION_COMPLETED,
             **consumer_options(settings, "reporter-reports"),
             ack_policy=AckPolicy.NACK_ON_ERROR,
             title="reporter:EvaluationCompleted",
             description="Writes the report (HTML, JSON, PDF) of an evaluation that ended.",
         )
+
+        @subscribe_completed
         @consume(broker, EvaluationCompleted)
         async def on_completed(event: EvaluationCompleted) -> None:
             if event.status.value in REPORTED_STATUSES:
                 await writer.on_completed(event.evaluation_id)
 
-    @broker.subscriber(
+    subscribe_requested: Subscribe = broker.subscriber(
         Topics.REPORT_REQUESTED,
         **consumer_options(settings, "reporter-report-requests"),
         ack_policy=AckPolicy.NACK_ON_ERROR,
         title="reporter:ReportRequested",
         description="Writes a report requested through POST /v1/evaluations/{id}/reports.",
     )
+
+    @subscribe_requested
     @consume(broker, ReportRequested)
     async def on_requested(event: ReportRequested) -> None:
         async with sessionmaker() as session:

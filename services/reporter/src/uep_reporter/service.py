@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import TYPE_CHECKING
 
 from faststream import AckPolicy
 from faststream.kafka import KafkaBroker
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from uep_common.consuming import consume
 from uep_common.events import EvaluationCompleted, ScoreComputed, Topics
@@ -20,21 +22,30 @@ from uep_common.outbox import OutboxRelay
 from uep_common.progress import write_progress
 from uep_common.telemetry import tracer
 from uep_reporter.leaderboards import record_completed, record_rescored
-from uep_reporter.reports import register_report_handlers
+from uep_reporter.reports import Subscribe, register_report_handlers
 from uep_reporter.results import StopLoss, apply_rescores, store_scores
 from uep_reporter.settings import ReporterSettings
 
 log = logging.getLogger(__name__)
 _tracer = tracer("uep.reporter")
 
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
 
-def register(broker: KafkaBroker, settings: ReporterSettings, sessionmaker, redis, relay: OutboxRelay) -> None:
+
+def register(
+    broker: KafkaBroker,
+    settings: ReporterSettings,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    redis: Redis,
+    relay: OutboxRelay,
+) -> None:
     """Register the reporter's batch subscriber on ``broker``."""
     stop_loss = StopLoss(settings.stop_loss_error_rate, settings.stop_loss_min_items)
     register_report_handlers(broker, settings, sessionmaker, relay)  # reports on completion and on request
     broker.publisher(Topics.EVALUATION_COMPLETED, schema=EvaluationCompleted, title="EvaluationCompleted")
 
-    @broker.subscriber(
+    subscribe_scores: Subscribe = broker.subscriber(
         Topics.SCORE_COMPUTED,
         **consumer_options(settings, "reporter"),
         batch=True,
@@ -44,6 +55,8 @@ def register(broker: KafkaBroker, settings: ReporterSettings, sessionmaker, redi
         title="reporter:ScoreComputed",
         description="Stores each item's result once and completes evaluations.",
     )
+
+    @subscribe_scores
     @consume(
         broker,
         ScoreComputed,

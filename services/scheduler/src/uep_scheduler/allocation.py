@@ -31,6 +31,7 @@ import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import and_, func, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -43,6 +44,10 @@ from uep_scheduler.capacity import evaluation_bound, model_bound
 from uep_scheduler.dispatch import dispatch_events, model_target, stored_result
 from uep_scheduler.fairness import PRIORITY_WEIGHTS, FairQueue, FlowTag, TenantTag
 from uep_scheduler.settings import SchedulerSettings
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import CursorResult
+    from sqlalchemy.sql.elements import ColumnElement
 
 ALLOCATION_LOCK = 0x7565_7073
 """Key of the transaction-level advisory lock held by an allocation pass (``'ueps'``)."""
@@ -123,7 +128,7 @@ async def _reconcile_leases(
         .values(state="released", released_at=now)
         .execution_options(synchronize_session=False)
     )
-    result.released_stale = stale.rowcount or 0
+    result.released_stale = cast("CursorResult[Any]", stale).rowcount or 0
     if not running:
         return
     expired = list(
@@ -151,13 +156,14 @@ async def _reconcile_leases(
         ev = running[ev_id]
         samples = {s.id: s for s in await session.scalars(select(Sample).where(Sample.id.in_([x.sample_id for x in leases])))}
         benchmark = await session.get(Benchmark, ev.benchmark_id)
+        assert benchmark is not None  # evaluations.benchmark_id is a foreign key
         result.outbox += await dispatch_events(
             session, ev, benchmark, model_target(models[ev.model_id]), samples, leases, expires, claim
         )
         result.redispatched[ev_id] = len(leases)
 
 
-def _lost_condition(now: datetime, orphans_before: datetime | None):
+def _lost_condition(now: datetime, orphans_before: datetime | None) -> ColumnElement[bool]:
     expired = and_(SampleLease.state == "leased", SampleLease.lease_expires_at < now)
     if orphans_before is None:
         return expired
@@ -165,6 +171,12 @@ def _lost_condition(now: datetime, orphans_before: datetime | None):
     # out (uep_judge.store.HUMAN_LEASE_HOLD) and has no result until annotated; it is not lost
     orphaned = and_(SampleLease.state == "released", SampleLease.released_at < orphans_before, SampleLease.lease_expires_at < now)
     return or_(expired, orphaned)
+
+
+_TenantRow = tuple[float, float, float]
+"""A tenant's stored ``(weight, vfinish, vtime)``."""
+_FlowRow = tuple[float, datetime | None, int]
+"""A flow's stored ``(vfinish, last_dispatch_at, dispatched)``."""
 
 
 _LOAD_TAGS = text(
@@ -176,10 +188,14 @@ _LOAD_TAGS = text(
 )
 
 
-async def _load_tags(session: AsyncSession, tenant_ids: set[uuid.UUID], flow_ids: set[uuid.UUID]):
+async def _load_tags(
+    session: AsyncSession, tenant_ids: set[uuid.UUID], flow_ids: set[uuid.UUID]
+) -> tuple[float, dict[uuid.UUID, _TenantRow], dict[uuid.UUID, _FlowRow]]:
     """``(clock, {tenant: (weight, vfinish, vtime)}, {flow: (vfinish, last_dispatch_at, dispatched)})`` in one
     round trip (the clock is 0.0 before the first pass)."""
-    clock, tenants, flows = 0.0, {}, {}
+    clock = 0.0
+    tenants: dict[uuid.UUID, _TenantRow] = {}
+    flows: dict[uuid.UUID, _FlowRow] = {}
     params = {"tenants": [str(t) for t in tenant_ids], "flows": [str(f) for f in flow_ids]}
     for kind, key, a, b, c, last, n in await session.execute(_LOAD_TAGS, params):
         if kind == "c":
@@ -191,7 +207,14 @@ async def _load_tags(session: AsyncSession, tenant_ids: set[uuid.UUID], flow_ids
     return clock, tenants, flows
 
 
-def _queue(clock, tenant_rows, flow_rows, groups: dict[uuid.UUID, list[Evaluation]], now: datetime, aging_s: float) -> FairQueue:
+def _queue(
+    clock: float,
+    tenant_rows: dict[uuid.UUID, _TenantRow],
+    flow_rows: dict[uuid.UUID, _FlowRow],
+    groups: dict[uuid.UUID, list[Evaluation]],
+    now: datetime,
+    aging_s: float,
+) -> FairQueue:
     """A fresh FairQueue over ``groups`` (flow id → its running evaluations) from the stored tags."""
     tenants = [TenantTag(t, w, vf, vt) for t, (w, vf, vt) in tenant_rows.items()]
     flows = []
@@ -291,7 +314,8 @@ async def allocate(
     model_used = dict(per_model)
 
     def needing(flow: FlowTag) -> list[Evaluation]:
-        return [e for e in flow.payload if e.dispatched_items + planned[e.id] < e.total_items]
+        evs = cast("list[Evaluation]", flow.payload)  # _queue puts each flow's evaluations there
+        return [e for e in evs if e.dispatched_items + planned[e.id] < e.total_items]
 
     def eligible(flow: FlowTag) -> bool:
         arms = needing(flow)
@@ -302,7 +326,7 @@ async def allocate(
             if ev_used[e.id] >= ev_cap[e.id]:
                 return False
             want[e.model_id] += 1
-        return all(model_cap[m] is None or model_used.get(m, 0) + n <= model_cap[m] for m, n in want.items())
+        return all((cap := model_cap[m]) is None or model_used.get(m, 0) + n <= cap for m, n in want.items())
 
     queue = _queue(clock, tenant_rows, flow_rows, groups, now, settings.aging_seconds)
     slots: list[tuple[uuid.UUID, list[uuid.UUID]]] = []
@@ -348,10 +372,10 @@ async def allocate(
     flows = {f.flow_id: f for f in queue.flows}
     left = dict(allowed)
     charged: set[uuid.UUID] = set()
-    for fid, arms in slots:
-        ok = [e for e in arms if left.get(e, 0) > 0]
-        for e in ok:
-            left[e] -= 1
+    for fid, slot_arms in slots:
+        ok = [e for e in slot_arms if left.get(e, 0) > 0]
+        for arm_id in ok:
+            left[arm_id] -= 1
         if ok:
             queue.charge(flows[fid], len(ok), now)
             charged.add(fid)

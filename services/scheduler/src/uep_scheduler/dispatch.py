@@ -12,8 +12,9 @@ duplicate harmless.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import and_, exists, func, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -23,6 +24,10 @@ from uep_common.db.models import Benchmark, Evaluation, Model, OutboxMessage, Sa
 from uep_common.events import ModelTarget, SampleDispatched
 from uep_common.outbox import add_to_outbox
 from uep_common.telemetry import context_from_headers, current_trace_headers, tracer
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm.util import AliasedClass
+    from sqlalchemy.sql.expression import Exists
 
 _tracer = tracer("uep.scheduler")
 
@@ -48,7 +53,7 @@ MAX_FEWSHOT = 16
 
 
 async def fewshot_examples(
-    session: AsyncSession, sample: Sample, k: int, pools: dict[tuple[Any, ...], list[Any]]
+    session: AsyncSession, sample: Sample, k: int, pools: dict[tuple[Any, ...], Sequence[Any]]
 ) -> list[dict[str, Any]]:
     """``k`` demonstrations for ``sample``: the first samples of its benchmark in benchmark order — of the
     same ``subject`` when samples have one (as MMLU's per-subject few-shot prompts) — excluding the sample
@@ -84,7 +89,7 @@ async def dispatch_events(
     if cfg.prompt_template:  # an A/B arm that varies the prompt template
         prompt = prompt.model_copy(update={"template": cfg.prompt_template})
     k = cfg.fewshot_k if cfg.fewshot_k is not None else prompt.fewshot_k
-    pools: dict[tuple[Any, ...], list[Any]] = {}
+    pools: dict[tuple[Any, ...], Sequence[Any]] = {}
     parent = context_from_headers(ev.trace_context)
     rows: list[OutboxMessage] = []
     for lease in leases:
@@ -113,7 +118,7 @@ async def dispatch_events(
     return rows
 
 
-def stored_result(lease=SampleLease):
+def stored_result(lease: type[SampleLease] | AliasedClass[SampleLease] = SampleLease) -> Exists:
     """SQL condition: the item of ``lease`` has a stored result."""
     return exists().where(
         and_(

@@ -40,15 +40,16 @@ import logging
 import os
 import socket
 import uuid
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from faststream import AckPolicy
 from faststream.kafka import KafkaBroker, KafkaMessage
 from pydantic import Field
 from sqlalchemy import select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
 from uep_common.background import BackgroundLoop
 from uep_common.configs import parse_benchmark_config
@@ -60,7 +61,14 @@ from uep_common.messaging import DEAD_LETTER_TOPIC, consumer_options
 from uep_common.outbox import OutboxRelay, add_to_outbox
 from uep_common.settings import CommonSettings
 
+if TYPE_CHECKING:
+    from uep_common.service import ServiceRuntime
+
 log = logging.getLogger(__name__)
+
+# What ``broker.subscriber(...)`` returns, as a decorator of a subscriber function: mypy resolves the call to
+# ``Any`` (its overloads are ambiguous given ``**consumer_options(...)``), so it is bound to this type first.
+_Subscribe = Callable[[Callable[[KafkaMessage], Awaitable[None]]], object]
 
 DLQ_ID, DLQ_REASON, DLQ_SOURCE = "uep-dlq-id", "uep-dlq-reason", "uep-dlq-source-topic"
 """Dead-letter headers: deterministic id (optional), reason, topic the original message came from."""
@@ -102,7 +110,9 @@ class Lifecycle:
         settings: :class:`LifecycleSettings`.
     """
 
-    def __init__(self, engine: AsyncEngine, sessionmaker, relay: OutboxRelay, settings: LifecycleSettings) -> None:
+    def __init__(
+        self, engine: AsyncEngine, sessionmaker: async_sessionmaker[AsyncSession], relay: OutboxRelay, settings: LifecycleSettings
+    ) -> None:
         self.engine, self.sm, self.relay, self.settings = engine, sessionmaker, relay, settings
         self.instance_id = uuid.uuid4()
         self.lock_key: int | None = None
@@ -128,7 +138,7 @@ class Lifecycle:
         await self._conn.commit()
         self.lock_key = row.lock_key
 
-    async def live_others(self, session) -> int:
+    async def live_others(self, session: AsyncSession) -> int:
         """Drop the rows of dead instances (their advisory lock is free); return how many others are live.
         Must run in a transaction (the probes are transaction-level locks, released at its end)."""
         others = (
@@ -186,17 +196,21 @@ class Lifecycle:
                 log.warning("could not deregister scheduler instance", exc_info=True)
 
     async def _heartbeat(self) -> None:
+        conn = self._conn
         try:
-            await self._conn.execute(
+            if conn is None:
+                raise RuntimeError("no registration connection")
+            await conn.execute(
                 text("UPDATE scheduler_instances SET heartbeat_at = now() WHERE id = :id"), {"id": self.instance_id}
             )
-            await self._conn.commit()
+            await conn.commit()
         except Exception:
             # The connection (and so the lock) is gone, e.g. PostgreSQL restarted: take the lock again on a new
             # one. Another replica that started meanwhile may have interrupted evaluations; they wait for a retry.
             log.warning("heartbeat connection lost; re-registering", exc_info=True)
             with contextlib.suppress(Exception):  # the connection is already broken
-                await self._conn.close()
+                if conn is not None:
+                    await conn.close()
             await self._register()
 
     async def exhaust_once(self) -> int:
@@ -252,6 +266,7 @@ class Lifecycle:
                 )
             ).all()
             bench = await s.get(Benchmark, ev.benchmark_id)
+            assert bench is not None  # evaluations.benchmark_id is a foreign key
             metric = parse_benchmark_config(bench.config).metric_name or "none"
             failed = 0
             for lease in leases:
@@ -294,7 +309,7 @@ class Lifecycle:
                 log.warning("evaluation %s: %d item(s) recorded failed after exhausting their lease attempts", ev.id, failed)
             return failed
 
-    async def _stage_dead_letter(self, s, item_key: str, attempt: int, reason: str) -> None:
+    async def _stage_dead_letter(self, s: AsyncSession, item_key: str, attempt: int, reason: str) -> None:
         """Stage the item's last SampleDispatched (from the outbox) on the dead-letter topic with ``reason``."""
         original = await s.scalar(
             select(OutboxMessage)
@@ -351,7 +366,7 @@ def dead_letter_row(body: bytes, headers: dict[str, bytes], key: bytes | None) -
     }
 
 
-async def store_dead_letters(session, records: list[tuple[bytes, dict[str, bytes], bytes | None]]) -> int:
+async def store_dead_letters(session: AsyncSession, records: list[tuple[bytes, dict[str, bytes], bytes | None]]) -> int:
     """Insert dead-letter records (idempotent: a record seen again only refreshes ``last_seen_at`` and the
     reason). Must run inside a transaction; returns the records given."""
     if not records:
@@ -366,10 +381,10 @@ async def store_dead_letters(session, records: list[tuple[bytes, dict[str, bytes
     return len(records)
 
 
-def register_dead_letters(broker: KafkaBroker, settings: CommonSettings, sessionmaker) -> None:
+def register_dead_letters(broker: KafkaBroker, settings: CommonSettings, sessionmaker: async_sessionmaker[AsyncSession]) -> None:
     """Subscribe the dead-letter consumer (group ``<prefix>.scheduler.dead-letters``) on ``broker``."""
 
-    @broker.subscriber(
+    subscribe: _Subscribe = broker.subscriber(
         DEAD_LETTER_TOPIC,
         **consumer_options(settings, "scheduler.dead-letters"),
         batch=True,
@@ -379,6 +394,8 @@ def register_dead_letters(broker: KafkaBroker, settings: CommonSettings, session
         title="scheduler:DeadLetter",
         description="Keeps every dead-lettered message, with its reason, in PostgreSQL (dead_letters).",
     )
+
+    @subscribe
     async def on_dead_letters(msg: KafkaMessage) -> None:
         raw = msg.raw_message
         records = raw if isinstance(raw, tuple | list) else (raw,)
@@ -388,9 +405,11 @@ def register_dead_letters(broker: KafkaBroker, settings: CommonSettings, session
         log.info("stored %d dead letter(s)", len(batch))
 
 
-def install(runtime, relay: OutboxRelay) -> Lifecycle:
+def install(runtime: ServiceRuntime, relay: OutboxRelay) -> Lifecycle:
     """Wire the lifecycle part into the scheduler process: the dead-letter consumer on ``runtime.broker``
     and a :class:`Lifecycle` whose ``start()``/``stop()`` the process calls around its dispatch loop."""
+    if runtime.engine is None or runtime.sessionmaker is None:
+        raise ValueError("the scheduler lifecycle needs a runtime with a database (use_db=True)")
     settings = LifecycleSettings()
     register_dead_letters(runtime.broker, settings, runtime.sessionmaker)
     return Lifecycle(runtime.engine, runtime.sessionmaker, relay, settings)

@@ -1,5 +1,7 @@
 """``uep-scheduler``: the scheduler service process (health on port 8091 by default)."""
 
+from faststream.asgi import AsgiFastStream
+
 from uep_common.outbox import OutboxRelay
 from uep_common.service import ServiceRuntime, build_app, serve
 from uep_common.wakeups import WaitingListener
@@ -10,10 +12,11 @@ from uep_scheduler.settings import SchedulerSettings
 DEFAULT_PORT = 8091
 
 
-def create_app():
+def create_app() -> tuple[AsgiFastStream, SchedulerSettings]:
     """Build the scheduler's FastStream ASGI app (with its outbox relay and reconcile loop)."""
     settings = SchedulerSettings()
     runtime = ServiceRuntime(settings, use_db=True)
+    assert runtime.sessionmaker is not None  # use_db=True
     relay = OutboxRelay(runtime.sessionmaker, runtime.broker)
     scheduler = Scheduler(runtime.sessionmaker, relay, settings)
     register(runtime.broker, settings, scheduler)

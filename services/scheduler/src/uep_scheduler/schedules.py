@@ -24,7 +24,7 @@ from functools import lru_cache
 from croniter import croniter
 from sqlalchemy import func, select, update
 from sqlalchemy.dialects.postgresql import insert
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from uep_common import budget
 from uep_common.creation import (
@@ -55,7 +55,8 @@ def site_limits() -> WorkLimits:
 
 def next_after(cron: str, after: datetime) -> datetime:
     """The first time strictly after ``after`` matched by ``cron`` (UTC; 5 fields, or 6 with seconds last)."""
-    return croniter(cron, after.astimezone(UTC)).get_next(datetime).astimezone(UTC)
+    nxt: datetime = croniter(cron, after.astimezone(UTC)).get_next(datetime)
+    return nxt.astimezone(UTC)
 
 
 def due_time(cron: str, next_run_at: datetime, now: datetime) -> tuple[datetime, datetime]:
@@ -126,7 +127,9 @@ async def _create_run(s: AsyncSession, sch: Schedule, scheduled_for: datetime, t
     return evaluation_id is not None
 
 
-async def run_due_schedules(sessionmaker, now: datetime | None = None, limit: int = 50, limits: WorkLimits | None = None) -> int:
+async def run_due_schedules(
+    sessionmaker: async_sessionmaker[AsyncSession], now: datetime | None = None, limit: int = 50, limits: WorkLimits | None = None
+) -> int:
     """Create the due runs of every due schedule (one transaction), never two runs of one schedule closer than
     its tenant's ``min_schedule_interval_s``. ``limits``: the site's work limits (default: from the
     environment, :func:`site_limits`). Returns evaluations created."""
@@ -143,6 +146,7 @@ async def run_due_schedules(sessionmaker, now: datetime | None = None, limit: in
         )
         for sch in list(due):
             tenant = await s.get(Tenant, sch.tenant_id)
+            assert tenant is not None  # schedules.tenant_id is a foreign key
             own = site.for_tenant(tenant)
             scheduled_for, nxt = due_time(sch.cron, sch.next_run_at, now)
             last = await s.scalar(select(func.max(ScheduleRun.scheduled_for)).where(ScheduleRun.schedule_id == sch.id))

@@ -10,14 +10,17 @@ import logging
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime, timedelta
 
 from faststream import AckPolicy
-from faststream.kafka import KafkaBroker
+from faststream.kafka import KafkaBroker, KafkaMessage
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from uep_common import budget
 from uep_common.background import BackgroundLoop
 from uep_common.consuming import consume
+from uep_common.db.models import OutboxMessage
 from uep_common.events import EvaluationRequested, SampleDispatched, ScoreComputed, Topics
 from uep_common.messaging import consumer_options
 from uep_common.outbox import OutboxRelay
@@ -29,6 +32,10 @@ from uep_scheduler.settings import SchedulerSettings
 
 log = logging.getLogger(__name__)
 
+# What ``broker.subscriber(...)`` returns, as a decorator of a :func:`consume` handler: mypy resolves the call to
+# ``Any`` (its overloads are ambiguous given ``**consumer_options(...)``), so it is bound to this type first.
+_Subscribe = Callable[[Callable[[KafkaMessage], Awaitable[None]]], object]
+
 
 class Scheduler:
     """Dispatch logic bound to a session factory, an outbox relay and settings.
@@ -38,7 +45,7 @@ class Scheduler:
     are serialised by the allocation advisory lock in PostgreSQL.
     """
 
-    def __init__(self, sessionmaker, relay: OutboxRelay, settings: SchedulerSettings) -> None:
+    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession], relay: OutboxRelay, settings: SchedulerSettings) -> None:
         self.sm = sessionmaker
         self.relay = relay
         self.settings = settings
@@ -46,7 +53,7 @@ class Scheduler:
         self._next_reconcile = 0.0
         self._next_orphan_sweep = 0.0
         self._to_admit: set[uuid.UUID] = set()
-        self._publishing: set[asyncio.Task] = set()
+        self._publishing: set[asyncio.Task[None]] = set()
         self._admitted: OrderedDict[uuid.UUID, None] = OrderedDict()
         """Evaluations this process admitted lately (bounded): their EvaluationRequested, arriving after the
         NOTIFY admitted them, is skipped without a transaction."""
@@ -56,7 +63,7 @@ class Scheduler:
         """Ask the allocation task for a pass now."""
         self._loop.wake()
 
-    def _remember(self, evaluation_ids) -> None:
+    def _remember(self, evaluation_ids: Iterable[uuid.UUID]) -> None:
         for evaluation_id in evaluation_ids:
             self._admitted[evaluation_id] = None
             self._admitted.move_to_end(evaluation_id)
@@ -96,7 +103,7 @@ class Scheduler:
             self.relay.kick()
         return result
 
-    async def _publish(self, rows) -> None:
+    async def _publish(self, rows: list[OutboxMessage]) -> None:
         try:
             await self.relay.publish_claimed(rows)
         except Exception:  # the rows keep their claim; relays publish them when it ends
@@ -158,18 +165,20 @@ def register(broker: KafkaBroker, settings: SchedulerSettings, scheduler: Schedu
     """Register the scheduler's subscribers and (documentation) publishers on ``broker``."""
     broker.publisher(Topics.SAMPLE_DISPATCHED, schema=SampleDispatched, title="SampleDispatched")
 
-    @broker.subscriber(
+    subscribe_requests: _Subscribe = broker.subscriber(
         Topics.EVALUATION_REQUESTED,
         **(consumer_options(settings, "scheduler.requests") | {"fetch_max_wait_ms": settings.requests_fetch_max_wait_ms}),
         ack_policy=AckPolicy.NACK_ON_ERROR,
         title="scheduler:EvaluationRequested",
         description="Admits an evaluation and dispatches its first items.",
     )
+
+    @subscribe_requests
     @consume(broker, EvaluationRequested)
     async def on_requested(event: EvaluationRequested) -> None:
         await scheduler.request_admission(event.evaluation_id)
 
-    @broker.subscriber(
+    subscribe_scores: _Subscribe = broker.subscriber(
         Topics.SCORE_COMPUTED,
         **consumer_options(settings, "scheduler.scores"),
         batch=True,
@@ -179,6 +188,8 @@ def register(broker: KafkaBroker, settings: SchedulerSettings, scheduler: Schedu
         title="scheduler:ScoreComputed",
         description="Releases the leases of scored items and dispatches the next ones.",
     )
+
+    @subscribe_scores
     # The reporter dead-letters undecodable scores (here they are skipped); their leases expire and re-dispatch.
     @consume(broker, ScoreComputed, batch=True, dead_letter_undecodable=False)
     async def on_scores(events: list[ScoreComputed]) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -50,7 +51,7 @@ def serve() -> None:
 @app.command()
 def metrics(as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False) -> None:
     """List every metric with its version, parameters and source."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in available_metrics():
         m = get_metric(name)
         rows.append({"name": name, "version": m.version, "params": dict(m.params), "source": m.source})
@@ -90,7 +91,7 @@ def reference_of(record: dict[str, Any]) -> dict[str, Any]:
     return {**extra, **base}
 
 
-def score_lines(lines, metric_name: str, params: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def score_lines(lines: Iterable[str], metric_name: str, params: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Score JSONL ``lines`` (an iterable of str); returns (output records, summary)."""
     metric = get_metric(metric_name)
     out: list[dict[str, Any]] = []

@@ -34,7 +34,7 @@ class ReferenceStore:
             self._samples.move_to_end(sample_id)
             return self._samples[sample_id]
         async with self._sm() as s:
-            ref = await s.scalar(select(Sample.reference).where(Sample.id == sample_id))
+            ref: dict[str, Any] | None = await s.scalar(select(Sample.reference).where(Sample.id == sample_id))
         if ref is None:
             raise LookupError(f"sample {sample_id} does not exist")
         self._samples[sample_id] = ref

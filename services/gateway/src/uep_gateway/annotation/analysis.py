@@ -87,15 +87,16 @@ def _combine(values: list[Any]) -> float | str | None:
     values = [x for x in values if x is not None]
     if not values:
         return None
-    if isinstance(values[0], float):
-        return sum(values) / len(values)
-    return values[0] if len(set(values)) == 1 else "tie"
+    first: float | str = values[0]
+    if isinstance(first, float):
+        mean: float = sum(values) / len(values)
+        return mean
+    return first if len(set(values)) == 1 else "tie"
 
 
 def _human_value(q: Question, agg: dict[str, Any]) -> float | str | None:
-    if q.type == "rating":
-        return agg["normalized"]
-    return agg["majority"]
+    value: float | str | None = agg["normalized"] if q.type == "rating" else agg["majority"]
+    return value
 
 
 async def judge_agreement(session: AsyncSession, task: AnnotationTask, exclude_flagged: bool) -> dict[str, Any]:
@@ -131,6 +132,7 @@ async def judge_agreement(session: AsyncSession, task: AnnotationTask, exclude_f
     configs: dict[uuid.UUID, JudgeConfig | None] = {}
     for ev_id in {v.evaluation_id for v in verdicts}:
         ev = await session.get(Evaluation, ev_id)
+        assert ev is not None  # judge_verdicts.evaluation_id: a NOT NULL foreign key, ON DELETE CASCADE
         try:
             configs[ev_id] = parse_evaluation_config(ev.config).judge
         except ValidationError:
@@ -155,7 +157,7 @@ async def judge_agreement(session: AsyncSession, task: AnnotationTask, exclude_f
                 entry["mean_abs_diff"] = sum(abs(j - h) for j, h in pairs) / len(pairs) if pairs else None
             else:
                 domain = {"pass_fail": ["fail", "pass"], "pairwise": ["a", "b", "tie"]}[q.type]
-                data = [[float(domain.index(j)) for j, _ in pairs], [float(domain.index(h)) for _, h in pairs]]
+                data = [[float(domain.index(str(j))) for j, _ in pairs], [float(domain.index(h)) for _, h in pairs]]
                 entry["alpha"], entry["reason"] = (
                     alpha(data, "nominal", list(map(float, range(len(domain))))) if pairs else (None, "too_few_pairable_values")
                 )

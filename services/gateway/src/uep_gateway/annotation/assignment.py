@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, exists, func, select, update
+from sqlalchemy import ColumnElement, ScalarSelect, and_, exists, func, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -77,6 +77,7 @@ async def resolve_annotator(session: AsyncSession, ref: str | None, loc: tuple[A
             pg_insert(Annotator).values(id=uuid.uuid4(), name=ref).on_conflict_do_nothing(index_elements=["name"])
         )
         a = await session.scalar(select(Annotator).where(Annotator.name == ref))
+        assert a is not None  # inserted just above, or already there (ON CONFLICT DO NOTHING)
     return a
 
 
@@ -142,7 +143,7 @@ async def progress(session: AsyncSession, task: AnnotationTask, annotator_id: uu
     }
 
 
-def _open_count(now: datetime):
+def _open_count(now: datetime) -> ScalarSelect[int]:
     """Correlated count of an item's open assignments (not submitted, not expired)."""
     return (
         select(func.count())
@@ -155,7 +156,7 @@ def _open_count(now: datetime):
     )
 
 
-def _available(task: AnnotationTask, annotator_id: uuid.UUID, now: datetime):
+def _available(task: AnnotationTask, annotator_id: uuid.UUID, now: datetime) -> ColumnElement[bool]:
     held_by_me = exists().where(
         and_(AnnotationAssignment.item_id == AnnotationItem.id, AnnotationAssignment.annotator_id == annotator_id)
     )
@@ -267,6 +268,7 @@ async def submit(
         .with_for_update(key_share=True)
         .execution_options(populate_existing=True)
     )
+    assert item is not None  # annotation_assignments.item_id: a NOT NULL foreign key, ON DELETE CASCADE
     await session.refresh(a)
     if a.submitted_at is not None:
         raise FieldError(409, ("body", "assignment_id"), "this assignment was already submitted", "already_submitted")

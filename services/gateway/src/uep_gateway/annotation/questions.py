@@ -167,7 +167,7 @@ def aggregate(questions: list[Question], answer_sets: list[dict[str, Any]]) -> d
         n = len(vals)
         if q.type == "rating":
             mean = sum(vals) / n if n else None
-            norm = (mean - q.scale_min) / (q.scale_max - q.scale_min) if n else None
+            norm = (mean - q.scale_min) / (q.scale_max - q.scale_min) if mean is not None else None
             out[q.name] = {"n": n, "mean": mean, "normalized": norm}
         elif q.type == "pass_fail":
             out[q.name] = {"n": n, "pass_rate": vals.count("pass") / n if n else None, "majority": _majority(vals)}

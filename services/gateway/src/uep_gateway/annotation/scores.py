@@ -34,8 +34,9 @@ METRIC_VERSION = "1"
 
 async def stage_score(
     session: AsyncSession, task: AnnotationTask, item: AnnotationItem, questions: list[Question], quality: dict[uuid.UUID, Any]
-) -> uuid.UUID:
-    """Stage the ScoreComputed of the completed scored ``item`` in the outbox; returns its event id.
+) -> uuid.UUID | None:
+    """Stage the ScoreComputed of the completed scored ``item`` in the outbox; returns its event id (None, and
+    nothing staged, when the evaluation it would go to no longer exists).
 
     ``quality``: annotator id → :class:`uep_gateway.annotation.assignment.AnnotatorQuality` (flags).
     """
@@ -47,6 +48,8 @@ async def stage_score(
     is_correct, score, extracted, metrics = item_score(questions, agg)
     target_id = task.result_evaluation_id if task.source == "evaluation" else item.evaluation_id
     ev = await session.get(Evaluation, target_id)
+    if ev is None:  # the evaluation the score would go to was deleted (result_evaluation_id: ON DELETE SET NULL)
+        return None
     details = item.source_details or {}
     event = ScoreComputed(
         evaluation_id=ev.id,

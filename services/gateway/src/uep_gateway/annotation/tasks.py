@@ -154,7 +154,7 @@ async def _from_hybrid(
             "output_b": d.get("output_b") or d.get("baseline_output"),
             **({"prompt": d["prompt"]} if d.get("prompt") else {}),
         }
-        details = {
+        details: dict[str, Any] = {
             "route_reason": route.reason,
             **{k: d[k] for k in ("latency_ms", "prompt_tokens", "completion_tokens") if k in d},
         }
@@ -191,6 +191,7 @@ async def create_task(session: AsyncSession, body: AnnotationTaskCreate) -> Anno
     """
     ev = await _evaluation(session, body.evaluation_id, "evaluation_id")
     bench = await session.get(Benchmark, ev.benchmark_id)
+    assert bench is not None  # evaluations.benchmark_id: a NOT NULL foreign key (no ON DELETE)
     if body.source == "evaluation":
         candidates = await _from_evaluation(session, body, ev, bench)
         gold_pool = candidates

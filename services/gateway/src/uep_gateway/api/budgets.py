@@ -107,7 +107,7 @@ async def _set_cap(
     before: Decimal | None,
     after_if_removed: Decimal | None,
     label: str,
-    **cols,
+    **cols: Any,
 ) -> dict[str, Any]:
     principal.require("builder", f"changing {label}")
     after = money(amount) if amount is not None else after_if_removed
@@ -254,6 +254,7 @@ async def put_tenant_limits(
     ``X-UEP-Tenant``). Returns the view of ``GET /v1/caps/tenant/limits``."""
     principal.require("admin", "changing a tenant's work limits")
     tenant = await session.scalar(select(Tenant).where(Tenant.id == principal.tenant.id).with_for_update())
+    assert tenant is not None  # the principal's own tenant, loaded by current_principal
     for name, value in body.model_dump(exclude_unset=True).items():
         setattr(tenant, name, value)
     await session.commit()
@@ -299,6 +300,7 @@ async def put_evaluation_cap(
     if ev is None or (ev.tenant_id != principal.tenant.id and not principal.at_least("admin")):
         raise FieldError(404, ("path", "evaluation_id"), f"unknown evaluation {evaluation_id}", "unknown_evaluation")
     bench = await session.get(Benchmark, ev.benchmark_id)
+    assert bench is not None  # evaluations.benchmark_id: a NOT NULL foreign key (no ON DELETE)
     before, _ = await budget.evaluation_cap(session, ev.tenant_id, bench.slug, ev.id)
     fallback, _ = await budget.evaluation_cap(session, ev.tenant_id, bench.slug, None)
     return await _set_cap(
@@ -338,7 +340,7 @@ COST_FIELDS = tuple(ModelCostUpdate.model_fields)
 
 
 def _model_cost(m: Model) -> dict[str, Any]:
-    out = {"model": m.name, "version": m.version, "currency": currency()}
+    out: dict[str, Any] = {"model": m.name, "version": m.version, "currency": currency()}
     for k in COST_FIELDS:
         v = getattr(m, k)
         out[k] = float(v) if isinstance(v, Decimal) else v
@@ -438,9 +440,10 @@ async def spend(
     if tenant is not None and tenant != principal.tenant.slug:
         if not principal.at_least("admin"):
             raise FieldError(403, ("query", "tenant"), "only an admin may see another tenant's spend", "forbidden")
-        tenant_id = await session.scalar(select(Tenant.id).where(Tenant.slug == tenant))
-        if tenant_id is None:
+        other_id = await session.scalar(select(Tenant.id).where(Tenant.slug == tenant))
+        if other_id is None:
             raise FieldError(404, ("query", "tenant"), f"unknown tenant {tenant!r}", "unknown_tenant")
+        tenant_id = other_id
     if since and until and since > until:
         raise FieldError(422, ("query", "until"), "until is before since", "bad_range")
     key = {"tenant": Tenant.slug, "day": s.day, "evaluation": s.evaluation_id, "role": s.role}[group_by]
@@ -464,7 +467,7 @@ async def spend(
     if until:
         q = q.where(s.day <= until)
     rows = (await session.execute(q.group_by(key).order_by(key))).all()
-    out = []
+    out: list[dict[str, Any]] = []
     for k, reserved, released, settled, items_r, items_s, calls in rows:
         reserved, released, settled = Decimal(reserved), Decimal(released), Decimal(settled)
         out.append(
@@ -496,6 +499,7 @@ async def evaluation_budget(evaluation_id: uuid.UUID, session: AsyncSession = De
         raise FieldError(404, ("path", "evaluation_id"), f"unknown evaluation {evaluation_id}", "unknown_evaluation")
     a = await session.get(BudgetAccount, evaluation_id)
     bench = await session.get(Benchmark, ev.benchmark_id)
+    assert bench is not None  # evaluations.benchmark_id: a NOT NULL foreign key (no ON DELETE)
     cap, source = await budget.evaluation_cap(session, ev.tenant_id, bench.slug, ev.id)
     body = {"evaluation_id": str(ev.id), "status": ev.status, "currency": currency(), "cap": _f(cap), "cap_source": source}
     if a is None:

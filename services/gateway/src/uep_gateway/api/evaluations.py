@@ -43,6 +43,7 @@ from uep_gateway.schemas import (
     ResultItem,
     ResultsPage,
 )
+from uep_gateway.settings import GatewaySettings
 from uep_gateway.validation import INT32_MAX, NUL_CHECK
 
 router = APIRouter(prefix="/v1/evaluations", tags=["evaluations"], dependencies=NUL_CHECK)
@@ -179,7 +180,7 @@ async def plan_evaluations(
         raise FieldError(422, ("body", "model"), "model is required (or models, or a model in every arm)", "missing")
     bench = await resolve_benchmark(session, body.benchmark, body.benchmark_version)
     judge_config = await evaluation_judge_config(session, bench, body.judge)  # {"judge": snapshot} or {}
-    base = {
+    base: dict[str, Any] = {
         "max_parallel": body.max_parallel,
         "fewshot_k": body.fewshot_k,
         "chat_template": body.chat_template,
@@ -194,6 +195,7 @@ async def plan_evaluations(
             if names.index(arm.name) != i:
                 raise FieldError(422, ("body", "arms", i, "name"), f"arm name {arm.name!r} used twice", "duplicate_arm")
             ref = arm.model or body.model
+            assert ref is not None  # checked above: without body.model, every arm names its model
             model = await resolve_model(
                 session,
                 ref,
@@ -205,7 +207,9 @@ async def plan_evaluations(
                     _compile_template(arm.prompt_template)
                 except PromptRenderError as exc:
                     raise FieldError(422, ("body", "arms", i, "prompt_template"), str(exc), "bad_template") from exc
-            over = {k: v for k, v in (("fewshot_k", arm.fewshot_k), ("chat_template", arm.chat_template)) if v is not None}
+            over: dict[str, Any] = {
+                k: v for k, v in (("fewshot_k", arm.fewshot_k), ("chat_template", arm.chat_template)) if v is not None
+            }
             plans.append((model, arm.name, evaluation_config(**(base | over), prompt_template=arm.prompt_template)))
     elif body.models is not None:
         batch_id = uuid.uuid4()
@@ -213,12 +217,13 @@ async def plan_evaluations(
             model = await resolve_model(session, ref, body.model_version, loc=("body", "models", i))
             plans.append((model, "main", evaluation_config(**base)))
     else:
+        assert body.model is not None  # checked above: neither models nor arms, so model is given
         plans.append((await resolve_model(session, body.model, body.model_version), "main", evaluation_config(**base)))
     # the identity map holds rows weakly: keep the resolved ones for the request, so budget planning's
     # session.get finds them without a query
     session.info.setdefault("resolved_rows", []).extend([bench, *(m for m, _a, _c in plans)])
     evaluations, events = [], []
-    for i, (model, arm, config) in enumerate(plans):
+    for i, (model, arm_name, config) in enumerate(plans):
         evaluation_id = uuid.uuid4()
         with _tracer.start_as_current_span(
             "evaluation",
@@ -226,7 +231,7 @@ async def plan_evaluations(
                 "uep.evaluation_id": str(evaluation_id),
                 "uep.benchmark": bench.slug,
                 "uep.model": model.name,
-                "uep.arm": arm,
+                "uep.arm": arm_name,
             },
         ):
             ev, event = new_evaluation(
@@ -237,7 +242,7 @@ async def plan_evaluations(
                 repeats=body.repeats,
                 priority=body.priority,
                 config=config | judge_config,
-                arm=arm,
+                arm=arm_name,
                 batch_id=batch_id,
                 experiment_id=experiment_id,
                 idempotency_key=idempotency_key if i == 0 else None,
@@ -251,7 +256,7 @@ async def plan_evaluations(
     return evaluations, events
 
 
-def check_options(options: EvaluationOptions, settings, loc: tuple[Any, ...] = ("body",)) -> None:
+def check_options(options: EvaluationOptions, settings: GatewaySettings, loc: tuple[Any, ...] = ("body",)) -> None:
     """The site's rules on evaluation options beyond their schema, for a create and a schedule alike:
     ``repeats`` at most ``UEP_MAX_REPEATS``. Raises 422 naming the field under ``loc``."""
     if options.repeats > settings.max_repeats:
@@ -332,6 +337,8 @@ async def get_evaluation(
     ev = await _get_evaluation(session, evaluation_id)
     bench = await session.get(Benchmark, ev.benchmark_id)
     model = await session.get(Model, ev.model_id)
+    # evaluations.benchmark_id and .model_id: NOT NULL foreign keys (no ON DELETE)
+    assert bench is not None and model is not None
     completed, errors = ev.completed_items, ev.error_items
     if ev.status == EvaluationStatus.running:
         try:

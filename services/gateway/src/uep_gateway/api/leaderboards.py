@@ -186,7 +186,7 @@ async def compare(
     ),
     format: str = Query("json", pattern="^(json|svg)$", description="json, or svg for the radar alone."),
     session: AsyncSession = Depends(db_session),
-):
+) -> Response | dict[str, Any]:
     """Chosen models across benchmarks: each model's entry (score, interval, rank, tie group) per board and
     the radar of all of them (dimensions = boards; a missing score is a gap, never a zero)."""
     refs = list(dict.fromkeys(_csv(models)))

@@ -104,6 +104,7 @@ async def retry(evaluation_id: uuid.UUID, request: Request, session: AsyncSessio
     except LifecycleConflict as exc:
         raise FieldError(409, ("path", "evaluation_id"), str(exc), exc.kind) from exc
     ev = await lock_evaluation(session, evaluation_id)
+    assert ev is not None  # retry_evaluation found it (LookupError otherwise), in this transaction
     counts = (ev.completed_items, ev.error_items, ev.total_items)
     await session.commit()
     await _mirror_progress(request, evaluation_id, *counts)
@@ -221,7 +222,9 @@ async def redrive(dead_letter_id: uuid.UUID, request: Request, session: AsyncSes
     reopened = False
     if d.source_topic == Topics.SAMPLE_DISPATCHED:
         try:
-            event = decode_event(SampleDispatched, d.body)
+            decoded = decode_event(SampleDispatched, d.body)
+            assert isinstance(decoded, SampleDispatched)  # decode_event validates the body as the class it is given
+            event = decoded
         except UndecodableEvent:
             event = None
         if event is not None:

@@ -77,6 +77,8 @@ async def _evaluation(session: AsyncSession, evaluation_id: uuid.UUID, lock: boo
 async def _names(session: AsyncSession, ev: Evaluation) -> tuple[str, str]:
     model_name = await session.scalar(select(Model.name).where(Model.id == ev.model_id))
     slug = await session.scalar(select(Benchmark.slug).where(Benchmark.id == ev.benchmark_id))
+    # evaluations.model_id and .benchmark_id: NOT NULL foreign keys (no ON DELETE)
+    assert model_name is not None and slug is not None
     return model_name, slug
 
 
@@ -140,7 +142,7 @@ async def compare_with_baseline(
             raise FieldError(404, ("query", "baseline"), f"unknown evaluation {baseline}", "unknown_evaluation")
         reason = "requested"
     else:
-        found, reason = await find_baseline(session, ev)
+        found, found_reason = await find_baseline(session, ev)
         if found is None:
             model_name, slug = await _names(session, ev)
             raise FieldError(
@@ -149,7 +151,8 @@ async def compare_with_baseline(
                 f"no baseline: no other completed evaluation of {model_name} on {slug}; pass ?baseline= or pin one",
                 "no_baseline",
             )
-        baseline = found.id
+        assert found_reason is not None  # find_baseline names the reason of every baseline it finds
+        baseline, reason = found.id, found_reason
     for eid, loc in ((evaluation_id, ("path", "evaluation_id")), (baseline, ("query", "baseline"))):
         if not await session.scalar(select(exists().where(SampleResult.evaluation_id == eid, SampleResult.score.is_not(None)))):
             raise FieldError(
@@ -249,7 +252,7 @@ async def report_file(
     request: Request,
     report_id: uuid.UUID | None = Query(None, description="A specific report; default: the newest ready one."),
     session: AsyncSession = Depends(db_session),
-):
+) -> FileResponse:
     """The file of the newest ready report (or ``report_id``). 404 ``no_report`` when none is ready yet,
     ``no_pdf`` when Chromium could not render the PDF (the reason is given); 410 when retention deleted it."""
     await _evaluation(session, evaluation_id)
@@ -274,7 +277,7 @@ async def report_file(
         raise FieldError(410, ("path", "fmt"), f"the {fmt} file of this report was deleted by retention", "artifact_deleted")
     artifact = await session.get(Artifact, artifact_id)
     path = ArtifactStore(artifact_dir(request.app.state.settings)).path_of(artifact) if artifact else None
-    if path is None or not path.exists():
+    if artifact is None or path is None or not path.exists():
         raise FieldError(410, ("path", "fmt"), f"the {fmt} file of this report is gone", "artifact_deleted")
     headers = {"ETag": f'"{artifact.sha256}"', "X-UEP-Report-Id": str(row.id)}
     if fmt == "pdf":

@@ -31,6 +31,8 @@ async def metric_versions(session: AsyncSession, evaluation_id: uuid.UUID) -> di
     )
     out: dict[str, list[str]] = {}
     for name, version in rows:
+        # both written together from a ScoreComputed (str, str); rows with no score are filtered out above
+        assert name is not None and version is not None
         out.setdefault(name, []).append(version)
     return {k: sorted(v) for k, v in sorted(out.items())}
 

@@ -14,6 +14,7 @@ import hashlib
 import json
 import uuid
 from collections import OrderedDict
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, Depends, FastAPI, File, Form, Query, Request, Response, UploadFile
@@ -60,7 +61,7 @@ def workers_of(app: FastAPI) -> WorkerPool:
 
 
 @asynccontextmanager
-async def _workers_lifespan(app: FastAPI):
+async def _workers_lifespan(app: FastAPI) -> AsyncIterator[None]:
     """Start the upload workers with the app (stop them with it), then ``gc.freeze()`` what startup made:
     a full collection over the gateway's ~200,000 startup objects pauses the event loop ~130 ms (more on a
     busy machine); frozen, they are never scanned again."""
@@ -147,8 +148,8 @@ async def upload_benchmark(
     bad_spec = spec_problems(json.loads(spec))
     if bad_spec:
         raise _invalid(UploadInvalid(bad_spec))
-    if file.filename and value_problem(file.filename):
-        raise FieldError(422, ("body", "file", "filename"), f"the file name {value_problem(file.filename)[1]}", "bad_value")
+    if file.filename and (name_problem := value_problem(file.filename)):
+        raise FieldError(422, ("body", "file", "filename"), f"the file name {name_problem[1]}", "bad_value")
     metric = await session.get(MetricCatalogEntry, spec_obj.metric.name)
     if metric is None:
         known = list(await session.scalars(select(MetricCatalogEntry.name).order_by(MetricCatalogEntry.name)))
@@ -207,8 +208,8 @@ async def upload_benchmark(
         config = check_benchmark_config(config)
     except ValidationError as exc:  # BenchmarkSpec checked these fields already; a problem left is named the same way
         raise _spec_errors(exc) from None
-    if (known := _COSTLY_TEMPLATES.get(_template_key(template))) is not None:
-        raise FieldError(422, tuple(TEMPLATE_LOC), known, "template_too_costly")
+    if (costly := _COSTLY_TEMPLATES.get(_template_key(template))) is not None:
+        raise FieldError(422, tuple(TEMPLATE_LOC), costly, "template_too_costly")
     limits = UploadLimits(
         max_rows=settings.max_upload_rows,
         max_columns=settings.max_upload_columns,

@@ -36,7 +36,7 @@ def register_backend(name: str) -> Callable[[type], type]:
             raise TypeError(f"backend {name!r} ({cls.__qualname__}) lacks {', '.join(missing)}")
         if name in _REGISTRY and _REGISTRY[name] is not cls:
             raise ValueError(f"backend {name!r} is already registered by {_REGISTRY[name].__qualname__}")
-        cls.name = name
+        cls.name = name  # type: ignore[attr-defined]  # the registry is what gives a backend class its name
         _REGISTRY[name] = cls
         return cls
 

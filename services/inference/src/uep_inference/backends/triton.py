@@ -68,7 +68,7 @@ class TritonBackend:
         target, chat = request.target, request.chat
         protocol, mod, client = self._client(target.endpoint)
 
-        def tensor(name: str, value: np.ndarray[Any, Any], dtype: str):
+        def tensor(name: str, value: np.ndarray[Any, Any], dtype: str) -> Any:  # an InferInput of the untyped tritonclient
             t = mod.InferInput(name, list(value.shape), dtype)
             t.set_data_from_numpy(value)
             return t

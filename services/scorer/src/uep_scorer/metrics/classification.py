@@ -27,7 +27,7 @@ import numpy as np
 from .base import MetricInputError, MetricResult, binary_result
 
 
-def _skm():
+def _skm() -> Any:
     """``sklearn.metrics``, imported on first use (scikit-learn takes ~2 s to import; per-item scoring and
     every scorer start-up would otherwise pay it)."""
     import sklearn.metrics
@@ -47,7 +47,10 @@ def _native(value: Any) -> Any:
 
 
 def _prf(y_true: list[Any], y_pred: list[Any], labels: list[Any], average: str | None) -> tuple[Any, ...]:
-    return _skm().precision_recall_fscore_support(y_true, y_pred, labels=labels, average=average, zero_division=np.nan)
+    result: tuple[Any, ...] = _skm().precision_recall_fscore_support(
+        y_true, y_pred, labels=labels, average=average, zero_division=np.nan
+    )
+    return result
 
 
 def _binary_auc(is_positive: np.ndarray[Any, Any], scores: np.ndarray[Any, Any]) -> float | None:
@@ -78,7 +81,7 @@ def _roc_auc(y_true: list[Any], labels: list[Any], positive: Any, y_score: Any) 
     per_class = [_binary_auc(truth == label, scores[:, j]) for j, label in enumerate(labels)]
     undefined = [_native(label) for label, auc in zip(labels, per_class, strict=True) if auc is None]
     out = {
-        "roc_auc": None if undefined else float(np.mean(per_class)),
+        "roc_auc": None if undefined else float(np.mean([auc for auc in per_class if auc is not None])),
         "roc_auc_average": "ovr_macro",
         "roc_auc_per_class": [{"label": _native(lb), "roc_auc": auc} for lb, auc in zip(labels, per_class, strict=True)],
     }
@@ -136,9 +139,9 @@ def classification_report(
         raise ValueError(f"y_true and y_pred differ in length: {len(y_true)} vs {len(y_pred)}")
     positive_label = _native(positive_label)
     if labels is None:
-        extra = set() if positive_label is None else {positive_label}
+        extra: set[Any] = set() if positive_label is None else {positive_label}
         try:
-            labels = sorted(set(y_true) | set(y_pred) | extra)
+            labels = sorted(set[Any](y_true) | set[Any](y_pred) | extra)
         except TypeError as exc:
             raise ValueError(f"labels are not mutually orderable; pass labels= explicitly ({exc})") from exc
     else:

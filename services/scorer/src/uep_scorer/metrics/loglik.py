@@ -97,7 +97,8 @@ class LoglikMultipleChoice:
 
     def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:
         """Score one item's log-likelihoods; see the class docstring for shapes."""
-        choices, gold = reference.get("choices"), reference.get("gold")
+        choices: Any = reference.get("choices")  # JSON from the benchmark: _check validates its shape
+        gold: Any = reference.get("gold")
         try:
             _check([0.0] * len(choices) if isinstance(choices, (list, tuple)) else [], choices, gold)
         except ValueError as exc:
@@ -109,7 +110,7 @@ class LoglikMultipleChoice:
                 raise ValueError("output must be a JSON object with a 'logprobs' list")
             result = loglik_choice(logprobs, choices, gold)
         except (ValueError, TypeError, KeyError) as exc:
-            details = {"extraction": "invalid_logprobs", "error": str(exc)[:500]}
+            details: dict[str, Any] = {"extraction": "invalid_logprobs", "error": str(exc)[:500]}
             return MetricResult(self.name, self.version, None, None, None, details)
         details = {**result, "acc": int(result["acc"]), "acc_norm": int(result["acc_norm"]), "extraction": "ok"}
         return binary_result(self, correct=result["acc"] == 1.0, extracted=str(result["pred"]), details=details)

@@ -76,12 +76,14 @@ _UNSPACED_RANGES = (
 def _char_class(codepoints: list[int]) -> str:
     """A regex character class body for ``codepoints`` (sorted), as ranges."""
     parts: list[str] = []
-    start = prev = None
+    start: int | None = None
+    prev: int | None = None
     for cp in codepoints + [-1]:
         if prev is not None and cp == prev + 1:
             prev = cp
             continue
         if start is not None:
+            assert prev is not None  # set together with start
             parts.append(re.escape(chr(start)) + ("" if prev == start else "-" + re.escape(chr(prev))))
         start = prev = cp
     return "".join(parts)
@@ -144,7 +146,7 @@ def split_sentences(text: str) -> str:
 
 
 @lru_cache(maxsize=32)
-def _scorer(types: tuple[str, ...], use_stemmer: bool):
+def _scorer(types: tuple[str, ...], use_stemmer: bool) -> Any:
     # imported on first use: rouge-score pulls in nltk (~3 s), which every scorer start-up would pay
     from rouge_score import rouge_scorer
 

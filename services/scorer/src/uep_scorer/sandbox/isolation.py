@@ -72,7 +72,7 @@ class SandboxStatus:
 class SandboxBackend:
     """A configured sandbox: its :class:`SandboxStatus` and, for bwrap, its pool of started sandboxes."""
 
-    def __init__(self, status: SandboxStatus, pool: WarmPool | None = None) -> None:
+    def __init__(self, status: SandboxStatus, pool: WarmPool[bwrap.BwrapSandbox] | None = None) -> None:
         self.status, self.pool = status, pool
 
     def run(self, task: CodeTask, limits: SandboxLimits) -> SandboxResult:

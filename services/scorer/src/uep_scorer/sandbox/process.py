@@ -186,7 +186,8 @@ class _Worker:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
         for name in ("request_w", "verdict_r"):
-            fd, _ = getattr(self, name), setattr(self, name, -1)
+            fd = getattr(self, name)
+            setattr(self, name, -1)
             if fd >= 0:
                 with contextlib.suppress(OSError):
                     os.close(fd)
@@ -251,7 +252,8 @@ def _run(source: str, limits: SandboxLimits) -> SandboxResult:
         program = os.path.join(worker.workdir, "candidate.py")
         with open(program, "w", encoding="utf-8") as f:
             f.write(source)
-        request = b"%s%s%d %d %d %d %d %s\n" % (ready, passed, *limits.rlimits(), program.encode())
+        cpu_s, as_b, fsize_b, nofile, nproc = limits.rlimits()
+        request = b"%s%s%d %d %d %d %d %s\n" % (ready, passed, cpu_s, as_b, fsize_b, nofile, nproc, program.encode())
         started = time.monotonic()
         try:
             os.write(worker.request_w, request)  # < 4 KiB: one atomic write into an empty pipe

@@ -29,13 +29,23 @@ into a failure.
 
 import builtins
 import ctypes
+import json  # already loaded inside the sandbox: the prepended codec imports it
 import os
 import resource
 import signal
 import sys
 
+# Not ``typing.TYPE_CHECKING``: importing ``typing`` would cost every sandbox start ~35 ms, so the annotations
+# naming its types are strings that only the type checker reads.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from importlib.machinery import ModuleSpec
+    from types import CodeType, ModuleType
+    from typing import Any, NoReturn
+
 try:
-    from .codec import CodecError, decode, encode, json
+    from .codec import CodecError, decode, encode
 except ImportError:  # inside the sandbox the codec's source is prepended to this one
     pass
 
@@ -99,7 +109,7 @@ class _DiedError(Exception):
     """The candidate process closed its reply pipe (it exited or was killed)."""
 
 
-def _close_fds_except(keep):
+def _close_fds_except(keep: set[int]) -> None:
     for name in os.listdir("/proc/self/fd"):
         fd = int(name)
         if fd not in keep:
@@ -109,8 +119,9 @@ def _close_fds_except(keep):
                 pass
 
 
-def _read_exact(fd, n):
-    chunks, got = [], 0
+def _read_exact(fd: int, n: int) -> bytes:
+    chunks: list[bytes] = []
+    got = 0
     while got < n:
         chunk = os.read(fd, min(n - got, 1 << 20))
         if not chunk:
@@ -120,20 +131,20 @@ def _read_exact(fd, n):
     return b"".join(chunks)
 
 
-def _send(fd, data):
+def _send(fd: int, data: bytes) -> None:
     data = len(data).to_bytes(4, "big") + data
     while data:
         data = data[os.write(fd, data) :]
 
 
-def _recv(fd):
+def _recv(fd: int) -> "Any":
     size = int.from_bytes(_read_exact(fd, 4), "big")
     if size > _MAX_FRAME:
         raise CodecError(f"frame of {size} bytes")
     return decode(_read_exact(fd, size))
 
 
-def _set_limits(cpu_s, as_b, fsize_b, nofile, nproc):
+def _set_limits(cpu_s: int, as_b: int, fsize_b: int, nofile: int, nproc: int) -> None:
     for res, soft, hard in (
         (resource.RLIMIT_CPU, cpu_s, cpu_s + 1),
         (resource.RLIMIT_AS, as_b, as_b),
@@ -148,7 +159,7 @@ def _set_limits(cpu_s, as_b, fsize_b, nofile, nproc):
         resource.setrlimit(res, (soft, hard))
 
 
-def _print_tb():
+def _print_tb() -> None:
     try:
         import traceback  # only on failure: its imports cost a few ms of every start otherwise
 
@@ -158,22 +169,22 @@ def _print_tb():
         pass
 
 
-def _describe(exc):
+def _describe(exc: BaseException) -> tuple[str, str]:
     try:
         return type(exc).__name__, str(exc)[:1000]
     except BaseException:
         return "Exception", "<unprintable exception>"
 
 
-def _patch_shutil(module):
+def _patch_shutil(module: "Any") -> None:
     module.rmtree = module.move = module.chown = None
 
 
-def _patch_subprocess(module):
+def _patch_subprocess(module: "Any") -> None:
     module.Popen = None
 
 
-_PATCHES = {"shutil": _patch_shutil, "subprocess": _patch_subprocess}
+_PATCHES: "dict[str, Callable[[ModuleType], None]]" = {"shutil": _patch_shutil, "subprocess": _patch_subprocess}
 
 
 class _GuardImports:
@@ -181,7 +192,7 @@ class _GuardImports:
     up front would cost every run ~10 ms)."""
 
     @staticmethod
-    def find_spec(name, path=None, target=None):
+    def find_spec(name: str, path: "Any" = None, target: "Any" = None) -> "ModuleSpec | None":
         patch = _PATCHES.get(name)
         if patch is None:
             return None
@@ -190,17 +201,18 @@ class _GuardImports:
         spec = PathFinder.find_spec(name, path, target)
         if spec is None or spec.loader is None:
             return spec
-        exec_module = spec.loader.exec_module
+        loader: Any = spec.loader  # any importlib Loader: its exec_module is wrapped below
+        exec_module = loader.exec_module
 
-        def exec_and_patch(module):
+        def exec_and_patch(module: "ModuleType") -> None:
             exec_module(module)
             patch(module)
 
-        spec.loader.exec_module = exec_and_patch
+        loader.exec_module = exec_and_patch
         return spec
 
 
-def _guard():
+def _guard() -> None:
     import posix
 
     for mod in (os, posix):
@@ -211,10 +223,11 @@ def _guard():
         if name in sys.modules:
             patch(sys.modules[name])
     sys.meta_path.insert(0, _GuardImports)
-    resource.setrlimit = resource.prlimit = None
+    setattr(resource, "setrlimit", None)  # noqa: B010 - mypy rejects assigning None to a function
+    setattr(resource, "prlimit", None)  # noqa: B010
 
 
-def _candidate(call_r, reply_w):
+def _candidate(call_r: int, reply_w: int) -> "NoReturn":
     """C: load the program, then serve calls of the entry point until T closes the call pipe."""
     exit_, write_tb = os._exit, _print_tb
     for sig in range(1, signal.NSIG):
@@ -231,7 +244,7 @@ def _candidate(call_r, reply_w):
     _set_limits(*limits)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     _guard()
-    namespace = {"__name__": "candidate", "__builtins__": builtins}
+    namespace: dict[str, object] = {"__name__": "candidate", "__builtins__": builtins}
     try:
         exec(compile(source, "candidate.py", "exec"), namespace)
     except BaseException as exc:
@@ -245,7 +258,7 @@ def _candidate(call_r, reply_w):
         except BaseException:
             exit_(0)
         try:
-            fn = namespace.get(entry_point)
+            fn: Any = namespace.get(entry_point)
             if fn is None:
                 raise NameError(f"name {entry_point!r} is not defined")
             reply = encode(("r", fn(*args, **kwargs)))
@@ -255,7 +268,7 @@ def _candidate(call_r, reply_w):
         _send(reply_w, reply)
 
 
-def _exception(name, text):
+def _exception(name: object, text: object) -> BaseException:
     cls = getattr(builtins, name, None) if isinstance(name, str) else None
     if isinstance(cls, type) and issubclass(cls, BaseException):
         try:
@@ -268,10 +281,10 @@ def _exception(name, text):
 class _Runner:
     """T's side: the verdict pipe, the call pipes to C and the proxy the test calls."""
 
-    def __init__(self, verdict_fd, call_w, reply_r, child):
+    def __init__(self, verdict_fd: int, call_w: int, reply_r: int, child: int) -> None:
         self.verdict_fd, self.call_w, self.reply_r, self.child = verdict_fd, call_w, reply_r, child
 
-    def fail(self, reason, returncode=1):
+    def fail(self, reason: str, returncode: int = 1) -> "NoReturn":
         try:
             sys.stderr.flush()
         except BaseException:
@@ -279,7 +292,7 @@ class _Runner:
         os.write(self.verdict_fd, b"F %s %d\n" % (reason.encode(), returncode))
         os._exit(1)
 
-    def candidate_gone(self):
+    def candidate_gone(self) -> "NoReturn":
         """C stopped answering: report how it ended (its exit status, or the signal that killed it)."""
         try:
             os.close(self.call_w)
@@ -291,7 +304,7 @@ class _Runner:
             self.fail("cpu_limit" if sig == signal.SIGXCPU else "candidate_killed", -sig)
         self.fail("candidate_exited", os.WEXITSTATUS(status))
 
-    def receive(self):
+    def receive(self) -> "Any":
         try:
             return _recv(self.reply_r)
         except _DiedError:
@@ -299,10 +312,10 @@ class _Runner:
         except (CodecError, OSError):
             self.fail("candidate_protocol_violation")
 
-    def proxy(self, entry_point):
+    def proxy(self, entry_point: str) -> "Callable[..., Any]":
         runner = self
 
-        def candidate(*args, **kwargs):
+        def candidate(*args: object, **kwargs: object) -> "Any":
             try:
                 data = encode(("c", args, kwargs))
             except CodecError as exc:
@@ -322,7 +335,7 @@ class _Runner:
         return candidate
 
 
-def _prompt_code(prompt, entry_point):
+def _prompt_code(prompt: str, entry_point: str) -> "CodeType | None":
     """The prompt compiled on its own (for its imports and helper functions), else the part before the entry
     point's ``def``, else nothing."""
     import re
@@ -340,7 +353,7 @@ def _prompt_code(prompt, entry_point):
     return None
 
 
-def main():
+def main() -> "NoReturn":
     """T's entry point: ``argv[1:3]`` are the request and verdict fds (module docstring for the steps)."""
     request_fd, verdict_fd = int(sys.argv[1]), int(sys.argv[2])
     del sys.argv[1:]
@@ -368,7 +381,7 @@ def main():
     os.close(call_r)
     os.close(reply_w)
 
-    chunks = []
+    chunks: list[bytes] = []
     while True:
         chunk = os.read(request_fd, 1 << 20)
         if not chunk:
@@ -394,7 +407,7 @@ def main():
             runner.fail("candidate_raised")
         runner.fail("candidate_protocol_violation")
     if entry_point:
-        namespace = {"__name__": "test", "__builtins__": builtins}
+        namespace: dict[str, object] = {"__name__": "test", "__builtins__": builtins}
         try:
             code = _prompt_code(request["prompt"], entry_point)
             if code is not None:
