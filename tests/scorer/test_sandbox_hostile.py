@@ -348,7 +348,9 @@ sys.stderr.write(f"wrote fds {hit}\\n")
 """
     result = score(attack)
     assert_not_passed(result)
-    assert "wrote fds [" in result.details["stderr_tail"]
+    # the candidate ran and its bytes went out (fd 2 is its stderr); it may be stopped before its own report line,
+    # since the first stray bytes on its call pipe end the run
+    assert "0" * 64 in result.details["stderr_tail"]
 
 
 @pytest.mark.parametrize(
