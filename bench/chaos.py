@@ -33,10 +33,12 @@ import sys
 import time
 from pathlib import Path
 
+from uep_common.lifecycle import TERMINAL
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "deploy" / "local"))
 
-TERMINAL = ("completed", "failed", "cancelled", "stopped", "budget_exhausted")
+
 STEPS = [(0.04, "inference"), (0.10, "scorer"), (0.16, "scheduler"), (0.0, "broker"), (0.0, "reporter")]
 """(fraction of items stored before the fault, process) in order; 0 = right after the previous fault (while a
 service is down the rest of the pipeline runs ahead, so a later fraction could land after the end)."""

@@ -20,10 +20,9 @@ import pytest
 from sqlalchemy import text
 
 from uep_common.admin import create_api_key, create_tenant
+from uep_common.lifecycle import TERMINAL
 
 from .helpers import all_results, register_model
-
-TERMINAL = ("completed", "failed", "cancelled", "stopped", "budget_exhausted")
 
 
 def wait_terminal(gateway, evaluation_id: str, timeout_s: float = 90) -> dict:

@@ -180,14 +180,3 @@ def raw_records(msg: StreamMessage[Any]) -> list[tuple[bytes, dict[str, bytes]]]
     raw = msg.raw_message
     records = raw if isinstance(raw, tuple | list) else (raw,)
     return [(r.value or b"", dict(r.headers or ())) for r in records]
-
-
-async def decode_or_dead_letter(broker: KafkaBroker, cls: type[Event], msg: StreamMessage[Any], topic: str) -> Event | None:
-    """Decode the single record behind ``msg`` as ``cls``; an undecodable one is dead-lettered (with the
-    reason naming the field) and None is returned, so the handler skips it instead of failing forever."""
-    body = raw_records(msg)[0][0]
-    try:
-        return decode_event(cls, body)
-    except UndecodableEvent as exc:
-        await dead_letter(broker, body, topic, str(exc))
-        return None
