@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 from collections.abc import AsyncIterator, MutableMapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -50,10 +49,6 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         await asyncio.wait_for(app.state.broker.start(), 30)
         app.state.relay = OutboxRelay(app.state.sessionmaker, app.state.broker)
         app.state.relay.start()
-        # Freeze what start-up made: a full collection over the gateway's ~200,000 start-up objects pauses the
-        # event loop ~130 ms (more on a busy machine); frozen, they are never scanned again.
-        gc.collect()
-        gc.freeze()
         try:
             yield
         finally:

@@ -9,6 +9,7 @@ template past its time or memory budget is refused (422 naming ``["body", "file"
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import uuid
@@ -61,9 +62,13 @@ def workers_of(app: FastAPI) -> WorkerPool:
 
 @asynccontextmanager
 async def _workers_lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """Start the upload workers with the app (stop them with it)."""
+    """Start the upload workers with the app (stop them with it), then ``gc.freeze()`` what startup made:
+    a full collection over the gateway's ~200,000 startup objects pauses the event loop ~130 ms (more on a
+    busy machine); frozen, they are never scanned again."""
     pool = workers_of(app)
     await pool.start()
+    gc.collect()
+    gc.freeze()
     try:
         yield
     finally:
