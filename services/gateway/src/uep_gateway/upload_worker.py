@@ -105,9 +105,15 @@ class _Slot:
         i = self.shared[1]
         return PHASES[i] if 0 <= i < len(PHASES) else "idle"
 
-    def kill(self) -> None:
+    def stop_process(self) -> None:
+        """SIGKILL the worker process (a syscall: safe on the event loop)."""
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGKILL)
+
+    def kill(self) -> None:
+        """Stop the process and shut its executor down. The shutdown takes the executor's lock, which its
+        manager thread holds while it tears down a broken pool: call it off the event loop."""
+        self.stop_process()
         self.executor.shutdown(wait=False, cancel_futures=True)
 
 
@@ -187,14 +193,14 @@ class WorkerPool:
     def _replace(self, slot: _Slot) -> None:
         free = self._free
         assert free is not None  # the slot came from it (run, after start())
-        slot.kill()
+        slot.stop_process()  # at once; the executor's shutdown runs in a thread below
         self._slots.discard(slot)
         self.replaced += 1
-        if self._closed:
-            return
-        log.warning("upload worker %s stopped (budget); starting a replacement", slot.pid)
+        if not self._closed:
+            log.warning("upload worker %s stopped (budget); starting a replacement", slot.pid)
 
         async def replace() -> None:
+            await asyncio.to_thread(slot.kill)
             while not self._closed:
                 try:
                     new = await asyncio.to_thread(_Slot, self._ctx, self.memory_bytes)
