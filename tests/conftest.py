@@ -8,6 +8,7 @@ at the end. Unit tests do not request it and run without any server.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -31,6 +32,21 @@ TEST_ENV = {
     # Periodic retention would clean the details of older evaluations of one (benchmark, model) while later
     # tests read them; the retention tests run it through POST /v1/retention/run instead.
     "UEP_RETENTION_ENABLED": "false",
+    # Tests poll and fuzz far faster than people do; tests/identity/test_rate_limits.py checks the limits
+    # with the viewer's read rate, kept low here.
+    "UEP_RATE_LIMITS": json.dumps(
+        {
+            "*.read": "100000/minute",
+            "*.write": "100000/minute",
+            "*.upload": "10000/minute",
+            "*.auth": "10000/minute",
+            "viewer.read": "300/minute",
+            "site.read": "100000/minute",
+            "site.write": "100000/minute",
+        }
+    ),
+    "UEP_TENANT_RATE_LIMITS": json.dumps({"read": "1000000/minute", "write": "1000000/minute", "upload": "100000/minute"}),
+    "UEP_FAILED_AUTH_RATE_LIMIT": "100000/minute",
 }
 
 
@@ -69,11 +85,22 @@ def db(stack):
 
 
 @pytest.fixture(scope="session")
-def gateway(stack):
-    """httpx client on the test gateway."""
+def admin_key(stack) -> str:
+    """The test stack's bootstrap API key: admin of tenant ``default``, marked site admin (it acts across
+    tenants only with ``X-UEP-Site-Admin: true``)."""
+    return stack.admin_credentials()["api_key"]
+
+
+SITE = {"X-UEP-Site-Admin": "true"}
+"""Headers of a site admin's cross-tenant call (with the :func:`gateway` client's key)."""
+
+
+@pytest.fixture(scope="session")
+def gateway(stack, admin_key):
+    """httpx client on the test gateway, authenticated as the admin of tenant ``default``."""
     import httpx
 
-    with httpx.Client(base_url=stack.gateway_url, timeout=30) as client:
+    with httpx.Client(base_url=stack.gateway_url, timeout=30, headers={"Authorization": f"Bearer {admin_key}"}) as client:
         yield client
 
 

@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import shutil
+import secrets
 import signal
 import subprocess
 import sys
@@ -66,6 +67,25 @@ class StackConfig:
     def gateway_url(self) -> str:
         return f"http://127.0.0.1:{self.gateway_port}"
 
+    @property
+    def credentials_path(self) -> Path:
+        """Where ``uep-admin bootstrap`` writes this stack's admin user and API key (JSON, mode 600)."""
+        return self.run_dir / "admin-credentials.json"
+
+    def admin_credentials(self) -> dict[str, str]:
+        """``{"username", "password", "api_key", "tenant"}`` of this stack's site admin (see :attr:`credentials_path`)."""
+        return dict(json.loads(self.credentials_path.read_text()))
+
+    def internal_token(self) -> str:
+        """The shared secret of this stack's internal calls (judge → inference), made once per run directory."""
+        path = self.run_dir / "internal-token"
+        if not path.exists():
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(secrets.token_urlsafe(32))
+        return path.read_text().strip()
+
     def service_env(self, name: str) -> dict[str, str]:
         """Environment of a uep process of this stack."""
         env = dict(os.environ)
@@ -82,6 +102,7 @@ class StackConfig:
                 "UEP_OTEL_EXPORTER": os.environ.get("UEP_OTEL_EXPORTER", "console"),
                 "UEP_OTEL_CONSOLE_PATH": str(self.run_dir / "traces" / f"{name}.jsonl"),
                 "UEP_ARTIFACT_DIR": os.environ.get("UEP_ARTIFACT_DIR", str(self.run_dir / "artifacts")),
+                "UEP_INTERNAL_TOKEN": self.internal_token(),
                 "PYTHONUNBUFFERED": "1",
             }
         )
@@ -265,6 +286,12 @@ def prepare_database_and_topics(cfg: StackConfig) -> None:
         last = [line for line in r.stdout.splitlines() if line.strip()]
         if last:
             print(f"  uep-admin {cmd}: {last[-1]}")
+    r = subprocess.run(
+        [str(BIN / "uep-admin"), "bootstrap", "--credentials", str(cfg.credentials_path)], env=env, capture_output=True, text=True
+    )
+    if r.returncode != 0:
+        raise RuntimeError(f"uep-admin bootstrap failed:\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}")
+    print(f"  {r.stdout.strip()}")
 
 
 def start_triton(cfg: StackConfig) -> None:

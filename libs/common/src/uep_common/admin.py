@@ -7,16 +7,28 @@ Commands::
     uep-admin create-topics    # create every uep topic with UEP_KAFKA_PARTITIONS partitions
     uep-admin seed             # register the default tenant, built-in benchmarks and local models
     uep-admin create-tenant --tenant SLUG [--name NAME]
-    uep-admin create-api-key --tenant SLUG --role admin|builder|viewer [--name LABEL]
+    uep-admin create-api-key --tenant SLUG --role admin|builder|viewer|annotator [--name LABEL]
+                             [--expires-days N] [--site-admin]
                                # prints the key once; only its SHA-256 digest is stored
+    uep-admin revoke-api-key --prefix PREFIX
+    uep-admin create-user --username NAME [--site-admin]   # password from UEP_NEW_PASSWORD or a prompt
+    uep-admin add-member --username NAME --tenant SLUG --role ROLE
+    uep-admin bootstrap --credentials FILE
+                               # local stack: user 'admin' (site admin, admin of 'default') and an admin
+                               # API key, written to FILE (mode 600); kept when FILE still holds valid ones
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import getpass
+import json
 import logging
+import os
+import secrets
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,7 +36,7 @@ from sqlalchemy import select, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
-from uep_common.db.budgets import ApiKey, hash_api_key, new_api_key
+from uep_common.db.identity import ROLES, ApiKey, Membership, User, hash_api_key, new_api_key
 from uep_common.db.models import Tenant
 from uep_common.db.session import make_sync_engine
 from uep_common.settings import CommonSettings
@@ -67,10 +79,21 @@ def migrate(database_url: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point; returns the process exit status."""
     parser = argparse.ArgumentParser(prog="uep-admin", description=__doc__.split("\n")[0])
-    parser.add_argument("command", choices=["create-db", "migrate", "create-topics", "seed", "create-tenant", "create-api-key"])
-    parser.add_argument("--tenant", help="tenant slug (create-tenant, create-api-key)")
-    parser.add_argument("--role", choices=["admin", "builder", "viewer"], help="role of the key (create-api-key)")
+    parser.add_argument(
+        "command",
+        choices=[
+            "create-db", "migrate", "create-topics", "seed", "create-tenant", "create-api-key", "revoke-api-key",
+            "create-user", "add-member", "bootstrap",
+        ],
+    )
+    parser.add_argument("--tenant", help="tenant slug (create-tenant, create-api-key, add-member)")
+    parser.add_argument("--role", choices=list(ROLES), help="role of the key or member")
     parser.add_argument("--name", default="", help="tenant name / key label")
+    parser.add_argument("--username", help="user name (create-user, add-member)")
+    parser.add_argument("--site-admin", action="store_true", help="the user or key may act across tenants")
+    parser.add_argument("--expires-days", type=int, help="the key expires after this many days")
+    parser.add_argument("--prefix", help="the key's visible prefix (revoke-api-key)")
+    parser.add_argument("--credentials", help="file the bootstrap credentials are written to")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = CommonSettings()
@@ -88,6 +111,12 @@ def main(argv: list[str] | None = None) -> int:
         from uep_common.builtin.seed import seed
 
         print(seed(settings))
+    elif args.command in ("revoke-api-key", "create-user", "add-member", "bootstrap"):
+        try:
+            print(_identity_command(settings.database_url, args, parser))
+        except (LookupError, ValueError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     elif args.command in ("create-tenant", "create-api-key"):
         if not args.tenant or (args.command == "create-api-key" and not args.role):
             parser.error(f"{args.command} needs --tenant" + (" and --role" if args.command == "create-api-key" else ""))
@@ -95,7 +124,9 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 create_tenant(settings.database_url, args.tenant, args.name)
                 if args.command == "create-tenant"
-                else create_api_key(settings.database_url, args.tenant, args.role, args.name)
+                else create_api_key(
+                    settings.database_url, args.tenant, args.role, args.name, args.expires_days, args.site_admin
+                )
             )
         except LookupError as exc:
             print(f"error: {exc}", file=sys.stderr)
@@ -116,9 +147,18 @@ def create_tenant(database_url: str, slug: str, name: str = "") -> str:
         engine.dispose()
 
 
-def create_api_key(database_url: str, tenant_slug: str, role: str, name: str = "") -> str:
-    """Create an API key for ``tenant_slug`` with ``role`` (admin, builder, viewer) and return it — the only
-    time it is shown: ``api_keys`` keeps its SHA-256 digest. Raises LookupError for an unknown tenant."""
+def create_api_key(
+    database_url: str,
+    tenant_slug: str,
+    role: str,
+    name: str = "",
+    expires_days: int | None = None,
+    site_admin: bool = False,
+    created_by: str = "uep-admin",
+) -> str:
+    """Create an API key for ``tenant_slug`` with ``role`` (:data:`uep_common.db.identity.ROLES`) and return it —
+    the only time it is shown: ``api_keys`` keeps its SHA-256 digest. ``expires_days``: days until it stops
+    working (None = never). Raises LookupError for an unknown tenant."""
     engine = make_sync_engine(database_url)
     try:
         with Session(engine) as s, s.begin():
@@ -126,8 +166,121 @@ def create_api_key(database_url: str, tenant_slug: str, role: str, name: str = "
             if tenant_id is None:
                 raise LookupError(f"unknown tenant {tenant_slug!r} (uep-admin create-tenant --tenant {tenant_slug})")
             key = new_api_key()
-            s.add(ApiKey(key_hash=hash_api_key(key), key_prefix=key[:12], tenant_id=tenant_id, role=role, name=name))
+            expires = datetime.now(UTC) + timedelta(days=expires_days) if expires_days else None
+            s.add(
+                ApiKey(
+                    key_hash=hash_api_key(key), key_prefix=key[:12], tenant_id=tenant_id, role=role, name=name,
+                    expires_at=expires, site_admin=site_admin, created_by=created_by,
+                )
+            )
         return key
+    finally:
+        engine.dispose()
+
+
+def _new_password() -> str:
+    given = os.environ.get("UEP_NEW_PASSWORD")
+    if given:
+        return given
+    first = getpass.getpass("password: ")
+    if first != getpass.getpass("again: "):
+        raise ValueError("the two passwords differ")
+    return first
+
+
+def _identity_command(database_url: str, args: argparse.Namespace, parser: argparse.ArgumentParser) -> str:
+    """revoke-api-key, create-user, add-member and bootstrap (see the module docstring)."""
+    from uep_common.passwords import hash_password
+
+    need = {"revoke-api-key": ("prefix",), "create-user": ("username",), "add-member": ("username", "tenant", "role"),
+            "bootstrap": ("credentials",)}[args.command]
+    missing = [n for n in need if not getattr(args, n)]
+    if missing:
+        parser.error(f"{args.command} needs " + " and ".join(f"--{n}" for n in missing))
+    if args.command == "bootstrap":
+        return bootstrap(database_url, Path(args.credentials))
+    engine = make_sync_engine(database_url)
+    try:
+        with Session(engine) as s, s.begin():
+            if args.command == "revoke-api-key":
+                key = s.scalar(select(ApiKey).where(ApiKey.key_prefix == args.prefix))
+                if key is None:
+                    raise LookupError(f"no API key with prefix {args.prefix!r}")
+                key.revoked_at = key.revoked_at or datetime.now(UTC)
+                return f"api key {args.prefix}: revoked"
+            user = s.scalar(select(User).where(User.username == args.username))
+            if args.command == "create-user":
+                if user is not None:
+                    raise ValueError(f"user {args.username!r} exists")
+                s.add(User(username=args.username, password_hash=hash_password(_new_password()), site_admin=args.site_admin))
+                return f"user {args.username}: created"
+            if user is None:
+                raise LookupError(f"unknown user {args.username!r}")
+            tenant_id = s.scalar(select(Tenant.id).where(Tenant.slug == args.tenant))
+            if tenant_id is None:
+                raise LookupError(f"unknown tenant {args.tenant!r}")
+            member = s.scalar(select(Membership).where(Membership.user_id == user.id, Membership.tenant_id == tenant_id))
+            if member is None:
+                s.add(Membership(user_id=user.id, tenant_id=tenant_id, role=args.role))
+            else:
+                member.role = args.role
+            return f"user {args.username}: {args.role} of {args.tenant}"
+    finally:
+        engine.dispose()
+
+
+def bootstrap(database_url: str, credentials: Path, tenant_slug: str = "default") -> str:
+    """Make sure the local stack has a way in: user ``admin`` (site admin, admin of ``tenant_slug``) with a
+    random password, and an admin API key of that tenant marked site admin, both written to ``credentials``
+    as JSON ``{"username", "password", "api_key", "tenant"}`` with mode 600. When the file already holds a
+    key that still works and the user exists, nothing changes. Returns a one-line report."""
+    from uep_common.passwords import hash_password, verify_password
+
+    engine = make_sync_engine(database_url)
+    try:
+        with Session(engine) as s, s.begin():
+            tenant_id = s.scalar(select(Tenant.id).where(Tenant.slug == tenant_slug))
+            if tenant_id is None:
+                s.add(Tenant(slug=tenant_slug, name=tenant_slug))
+                s.flush()
+                tenant_id = s.scalar(select(Tenant.id).where(Tenant.slug == tenant_slug))
+            old: dict[str, str] = {}
+            if credentials.exists():
+                try:
+                    old = json.loads(credentials.read_text())
+                except ValueError:
+                    old = {}
+            user = s.scalar(select(User).where(User.username == "admin"))
+            key = s.scalar(select(ApiKey).where(ApiKey.key_hash == hash_api_key(old.get("api_key", ""))))
+            if (
+                user is not None
+                and key is not None
+                and key.revoked_at is None
+                and verify_password(user.password_hash, old.get("password", ""))
+            ):
+                return f"bootstrap: credentials in {credentials} still valid"
+            password = secrets.token_urlsafe(18)
+            if user is None:
+                user = User(username="admin", display_name="Site administrator", site_admin=True)
+                s.add(user)
+            user.password_hash = hash_password(password)
+            user.site_admin = True
+            s.flush()
+            if s.scalar(select(Membership).where(Membership.user_id == user.id, Membership.tenant_id == tenant_id)) is None:
+                s.add(Membership(user_id=user.id, tenant_id=tenant_id, role="admin"))
+            api_key = new_api_key()
+            s.add(
+                ApiKey(
+                    key_hash=hash_api_key(api_key), key_prefix=api_key[:12], tenant_id=tenant_id, role="admin",
+                    name="bootstrap (local stack)", site_admin=True, created_by="uep-admin bootstrap",
+                )
+            )
+        credentials.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(credentials, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump({"username": "admin", "password": password, "api_key": api_key, "tenant": tenant_slug}, f, indent=1)
+        os.chmod(credentials, 0o600)
+        return f"bootstrap: user admin and an admin API key written to {credentials}"
     finally:
         engine.dispose()
 

@@ -40,6 +40,12 @@ class CommonSettings(BaseSettings):
     consumer_group_prefix: str = Field("uep", description="Consumer groups are '<prefix>.<service>'.")
     health_host: str = "127.0.0.1"
     health_port: int = Field(0, ge=0, le=65535, description="Port of /healthz and /readyz; 0 = service default.")
+    internal_token: str = Field(
+        "",
+        description="Shared secret of internal service calls (judge → inference POST /internal/generate), sent as "
+        "'Authorization: Bearer <token>'. Empty: the internal endpoint refuses every call.",
+        repr=False,
+    )
     otel_exporter: Literal["none", "console", "otlp"] = "console"
     otel_console_path: str | None = Field(
         None, description="With the console exporter: append one JSON span per line to this file instead of stdout."

@@ -8,7 +8,8 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import redis.asyncio as aioredis
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
+from fastapi.routing import APIRoute
 from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
@@ -29,7 +30,11 @@ from uep_gateway.api import (
     schedules,
     uploads,
 )
+from uep_gateway.access import authorize, entry, operation_id
+from uep_gateway.audit import AuditMiddleware
+from uep_gateway.auth import AuthCache
 from uep_gateway.body_limit import BodyLimitMiddleware
+from uep_gateway.ratelimit import RateLimiter
 from uep_gateway.settings import GatewaySettings
 
 
@@ -45,6 +50,9 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         app.state.engine = engine
         app.state.sessionmaker = make_sessionmaker(engine)
         app.state.redis = aioredis.from_url(settings.redis_url)
+        app.state.auth_cache = AuthCache(settings.auth_cache_ttl_s)
+        app.state.auth_tasks = set()
+        app.state.rate_limiter = RateLimiter(settings)
         app.state.broker = make_broker(settings, provider)
         await asyncio.wait_for(app.state.broker.start(), 30)
         app.state.relay = OutboxRelay(app.state.sessionmaker, app.state.broker)
@@ -63,6 +71,8 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         version="0.1.0",
         description="Benchmarks, models and evaluations. Errors name the field and the reason.",
         lifespan=lifespan,
+        generate_unique_id_function=operation_id,
+        dependencies=[Depends(authorize)],
     )
 
     def body_limit(scope: MutableMapping[str, Any]) -> int:
@@ -71,6 +81,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         return settings.max_upload_bytes + 65_536 if upload else settings.max_request_bytes
 
     app.add_middleware(BodyLimitMiddleware, limit_for=body_limit)
+    app.add_middleware(AuditMiddleware)
 
     @app.get("/healthz", tags=["health"])
     async def healthz() -> dict[str, Any]:
@@ -110,4 +121,8 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     app.include_router(annotations_api.router)
     app.include_router(reports.router)
     app.include_router(leaderboards.router)
+    for route in app.routes:
+        if isinstance(route, APIRoute):
+            (method,) = route.methods
+            route.uep_access = entry(method, route.path)  # type: ignore[attr-defined]
     return app

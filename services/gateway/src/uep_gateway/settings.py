@@ -51,3 +51,30 @@ class GatewaySettings(CommonSettings):
     )
     max_repeats: int = Field(100, ge=1)
     results_page_max: int = Field(1000, ge=1)
+    # identity (uep_gateway.auth)
+    session_ttl_s: int = Field(8 * 3600, ge=60, description="A login session ends this many seconds after sign-in.")
+    session_idle_s: int = Field(3600, ge=60, description="A login session ends after this many seconds without a request.")
+    session_cookie_secure: bool = Field(True, description="Mark the session cookie Secure (HTTPS only; browsers allow localhost).")
+    auth_cache_ttl_s: float = Field(2.0, ge=0, description="Seconds a credential lookup is cached per gateway process.")
+    login_max_password_chars: int = Field(1024, ge=64, description="Longest password accepted at sign-in.")
+    # rate limits (uep_gateway.ratelimit); strings are parsed by the limits library ("600/minute", "10/second")
+    rate_limits_enabled: bool = True
+    rate_limits: dict[str, str] = Field(
+        default_factory=lambda: {
+            "*.read": "1200/minute",
+            "*.write": "300/minute",
+            "*.upload": "30/minute",
+            "*.auth": "20/minute",
+            "viewer.write": "60/minute",
+            "annotator.write": "600/minute",
+            "site.read": "6000/minute",
+            "site.write": "1200/minute",
+        },
+        description="Per principal: '<role>.<class>' or '*.<class>' -> rate; classes read, write, upload, auth.",
+    )
+    tenant_rate_limits: dict[str, str] = Field(
+        default_factory=lambda: {"read": "6000/minute", "write": "1500/minute", "upload": "60/minute"},
+        description="Per tenant, shared by all its principals: class -> rate.",
+    )
+    failed_auth_rate_limit: str = Field("60/minute", description="Requests with failing credentials per client address.")
+    leaderboards_site_wide: bool = Field(False, description="Boards show every tenant's entries, not only the caller's.")

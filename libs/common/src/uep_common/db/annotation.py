@@ -44,12 +44,15 @@ ANNOTATION_ITEM_STATUSES = ("open", "complete")
 
 
 class Annotator(Base):
-    """A person who annotates. Pre-auth stage: identified by ``name`` (``X-UEP-Annotator`` header or
-    ``annotator`` query parameter); annotators are not yet tied to authenticated principals."""
+    """A person who annotates for one tenant: the annotator of a signed-in user (``user_id``; ``name`` is the
+    username) or, for tasks worked through an API key, a name registered by the tenant's builder or admin."""
 
     __tablename__ = "annotators"
+    __table_args__ = (UniqueConstraint("tenant_id", "name", name="uq_annotators_tenant_name"),)
     id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, default=uuid.uuid4)
-    name: Mapped[str] = mapped_column(String(200), unique=True, nullable=False)
+    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False)
+    user_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    name: Mapped[str] = mapped_column(String(200), nullable=False)
     created_at: Mapped[datetime] = created_column()
 
 
@@ -116,6 +119,9 @@ class AnnotationItem(Base):
     )
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
     task_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("annotation_tasks.id", ondelete="CASCADE"), nullable=False)
+    tenant_id: Mapped[uuid.UUID | None] = mapped_column(
+        UUID(as_uuid=True), nullable=False, doc="Owner tenant; set from the annotation task by a trigger (row-level security)."
+    )
     position: Mapped[int] = mapped_column(Integer, nullable=False, doc="Hand-out order (gold items interleaved).")
     evaluation_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False, doc="The source item's evaluation.")
     sample_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("samples.id"), nullable=False)
@@ -145,6 +151,9 @@ class AnnotationAssignment(Base):
     )
     id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, default=uuid.uuid4)
     task_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("annotation_tasks.id", ondelete="CASCADE"), nullable=False)
+    tenant_id: Mapped[uuid.UUID | None] = mapped_column(
+        UUID(as_uuid=True), nullable=False, doc="Owner tenant; set from the annotation task by a trigger (row-level security)."
+    )
     item_id: Mapped[int] = mapped_column(ForeignKey("annotation_items.id", ondelete="CASCADE"), nullable=False)
     annotator_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("annotators.id"), nullable=False)
     assigned_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
@@ -163,6 +172,9 @@ class Annotation(Base):
     )
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
     task_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("annotation_tasks.id", ondelete="CASCADE"), nullable=False)
+    tenant_id: Mapped[uuid.UUID | None] = mapped_column(
+        UUID(as_uuid=True), nullable=False, doc="Owner tenant; set from the annotation task by a trigger (row-level security)."
+    )
     item_id: Mapped[int] = mapped_column(ForeignKey("annotation_items.id", ondelete="CASCADE"), nullable=False)
     annotator_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("annotators.id"), nullable=False)
     assignment_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("annotation_assignments.id", ondelete="CASCADE"), nullable=False)

@@ -1,5 +1,5 @@
-"""Tables of budgets: benchmark cost profiles, caps, per-evaluation budget accounts, the spend ledger and
-API keys with roles.
+"""Tables of budgets: benchmark cost profiles, caps, per-evaluation budget accounts and the spend ledger
+(API keys and the other identity tables are :mod:`uep_common.db.identity`).
 
 Models here use :class:`uep_common.db.base.Base`; :mod:`uep_common.db.tables` puts them on the one metadata
 Alembic sees. The cost columns of the model registry (``models.cost_unit``,
@@ -11,8 +11,6 @@ Money columns are ``NUMERIC(24, 10)`` in the site currency (:func:`uep_common.co
 
 from __future__ import annotations
 
-import hashlib
-import secrets
 import uuid
 from datetime import date, datetime
 from decimal import Decimal
@@ -42,7 +40,6 @@ from uep_common.db.base import Base, in_list
 from uep_common.db.models import Model
 
 MONEY = Numeric(24, 10)
-ROLES = ("admin", "builder", "viewer")
 CAP_SCOPES = ("site_evaluation", "tenant_day", "benchmark", "evaluation")
 SPEND_ROLES = ("inference", "judge")
 SPEND_KINDS = ("reserve", "settle", "charge")
@@ -180,35 +177,6 @@ class SpendEntry(Base):
     latency_ms: Mapped[float | None] = mapped_column(Float)
     day: Mapped[date] = mapped_column(Date, nullable=False, server_default=text("(now() AT TIME ZONE 'utc')::date"))
     occurred_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
-
-
-class ApiKey(Base):
-    """An API key: only the SHA-256 hex digest of the key is stored, with its tenant and role
-    (``admin``, ``builder``, ``viewer``). ``key_prefix`` (the first 12 characters) identifies it in lists."""
-
-    __tablename__ = "api_keys"
-    __table_args__ = (CheckConstraint(in_list("role", ROLES), name="ck_api_keys_role"),)
-    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, default=uuid.uuid4)
-    key_hash: Mapped[str] = mapped_column(String(64), unique=True, nullable=False)
-    key_prefix: Mapped[str] = mapped_column(String(12), nullable=False)
-    tenant_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False)
-    role: Mapped[str] = mapped_column(String(10), nullable=False)
-    name: Mapped[str] = mapped_column(String(200), nullable=False, default="")
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
-    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-
-
-KEY_PREFIX = "uep_"
-
-
-def hash_api_key(key: str) -> str:
-    """SHA-256 hex digest of an API key (what ``api_keys.key_hash`` stores)."""
-    return hashlib.sha256(key.encode()).hexdigest()
-
-
-def new_api_key() -> str:
-    """A fresh random key: ``uep_`` + 43 URL-safe characters (256 bits from :func:`secrets.token_urlsafe`)."""
-    return KEY_PREFIX + secrets.token_urlsafe(32)
 
 
 def cap_target(

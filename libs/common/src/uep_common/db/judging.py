@@ -59,6 +59,9 @@ class JudgeVerdict(Base):
     )
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
     evaluation_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("evaluations.id", ondelete="CASCADE"), nullable=False)
+    tenant_id: Mapped[uuid.UUID | None] = mapped_column(
+        UUID(as_uuid=True), nullable=False, doc="Owner tenant; set from the evaluation by a trigger (row-level security)."
+    )
     sample_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False)
     repeat: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     arm: Mapped[str] = mapped_column(String(64), nullable=False, default="main")
@@ -98,6 +101,9 @@ class JudgeItem(Base):
     )
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
     evaluation_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("evaluations.id", ondelete="CASCADE"), nullable=False)
+    tenant_id: Mapped[uuid.UUID | None] = mapped_column(
+        UUID(as_uuid=True), nullable=False, doc="Owner tenant; set from the evaluation by a trigger (row-level security)."
+    )
     sample_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False)
     repeat: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     arm: Mapped[str] = mapped_column(String(64), nullable=False, default="main")
@@ -121,6 +127,9 @@ class HybridRoute(Base):
     )
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
     evaluation_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("evaluations.id", ondelete="CASCADE"), nullable=False)
+    tenant_id: Mapped[uuid.UUID | None] = mapped_column(
+        UUID(as_uuid=True), nullable=False, doc="Owner tenant; set from the evaluation by a trigger (row-level security)."
+    )
     sample_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("samples.id"), nullable=False)
     repeat: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     arm: Mapped[str] = mapped_column(String(64), nullable=False, default="main")

@@ -41,6 +41,9 @@ class LeaderboardScore(Base):
         Index("ix_leaderboard_scores_board", "benchmark_slug", "score_type", "model_name", "model_version", "evaluated_at"),
     )
     evaluation_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("evaluations.id", ondelete="CASCADE"), primary_key=True)
+    tenant_id: Mapped[uuid.UUID | None] = mapped_column(
+        UUID(as_uuid=True), nullable=False, doc="Owner tenant; set from the evaluation by a trigger (row-level security)."
+    )
     benchmark_slug: Mapped[str] = mapped_column(String(100), nullable=False)
     benchmark_version: Mapped[str] = mapped_column(String(64), nullable=False)
     score_type: Mapped[str] = mapped_column(String(100), nullable=False)
@@ -70,6 +73,9 @@ class LeaderboardSnapshot(Base):
     benchmark_slug: Mapped[str] = mapped_column(String(100), nullable=False)
     score_type: Mapped[str] = mapped_column(String(100), nullable=False)
     evaluation_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
+    tenant_id: Mapped[uuid.UUID | None] = mapped_column(
+        UUID(as_uuid=True), nullable=True, doc="Owner tenant; set from the evaluation by a trigger (row-level security)."
+    )
     entries: Mapped[list[Any]] = mapped_column(JSONB, nullable=False, default=list)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
 

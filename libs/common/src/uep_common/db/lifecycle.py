@@ -57,6 +57,9 @@ class RetiredResult(Base):
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
     result_id: Mapped[int] = mapped_column(BigInteger, nullable=False)
     evaluation_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False, index=True)
+    tenant_id: Mapped[uuid.UUID | None] = mapped_column(
+        UUID(as_uuid=True), nullable=True, doc="Owner tenant; set from the evaluation by a trigger (row-level security)."
+    )
     sample_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False)
     repeat: Mapped[int] = mapped_column(Integer, nullable=False)
     arm: Mapped[str] = mapped_column(String(64), nullable=False)
@@ -94,6 +97,9 @@ class DeadLetter(Base):
     reason: Mapped[str] = mapped_column(Text, nullable=False)
     event_type: Mapped[str | None] = mapped_column(String(100))
     evaluation_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True), index=True)
+    tenant_id: Mapped[uuid.UUID | None] = mapped_column(
+        UUID(as_uuid=True), nullable=True, doc="Owner tenant; set from the evaluation by a trigger (row-level security)."
+    )
     item_key: Mapped[str | None] = mapped_column(String(200))
     key: Mapped[bytes | None] = mapped_column(LargeBinary)
     body: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)

@@ -38,6 +38,7 @@ from uep_common.events import Backend
 
 BENCHMARK_CATEGORIES = ("nlp", "code", "math", "reasoning", "safety", "custom")
 BENCHMARK_STATUSES = ("active", "deprecated", "draft")
+BENCHMARK_VISIBILITIES = ("private", "shared")
 EVALUATION_TYPES = ("automatic", "llm_judge", "human", "hybrid")
 EVALUATION_STATUSES = ("pending", "running", "completed", "failed", "cancelled", "interrupted", "stopped", "budget_exhausted")
 PRIORITIES = ("urgent", "high", "normal", "low")
@@ -76,6 +77,7 @@ class Benchmark(Base):
         CheckConstraint(in_list("category", BENCHMARK_CATEGORIES), name="ck_benchmarks_category"),
         CheckConstraint(in_list("status", BENCHMARK_STATUSES), name="ck_benchmarks_status"),
         CheckConstraint(in_list("evaluation_type", EVALUATION_TYPES), name="ck_benchmarks_evaluation_type"),
+        CheckConstraint(in_list("visibility", BENCHMARK_VISIBILITIES), name="ck_benchmarks_visibility"),
     )
     id: Mapped[uuid.UUID] = uuid_pk()
     slug: Mapped[str] = mapped_column(String(100), nullable=False)
@@ -94,6 +96,12 @@ class Benchmark(Base):
     source: Mapped[str | None] = mapped_column(Text)
     sample_count: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     created_at: Mapped[datetime] = created_column()
+    owner_tenant_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("tenants.id", ondelete="CASCADE"), doc="The uploading tenant; null for the site catalogue (built-ins)."
+    )
+    visibility: Mapped[str] = mapped_column(
+        String(10), nullable=False, default="private", doc="private (its owner only) or shared (every tenant may read it)."
+    )
 
 
 class Sample(Base):
@@ -231,6 +239,9 @@ class SampleLease(Base):
     )
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
     evaluation_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("evaluations.id", ondelete="CASCADE"), nullable=False)
+    tenant_id: Mapped[uuid.UUID | None] = mapped_column(
+        UUID(as_uuid=True), nullable=False, doc="Owner tenant; set from the evaluation by a trigger (row-level security)."
+    )
     sample_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("samples.id"), nullable=False)
     repeat: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     arm: Mapped[str] = mapped_column(String(64), nullable=False, default="main")
@@ -266,6 +277,9 @@ class SampleResult(Base):
     )
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
     evaluation_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("evaluations.id", ondelete="CASCADE"), nullable=False)
+    tenant_id: Mapped[uuid.UUID | None] = mapped_column(
+        UUID(as_uuid=True), nullable=False, doc="Owner tenant; set from the evaluation by a trigger (row-level security)."
+    )
     sample_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("samples.id"), nullable=False)
     repeat: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     arm: Mapped[str] = mapped_column(String(64), nullable=False, default="main")
@@ -302,6 +316,9 @@ class Rescore(Base):
     __table_args__ = (CheckConstraint(in_list("status", RESCORE_STATUSES), name="ck_rescores_status"),)
     id: Mapped[uuid.UUID] = uuid_pk()
     evaluation_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("evaluations.id", ondelete="CASCADE"), nullable=False, index=True)
+    tenant_id: Mapped[uuid.UUID | None] = mapped_column(
+        UUID(as_uuid=True), nullable=False, doc="Owner tenant; set from the evaluation by a trigger (row-level security)."
+    )
     status: Mapped[str] = mapped_column(String(20), nullable=False, default="pending")
     total_items: Mapped[int] = mapped_column(Integer, nullable=False)
     done_items: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
@@ -324,6 +341,9 @@ class ScoreHistory(Base):
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
     result_id: Mapped[int] = mapped_column(ForeignKey("sample_results.id", ondelete="CASCADE"), nullable=False, index=True)
     evaluation_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False, index=True)
+    tenant_id: Mapped[uuid.UUID | None] = mapped_column(
+        UUID(as_uuid=True), nullable=True, doc="Owner tenant; set from the evaluation by a trigger (row-level security)."
+    )
     replaced_by_rescore_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("rescores.id", ondelete="CASCADE"), nullable=False)
     metric_name: Mapped[str | None] = mapped_column(String(100))
     metric_version: Mapped[str | None] = mapped_column(String(20))

@@ -50,6 +50,9 @@ class ArtifactRef(Base):
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
     artifact_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("artifacts.id", ondelete="CASCADE"), nullable=False)
     evaluation_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("evaluations.id", ondelete="CASCADE"), nullable=False)
+    tenant_id: Mapped[uuid.UUID | None] = mapped_column(
+        UUID(as_uuid=True), nullable=False, doc="Owner tenant; set from the evaluation by a trigger (row-level security)."
+    )
     kind: Mapped[str] = mapped_column(String(32), nullable=False)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
 
@@ -68,6 +71,9 @@ class Report(Base):
     )
     id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, default=uuid.uuid4)
     evaluation_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("evaluations.id", ondelete="CASCADE"), nullable=False)
+    tenant_id: Mapped[uuid.UUID | None] = mapped_column(
+        UUID(as_uuid=True), nullable=False, doc="Owner tenant; set from the evaluation by a trigger (row-level security)."
+    )
     status: Mapped[str] = mapped_column(String(10), nullable=False, default="pending")
     trigger: Mapped[str] = mapped_column(String(20), nullable=False, default="completed", doc="completed | request")
     baseline_evaluation_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))

@@ -125,6 +125,9 @@ class ScheduleRun(Base):
     __table_args__ = (UniqueConstraint("schedule_id", "scheduled_for", name="uq_schedule_runs_due"),)
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
     schedule_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("schedules.id", ondelete="CASCADE"), nullable=False)
+    tenant_id: Mapped[uuid.UUID | None] = mapped_column(
+        UUID(as_uuid=True), nullable=False, doc="Owner tenant; set from the schedule by a trigger (row-level security)."
+    )
     scheduled_for: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
     evaluation_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("evaluations.id", ondelete="SET NULL"))
     error: Mapped[str | None] = mapped_column(Text)

@@ -7,10 +7,10 @@ checks see all tables. A service needs only the table modules it uses: each one 
 
 from __future__ import annotations
 
-from uep_common.db import annotation, budgets, judging, leaderboards, lifecycle, models, reports, scheduling
+from uep_common.db import annotation, budgets, identity, judging, leaderboards, lifecycle, models, reports, scheduling
 from uep_common.db.base import Base
 
-TABLE_MODULES = (models, scheduling, budgets, lifecycle, judging, annotation, reports, leaderboards)
+TABLE_MODULES = (models, identity, scheduling, budgets, lifecycle, judging, annotation, reports, leaderboards)
 """The modules that define tables: the core ones first, then one module per area."""
 
 metadata = Base.metadata

@@ -1,0 +1,108 @@
+"""Rate limits at the gateway, kept in Redis by the ``limits`` library (sliding-window counters).
+
+Each call counts against two windows: its principal's (an API key, or a signed-in user) for the route's
+class — ``read``, ``write``, ``upload`` or ``auth`` (see :mod:`uep_gateway.access`) — at the rate of the
+principal's role, and its tenant's, shared by every principal of the tenant. Requests whose credentials fail
+(401) count against their client address. Past a limit the answer is 429 with ``Retry-After``; every
+answer to a limited route carries the IETF draft headers ``RateLimit-Limit``, ``RateLimit-Remaining``,
+``RateLimit-Reset`` (seconds) and ``RateLimit-Policy`` (``<limit>;w=<window seconds>``) of the principal's
+window.
+
+Library choice: ``limits`` (maintained, the engine of slowapi and Flask-Limiter) gives atomic Redis-backed
+sliding windows; slowapi's decorator model fits poorly with limits chosen per role and route class.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import TYPE_CHECKING
+
+from limits import RateLimitItem, parse
+from limits.aio.storage import RedisStorage
+from limits.aio.strategies import SlidingWindowCounterRateLimiter
+
+from uep_gateway.errors import FieldError
+
+if TYPE_CHECKING:
+    from fastapi import Request
+
+    from uep_gateway.access import Access
+    from uep_gateway.auth import Principal
+    from uep_gateway.settings import GatewaySettings
+
+CLASSES = ("read", "write", "upload", "auth")
+STATE_KEY = "rate_headers"
+
+
+class RateLimiter:
+    """Per-principal and per-tenant limits. ``settings.rate_limits`` maps ``<role>.<class>`` (or
+    ``*.<class>``) to a ``limits`` string such as ``"600/minute"``; ``settings.tenant_rate_limits`` maps a
+    class to the tenant-wide rate; ``settings.failed_auth_rate_limit`` bounds 401s per client address."""
+
+    def __init__(self, settings: GatewaySettings) -> None:
+        self.enabled = settings.rate_limits_enabled
+        self.storage = RedisStorage("async+" + settings.redis_url, implementation="redispy", key_prefix="uep:ratelimit")
+        self.strategy = SlidingWindowCounterRateLimiter(self.storage)
+        self.by_role: dict[str, RateLimitItem] = {k: parse(v) for k, v in settings.rate_limits.items()}
+        self.by_tenant: dict[str, RateLimitItem] = {k: parse(v) for k, v in settings.tenant_rate_limits.items()}
+        self.failed = parse(settings.failed_auth_rate_limit)
+
+    def limit_for(self, role: str, klass: str) -> RateLimitItem | None:
+        """The principal limit of ``role`` for route class ``klass`` (role-specific first, then ``*``)."""
+        return self.by_role.get(f"{role}.{klass}") or self.by_role.get(f"*.{klass}")
+
+    async def _hit(self, item: RateLimitItem, *ids: str) -> None:
+        if not await self.strategy.hit(item, *ids):
+            stats = await self.strategy.get_window_stats(item, *ids)
+            retry = max(1, math.ceil(stats.reset_time - time.time()))
+            raise FieldError(
+                429,
+                ("header", "Authorization"),
+                f"rate limit {item.amount} per {item.get_expiry()} s exceeded ({ids[0]}); retry in {retry} s",
+                "rate_limited",
+                headers={"Retry-After": str(retry), **_headers(item, 0, retry)},
+            )
+
+    async def check(self, request: Request, principal: Principal, access: Access) -> None:
+        """Count the call; raise 429 past a limit. Leaves the principal window's headers on ``request.state``."""
+        if not self.enabled:
+            return
+        klass = access.limit
+        who = f"{principal.kind}:{principal.api_key_id or principal.user_id}"
+        item = self.limit_for("site" if principal.site_act else principal.role, klass)
+        tenant_item = self.by_tenant.get(klass)
+        if tenant_item is not None:
+            await self._hit(tenant_item, f"tenant:{principal.tenant.id}", klass)
+        if item is None:
+            return
+        await self._hit(item, who, klass)
+        stats = await self.strategy.get_window_stats(item, who, klass)
+        setattr(request.state, STATE_KEY, _headers(item, stats.remaining, max(0, math.ceil(stats.reset_time - time.time()))))
+
+    async def client_limit(self, request: Request, klass: str) -> None:
+        """Count a call of a public route of class ``klass`` (sign-in) against its client address."""
+        item = self.limit_for("*", klass)
+        if self.enabled and item is not None:
+            client = request.client.host if request.client else "unknown"
+            await self._hit(item, f"client:{client}", klass)
+
+    async def failed_auth(self, request: Request) -> None:
+        """Count a request whose credentials failed; raise 429 once its client address passes the limit."""
+        if not self.enabled:
+            return
+        client = request.client.host if request.client else "unknown"
+        await self._hit(self.failed, f"failed-auth:{client}")
+
+    async def close(self) -> None:
+        """Nothing to release beyond the storage's own pool (kept for symmetry with the app's lifespan)."""
+
+
+def _headers(item: RateLimitItem, remaining: int, reset_s: int) -> dict[str, str]:
+    window = item.get_expiry()
+    return {
+        "RateLimit-Limit": str(item.amount),
+        "RateLimit-Remaining": str(max(0, remaining)),
+        "RateLimit-Reset": str(reset_s),
+        "RateLimit-Policy": f"{item.amount};w={window}",
+    }
