@@ -22,6 +22,7 @@ from uep_gateway.api import (
     budgets,
     catalog,
     evaluations,
+    identity,
     judges,
     leaderboards,
     lifecycle,
@@ -110,6 +111,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         ok = all(checks.values())
         return JSONResponse({"status": "ready" if ok else "not_ready", "checks": checks}, status_code=200 if ok else 503)
 
+    app.include_router(identity.router)
     app.include_router(evaluations.router)
     app.include_router(rescores.router)
     app.include_router(catalog.router)
