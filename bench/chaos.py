@@ -205,7 +205,7 @@ def main() -> int:
     uep_stack.up(stack)
     engine = make_sync_engine(stack.database_url)
     try:
-        with httpx.Client(base_url=stack.gateway_url, timeout=30) as client:
+        with httpx.Client(base_url=stack.gateway_url, timeout=30, headers=stack.auth_headers()) as client:
             print(f"stack up in {time.monotonic() - t_up:.1f} s", flush=True)
             t = time.monotonic()
             clean = Run(client, engine, args.n, args.in_flight)

@@ -54,11 +54,15 @@ async def direct(grpc_url: str, prompts: list[str], concurrency: int) -> float:
     return elapsed
 
 
+AUTH: dict[str, str] = {}
+"""Authorization header of the bench stack's admin key (set once the stack is up)."""
+
+
 def pipeline(gateway_url: str, n: int, in_flight: int) -> float:
     """Seconds from POST /v1/evaluations to status completed for ``n`` MMLU items on uep-bench-echo."""
     import httpx
 
-    with httpx.Client(base_url=gateway_url, timeout=30) as c:
+    with httpx.Client(base_url=gateway_url, timeout=30, headers=AUTH) as c:
         t0 = time.perf_counter()
         r = c.post(
             "/v1/evaluations",
@@ -123,6 +127,7 @@ def main() -> int:
     cfg = uep_stack.config()
     uep_stack.down(cfg)
     uep_stack.up(cfg)
+    AUTH.update(cfg.auth_headers())
     try:
         _set_capacity(cfg.database_url, args.concurrency)
         grpc_url = f"127.0.0.1:{cfg.triton_grpc}"

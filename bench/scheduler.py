@@ -35,6 +35,10 @@ DB = "uep_bench_sched"
 DB_URL = f"postgresql+psycopg://postgres@127.0.0.1:5432/{DB}"
 
 
+AUTH: dict[str, str] = {}
+"""Authorization header of the bench stack's admin key (set once the stack is up)."""
+
+
 def _pct(xs: list[float], q: float) -> float:
     """Percentile by linear interpolation (numpy's default method)."""
     import numpy as np
@@ -53,7 +57,7 @@ def latency(gateway_url: str, engine, posts: int) -> dict[str, list[float]]:
 
     t_post: dict[str, float] = {}
     t_resp: dict[str, float] = {}
-    with httpx.Client(base_url=gateway_url, timeout=30) as c:
+    with httpx.Client(base_url=gateway_url, timeout=30, headers=AUTH) as c:
         for _ in range(posts):
             t0 = time.time()
             r = c.post("/v1/evaluations", json={"benchmark": "mmlu", "model": "uep-bench-echo", "sample_limit": 1})
@@ -99,7 +103,7 @@ def throughput(gateway_url: str, engine, queued: int, n_evals: int) -> tuple[flo
     per = queued // n_evals
     ids = []
     t0 = time.perf_counter()
-    with httpx.Client(base_url=gateway_url, timeout=30) as c:
+    with httpx.Client(base_url=gateway_url, timeout=30, headers=AUTH) as c:
         for i in range(n_evals):
             r = c.post(
                 "/v1/evaluations",
@@ -211,6 +215,7 @@ def main() -> int:
     admin.dispose()
     redis.Redis.from_url(os.environ["UEP_REDIS_URL"]).flushdb()
     uep_stack.up(cfg)
+    AUTH.update(cfg.auth_headers())
     engine = make_sync_engine(DB_URL)
     try:
         with engine.begin() as c:

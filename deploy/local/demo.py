@@ -118,7 +118,11 @@ def main() -> int:
     else:
         print(f"using the stack already running at {cfg.gateway_url}")
     try:
-        with httpx.Client(base_url=cfg.gateway_url, timeout=30) as client:
+        print(
+            f"signed in as the local stack's admin: user 'admin' and an API key, both in {cfg.credentials_path}\n"
+            '  (curl -H "Authorization: Bearer $(jq -r .api_key < that file)" …; POST /v1/auth/login with the password)'
+        )
+        with httpx.Client(base_url=cfg.gateway_url, timeout=30, headers=cfg.auth_headers()) as client:
             evaluations = {}
             for slug, n in PLAN:
                 r = client.post("/v1/evaluations", json={"benchmark": slug, "model": MODEL, "sample_limit": n})

@@ -24,8 +24,8 @@ import contextlib
 import hashlib
 import json
 import os
-import shutil
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -75,6 +75,10 @@ class StackConfig:
     def admin_credentials(self) -> dict[str, str]:
         """``{"username", "password", "api_key", "tenant"}`` of this stack's site admin (see :attr:`credentials_path`)."""
         return dict(json.loads(self.credentials_path.read_text()))
+
+    def auth_headers(self) -> dict[str, str]:
+        """``Authorization`` header of this stack's bootstrap admin API key (admin of tenant ``default``)."""
+        return {"Authorization": f"Bearer {self.admin_credentials()['api_key']}"}
 
     def internal_token(self) -> str:
         """The shared secret of this stack's internal calls (judge → inference), made once per run directory."""

@@ -9,10 +9,29 @@ from uep_inference.service import ModelLimits
 from uep_inference.settings import InferenceSettings
 from uep_scorer.scoring import hybrid_route_reason
 
+TOKEN = "service-token-for-tests"
+
+
+async def test_generate_endpoint_refuses_callers_without_the_service_credential():
+    app = make_generate_endpoint(Backends(), ModelLimits(), InferenceSettings(internal_token=TOKEN))
+    body = {"target": {"model_id": "x"}, "prompt": "hi"}
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://inference") as client:
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {TOKEN}"}, {"Authorization": TOKEN}):
+            r = await client.post(PATH, json=body, headers=headers)
+            assert r.status_code == 401, headers
+            assert r.json()["detail"][0]["loc"] == ["header", "Authorization"]
+        # the right token gets past the credential check to the body's validation
+        r = await client.post(PATH, json={"prompt": "hi"}, headers={"Authorization": f"Bearer {TOKEN}"})
+        assert r.status_code == 422
+    closed = make_generate_endpoint(Backends(), ModelLimits(), InferenceSettings(internal_token=""))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=closed), base_url="http://inference") as client:
+        assert (await client.post(PATH, json=body, headers={"Authorization": "Bearer "})).status_code == 503
+
 
 async def test_generate_endpoint_refuses_malformed_requests_naming_the_field():
-    app = make_generate_endpoint(Backends(), ModelLimits(), InferenceSettings())
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://inference") as client:
+    app = make_generate_endpoint(Backends(), ModelLimits(), InferenceSettings(internal_token=TOKEN))
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://inference", headers=auth) as client:
         r = await client.post(PATH, json={"prompt": "hi"})
         assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "target"]
         r = await client.post(PATH, json={"target": {"model_id": "x"}, "prompt": ""})

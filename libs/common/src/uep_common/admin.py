@@ -82,8 +82,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "command",
         choices=[
-            "create-db", "migrate", "create-topics", "seed", "create-tenant", "create-api-key", "revoke-api-key",
-            "create-user", "add-member", "bootstrap",
+            "create-db",
+            "migrate",
+            "create-topics",
+            "seed",
+            "create-tenant",
+            "create-api-key",
+            "revoke-api-key",
+            "create-user",
+            "add-member",
+            "bootstrap",
         ],
     )
     parser.add_argument("--tenant", help="tenant slug (create-tenant, create-api-key, add-member)")
@@ -124,9 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 create_tenant(settings.database_url, args.tenant, args.name)
                 if args.command == "create-tenant"
-                else create_api_key(
-                    settings.database_url, args.tenant, args.role, args.name, args.expires_days, args.site_admin
-                )
+                else create_api_key(settings.database_url, args.tenant, args.role, args.name, args.expires_days, args.site_admin)
             )
         except LookupError as exc:
             print(f"error: {exc}", file=sys.stderr)
@@ -169,8 +175,14 @@ def create_api_key(
             expires = datetime.now(UTC) + timedelta(days=expires_days) if expires_days else None
             s.add(
                 ApiKey(
-                    key_hash=hash_api_key(key), key_prefix=key[:12], tenant_id=tenant_id, role=role, name=name,
-                    expires_at=expires, site_admin=site_admin, created_by=created_by,
+                    key_hash=hash_api_key(key),
+                    key_prefix=key[:12],
+                    tenant_id=tenant_id,
+                    role=role,
+                    name=name,
+                    expires_at=expires,
+                    site_admin=site_admin,
+                    created_by=created_by,
                 )
             )
         return key
@@ -192,8 +204,12 @@ def _identity_command(database_url: str, args: argparse.Namespace, parser: argpa
     """revoke-api-key, create-user, add-member and bootstrap (see the module docstring)."""
     from uep_common.passwords import hash_password
 
-    need = {"revoke-api-key": ("prefix",), "create-user": ("username",), "add-member": ("username", "tenant", "role"),
-            "bootstrap": ("credentials",)}[args.command]
+    need = {
+        "revoke-api-key": ("prefix",),
+        "create-user": ("username",),
+        "add-member": ("username", "tenant", "role"),
+        "bootstrap": ("credentials",),
+    }[args.command]
     missing = [n for n in need if not getattr(args, n)]
     if missing:
         parser.error(f"{args.command} needs " + " and ".join(f"--{n}" for n in missing))
@@ -271,8 +287,13 @@ def bootstrap(database_url: str, credentials: Path, tenant_slug: str = "default"
             api_key = new_api_key()
             s.add(
                 ApiKey(
-                    key_hash=hash_api_key(api_key), key_prefix=api_key[:12], tenant_id=tenant_id, role="admin",
-                    name="bootstrap (local stack)", site_admin=True, created_by="uep-admin bootstrap",
+                    key_hash=hash_api_key(api_key),
+                    key_prefix=api_key[:12],
+                    tenant_id=tenant_id,
+                    role="admin",
+                    name="bootstrap (local stack)",
+                    site_admin=True,
+                    created_by="uep-admin bootstrap",
                 )
             )
         credentials.parent.mkdir(parents=True, exist_ok=True)

@@ -13,6 +13,8 @@ What the wrapper does with each Kafka record behind the FastStream message:
   ``uep-dlq-reason``, ``uep-dlq-source-topic``) and skipped, so it cannot fail the subscriber forever
   (``dead_letter_undecodable=False`` skips it without a dead letter: for a second consumer of a topic whose
   first consumer dead-letters it already);
+* drops, to the dead-letter topic with reason ``tenant_mismatch``, an event whose ``tenant_id`` is not its
+  evaluation's owner (:mod:`uep_common.tenant_guard`, in every service with a database);
 * opens the consumer span ``span`` (none when ``span`` is None): for one record, inside the current context,
   which FastStream's telemetry middleware has made the ``<topic> process`` span continuing the producer's
   trace, or, on a broker without that middleware, a child of the producer's ``traceparent`` header; for a
@@ -36,6 +38,7 @@ from typing import Any
 from faststream.kafka import KafkaBroker, KafkaMessage
 from opentelemetry import trace
 
+from uep_common import tenant_guard
 from uep_common.events import Event
 from uep_common.messaging import UndecodableEvent, dead_letter, decode_event, raw_records
 from uep_common.telemetry import context_from_headers
@@ -93,11 +96,17 @@ def consume(
 
         async def decoded(body: bytes) -> Event | None:
             try:
-                return decode_event(cls, body)
+                event = decode_event(cls, body)
             except UndecodableEvent as exc:
                 if dead_letter_undecodable:
                     await dead_letter(broker, body, source, str(exc))
                 return None
+            guard = tenant_guard.installed()
+            if guard is not None and (reason := await guard.mismatch(event)) is not None:
+                if dead_letter_undecodable:
+                    await dead_letter(broker, body, source, reason)
+                return None
+            return event
 
         async def on_message(msg: KafkaMessage) -> None:
             records = raw_records(msg)

@@ -22,6 +22,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from uep_common import tenant_guard
 from uep_common.db.session import make_async_engine, make_sessionmaker
 from uep_common.messaging import make_broker
 from uep_common.offsets import OffsetWatchdog
@@ -65,6 +66,7 @@ class ServiceRuntime:
             self.engine = make_async_engine(self.settings.database_url)
             self.sessionmaker = make_sessionmaker(self.engine)
             self.ready_checks["database"] = self._db_ready
+            tenant_guard.install(tenant_guard.TenantGuard(self.sessionmaker))
         if self.use_redis:
             import redis.asyncio as aioredis
 

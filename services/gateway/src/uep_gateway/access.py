@@ -162,7 +162,7 @@ def entry(method: str, path: str) -> Access:
 
 def operation_id(route: APIRoute) -> str:
     """FastAPI's ``generate_unique_id_function``: the route's ``operationId`` from the matrix."""
-    (method,) = route.methods
+    (method,) = route.methods or {"GET"}
     return entry(method, route.path).op
 
 

@@ -125,6 +125,6 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     app.include_router(leaderboards.router)
     for route in app.routes:
         if isinstance(route, APIRoute):
-            (method,) = route.methods
+            (method,) = route.methods or {"GET"}
             route.uep_access = entry(method, route.path)  # type: ignore[attr-defined]
     return app

@@ -143,7 +143,9 @@ def forget_all(request: Request) -> None:
 
 async def _load_key(request: Request, digest: str) -> _Credential | None:
     async with request.app.state.sessionmaker() as s:
-        row = (await s.execute(select(ApiKey, Tenant).join(Tenant, Tenant.id == ApiKey.tenant_id).where(ApiKey.key_hash == digest))).first()
+        row = (
+            await s.execute(select(ApiKey, Tenant).join(Tenant, Tenant.id == ApiKey.tenant_id).where(ApiKey.key_hash == digest))
+        ).first()
     if row is None:
         return None
     key, tenant = row
@@ -153,7 +155,9 @@ async def _load_key(request: Request, digest: str) -> _Credential | None:
 async def _load_session(request: Request, digest: str) -> _Credential | None:
     async with request.app.state.sessionmaker() as s:
         row = (
-            await s.execute(select(UserSession, User).join(User, User.id == UserSession.user_id).where(UserSession.token_hash == digest))
+            await s.execute(
+                select(UserSession, User).join(User, User.id == UserSession.user_id).where(UserSession.token_hash == digest)
+            )
         ).first()
         if row is None:
             return None
@@ -167,13 +171,19 @@ async def _load_session(request: Request, digest: str) -> _Credential | None:
             )
         ).all()
     return _Credential(
-        "user", f"user:{user.username}", user.site_admin, sess.expires_at, user=user, session=sess, memberships=[tuple(m) for m in members]
+        "user",
+        f"user:{user.username}",
+        user.site_admin,
+        sess.expires_at,
+        user=user,
+        session=sess,
+        memberships=[tuple(m) for m in members],
     )
 
 
 async def _tenant_by_slug(request: Request, slug: str) -> Tenant:
     async with request.app.state.sessionmaker() as s:
-        tenant = await s.scalar(select(Tenant).where(Tenant.slug == slug))
+        tenant: Tenant | None = await s.scalar(select(Tenant).where(Tenant.slug == slug))
     if tenant is None:
         raise FieldError(404, ("header", TENANT_HEADER), f"unknown tenant {slug!r}", "unknown_tenant")
     return tenant
@@ -262,7 +272,10 @@ async def _resolve(request: Request) -> Principal:
         if slug and slug != tenant.slug:
             if not cred.site_admin:
                 raise FieldError(
-                    403, ("header", TENANT_HEADER), f"this key belongs to tenant {tenant.slug!r}; it cannot act for {slug!r}", "forbidden"
+                    403,
+                    ("header", TENANT_HEADER),
+                    f"this key belongs to tenant {tenant.slug!r}; it cannot act for {slug!r}",
+                    "forbidden",
                 )
             tenant, role = await _tenant_by_slug(request, slug), "admin"
         return Principal(tenant=tenant, role=role, api_key_id=cred.key.id, **common)
@@ -271,7 +284,7 @@ async def _resolve(request: Request) -> Principal:
         sent = request.headers.get(CSRF_HEADER, "")
         if not hmac.compare_digest(sent.encode(), cred.session.csrf_token.encode()):
             raise FieldError(403, ("header", CSRF_HEADER), "a signed-in write must echo the session's CSRF token", "csrf")
-    ids = {"user_id": cred.user.id, "session_id": cred.session.id, "csrf_token": cred.session.csrf_token}
+    ids: dict[str, Any] = {"user_id": cred.user.id, "session_id": cred.session.id, "csrf_token": cred.session.csrf_token}
     chosen = next((m for m in cred.memberships if slug is None or m[1].slug == slug), None)
     if chosen is not None:
         return Principal(tenant=chosen[1], role=chosen[0].role, **ids, **common)

@@ -54,7 +54,9 @@ class GatewaySettings(CommonSettings):
     # identity (uep_gateway.auth)
     session_ttl_s: int = Field(8 * 3600, ge=60, description="A login session ends this many seconds after sign-in.")
     session_idle_s: int = Field(3600, ge=60, description="A login session ends after this many seconds without a request.")
-    session_cookie_secure: bool = Field(True, description="Mark the session cookie Secure (HTTPS only; browsers allow localhost).")
+    session_cookie_secure: bool = Field(
+        True, description="Mark the session cookie Secure (HTTPS only; browsers allow localhost)."
+    )
     auth_cache_ttl_s: float = Field(2.0, ge=0, description="Seconds a credential lookup is cached per gateway process.")
     login_max_password_chars: int = Field(1024, ge=64, description="Longest password accepted at sign-in.")
     # rate limits (uep_gateway.ratelimit); strings are parsed by the limits library ("600/minute", "10/second")

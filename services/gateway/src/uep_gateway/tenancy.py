@@ -58,9 +58,8 @@ def tenant_filter(session: AsyncSession, model: Any) -> ColumnElement[bool]:
 async def owned(session: AsyncSession, model: type[M], object_id: Any, loc: tuple[str, ...], what: str = "") -> M:
     """The ``model`` row with primary key ``object_id`` owned by the caller's tenant. Raises 404 naming
     ``loc`` (e.g. ``("path", "evaluation_id")``) when there is none or it is another tenant's."""
-    row = await session.scalar(
-        select(model).where(model.id == object_id, tenant_filter(session, model))  # type: ignore[attr-defined]
-    )
+    table: Any = model
+    row: M | None = await session.scalar(select(table).where(table.id == object_id, tenant_filter(session, table)))
     if row is None:
         label = what or getattr(model, "__tablename__", "object").rstrip("s").replace("_", " ")
         raise FieldError(404, loc, f"{label} {object_id} not found", "not_found")

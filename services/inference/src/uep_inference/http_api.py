@@ -9,14 +9,20 @@ Kafka would need a reply topic, correlation ids and per-replica reply consumers;
 the backpressure (a slow model slows the caller) and the error for free. It is an internal endpoint on
 the service's health port, not routed by the gateway.
 
+Only the platform's own services may call it: a request must carry ``Authorization: Bearer <token>`` with
+the shared secret ``UEP_INTERNAL_TOKEN`` (:class:`uep_common.settings.CommonSettings.internal_token`),
+compared in constant time; anything else is 401 before the body is read. With no token configured every
+call is refused (503), so a deployment that forgot the secret is closed rather than open.
+
 Request (JSON): ``{"target": ModelTarget, "prompt": str, "max_tokens": int?, "stop": [str]?, "chat": bool?}``.
-Responses (JSON): 200 ``{"text", "prompt_tokens", "completion_tokens", "latency_ms", "attempts"}``;
+Responses (JSON): 401 for a missing or wrong service credential, 503 when none is configured; 200 ``{"text", "prompt_tokens", "completion_tokens", "latency_ms", "attempts"}``;
 422 ``{"detail": [{"loc", "msg", "type"}]}`` for a malformed request; 502 ``{"error": {"type", "message"},
 "latency_ms", "attempts"}`` when the model call failed (after the retries of transient failures).
 """
 
 from __future__ import annotations
 
+import hmac
 import json
 from typing import Any
 
@@ -72,10 +78,29 @@ async def _send_json(send: Send, status: int, body: dict[str, Any]) -> None:
     await send({"type": "http.response.body", "body": data})
 
 
+def service_credential_problem(scope: Scope, token: str) -> tuple[int, str] | None:
+    """``(status, reason)`` when the request's ``Authorization`` is not ``Bearer <token>`` (401), or when no
+    token is configured (503); None when the caller is one of the platform's services."""
+    if not token:
+        return 503, "no service credential is configured (UEP_INTERNAL_TOKEN); internal calls are refused"
+    sent = dict(scope.get("headers") or []).get(b"authorization", b"")
+    scheme, _, value = sent.partition(b" ")
+    if scheme.lower() != b"bearer" or not hmac.compare_digest(value.strip(), token.encode()):
+        return 401, "internal endpoint: expected 'Authorization: Bearer <service token>'"
+    return None
+
+
 def make_generate_endpoint(backends: Backends, limits: ModelLimits, settings: InferenceSettings) -> ASGIApp:
     """The raw ASGI app of ``POST /internal/generate`` (mounted on the service's FastStream ASGI app)."""
 
     async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
+        problem = service_credential_problem(scope, settings.internal_token)
+        if problem is not None:
+            status, reason = problem
+            await _send_json(
+                send, status, {"detail": [{"loc": ["header", "Authorization"], "msg": reason, "type": "bad_credentials"}]}
+            )
+            return
         if scope.get("method") != "POST":
             await _send_json(send, 405, {"detail": [{"loc": ["method"], "msg": "use POST", "type": "method_not_allowed"}]})
             return

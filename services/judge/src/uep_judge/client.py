@@ -43,13 +43,17 @@ class InferenceClient:
     Args:
         base_url: e.g. ``http://127.0.0.1:8092`` (``UEP_INFERENCE_URL``).
         timeout_s: per-request timeout (the inference service has its own per-call timeout and retries).
+        token: the service credential (``UEP_INTERNAL_TOKEN``) sent as ``Authorization: Bearer``.
         attempts: tries when the inference service itself cannot be reached (connection refused, timeout),
             with exponential backoff and full jitter; a model error reported by the service is not retried
             here (the service already retried what was transient).
     """
 
-    def __init__(self, base_url: str, timeout_s: float = 180.0, attempts: int = 3, backoff_s: float = 0.5) -> None:
-        self._http = httpx.AsyncClient(base_url=base_url.rstrip("/"), timeout=timeout_s)
+    def __init__(
+        self, base_url: str, timeout_s: float = 180.0, attempts: int = 3, backoff_s: float = 0.5, token: str = ""
+    ) -> None:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._http = httpx.AsyncClient(base_url=base_url.rstrip("/"), timeout=timeout_s, headers=headers)
         self._attempts, self._backoff = attempts, backoff_s
 
     async def __call__(self, target: ModelTarget, prompt: str, max_tokens: int) -> JudgeGeneration:

@@ -17,7 +17,7 @@ def create_app() -> tuple[AsgiFastStream, JudgeSettings]:
     runtime = ServiceRuntime(settings, use_db=True)
     assert runtime.sessionmaker is not None  # use_db=True
     relay = OutboxRelay(runtime.sessionmaker, runtime.broker)
-    client = InferenceClient(settings.inference_url, settings.judge_timeout_s)
+    client = InferenceClient(settings.inference_url, settings.judge_timeout_s, token=settings.internal_token)
     register(runtime.broker, settings, runtime.sessionmaker, relay, client)
 
     async def start_relay() -> None:

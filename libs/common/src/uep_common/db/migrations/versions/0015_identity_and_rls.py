@@ -28,8 +28,19 @@ depends_on = None
 
 ROLES_CHECK = "role IN ('admin', 'builder', 'viewer', 'annotator')"
 NOT_NULL_CHILDREN = {
-    "sample_leases", "sample_results", "rescores", "artifact_refs", "reports", "judge_verdicts", "judge_items",
-    "hybrid_routes", "leaderboard_scores", "annotation_items", "annotation_assignments", "annotations", "schedule_runs",
+    "sample_leases",
+    "sample_results",
+    "rescores",
+    "artifact_refs",
+    "reports",
+    "judge_verdicts",
+    "judge_items",
+    "hybrid_routes",
+    "leaderboard_scores",
+    "annotation_items",
+    "annotation_assignments",
+    "annotations",
+    "schedule_runs",
 }
 PARENTS = {"evaluation_id": "evaluations", "task_id": "annotation_tasks", "schedule_id": "schedules"}
 
@@ -138,8 +149,7 @@ def _ownership_columns() -> None:
                 op.execute(f"DELETE FROM {table} WHERE tenant_id IS NULL")
                 op.alter_column(table, "tenant_id", nullable=False)
             op.execute(
-                f"CREATE TRIGGER {table}_tenant BEFORE INSERT OR UPDATE OF {key} ON {table} "
-                f"FOR EACH ROW EXECUTE FUNCTION {fn}()"
+                f"CREATE TRIGGER {table}_tenant BEFORE INSERT OR UPDATE OF {key} ON {table} FOR EACH ROW EXECUTE FUNCTION {fn}()"
             )
     # Evaluation caps carried only their evaluation id: give them its tenant, and keep doing so.
     op.execute(
