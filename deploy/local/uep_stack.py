@@ -463,6 +463,7 @@ def up(cfg: StackConfig, with_triton: bool = True) -> None:
         )
     )
     print(f"stack ready in {time.monotonic() - t0:.1f} s — gateway {cfg.gateway_url}, logs in {cfg.run_dir / 'logs'}")
+    print(f"  sign in as 'admin' (site admin): password and an admin API key in {cfg.credentials_path}")
 
 
 def down(cfg: StackConfig) -> None:
