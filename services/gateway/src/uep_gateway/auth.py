@@ -220,18 +220,23 @@ async def _credential(request: Request) -> tuple[_Credential, tuple[str, str]]:
         if scheme.lower() != "bearer" or not token or len(token) > 200 or " " in token:
             raise unauthorized(loc, "expected 'Authorization: Bearer <api key>'")
         digest = hash_token(token)
-        cred = cache.get(digest) or await _load_key(request, digest)
+        cred = cache.get(digest)
         if cred is None:
-            raise unauthorized(loc, "unknown API key")
+            cred = await _load_key(request, digest)
+            if cred is None:
+                raise unauthorized(loc, "unknown API key")
+            cache.put(digest, cred)
     elif cookie:
         loc = ("cookie", SESSION_COOKIE)
         digest = hash_token(cookie[:200])
-        cred = cache.get(digest) or await _load_session(request, digest)
+        cred = cache.get(digest)
         if cred is None:
-            raise unauthorized(loc, "unknown or ended session: sign in again")
+            cred = await _load_session(request, digest)
+            if cred is None:
+                raise unauthorized(loc, "unknown or ended session: sign in again")
+            cache.put(digest, cred)
     else:
         raise unauthorized(("header", "Authorization"), "no credentials: send 'Authorization: Bearer <api key>' or sign in")
-    cache.put(digest, cred)
     now = datetime.now(UTC)
     if cred.key is not None:
         if cred.key.revoked_at is not None:
