@@ -92,13 +92,19 @@ def _run_job(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[str, Any]:
         set_phase("idle")
 
 
+STARTUP_TIMEOUT_S = 300.0
+"""Longest wait for a new worker process to report ready."""
+
+
 class _Slot:
     """One worker: a one-process executor, and its shared ``[pid, phase]``."""
 
     def __init__(self, ctx: multiprocessing.context.BaseContext, memory_bytes: int) -> None:
         self.shared = ctx.RawArray("i", 2)
         self.executor = ProcessPoolExecutor(1, mp_context=ctx, initializer=_init_worker, initargs=(self.shared, memory_bytes))
-        self.pid = self.executor.submit(_ready).result(timeout=60)
+        # A fresh worker imports pyarrow and the template sandbox: seconds when idle, a minute or more on a
+        # saturated 2-core machine.
+        self.pid = self.executor.submit(_ready).result(timeout=STARTUP_TIMEOUT_S)
 
     @property
     def phase(self) -> str:
