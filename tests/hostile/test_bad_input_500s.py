@@ -135,13 +135,13 @@ def test_arm_template_that_does_not_compile_is_a_422_naming_the_arm(gateway, db,
     assert _counts(db) == before
 
 
-def test_concurrent_creates_with_one_idempotency_key_return_the_first(stack, db):
+def test_concurrent_creates_with_one_idempotency_key_return_the_first(stack, db, admin_key):
     key = f"race-{uuid.uuid4()}"
     with db.connect() as c:
         events_before = c.execute(text("SELECT count(*) FROM outbox WHERE event_type = 'EvaluationRequested'")).scalar()
 
     def post(_i: int) -> httpx.Response:
-        with httpx.Client(base_url=stack.gateway_url, timeout=60) as client:
+        with httpx.Client(base_url=stack.gateway_url, timeout=60, headers={"Authorization": f"Bearer {admin_key}"}) as client:
             return client.post("/v1/evaluations", json=CREATE, headers={"Idempotency-Key": key})
 
     with ThreadPoolExecutor(10) as pool:

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import text
 
-from integration.helpers import wait_done
+from integration.helpers import tenant_headers, wait_done
 
 TABLES = ("evaluations", "schedules", "budget_accounts")
 
@@ -50,9 +50,9 @@ def test_repeats_past_the_items_per_evaluation_limit_is_a_422_naming_repeats(gat
     assert _counts(db) == before
 
 
-def test_tenant_items_per_evaluation_override(gateway, db):
+def test_tenant_items_per_evaluation_override(gateway, db, stack):
     tenant = _tenant(db, max_items_per_evaluation=50)
-    h = {"X-UEP-Tenant": tenant}
+    h = tenant_headers(stack, tenant, "builder")
     before = _counts(db)
     d = _detail(
         gateway.post("/v1/evaluations", headers=h, json={"benchmark": "gsm8k", "model": "uep-oracle", "sample_limit": 60}), 422
@@ -70,12 +70,12 @@ def test_tenant_items_per_evaluation_override(gateway, db):
         "/v1/evaluations", headers=h, json={"benchmark": "gsm8k", "model": "uep-oracle", "sample_limit": 10, "repeats": 5}
     )
     assert r.status_code == 202 and r.json()["total_items"] == 50, r.text
-    wait_done(gateway, r.json()["id"])
+    wait_done(gateway, r.json()["id"], headers=h)
 
 
-def test_items_queued_across_the_tenants_evaluations(gateway, db):
+def test_items_queued_across_the_tenants_evaluations(gateway, db, stack):
     tenant = _tenant(db, max_queued_items=10)
-    h = {"X-UEP-Tenant": tenant}
+    h = tenant_headers(stack, tenant, "builder")
     # 8 items queued: an interrupted evaluation (unfinished; nothing dispatches it until a retry)
     with db.begin() as c:
         c.execute(
@@ -106,12 +106,12 @@ def test_items_queued_across_the_tenants_evaluations(gateway, db):
     assert _counts(db) == before
     r = gateway.post("/v1/evaluations", headers=h, json={"benchmark": "gsm8k", "model": "uep-oracle", "sample_limit": 2})
     assert r.status_code == 202, r.text
-    wait_done(gateway, r.json()["id"])
+    wait_done(gateway, r.json()["id"], headers=h)
 
 
-def test_evaluations_per_minute_is_a_429_with_retry_after(gateway, db):
+def test_evaluations_per_minute_is_a_429_with_retry_after(gateway, db, stack):
     tenant = _tenant(db, max_evaluations_per_minute=3)
-    h = {"X-UEP-Tenant": tenant}
+    h = tenant_headers(stack, tenant, "builder")
     body = {"benchmark": "gsm8k", "model": "uep-oracle", "sample_limit": 1}
     ids = []
     for _ in range(3):
@@ -130,7 +130,7 @@ def test_evaluations_per_minute_is_a_429_with_retry_after(gateway, db):
     # another tenant is not limited by this one's rate
     assert gateway.post("/v1/evaluations", json=body).status_code == 202
     for ev in ids:
-        wait_done(gateway, ev)
+        wait_done(gateway, ev, headers=h)
 
 
 @pytest.mark.parametrize("cron", ["* * * * * *", "* * * * *", "*/4 * * * *", "0,1 * * * *", "0 2 * * * */30"])
@@ -199,7 +199,7 @@ def _stop_schedule(gateway, db, sid) -> None:
         c.execute(text("UPDATE schedules SET active = false, deleted_at = now() WHERE id = :s"), {"s": sid})
     for _at, ev, _err in _runs(db, sid):
         if ev:
-            gateway.post(f"/v1/evaluations/{ev}/cancel")
+            gateway.post(f"/v1/evaluations/{ev}/cancel", headers={"X-UEP-Site-Admin": "true"})  # another tenant's
 
 
 def test_scheduler_never_creates_runs_closer_than_the_interval(gateway, db):

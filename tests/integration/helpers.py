@@ -41,6 +41,26 @@ def fresh_database(stack, name: str) -> str:
     return url
 
 
+def tenant_headers(stack, slug: str, role: str = "admin", **limits) -> dict[str, str]:
+    """``Authorization`` header of a fresh ``role`` API key of tenant ``slug`` (created if missing; ``limits``
+    set its own work-limit columns, e.g. ``max_queued_items=10``)."""
+    from sqlalchemy import text
+
+    from uep_common.admin import create_api_key, create_tenant
+    from uep_common.db.session import make_sync_engine
+
+    create_tenant(stack.database_url, slug)
+    if limits:
+        engine = make_sync_engine(stack.database_url)
+        try:
+            with engine.begin() as c:
+                sets = ", ".join(f"{k} = :{k}" for k in limits)
+                c.execute(text(f"UPDATE tenants SET {sets} WHERE slug = :slug"), {"slug": slug, **limits})
+        finally:
+            engine.dispose()
+    return {"Authorization": f"Bearer {create_api_key(stack.database_url, slug, role, f'test {role}')}"}
+
+
 def submit(gateway: httpx.Client, **body) -> str:
     """POST /v1/evaluations; asserts 202 and returns the evaluation id."""
     r = gateway.post("/v1/evaluations", json=body)
@@ -48,24 +68,27 @@ def submit(gateway: httpx.Client, **body) -> str:
     return r.json()["id"]
 
 
-def wait_done(gateway: httpx.Client, evaluation_id: str, timeout_s: float = 120) -> dict:
-    """Poll GET /v1/evaluations/{id} until a terminal status; returns the final body."""
+def wait_done(gateway: httpx.Client, evaluation_id: str, timeout_s: float = 120, headers: dict | None = None) -> dict:
+    """Poll GET /v1/evaluations/{id} (with ``headers``, e.g. another tenant's key) until a terminal status;
+    returns the final body."""
     deadline = time.monotonic() + timeout_s
     body: dict = {}
     while time.monotonic() < deadline:
-        body = gateway.get(f"/v1/evaluations/{evaluation_id}").json()
+        r = gateway.get(f"/v1/evaluations/{evaluation_id}", headers=headers)
+        assert r.status_code == 200, r.text
+        body = r.json()
         if body["status"] in ("completed", "failed", "cancelled"):
             return body
         time.sleep(0.2)
     raise AssertionError(f"evaluation {evaluation_id} not finished after {timeout_s} s: {body}")
 
 
-def all_results(gateway: httpx.Client, evaluation_id: str, page: int = 100) -> list[dict]:
-    """Every result of an evaluation, following next_cursor."""
+def all_results(gateway: httpx.Client, evaluation_id: str, page: int = 100, headers: dict | None = None) -> list[dict]:
+    """Every result of an evaluation, following next_cursor (with ``headers``, e.g. another tenant's key)."""
     items, cursor = [], None
     while True:
         params = {"limit": page} | ({"cursor": cursor} if cursor else {})
-        r = gateway.get(f"/v1/evaluations/{evaluation_id}/results", params=params)
+        r = gateway.get(f"/v1/evaluations/{evaluation_id}/results", params=params, headers=headers)
         assert r.status_code == 200, r.text
         items += r.json()["items"]
         cursor = r.json()["next_cursor"]

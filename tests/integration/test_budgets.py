@@ -25,11 +25,11 @@ from uep_common.lifecycle import TERMINAL
 from .helpers import all_results, register_model
 
 
-def wait_terminal(gateway, evaluation_id: str, timeout_s: float = 90) -> dict:
+def wait_terminal(gateway, evaluation_id: str, headers: dict, timeout_s: float = 90) -> dict:
     deadline = time.monotonic() + timeout_s
     body: dict = {}
     while time.monotonic() < deadline:
-        body = gateway.get(f"/v1/evaluations/{evaluation_id}").json()
+        body = gateway.get(f"/v1/evaluations/{evaluation_id}", headers=headers).json()
         if body["status"] in TERMINAL:
             return body
         time.sleep(0.2)
@@ -50,17 +50,22 @@ def keys(stack):
     return out
 
 
+SITE = {"X-UEP-Site-Admin": "true"}
+
+
 @pytest.fixture(scope="module")
 def priced_model(gateway, db, stack, keys):
-    """A model row on the oracle Triton model at 1.00 USD per call (set through the API by an admin)."""
+    """A model row on the oracle Triton model at 1.00 USD per call (set through the API by the site admin:
+    prices are site administration, refused to a tenant's builder and admin alike)."""
     name = register_model(db, f"grpc://127.0.0.1:{stack.triton_grpc}", "uep_oracle", "budget-oracle", max_in_flight=4)
-    r = gateway.put(
-        f"/v1/costs/models/{name}", json={"cost_unit": "call", "price_per_call": 1.0}, headers=bearer(keys["budget-a"]["builder"])
-    )
-    assert r.status_code == 403 and r.json()["detail"][0]["loc"] == ["header", "Authorization"]
-    r = gateway.put(
-        f"/v1/costs/models/{name}", json={"cost_unit": "call", "price_per_call": 1.0}, headers=bearer(keys["budget-a"]["admin"])
-    )
+    price = {"cost_unit": "call", "price_per_call": 1.0}
+    for role in ("builder", "admin"):
+        r = gateway.put(f"/v1/costs/models/{name}", json=price, headers=bearer(keys["budget-a"][role]))
+        assert r.status_code == 403 and r.json()["detail"][0]["loc"] == ["header", "X-UEP-Site-Admin"], r.text
+    assert gateway.put(f"/v1/costs/models/{name}", json=price).status_code == 403  # the site admin, not acting as one
+    with db.connect() as c:
+        assert c.execute(text("SELECT cost_unit FROM models WHERE name = :n"), {"n": name}).scalar() != "call"
+    r = gateway.put(f"/v1/costs/models/{name}", json=price, headers=SITE)
     assert r.status_code == 200, r.text
     assert r.json()["models"][0]["cost_unit"] == "call" and r.json()["models"][0]["price_per_call"] == 1.0
     return name
@@ -87,7 +92,7 @@ def test_api_key_cli_prints_the_key_once_and_stores_its_hash(stack, db):
 def test_cap_between_two_items_stops_at_the_right_item(gateway, db, priced_model, keys):
     """5 items at 1.00 each with a 2.50 cap: after 2 items 2.00 is spent, a 3rd would make 3.00 > 2.50, so
     exactly items 0 and 1 run; the evaluation ends budget_exhausted with both results and reserved = settled."""
-    hdr = {"X-UEP-Tenant": "budget-a"}
+    hdr = bearer(keys["budget-a"]["builder"])
     r = gateway.post(
         "/v1/evaluations", headers=hdr, json={"benchmark": "mmlu", "model": priced_model, "sample_limit": 5, "max_cost": 2.5}
     )
@@ -95,13 +100,13 @@ def test_cap_between_two_items_stops_at_the_right_item(gateway, db, priced_model
     est = r.json()["estimated_cost"]
     assert est["estimate"] == 5.0 and est["items"] == 5 and est["per_item"] == 1.0 and est["cost_unit"] == "call"
     evaluation_id = r.json()["id"]
-    final = wait_terminal(gateway, evaluation_id)
+    final = wait_terminal(gateway, evaluation_id, hdr)
     assert final["status"] == "budget_exhausted", final
     assert final["error"].startswith("budget exhausted: this evaluation's cap of 2.5 USD is reached")
     assert "2 of 5 planned items were dispatched" in final["error"]
     assert final["progress"]["completed"] == 2 and final["progress"]["total"] == 2
     assert final["summary"]["n"] == 2  # the partial summary is reported
-    results = all_results(gateway, evaluation_id)
+    results = all_results(gateway, evaluation_id, headers=hdr)
     assert [x["sample_ordinal"] for x in results] == [0, 1]
     time.sleep(1.0)  # a reconcile tick: still nothing more is dispatched
     with db.connect() as c:
@@ -113,7 +118,7 @@ def test_cap_between_two_items_stops_at_the_right_item(gateway, db, priced_model
             {"e": evaluation_id},
         ).one()
     assert leases == 2 and settles == 2
-    b = gateway.get(f"/v1/evaluations/{evaluation_id}/budget").json()
+    b = gateway.get(f"/v1/evaluations/{evaluation_id}/budget", headers=hdr).json()
     acct = b["account"]
     assert b["cap"] == 2.5 and b["cap_source"] == "evaluation"
     assert acct["reserved_total"] == acct["settled_total"] == 2.0 and acct["reserved_open"] == 0.0
@@ -138,14 +143,14 @@ def test_daily_cap_stops_a_running_evaluation(gateway, priced_model, keys):
     """Tenant budget-d's daily cap 4.00: a first evaluation of 3 items (3.00) completes; a second of 1 item
     fits (3.00 + 1.00 = 4.00) at creation; then a third (1 item) is refused 402 — and a fourth created with
     its own cap 0 ends budget_exhausted with nothing dispatched (summary n = 0)."""
-    hdr = {"X-UEP-Tenant": "budget-d"}
-    assert gateway.put("/v1/caps/tenant/day", json={"amount": 4}, headers=bearer(keys["budget-d"]["builder"])).status_code == 200
+    hdr = bearer(keys["budget-d"]["builder"])
+    assert gateway.put("/v1/caps/tenant/day", json={"amount": 4}, headers=hdr).status_code == 200
     first = gateway.post("/v1/evaluations", headers=hdr, json={"benchmark": "mmlu", "model": priced_model, "sample_limit": 3})
     assert first.status_code == 202, first.text
-    assert wait_terminal(gateway, first.json()["id"])["status"] == "completed"
+    assert wait_terminal(gateway, first.json()["id"], hdr)["status"] == "completed"
     second = gateway.post("/v1/evaluations", headers=hdr, json={"benchmark": "mmlu", "model": priced_model, "sample_limit": 1})
     assert second.status_code == 202, second.text
-    assert wait_terminal(gateway, second.json()["id"])["status"] == "completed"
+    assert wait_terminal(gateway, second.json()["id"], hdr)["status"] == "completed"
     third = gateway.post("/v1/evaluations", headers=hdr, json={"benchmark": "mmlu", "model": priced_model, "sample_limit": 1})
     assert third.status_code == 402 and third.json()["detail"][0]["type"] == "over_daily_cap"
     assert "0 USD left, 4 USD spent or reserved" in third.json()["detail"][0]["msg"]
@@ -153,7 +158,7 @@ def test_daily_cap_stops_a_running_evaluation(gateway, priced_model, keys):
         "/v1/evaluations", headers=hdr, json={"benchmark": "mmlu", "model": priced_model, "sample_limit": 2, "max_cost": 0}
     )
     assert fourth.status_code == 202, fourth.text
-    final = wait_terminal(gateway, fourth.json()["id"])
+    final = wait_terminal(gateway, fourth.json()["id"], hdr)
     assert final["status"] == "budget_exhausted" and final["summary"]["n"] == 0 and final["progress"]["total"] == 0
     assert "0 of 2 planned items" in final["error"]
     caps = gateway.get("/v1/caps", headers=hdr).json()
@@ -177,12 +182,13 @@ def test_builder_cannot_raise_a_cap_admin_can(gateway, keys):
     assert r.status_code == 403 and r.json()["detail"][0]["loc"] == ["header", "Authorization"]
     r = put("/v1/caps/tenant/day", json={"amount": 20}, headers=bearer(k["admin"]))
     assert r.status_code == 200 and r.json()["effective"] == 20.0 and r.json()["updated_by"].startswith("key:uep_")
-    # pre-auth mode: no key, the X-UEP-Tenant header's builder
-    pre = {"X-UEP-Tenant": "budget-b"}
-    assert put("/v1/caps/tenant/day", json={"amount": 15}, headers=pre).status_code == 200
-    assert put("/v1/caps/tenant/day", json={"amount": 16}, headers=pre).status_code == 403
-    # benchmark caps fall back on the site default (set by the admin only)
-    assert put("/v1/caps/site/evaluation", json={"amount": 1000}, headers=bearer(k["builder"])).status_code == 403
+    assert put("/v1/caps/tenant/day", json={"amount": 15}, headers=bearer(k["builder"])).status_code == 200
+    assert put("/v1/caps/tenant/day", json={"amount": 16}, headers=bearer(k["builder"])).status_code == 403
+    # benchmark caps fall back on the site default: site administration, not a tenant admin's
+    for who in (bearer(k["builder"]), bearer(k["admin"]), {}):
+        r = put("/v1/caps/site/evaluation", json={"amount": 1000}, headers=who)
+        assert r.status_code == 403 and r.json()["detail"][0]["loc"] == ["header", "X-UEP-Site-Admin"], r.text
+    assert gateway.get("/v1/caps", headers=bearer(k["viewer"])).json()["site"]["evaluation"] is None
     assert put("/v1/caps/benchmarks/gsm8k", json={"amount": 50}, headers=bearer(k["builder"])).status_code == 200
     assert put("/v1/caps/benchmarks/gsm8k", json={"amount": 60}, headers=bearer(k["builder"])).status_code == 403
     assert put("/v1/caps/benchmarks/gsm8k", json={"amount": 60}, headers=bearer(k["admin"])).status_code == 200
@@ -200,8 +206,8 @@ def test_builder_cannot_raise_a_cap_admin_can(gateway, keys):
 
 
 def test_over_budget_create_is_402_and_stores_nothing(gateway, db, priced_model, keys):
-    hdr = {"X-UEP-Tenant": "budget-c"}
-    assert gateway.put("/v1/caps/tenant/day", json={"amount": 3}, headers=bearer(keys["budget-c"]["admin"])).status_code == 200
+    hdr = bearer(keys["budget-c"]["admin"])
+    assert gateway.put("/v1/caps/tenant/day", json={"amount": 3}, headers=hdr).status_code == 200
     # counted for this tenant only: evaluations of earlier tests may still be writing outbox rows
     counts = text(
         "SELECT (SELECT count(*) FROM evaluations WHERE tenant_id = t.id), "
@@ -254,7 +260,7 @@ def test_spend_groupings_and_judge_charges(gateway, db, stack, priced_model, key
     from uep_common import budget
     from uep_common.db.session import make_async_engine
 
-    hdr = {"X-UEP-Tenant": "budget-d"}
+    hdr = bearer(keys["budget-d"]["viewer"])
     by_eval = gateway.get("/v1/spend", params={"group_by": "evaluation"}, headers=hdr).json()
     assert len(by_eval["rows"]) >= 2
     target = by_eval["rows"][0]["evaluation"]
@@ -263,7 +269,7 @@ def test_spend_groupings_and_judge_charges(gateway, db, stack, priced_model, key
         gateway.put(
             f"/v1/costs/models/{judge}",
             json={"cost_unit": "call", "price_per_call": 0.5},
-            headers=bearer(keys["budget-d"]["admin"]),
+            headers=SITE,
         ).status_code
         == 200
     )
@@ -287,16 +293,29 @@ def test_spend_groupings_and_judge_charges(gateway, db, stack, priced_model, key
     assert len(days["rows"]) == 1 and days["rows"][0]["settled"] == 4.5
     only_judge = gateway.get("/v1/spend", params={"group_by": "evaluation", "role": "judge"}, headers=hdr).json()
     assert [r["evaluation"] for r in only_judge["rows"]] == [target]
-    tenants = gateway.get("/v1/spend", params={"group_by": "tenant"}, headers=bearer(keys["budget-d"]["admin"])).json()
-    by_tenant = {r["tenant"]: r["settled"] for r in tenants["rows"]}
-    assert by_tenant["budget-d"] == 4.5 and by_tenant["budget-a"] == 2.0  # an admin sees every tenant
-    r = gateway.get("/v1/spend", params={"group_by": "tenant", "tenant": "budget-a"}, headers=hdr)
-    assert r.status_code == 403 and r.json()["detail"][0]["loc"] == ["query", "tenant"]
-    acct = gateway.get(f"/v1/evaluations/{target}/budget").json()["account"]
+    # a tenant admin sees its own tenant only; the site admin acting across tenants sees every tenant
+    own = gateway.get("/v1/spend", params={"group_by": "tenant"}, headers=bearer(keys["budget-d"]["admin"])).json()
+    assert [(r["tenant"], r["settled"]) for r in own["rows"]] == [("budget-d", 4.5)]
+    every = gateway.get("/v1/spend", params={"group_by": "tenant"}, headers=SITE).json()
+    by_tenant = {r["tenant"]: r["settled"] for r in every["rows"]}
+    assert by_tenant["budget-d"] == 4.5 and by_tenant["budget-a"] == 2.0
+    one = gateway.get("/v1/spend", params={"group_by": "tenant", "tenant": "budget-a"}, headers=SITE).json()
+    assert [(r["tenant"], r["settled"]) for r in one["rows"]] == [("budget-a", 2.0)]
+    for who in (hdr, bearer(keys["budget-d"]["admin"]), {}):
+        r = gateway.get("/v1/spend", params={"group_by": "tenant", "tenant": "budget-a"}, headers=who)
+        assert r.status_code == 403 and r.json()["detail"][0]["loc"] == ["query", "tenant"], r.text
+    # another tenant's evaluation: its spend rows are invisible, its budget account a 404
+    other = gateway.get(
+        "/v1/spend", params={"group_by": "evaluation", "evaluation_id": target}, headers=bearer(keys["budget-a"]["admin"])
+    )
+    assert other.status_code == 200 and other.json()["rows"] == []
+    r = gateway.get(f"/v1/evaluations/{target}/budget", headers=bearer(keys["budget-a"]["admin"]))
+    assert r.status_code == 404 and r.json()["detail"][0]["loc"] == ["path", "evaluation_id"]
+    acct = gateway.get(f"/v1/evaluations/{target}/budget", headers=hdr).json()["account"]
     assert acct["judge_total"] == 0.5
 
 
-def test_redelivered_score_never_settles_twice(gateway, db, stack, priced_model):
+def test_redelivered_score_never_settles_twice(gateway, db, stack, priced_model, keys):
     """Replaying a stored item's ScoreComputed to settle_scores changes nothing; a later attempt of the same
     item (a re-dispatch after an expired lease: a real second model call) adds its cost but releases nothing."""
     from sqlalchemy.ext.asyncio import async_sessionmaker
@@ -305,11 +324,11 @@ def test_redelivered_score_never_settles_twice(gateway, db, stack, priced_model)
     from uep_common.db.session import make_async_engine
     from uep_common.events import ScoreComputed
 
-    hdr = {"X-UEP-Tenant": "budget-a"}
+    hdr = bearer(keys["budget-a"]["builder"])
     r = gateway.post("/v1/evaluations", headers=hdr, json={"benchmark": "mmlu", "model": priced_model, "sample_limit": 2})
     assert r.status_code == 202, r.text
     evaluation_id = r.json()["id"]
-    assert wait_terminal(gateway, evaluation_id)["status"] == "completed"
+    assert wait_terminal(gateway, evaluation_id, hdr)["status"] == "completed"
     with db.connect() as c:
         row = c.execute(
             text(
@@ -339,7 +358,7 @@ def test_redelivered_score_never_settles_twice(gateway, db, stack, priced_model)
         await engine.dispose()
 
     def account():
-        return gateway.get(f"/v1/evaluations/{evaluation_id}/budget").json()["account"]
+        return gateway.get(f"/v1/evaluations/{evaluation_id}/budget", headers=hdr).json()["account"]
 
     deadline = time.monotonic() + 30  # the reporter may complete it before the scheduler settles the last score
     while account()["items_settled"] < 2 and time.monotonic() < deadline:
@@ -351,3 +370,53 @@ def test_redelivered_score_never_settles_twice(gateway, db, stack, priced_model)
     asyncio.run(settle([score.model_copy(update={"attempt": 2, "event_id": uuid.uuid4()})]))
     after = account()
     assert after["settled_total"] == 3.0 and after["reserved_open"] == 0.0 and after["items_settled"] == 2
+
+
+def test_evaluation_caps_target_only_the_callers_evaluations(gateway, db, priced_model, keys):
+    """An evaluation cap of another tenant's evaluation is a 404 naming evaluation_id (as for an unknown one),
+    for its admin and the site admin not acting as one alike; no cap row is written. Its owner may set one."""
+    own = bearer(keys["budget-c"]["admin"])
+    r = gateway.post("/v1/evaluations", headers=own, json={"benchmark": "mmlu", "model": priced_model, "sample_limit": 1})
+    assert r.status_code == 202, r.text
+    evaluation_id = r.json()["id"]
+    wait_terminal(gateway, evaluation_id, own)
+    missing = gateway.put(f"/v1/caps/evaluations/{uuid.uuid4()}", json={"amount": 1}, headers=own)
+    assert missing.status_code == 404
+    for who in (bearer(keys["budget-a"]["admin"]), {}):
+        r = gateway.put(f"/v1/caps/evaluations/{evaluation_id}", json={"amount": 100}, headers=who)
+        assert r.status_code == 404, r.text
+        assert r.json()["detail"][0]["loc"] == ["path", "evaluation_id"]
+        assert r.json()["detail"][0]["type"] == missing.json()["detail"][0]["type"] == "unknown_evaluation"
+    with db.connect() as c:
+        caps = c.execute(text("SELECT count(*) FROM budget_caps WHERE evaluation_id = :e"), {"e": evaluation_id}).scalar()
+    assert caps == 0
+    others = gateway.get("/v1/caps", headers=bearer(keys["budget-a"]["admin"])).json()["evaluations"]
+    assert all(x["evaluation_id"] != evaluation_id for x in others)  # budget-a's own (max_cost) caps only
+    r = gateway.put(f"/v1/caps/evaluations/{evaluation_id}", json={"amount": 0.5}, headers=own)
+    assert r.status_code == 200 and r.json()["effective"] == 0.5, r.text
+    listed = gateway.get("/v1/caps", headers=own).json()["evaluations"]
+    assert [(x["evaluation_id"], x["amount"]) for x in listed] == [(evaluation_id, 0.5)]
+
+
+def test_tenant_work_limits_are_site_administration_for_the_named_tenant(gateway, db, keys):
+    """``PUT /v1/caps/tenant/limits`` is the site admin's, acting (``X-UEP-Site-Admin``) for the tenant named by
+    ``X-UEP-Tenant``; the tenant's own admin gets 403 and nothing changes. GET shows the new values at once."""
+    k = keys["budget-b"]
+    for who in (bearer(k["admin"]), {"X-UEP-Tenant": "budget-b"}):
+        r = gateway.put("/v1/caps/tenant/limits", json={"max_queued_items": 7}, headers=who)
+        assert r.status_code == 403 and r.json()["detail"][0]["loc"] == ["header", "X-UEP-Site-Admin"], r.text
+    with db.connect() as c:
+        assert c.execute(text("SELECT max_queued_items FROM tenants WHERE slug = 'budget-b'")).scalar() is None
+    before = gateway.get("/v1/caps/tenant/limits", headers=bearer(k["viewer"])).json()  # cached principal of budget-b
+    assert before["own"]["max_queued_items"] is None
+    r = gateway.put("/v1/caps/tenant/limits", json={"max_queued_items": 7}, headers={**SITE, "X-UEP-Tenant": "budget-b"})
+    assert r.status_code == 200, r.text
+    assert r.json()["tenant"] == "budget-b" and r.json()["own"]["max_queued_items"] == 7
+    assert r.json()["effective"]["max_queued_items"] == 7
+    after = gateway.get("/v1/caps/tenant/limits", headers=bearer(k["viewer"])).json()
+    assert after["own"]["max_queued_items"] == 7 and after["effective"]["max_queued_items"] == 7
+    with db.connect() as c:
+        rows = dict(c.execute(text("SELECT slug, max_queued_items FROM tenants WHERE slug IN ('budget-a', 'budget-b')")).all())
+    assert rows == {"budget-a": None, "budget-b": 7}
+    r = gateway.put("/v1/caps/tenant/limits", json={"max_queued_items": None}, headers={**SITE, "X-UEP-Tenant": "budget-b"})
+    assert r.status_code == 200 and r.json()["own"]["max_queued_items"] is None

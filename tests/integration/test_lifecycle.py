@@ -203,14 +203,21 @@ def test_undecodable_message_is_dead_lettered_with_its_reason_and_redriven(gatew
 
     asyncio.run(publish())
 
-    def find():
-        items = gateway.get("/v1/dead-letters", params={"source_topic": "uep.output.generated.v1", "limit": 500}).json()["items"]
+    site = {"X-UEP-Site-Admin": "true"}  # a message without an evaluation belongs to no tenant
+
+    def find(headers=site):
+        params = {"source_topic": "uep.output.generated.v1", "limit": 500}
+        items = gateway.get("/v1/dead-letters", params=params, headers=headers).json()["items"]
         return next((d for d in items if marker in d["body"]), None)
 
     letter = wait_for("the dead letter of the undecodable output", find, 30)
     assert letter["reason"].startswith("invalid OutputGenerated: ") and "evaluation_id" in letter["reason"]
     assert letter["evaluation_id"] is None and letter["redrive_count"] == 0
-    r = gateway.post(f"/v1/dead-letters/{letter['id']}/redrive")
+    # no tenant sees it, nor re-drives it: only the site admin acting across tenants
+    assert find(headers={}) is None
+    assert gateway.get(f"/v1/dead-letters/{letter['id']}").status_code == 404
+    assert gateway.post(f"/v1/dead-letters/{letter['id']}/redrive").status_code == 404
+    r = gateway.post(f"/v1/dead-letters/{letter['id']}/redrive", headers=site)
     assert r.status_code == 202 and r.json()["reopened_item"] is False
     # still undecodable: the scorer dead-letters it again, which refreshes the same record (idempotent consumer)
     seen = wait_for("seen again", lambda: (d := find()) and d["last_seen_at"] > letter["last_seen_at"] and d, 30)

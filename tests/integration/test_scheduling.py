@@ -14,7 +14,7 @@ import uuid
 
 from sqlalchemy import text
 
-from .helpers import all_results, register_model, submit, wait_done
+from .helpers import all_results, register_model, submit, tenant_headers, wait_done
 
 VERDICTS_6 = [True, True, False, True, True, False]
 
@@ -74,19 +74,14 @@ def test_ab_arms_go_out_together_and_keep_their_arm(gateway, db):
     assert len(by_ordinal) == 6 and all(len(ts) == 1 for ts in by_ordinal.values())
 
 
-def _fast_schedule_tenant(db) -> dict:
-    """A tenant whose own minimum schedule interval is 1 s (the site default is minutes), as the header."""
-    slug = f"sched-{uuid.uuid4().hex[:8]}"
-    with db.begin() as c:
-        c.execute(
-            text("INSERT INTO tenants (id, slug, name, min_schedule_interval_s) VALUES (:id, :s, :s, 1)"),
-            {"id": uuid.uuid4(), "s": slug},
-        )
-    return {"X-UEP-Tenant": slug}
+def _fast_schedule_tenant(stack) -> dict:
+    """A tenant whose own minimum schedule interval is 1 s (the site default is minutes): a builder key's
+    header."""
+    return tenant_headers(stack, f"sched-{uuid.uuid4().hex[:8]}", "builder", min_schedule_interval_s=1)
 
 
-def test_schedule_runs_create_linked_evaluations_until_deleted(gateway, db):
-    hdr = _fast_schedule_tenant(db)
+def test_schedule_runs_create_linked_evaluations_until_deleted(gateway, stack):
+    hdr = _fast_schedule_tenant(stack)
     r = gateway.post(
         "/v1/schedules",
         json={
@@ -126,32 +121,29 @@ def test_schedule_runs_create_linked_evaluations_until_deleted(gateway, db):
             gateway.post(f"/v1/evaluations/{run['evaluation_id']}/cancel", headers=hdr)
 
 
-def test_tenants_share_a_saturated_model_fairly_and_urgent_goes_first(gateway, db):
+def test_tenants_share_a_saturated_model_fairly_and_urgent_goes_first(gateway, db, stack):
     """Tenant A posts 4 evaluations, tenant B 1, on a model with capacity 2 (the bottleneck): while both are
     backlogged, B gets half of the dispatches. Then an urgent evaluation's first item waits for at most one
     slot."""
     model = register_model(db, _bench_echo_endpoint(db), "uep_bench_echo", "echo-cap2", max_in_flight=2)
-    slugs = {}
-    with db.begin() as c:
-        for name in ("fair-a", "fair-b"):
-            slugs[name] = f"{name}-{uuid.uuid4().hex[:6]}"
-            c.execute(text("INSERT INTO tenants (id, slug, name) VALUES (:i, :s, :s)"), {"i": uuid.uuid4(), "s": slugs[name]})
+    keys = {name: tenant_headers(stack, f"{name}-{uuid.uuid4().hex[:6]}", "builder") for name in ("fair-a", "fair-b")}
 
     def post(tenant, n, **kw):
         r = gateway.post(
             "/v1/evaluations",
             json={"benchmark": "mmlu", "model": model, "sample_limit": n, **kw},
-            headers={"X-UEP-Tenant": slugs[tenant]},
+            headers=keys[tenant],
         )
         assert r.status_code == 202, r.text
-        return r.json()["id"]
+        return r.json()["id"], tenant
 
     a = [post("fair-a", 12) for _ in range(4)]
     b = post("fair-b", 24)
     time.sleep(1.0)
     urgent = post("fair-a", 2, priority="urgent")
-    for e in [*a, b, urgent]:
-        assert wait_done(gateway, e, timeout_s=180)["status"] == "completed"
+    for e, tenant in [*a, b, urgent]:
+        assert wait_done(gateway, e, timeout_s=180, headers=keys[tenant])["status"] == "completed"
+    b, urgent = b[0], urgent[0]
     with db.connect() as c:
         rows = c.execute(
             text(

@@ -115,7 +115,7 @@ class Comparison(BaseModel):
 
 
 async def find_baseline(session: AsyncSession, ev: Evaluation) -> tuple[Evaluation | None, str | None]:
-    """The baseline of ``ev``: the pinned evaluation of the same model name and benchmark slug, else the last
+    """The baseline of ``ev``: the same tenant's pinned evaluation of the same model name and benchmark slug, else the last
     completed one created before ``ev``. Returns ``(evaluation, "pinned" | "previous")`` or ``(None, None)``."""
     model_name = await session.scalar(select(Model.name).where(Model.id == ev.model_id))
     slug = await session.scalar(select(Benchmark.slug).where(Benchmark.id == ev.benchmark_id))
@@ -123,7 +123,13 @@ async def find_baseline(session: AsyncSession, ev: Evaluation) -> tuple[Evaluati
         select(Evaluation)
         .join(Model, Model.id == Evaluation.model_id)
         .join(Benchmark, Benchmark.id == Evaluation.benchmark_id)
-        .where(Model.name == model_name, Benchmark.slug == slug, Evaluation.id != ev.id, Evaluation.status == "completed")
+        .where(
+            Model.name == model_name,
+            Benchmark.slug == slug,
+            Evaluation.tenant_id == ev.tenant_id,  # a baseline is always the same tenant's
+            Evaluation.id != ev.id,
+            Evaluation.status == "completed",
+        )
     )
     pinned = await session.scalar(same.where(Evaluation.pinned.is_(True)).order_by(Evaluation.created_at.desc()).limit(1))
     if pinned is not None:

@@ -2,17 +2,21 @@
 
 - ``POST /v1/evaluations/estimate``: the create body; what the evaluations would cost and whether creation
   would be refused (402/409, see :mod:`uep_common.budget`), nothing stored.
-- ``GET /v1/caps``, ``PUT /v1/caps/site/evaluation``, ``PUT /v1/caps/tenant/day``,
-  ``PUT /v1/caps/benchmarks/{slug}``, ``PUT /v1/caps/evaluations/{id}`` (``{"amount": number | null}``,
-  null removes the cap). A viewer may change nothing; a builder may only lower a cap (the cap in force
-  after the change must not exceed the one before; removing a cap raises it to "none"); an admin may also
-  raise it. The site default is the admin's alone. 403 names the field.
-- ``GET``/``PUT /v1/caps/tenant/limits`` (PUT: admin): the tenant's work limits — items per evaluation, items
-  queued, evaluations per minute, minimum schedule interval (:class:`uep_common.creation.WorkLimits`).
-- ``GET /v1/costs/models``, ``PUT /v1/costs/models/{model}`` (admin): the cost model of the registry;
-  ``GET``/``PUT /v1/costs/benchmarks/{slug}`` (admin): expected item size of a benchmark.
+- ``GET /v1/caps``, ``PUT /v1/caps/tenant/day``, ``PUT /v1/caps/benchmarks/{slug}``,
+  ``PUT /v1/caps/evaluations/{id}`` (``{"amount": number | null}``, null removes the cap): the caller's
+  tenant's caps. A viewer may change nothing; a builder may only lower a cap (the cap in force after the
+  change must not exceed the one before; removing a cap raises it to "none"); an admin may also raise it.
+  403 names the field. An evaluation cap targets only an evaluation of the caller's tenant (404 otherwise).
+- Site administration (a site admin sending ``X-UEP-Site-Admin: true``, see :mod:`uep_gateway.access`):
+  ``PUT /v1/caps/site/evaluation`` (the site default of every evaluation), ``PUT /v1/caps/tenant/limits``
+  (the work limits of the tenant named by ``X-UEP-Tenant`` — items per evaluation, items queued,
+  evaluations per minute, minimum schedule interval, :class:`uep_common.creation.WorkLimits`),
+  ``PUT /v1/costs/models/{model}`` (the registry's cost model) and ``PUT /v1/costs/benchmarks/{slug}``
+  (expected item size of a benchmark). ``GET /v1/caps/tenant/limits``, ``GET /v1/costs/models`` and
+  ``GET /v1/costs/benchmarks/{slug}`` read them.
 - ``GET /v1/spend?group_by=tenant|day|evaluation|role`` with filters ``tenant``, ``evaluation_id``, ``role``,
-  ``since``, ``until`` (UTC dates, inclusive): the spend ledger. A non-admin sees its own tenant only.
+  ``since``, ``until`` (UTC dates, inclusive): the spend ledger of the caller's tenant (a site admin acting
+  across tenants: every tenant's, or the one named by ``tenant``).
 - ``GET /v1/evaluations/{id}/budget``: one evaluation's account (estimate, reserved, settled, cap, reason).
 """
 
@@ -33,9 +37,9 @@ from uep_common import budget
 from uep_common.costs import COST_UNITS, currency, money
 from uep_common.creation import WorkLimits
 from uep_common.db.budgets import BenchmarkCostProfile, BudgetAccount, BudgetCap, SpendEntry, cap_target
-from uep_common.db.models import TENANT_LIMIT_COLUMNS, Benchmark, Evaluation, Model, Tenant
-from uep_gateway.api.evaluations import plan_evaluations
-from uep_gateway.auth import Principal, current_principal
+from uep_common.db.models import TENANT_LIMIT_COLUMNS, Benchmark, Model, Tenant
+from uep_gateway.api.evaluations import owned_evaluation, plan_evaluations
+from uep_gateway.auth import Principal, current_principal, forget_all
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError
 from uep_gateway.schemas import EvaluationCreate
@@ -191,8 +195,7 @@ async def list_caps(
 async def put_site_cap(
     body: CapUpdate, session: AsyncSession = Depends(db_session), principal: Principal = Depends(current_principal)
 ) -> dict[str, Any]:
-    """The site's default cap of every evaluation (admin only: it applies to every tenant)."""
-    principal.require("admin", "changing the site's default evaluation cap")
+    """The site's default cap of every evaluation (site administration: it applies to every tenant)."""
     before = await _row_amount(session, "site_evaluation", "")
     return await _set_cap(
         session, principal, "site_evaluation", "", body.amount, before, None, "the site's default evaluation cap"
@@ -250,14 +253,15 @@ async def put_tenant_limits(
     session: AsyncSession = Depends(db_session),
     principal: Principal = Depends(current_principal),
 ) -> dict[str, Any]:
-    """Set the caller's tenant's own work limits (admin only: an admin key acts for another tenant with
-    ``X-UEP-Tenant``). Returns the view of ``GET /v1/caps/tenant/limits``."""
-    principal.require("admin", "changing a tenant's work limits")
+    """Set the own work limits of the tenant the site admin acts for (named by ``X-UEP-Tenant``; site
+    administration). Returns the view of ``GET /v1/caps/tenant/limits``; this gateway's principals see the
+    new limits at once, other replicas within the credential cache's TTL."""
     tenant = await session.scalar(select(Tenant).where(Tenant.id == principal.tenant.id).with_for_update())
-    assert tenant is not None  # the principal's own tenant, loaded by current_principal
+    assert tenant is not None  # the principal's tenant, loaded by current_principal
     for name, value in body.model_dump(exclude_unset=True).items():
         setattr(tenant, name, value)
     await session.commit()
+    forget_all(request)  # cached principals hold the tenant row with its old limits
     return _limits_view(request, tenant)
 
 
@@ -294,11 +298,10 @@ async def put_evaluation_cap(
     session: AsyncSession = Depends(db_session),
     principal: Principal = Depends(current_principal),
 ) -> dict[str, Any]:
-    """The cap of one evaluation (overrides the benchmark and site caps). Raising it after the evaluation
-    ended ``budget_exhausted`` does not resume it."""
-    ev = await session.get(Evaluation, evaluation_id)
-    if ev is None or (ev.tenant_id != principal.tenant.id and not principal.at_least("admin")):
-        raise FieldError(404, ("path", "evaluation_id"), f"unknown evaluation {evaluation_id}", "unknown_evaluation")
+    """The cap of one evaluation of the caller's tenant (overrides the benchmark and site caps); 404 when the
+    evaluation is unknown or another tenant's. Raising it after the evaluation ended ``budget_exhausted``
+    does not resume it."""
+    ev = await owned_evaluation(session, evaluation_id)
     bench = await session.get(Benchmark, ev.benchmark_id)
     assert bench is not None  # evaluations.benchmark_id: a NOT NULL foreign key (no ON DELETE)
     before, _ = await budget.evaluation_cap(session, ev.tenant_id, bench.slug, ev.id)
@@ -356,15 +359,10 @@ async def list_model_costs(session: AsyncSession = Depends(db_session)) -> dict[
 
 
 @router.put("/v1/costs/models/{model}")
-async def put_model_cost(
-    model: str,
-    body: ModelCostUpdate,
-    session: AsyncSession = Depends(db_session),
-    principal: Principal = Depends(current_principal),
-) -> dict[str, Any]:
-    """Set a model's cost unit, prices and expected item size (admin; every version of the name unless the
-    path is a model id). Evaluations already created keep the per-item estimate they were created with."""
-    principal.require("admin", "changing model prices")
+async def put_model_cost(model: str, body: ModelCostUpdate, session: AsyncSession = Depends(db_session)) -> dict[str, Any]:
+    """Set a model's cost unit, prices and expected item size (site administration; every version of the
+    name unless the path is a model id). Evaluations already created keep the per-item estimate they were
+    created with."""
     try:
         q = select(Model).where(Model.id == uuid.UUID(model))
     except ValueError:
@@ -397,14 +395,8 @@ async def get_benchmark_cost(slug: str, session: AsyncSession = Depends(db_sessi
 
 
 @router.put("/v1/costs/benchmarks/{slug}")
-async def put_benchmark_cost(
-    slug: str,
-    body: BenchmarkCostUpdate,
-    session: AsyncSession = Depends(db_session),
-    principal: Principal = Depends(current_principal),
-) -> dict[str, Any]:
-    """Set a benchmark's expected item size (admin)."""
-    principal.require("admin", "changing a benchmark's cost profile")
+async def put_benchmark_cost(slug: str, body: BenchmarkCostUpdate, session: AsyncSession = Depends(db_session)) -> dict[str, Any]:
+    """Set a benchmark's expected item size (site administration)."""
     if await session.scalar(select(Benchmark.id).where(Benchmark.slug == slug).limit(1)) is None:
         raise FieldError(404, ("path", "slug"), f"unknown benchmark {slug!r}", "unknown_benchmark")
     p = await session.get(BenchmarkCostProfile, slug)
@@ -423,7 +415,9 @@ async def put_benchmark_cost(
 @router.get("/v1/spend")
 async def spend(
     group_by: Literal["tenant", "day", "evaluation", "role"] = Query("tenant"),
-    tenant: str | None = Query(None, max_length=64, description="Tenant slug (admin: any; others: their own)."),
+    tenant: str | None = Query(
+        None, max_length=64, description="Tenant slug: the caller's own (a site admin acting across tenants: any)."
+    ),
     evaluation_id: uuid.UUID | None = Query(None),
     role: Literal["inference", "judge"] | None = Query(None),
     since: date | None = Query(None, description="First UTC day included."),
@@ -434,12 +428,19 @@ async def spend(
     """Spend from the ledger, one row per group: ``reserved`` (reservations made), ``released`` (reservations
     settled), ``open_reserved`` (= reserved − released: items in flight or never scored), ``settled`` (actual
     cost: inference settled + judge charged), ``items_reserved``, ``items_settled``, ``calls`` (settled scores +
-    judge charges). ``spent`` = settled + open_reserved is what counts against caps."""
+    judge charges). ``spent`` = settled + open_reserved is what counts against caps. Only the caller's
+    tenant's spend: naming another tenant is 403 naming ``tenant`` unless a site admin acts across tenants
+    (who sees every tenant's without ``tenant``)."""
     s = SpendEntry
     tenant_id = principal.tenant.id
     if tenant is not None and tenant != principal.tenant.slug:
-        if not principal.at_least("admin"):
-            raise FieldError(403, ("query", "tenant"), "only an admin may see another tenant's spend", "forbidden")
+        if not principal.site_act:
+            raise FieldError(
+                403,
+                ("query", "tenant"),
+                "only a site admin acting across tenants (X-UEP-Site-Admin: true) may see another tenant's spend",
+                "forbidden",
+            )
         other_id = await session.scalar(select(Tenant.id).where(Tenant.slug == tenant))
         if other_id is None:
             raise FieldError(404, ("query", "tenant"), f"unknown tenant {tenant!r}", "unknown_tenant")
@@ -456,7 +457,7 @@ async def spend(
         func.coalesce(func.sum(case((s.kind == "settle", s.items), else_=0)), 0),
         func.count().filter(s.kind != "reserve"),
     ).join(Tenant, Tenant.id == s.tenant_id)
-    if not (principal.at_least("admin") and tenant is None):
+    if not (principal.site_act and tenant is None):
         q = q.where(s.tenant_id == tenant_id)
     if evaluation_id:
         q = q.where(s.evaluation_id == evaluation_id)
@@ -493,10 +494,9 @@ async def spend(
 @router.get("/v1/evaluations/{evaluation_id}/budget")
 async def evaluation_budget(evaluation_id: uuid.UUID, session: AsyncSession = Depends(db_session)) -> dict[str, Any]:
     """One evaluation's budget account: estimate, per-item estimate, reserved (total and open), settled,
-    judge charges, its cap in force and where it comes from, and why a cap stopped it (if it did)."""
-    ev = await session.get(Evaluation, evaluation_id)
-    if ev is None:
-        raise FieldError(404, ("path", "evaluation_id"), f"unknown evaluation {evaluation_id}", "unknown_evaluation")
+    judge charges, its cap in force and where it comes from, and why a cap stopped it (if it did). 404 when
+    the evaluation is unknown or another tenant's."""
+    ev = await owned_evaluation(session, evaluation_id)
     a = await session.get(BudgetAccount, evaluation_id)
     bench = await session.get(Benchmark, ev.benchmark_id)
     assert bench is not None  # evaluations.benchmark_id: a NOT NULL foreign key (no ON DELETE)

@@ -1,13 +1,20 @@
-"""Evaluations: create (202 + transactional outbox), read with live progress, page through results."""
+"""Evaluations: create (202 + transactional outbox), list the tenant's (filters, keyset pages), read one with
+live progress, page through its results, cancel it.
+
+Every evaluation a route fetches by id is the caller's tenant's (:func:`owned_evaluation`): another tenant's
+answers 404 with the body of an unknown one."""
 
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
+from pydantic import BaseModel, ConfigDict
 from sqlalchemy import select, tuple_
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -22,8 +29,7 @@ from uep_common.creation import (
     lock_tenant_creations,
     new_evaluation,
 )
-from uep_common.db.lifecycle import lock_evaluation
-from uep_common.db.models import Benchmark, Evaluation, Model, Sample, SampleResult, Tenant
+from uep_common.db.models import EVALUATION_STATUSES, Benchmark, Evaluation, Model, Sample, SampleResult, Tenant
 from uep_common.events import EvaluationRequested, EvaluationStatus, EvaluationSummary
 from uep_common.outbox import add_to_outbox
 from uep_common.progress import progress_key
@@ -31,6 +37,7 @@ from uep_common.prompts import PromptRenderError, check_prompt_template
 from uep_common.telemetry import tracer
 from uep_common.wakeups import notify_waiting
 from uep_gateway.api.judges import evaluation_judge_config
+from uep_gateway.auth import Principal, current_principal
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError, work_limit_error
 from uep_gateway.schemas import (
@@ -44,11 +51,11 @@ from uep_gateway.schemas import (
     ResultsPage,
 )
 from uep_gateway.settings import GatewaySettings
+from uep_gateway.tenancy import tenant_filter
 from uep_gateway.validation import INT32_MAX, NUL_CHECK
 
 router = APIRouter(prefix="/v1/evaluations", tags=["evaluations"], dependencies=NUL_CHECK)
 _tracer = tracer("uep.gateway")
-TENANT_HEADER = "X-UEP-Tenant"
 
 
 def _as_uuid(value: str) -> uuid.UUID | None:
@@ -58,12 +65,17 @@ def _as_uuid(value: str) -> uuid.UUID | None:
         return None
 
 
-async def resolve_tenant(session: AsyncSession, slug: str) -> Tenant:
-    """The tenant named by the ``X-UEP-Tenant`` header (default ``default``). Raises 404 naming the header."""
-    tenant = await session.scalar(select(Tenant).where(Tenant.slug == slug))
-    if tenant is None:
-        raise FieldError(404, ("header", TENANT_HEADER), f"unknown tenant {slug!r}", "unknown_tenant")
-    return tenant
+async def owned_evaluation(
+    session: AsyncSession, evaluation_id: uuid.UUID, loc: tuple[str, ...] = ("path", "evaluation_id"), lock: bool = False
+) -> Evaluation:
+    """The evaluation ``evaluation_id`` of the caller's tenant (locked ``FOR UPDATE`` until the transaction
+    ends when ``lock``). Raises 404 ``unknown_evaluation`` naming ``loc`` when there is none or it is another
+    tenant's (the same body either way)."""
+    q = select(Evaluation).where(Evaluation.id == evaluation_id, tenant_filter(session, Evaluation))
+    ev = await session.scalar(q.with_for_update() if lock else q)
+    if ev is None:
+        raise FieldError(404, loc, f"unknown evaluation {evaluation_id}", "unknown_evaluation")
+    return ev
 
 
 async def resolve_benchmark(session: AsyncSession, ref: str, version: str | None) -> Benchmark:
@@ -112,17 +124,17 @@ async def create_evaluation(
     request: Request,
     response: Response,
     session: AsyncSession = Depends(db_session),
-    tenant_slug: str = Header("default", alias=TENANT_HEADER, max_length=64),
+    principal: Principal = Depends(current_principal),
     idempotency_key: str | None = Header(None, alias="Idempotency-Key", max_length=200),
 ) -> EvaluationAccepted:
     """Accept an evaluation — or a batch (``models``: one evaluation per model, one ``batch_id``), or an A/B
     experiment (``arms``: one evaluation per arm, one ``experiment_id``). Every row and its
     EvaluationRequested event are committed in one transaction (transactional outbox), after one budget
     check over all of them; the relay publishes the events. A repeated ``Idempotency-Key`` returns what was
-    created the first time."""
+    created the first time (of the caller's tenant: keys of two tenants never meet)."""
     settings = request.app.state.settings
     check_options(body, settings)
-    tenant = await resolve_tenant(session, tenant_slug)
+    tenant = principal.tenant
     limits = WorkLimits.from_settings(settings)
     if idempotency_key:
         # one creation of this tenant at a time until commit (check_work_limits takes the same lock otherwise): a
@@ -280,7 +292,7 @@ async def _accepted_group(session: AsyncSession, first: Evaluation, group: list[
             group = list(
                 await session.scalars(
                     select(Evaluation)
-                    .where(col == (first.batch_id or first.experiment_id))
+                    .where(col == (first.batch_id or first.experiment_id), Evaluation.tenant_id == first.tenant_id)
                     .order_by(Evaluation.created_at, Evaluation.arm)
                 )
             )
@@ -322,19 +334,170 @@ def _accepted(ev: Evaluation) -> EvaluationAccepted:
     )
 
 
-async def _get_evaluation(session: AsyncSession, evaluation_id: uuid.UUID) -> Evaluation:
-    ev = await session.get(Evaluation, evaluation_id)
-    if ev is None:
-        raise FieldError(404, ("path", "evaluation_id"), f"unknown evaluation {evaluation_id}", "unknown_evaluation")
-    return ev
+class EvaluationListItem(BaseModel):
+    """One evaluation of ``GET /v1/evaluations``: what it runs, where it stands (counters from PostgreSQL) and
+    its headline accuracy; ``links.self`` is its full view."""
+
+    model_config = ConfigDict(protected_namespaces=())
+
+    id: uuid.UUID
+    status: str
+    priority: str
+    benchmark: dict[str, Any]
+    model: dict[str, Any]
+    sample_limit: int | None
+    repeats: int
+    batch_id: uuid.UUID | None
+    experiment_id: uuid.UUID | None
+    arm: str
+    schedule_id: uuid.UUID | None
+    progress: Progress
+    accuracy: float | None
+    error: str | None
+    created_at: datetime
+    started_at: datetime | None
+    completed_at: datetime | None
+    links: dict[str, str]
+
+
+class EvaluationPage(BaseModel):
+    """A page of evaluations, newest first; pass ``next_cursor`` back as ``cursor`` (null: the last page)."""
+
+    items: list[EvaluationListItem]
+    next_cursor: str | None
+
+
+def _list_item(ev: Evaluation, bench: Benchmark | None, model: Model | None) -> EvaluationListItem:
+    summary = ev.summary or {}
+    return EvaluationListItem(
+        id=ev.id,
+        status=ev.status,
+        priority=ev.priority,
+        benchmark={"id": str(ev.benchmark_id)}
+        | ({"slug": bench.slug, "name": bench.name, "version": bench.version} if bench else {}),
+        model={"id": str(ev.model_id)} | ({"name": model.name, "version": model.version} if model else {}),
+        sample_limit=ev.sample_limit,
+        repeats=ev.repeats,
+        batch_id=ev.batch_id,
+        experiment_id=ev.experiment_id,
+        arm=ev.arm,
+        schedule_id=ev.schedule_id,
+        progress=Progress(
+            completed=ev.completed_items,
+            errors=ev.error_items,
+            total=ev.total_items,
+            fraction=ev.completed_items / ev.total_items if ev.total_items else 1.0,
+            discarded=ev.discarded_items,
+        ),
+        accuracy=summary.get("accuracy"),
+        error=ev.error,
+        created_at=ev.created_at,
+        started_at=ev.started_at,
+        completed_at=ev.completed_at,
+        links={"self": f"/v1/evaluations/{ev.id}", "results": f"/v1/evaluations/{ev.id}/results"},
+    )
+
+
+def _encode_list_cursor(created_at: datetime, evaluation_id: uuid.UUID) -> str:
+    return base64.urlsafe_b64encode(json.dumps([created_at.isoformat(), str(evaluation_id)]).encode()).decode()
+
+
+def _decode_list_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
+    """The (created_at, id) a :func:`list_evaluations` cursor holds. Raises 422 naming ``cursor``."""
+    try:
+        at, id_ = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        if not (isinstance(at, str) and isinstance(id_, str)):
+            raise ValueError
+        created_at = datetime.fromisoformat(at)
+        if created_at.tzinfo is None:
+            raise ValueError  # the cursors written here are always timezone-aware
+        return created_at, uuid.UUID(id_)
+    except (ValueError, TypeError, binascii.Error, UnicodeError, json.JSONDecodeError):
+        raise FieldError(422, ("query", "cursor"), "malformed cursor; pass next_cursor back unchanged", "bad_cursor") from None
+
+
+def _statuses(values: list[str] | None) -> list[str]:
+    """The statuses of ``status`` filters (repeated and/or comma-separated). Raises 422 naming ``status``."""
+    out: list[str] = []
+    for value in values or []:
+        for part in value.split(","):
+            name = part.strip()
+            if not name:
+                continue
+            if name not in EVALUATION_STATUSES:
+                raise FieldError(
+                    422,
+                    ("query", "status"),
+                    f"unknown status {name[:50]!r}; one of {', '.join(EVALUATION_STATUSES)}",
+                    "bad_status",
+                )
+            out.append(name)
+    return out
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    """``value`` with a time zone (a naive datetime is taken as UTC)."""
+    return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
+
+
+@router.get("", response_model=EvaluationPage)
+async def list_evaluations(
+    status: list[str] | None = Query(
+        None, max_length=500, description="Only these statuses: repeat the parameter or give a comma-separated list."
+    ),
+    benchmark: str | None = Query(None, min_length=1, max_length=100, description="Only evaluations of this benchmark slug."),
+    model: str | None = Query(None, min_length=1, max_length=200, description="Only evaluations of this model name."),
+    batch_id: uuid.UUID | None = Query(None, description="Only the evaluations of this batch."),
+    experiment_id: uuid.UUID | None = Query(None, description="Only the arms of this A/B experiment."),
+    created_after: datetime | None = Query(None, description="Created at or after this instant (ISO 8601; naive = UTC)."),
+    created_before: datetime | None = Query(None, description="Created before this instant (ISO 8601; naive = UTC)."),
+    limit: int = Query(50, ge=1, le=200),
+    cursor: str | None = Query(None, max_length=500, description="The previous page's next_cursor."),
+    session: AsyncSession = Depends(db_session),
+) -> EvaluationPage:
+    """The caller's tenant's evaluations, newest first (``created_at``, then ``id``, descending), keyset-
+    paginated. Filters combine with AND; an unknown benchmark or model name matches nothing. 422 naming the
+    query field for an unknown status, a malformed id, date or cursor, or ``created_before`` not after
+    ``created_after``."""
+    statuses = _statuses(status)
+    after, before = _aware(created_after), _aware(created_before)
+    if after is not None and before is not None and before <= after:
+        raise FieldError(422, ("query", "created_before"), "created_before must be after created_after", "bad_range")
+    q = (
+        select(Evaluation, Benchmark, Model)
+        .outerjoin(Benchmark, Benchmark.id == Evaluation.benchmark_id)
+        .outerjoin(Model, Model.id == Evaluation.model_id)
+        .where(tenant_filter(session, Evaluation))
+    )
+    if statuses:
+        q = q.where(Evaluation.status.in_(statuses))
+    if benchmark is not None:
+        q = q.where(Evaluation.benchmark_id.in_(select(Benchmark.id).where(Benchmark.slug == benchmark)))
+    if model is not None:
+        q = q.where(Evaluation.model_id.in_(select(Model.id).where(Model.name == model)))
+    if batch_id is not None:
+        q = q.where(Evaluation.batch_id == batch_id)
+    if experiment_id is not None:
+        q = q.where(Evaluation.experiment_id == experiment_id)
+    if after is not None:
+        q = q.where(Evaluation.created_at >= after)
+    if before is not None:
+        q = q.where(Evaluation.created_at < before)
+    if cursor:
+        q = q.where(tuple_(Evaluation.created_at, Evaluation.id) < tuple_(*_decode_list_cursor(cursor)))
+    rows = (await session.execute(q.order_by(Evaluation.created_at.desc(), Evaluation.id.desc()).limit(limit + 1))).all()
+    items = [_list_item(ev, bench, m) for ev, bench, m in rows[:limit]]
+    nxt = _encode_list_cursor(items[-1].created_at, items[-1].id) if len(rows) > limit else None
+    return EvaluationPage(items=items, next_cursor=nxt)
 
 
 @router.get("/{evaluation_id}", response_model=EvaluationView)
 async def get_evaluation(
     evaluation_id: uuid.UUID, request: Request, session: AsyncSession = Depends(db_session)
 ) -> EvaluationView:
-    """Status, progress (live from Redis while running, else from PostgreSQL) and summary."""
-    ev = await _get_evaluation(session, evaluation_id)
+    """Status, progress (live from Redis while running, else from PostgreSQL) and summary. 404 naming
+    ``evaluation_id`` when it is unknown or another tenant's."""
+    ev = await owned_evaluation(session, evaluation_id)
     bench = await session.get(Benchmark, ev.benchmark_id)
     model = await session.get(Model, ev.model_id)
     # evaluations.benchmark_id and .model_id: NOT NULL foreign keys (no ON DELETE)
@@ -401,8 +564,9 @@ async def list_results(
     cursor: str | None = Query(None, max_length=500),
     session: AsyncSession = Depends(db_session),
 ) -> ResultsPage:
-    """Stored results in benchmark order (sample ordinal, repeat, arm), keyset-paginated."""
-    await _get_evaluation(session, evaluation_id)
+    """Stored results in benchmark order (sample ordinal, repeat, arm), keyset-paginated. 404 naming
+    ``evaluation_id`` when it is unknown or another tenant's."""
+    await owned_evaluation(session, evaluation_id)
     key = tuple_(Sample.ordinal, SampleResult.repeat, SampleResult.arm)
     q = (
         select(SampleResult, Sample.ordinal, Sample.external_id)
@@ -435,10 +599,9 @@ async def cancel_evaluation(
 ) -> EvaluationView:
     """Cancel a pending or running evaluation: nothing more is dispatched, results already stored stay, results
     still in flight are discarded when they arrive (counted in ``progress.discarded``). An EvaluationCompleted
-    with status ``cancelled`` is published. 409 when the evaluation has already finished."""
-    ev = await lock_evaluation(session, evaluation_id)
-    if ev is None:
-        raise FieldError(404, ("path", "evaluation_id"), f"unknown evaluation {evaluation_id}", "unknown_evaluation")
+    with status ``cancelled`` is published. 404 when unknown or another tenant's; 409 when the evaluation has
+    already finished."""
+    ev = await owned_evaluation(session, evaluation_id, lock=True)
     try:
         await lifecycle.end(session, ev, lifecycle.Transition.cancel, EvaluationStatus.cancelled, "cancelled by request", None)
     except lifecycle.IllegalTransition as exc:

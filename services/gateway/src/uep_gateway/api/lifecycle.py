@@ -13,6 +13,10 @@
   (key, body, headers) to its source topic. For a SampleDispatched whose item ended failed, the failed
   result is first moved aside and the item's lease re-opened, so the re-driven item can be stored, and a
   lost re-drive is dispatched again when that lease expires. Consumers are idempotent, so a redrive is safe.
+
+Every route sees only the caller's tenant's evaluations and dead letters: another tenant's id answers 404
+with the body of an unknown one, and lists hold the caller's rows only (a dead letter without an
+evaluation belongs to no tenant: only a site admin acting across tenants sees it).
 """
 
 from __future__ import annotations
@@ -32,26 +36,22 @@ from uep_common import lifecycle
 from uep_common.db.lifecycle import (
     DeadLetter,
     LifecycleConflict,
-    lock_evaluation,
     reopen_item,
     retry_evaluation,
 )
+from uep_common.db.models import Evaluation
 from uep_common.events import EvaluationStatus, SampleDispatched, Topics
 from uep_common.messaging import UndecodableEvent, decode_event
 from uep_common.progress import write_progress
 from uep_common.summary import compute_summary
-from uep_gateway.api.evaluations import get_evaluation
+from uep_gateway.api.evaluations import get_evaluation, owned_evaluation
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError
 from uep_gateway.schemas import EvaluationView
+from uep_gateway.tenancy import tenant_filter
 from uep_gateway.validation import NUL_CHECK
 
 router = APIRouter(tags=["lifecycle"], dependencies=NUL_CHECK)
-_UNKNOWN = "unknown_evaluation"
-
-
-def _not_found(evaluation_id: uuid.UUID) -> FieldError:
-    return FieldError(404, ("path", "evaluation_id"), f"unknown evaluation {evaluation_id}", _UNKNOWN)
 
 
 async def _mirror_progress(request: Request, evaluation_id: uuid.UUID, completed: int, errors: int, total: int) -> None:
@@ -65,10 +65,9 @@ async def stop_evaluation(
     evaluation_id: uuid.UUID, request: Request, session: AsyncSession = Depends(db_session)
 ) -> EvaluationView:
     """Stop an evaluation: nothing more is dispatched, results in flight are still stored, and it ends
-    ``stopped`` with its partial summary. 404 unknown; 409 when it is not pending, running or interrupted."""
-    ev = await lock_evaluation(session, evaluation_id)
-    if ev is None:
-        raise _not_found(evaluation_id)
+    ``stopped`` with its partial summary. 404 unknown (or another tenant's); 409 when it is not pending,
+    running or interrupted."""
+    ev = await owned_evaluation(session, evaluation_id, lock=True)
     try:
         lifecycle.check(ev.status, lifecycle.Transition.stop)
         summary = await compute_summary(session, ev.id)
@@ -95,16 +94,15 @@ class RetryView(BaseModel):
 async def retry(evaluation_id: uuid.UUID, request: Request, session: AsyncSession = Depends(db_session)) -> RetryView:
     """Re-run the failed and unfinished items (never the finished ones): failed results are moved to
     ``retired_results``, their leases and those of unfinished items expire so the scheduler dispatches them
-    again, counters are recounted, and the evaluation is ``running``. 404 unknown; 409 when its status does
-    not allow a retry (pending/running) or nothing is left to re-run."""
+    again, counters are recounted, and the evaluation is ``running``. 404 unknown (or another tenant's); 409
+    when its status does not allow a retry (pending/running) or nothing is left to re-run."""
+    ev = await owned_evaluation(session, evaluation_id, lock=True)
     try:
         outcome = await retry_evaluation(session, evaluation_id)
-    except LookupError:
-        raise _not_found(evaluation_id) from None
+    except LookupError:  # the row is locked above, in this transaction: it cannot have gone
+        raise FieldError(404, ("path", "evaluation_id"), f"unknown evaluation {evaluation_id}", "unknown_evaluation") from None
     except LifecycleConflict as exc:
         raise FieldError(409, ("path", "evaluation_id"), str(exc), exc.kind) from exc
-    ev = await lock_evaluation(session, evaluation_id)
-    assert ev is not None  # retry_evaluation found it (LookupError otherwise), in this transaction
     counts = (ev.completed_items, ev.error_items, ev.total_items)
     await session.commit()
     await _mirror_progress(request, evaluation_id, *counts)
@@ -174,8 +172,9 @@ async def list_dead_letters(
     cursor: str | None = Query(None, max_length=500),
     session: AsyncSession = Depends(db_session),
 ) -> DeadLetterPage:
-    """Dead-letter records, newest first (keyset-paginated), optionally of one evaluation or source topic."""
-    q = select(DeadLetter)
+    """The caller's tenant's dead-letter records, newest first (keyset-paginated), optionally of one evaluation
+    or source topic."""
+    q = select(DeadLetter).where(tenant_filter(session, DeadLetter))
     if evaluation_id:
         q = q.where(DeadLetter.evaluation_id == evaluation_id)
     if source_topic:
@@ -191,7 +190,7 @@ async def list_dead_letters(
 
 
 async def _dead_letter(session: AsyncSession, dead_letter_id: uuid.UUID, lock: bool = False) -> DeadLetter:
-    q = select(DeadLetter).where(DeadLetter.id == dead_letter_id)
+    q = select(DeadLetter).where(DeadLetter.id == dead_letter_id, tenant_filter(session, DeadLetter))
     d = await session.scalar(q.with_for_update() if lock else q)
     if d is None:
         raise FieldError(404, ("path", "dead_letter_id"), f"unknown dead letter {dead_letter_id}", "unknown_dead_letter")
@@ -200,7 +199,7 @@ async def _dead_letter(session: AsyncSession, dead_letter_id: uuid.UUID, lock: b
 
 @router.get("/v1/dead-letters/{dead_letter_id}", response_model=DeadLetterView, tags=["dead letters"])
 async def get_dead_letter(dead_letter_id: uuid.UUID, session: AsyncSession = Depends(db_session)) -> DeadLetterView:
-    """One dead-letter record. 404 when unknown."""
+    """One dead-letter record. 404 when unknown or another tenant's."""
     return _view(await _dead_letter(session, dead_letter_id))
 
 
@@ -215,7 +214,8 @@ class RedriveView(BaseModel):
 @router.post("/v1/dead-letters/{dead_letter_id}/redrive", response_model=RedriveView, status_code=202, tags=["dead letters"])
 async def redrive(dead_letter_id: uuid.UUID, request: Request, session: AsyncSession = Depends(db_session)) -> RedriveView:
     """Re-publish the original message to its source topic. A SampleDispatched whose item ended failed is
-    re-opened first (failed result moved aside, lease re-opened, evaluation running again). 404 unknown;
+    re-opened first (failed result moved aside, lease re-opened, evaluation running again) when its
+    evaluation is the caller's tenant's. 404 unknown (or another tenant's);
     409 (``already_finished``) when the item already has a result without an error; 503 when the broker did
     not take the message (a re-opened item is then dispatched again when its lease expires)."""
     d = await _dead_letter(session, dead_letter_id, lock=True)
@@ -228,7 +228,11 @@ async def redrive(dead_letter_id: uuid.UUID, request: Request, session: AsyncSes
         except UndecodableEvent:
             event = None
         if event is not None:
-            ev = await lock_evaluation(session, event.evaluation_id)
+            ev = await session.scalar(
+                select(Evaluation)
+                .where(Evaluation.id == event.evaluation_id, tenant_filter(session, Evaluation))
+                .with_for_update()
+            )
             if ev is not None:
                 lease_length = max(event.lease_expires_at - event.occurred_at, timedelta(seconds=30))
                 reopened = await reopen_item(

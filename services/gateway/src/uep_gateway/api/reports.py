@@ -7,6 +7,9 @@
 - ``POST /v1/evaluations/{id}/reports``: build a report now (202; the reporter writes it).
 - ``GET /v1/evaluations/{id}/reports`` and ``…/reports/{report_id}``: report rows and their status.
 - ``GET /v1/evaluations/{id}/report.html|json|pdf``: the newest ready report's file.
+
+Every evaluation named (the one in the path, a baseline) must be the caller's tenant's, and pins are per
+tenant: another tenant's evaluation answers 404 with the body of an unknown one.
 """
 
 from __future__ import annotations
@@ -29,8 +32,10 @@ from uep_common.db.reports import Report as ReportRow
 from uep_common.events import ReportRequested
 from uep_common.lifecycle import TERMINAL
 from uep_common.outbox import add_to_outbox
+from uep_gateway.api.evaluations import owned_evaluation
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError
+from uep_gateway.tenancy import tenant_filter
 from uep_gateway.validation import NUL_CHECK
 
 router = APIRouter(prefix="/v1/evaluations", tags=["reports"], dependencies=NUL_CHECK)
@@ -67,11 +72,7 @@ class ReportView(BaseModel):
 
 
 async def _evaluation(session: AsyncSession, evaluation_id: uuid.UUID, lock: bool = False) -> Evaluation:
-    q = select(Evaluation).where(Evaluation.id == evaluation_id)
-    ev = await session.scalar(q.with_for_update() if lock else q)
-    if ev is None:
-        raise FieldError(404, ("path", "evaluation_id"), f"unknown evaluation {evaluation_id}", "unknown_evaluation")
-    return ev
+    return await owned_evaluation(session, evaluation_id, lock=lock)
 
 
 async def _names(session: AsyncSession, ev: Evaluation) -> tuple[str, str]:
@@ -84,20 +85,23 @@ async def _names(session: AsyncSession, ev: Evaluation) -> tuple[str, str]:
 
 @router.post("/{evaluation_id}/pin", response_model=PinView)
 async def pin(evaluation_id: uuid.UUID, session: AsyncSession = Depends(db_session)) -> PinView:
-    """Pin a completed evaluation as the baseline of its (model name, benchmark slug); the previous pin of
-    that pair is removed in the same transaction. 409 when the evaluation is not completed."""
+    """Pin a completed evaluation as the baseline of its (model name, benchmark slug) in its tenant; the
+    previous pin of that pair in the tenant is removed in the same transaction. 404 when unknown or another
+    tenant's; 409 when the evaluation is not completed."""
     ev = await _evaluation(session, evaluation_id, lock=True)
     if ev.status != "completed":
         raise FieldError(
             409, ("path", "evaluation_id"), f"evaluation is {ev.status}; only a completed one can be a baseline", "not_completed"
         )
     model_name, slug = await _names(session, ev)
-    # one pin per pair, also under concurrent pins of two evaluations of the same pair
-    await session.execute(text("SELECT pg_advisory_xact_lock(hashtext(:k))"), {"k": f"uep-pin:{model_name}:{slug}"})
+    # one pin per tenant and pair, also under concurrent pins of two evaluations of the same pair
+    lock_key = f"uep-pin:{ev.tenant_id}:{model_name}:{slug}"
+    await session.execute(text("SELECT pg_advisory_xact_lock(hashtext(:k))"), {"k": lock_key})
     others = (
         await session.scalars(
             update(Evaluation)
             .where(
+                Evaluation.tenant_id == ev.tenant_id,
                 Evaluation.pinned.is_(True),
                 Evaluation.id != ev.id,
                 Evaluation.model_id.in_(select(Model.id).where(Model.name == model_name)),
@@ -114,7 +118,7 @@ async def pin(evaluation_id: uuid.UUID, session: AsyncSession = Depends(db_sessi
 
 @router.delete("/{evaluation_id}/pin", response_model=PinView)
 async def unpin(evaluation_id: uuid.UUID, session: AsyncSession = Depends(db_session)) -> PinView:
-    """Remove the pin of an evaluation (no-op when it is not pinned)."""
+    """Remove the pin of an evaluation (no-op when it is not pinned). 404 when unknown or another tenant's."""
     ev = await _evaluation(session, evaluation_id, lock=True)
     model_name, slug = await _names(session, ev)
     ev.pinned = False
@@ -132,14 +136,14 @@ async def compare_with_baseline(
 ) -> Comparison:
     """Paired comparison: 2×2 table, exact McNemar test, paired bootstrap of the accuracy (and continuous
     score) difference, per-item transitions (regressions first) and the fingerprint diff. 409 when no
-    baseline exists; 404 naming ``baseline`` when it is unknown; 409 ``no_results`` naming ``evaluation_id``
-    (or ``baseline``) when that evaluation has no scored result yet (e.g. a judged one before its first verdict)."""
+    baseline exists; 404 naming ``evaluation_id`` / ``baseline`` when that evaluation is unknown or another
+    tenant's; 409 ``no_results`` naming ``evaluation_id`` (or ``baseline``) when that evaluation has no scored
+    result yet (e.g. a judged one before its first verdict)."""
     ev = await _evaluation(session, evaluation_id)
     if baseline is not None:
         if baseline == evaluation_id:
             raise FieldError(422, ("query", "baseline"), "the baseline must be another evaluation", "same_evaluation")
-        if await session.get(Evaluation, baseline) is None:
-            raise FieldError(404, ("query", "baseline"), f"unknown evaluation {baseline}", "unknown_evaluation")
+        await owned_evaluation(session, baseline, ("query", "baseline"))
         reason = "requested"
     else:
         found, found_reason = await find_baseline(session, ev)
@@ -194,7 +198,8 @@ async def request_report(
     session: AsyncSession = Depends(db_session),
 ) -> ReportView:
     """Build a report of an ended evaluation now (202 with the pending report; poll its ``self`` link).
-    409 while the evaluation runs; 404 naming ``baseline`` when the requested baseline is unknown."""
+    409 while the evaluation runs; 404 naming ``evaluation_id`` / ``baseline`` when that evaluation is unknown
+    or another tenant's."""
     ev = await _evaluation(session, evaluation_id)
     if ev.status not in TERMINAL:
         raise FieldError(
@@ -204,8 +209,7 @@ async def request_report(
     if baseline is not None:
         if baseline == evaluation_id:
             raise FieldError(422, ("body", "baseline"), "the baseline must be another evaluation", "same_evaluation")
-        if await session.get(Evaluation, baseline) is None:
-            raise FieldError(404, ("body", "baseline"), f"unknown evaluation {baseline}", "unknown_evaluation")
+        await owned_evaluation(session, baseline, ("body", "baseline"))
     row = ReportRow(
         id=uuid.uuid4(), evaluation_id=ev.id, status="pending", trigger="request", baseline_evaluation_id=baseline, build_ms={}
     )
@@ -224,19 +228,27 @@ async def request_report(
 
 @router.get("/{evaluation_id}/reports", response_model=list[ReportView])
 async def list_reports(evaluation_id: uuid.UUID, session: AsyncSession = Depends(db_session)) -> list[ReportView]:
-    """Reports of an evaluation, newest first."""
+    """Reports of an evaluation, newest first. 404 when the evaluation is unknown or another tenant's."""
     await _evaluation(session, evaluation_id)
     rows = await session.scalars(
-        select(ReportRow).where(ReportRow.evaluation_id == evaluation_id).order_by(ReportRow.created_at.desc())
+        select(ReportRow)
+        .where(ReportRow.evaluation_id == evaluation_id, tenant_filter(session, ReportRow))
+        .order_by(ReportRow.created_at.desc())
     )
     return [_report_view(r) for r in rows]
 
 
 @router.get("/{evaluation_id}/reports/{report_id}", response_model=ReportView)
 async def get_report(evaluation_id: uuid.UUID, report_id: uuid.UUID, session: AsyncSession = Depends(db_session)) -> ReportView:
-    """One report's status and links."""
-    row = await session.get(ReportRow, report_id)
-    if row is None or row.evaluation_id != evaluation_id:
+    """One report's status and links. 404 naming ``evaluation_id`` when the evaluation is unknown or another
+    tenant's, naming ``report_id`` when the report is not one of its."""
+    await _evaluation(session, evaluation_id)
+    row = await session.scalar(
+        select(ReportRow).where(
+            ReportRow.id == report_id, ReportRow.evaluation_id == evaluation_id, tenant_filter(session, ReportRow)
+        )
+    )
+    if row is None:
         raise FieldError(
             404, ("path", "report_id"), f"unknown report {report_id} of evaluation {evaluation_id}", "unknown_report"
         )
@@ -254,9 +266,12 @@ async def report_file(
     session: AsyncSession = Depends(db_session),
 ) -> FileResponse:
     """The file of the newest ready report (or ``report_id``). 404 ``no_report`` when none is ready yet,
-    ``no_pdf`` when Chromium could not render the PDF (the reason is given); 410 when retention deleted it."""
+    ``no_pdf`` when Chromium could not render the PDF (the reason is given); 410 when retention deleted it;
+    404 naming ``evaluation_id`` when the evaluation is unknown or another tenant's."""
     await _evaluation(session, evaluation_id)
-    q = select(ReportRow).where(ReportRow.evaluation_id == evaluation_id, ReportRow.status == "ready")
+    q = select(ReportRow).where(
+        ReportRow.evaluation_id == evaluation_id, ReportRow.status == "ready", tenant_filter(session, ReportRow)
+    )
     if report_id is not None:
         q = q.where(ReportRow.id == report_id)
     row = await session.scalar(q.order_by(ReportRow.completed_at.desc().nulls_last(), ReportRow.created_at.desc()).limit(1))

@@ -1,5 +1,6 @@
 """Rescoring: score an evaluation's stored outputs again with the current metric versions, without
-calling the model; the replaced scores are kept in ``score_history`` and the rescore records what changed."""
+calling the model; the replaced scores are kept in ``score_history`` and the rescore records what changed.
+Only the caller's tenant's evaluations (and their rescores) are found: another tenant's answer 404."""
 
 from __future__ import annotations
 
@@ -9,13 +10,15 @@ from fastapi import APIRouter, Depends, Request, Response
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.db.models import Evaluation, Rescore, SampleResult
+from uep_common.db.models import Rescore, SampleResult
 from uep_common.events import RescoreRequested
 from uep_common.outbox import add_to_outbox
 from uep_common.telemetry import context_from_headers, current_trace_headers, tracer
+from uep_gateway.api.evaluations import owned_evaluation
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError
 from uep_gateway.schemas import RescoreView
+from uep_gateway.tenancy import tenant_filter
 from uep_gateway.validation import NUL_CHECK
 
 router = APIRouter(prefix="/v1/evaluations", tags=["rescoring"], dependencies=NUL_CHECK)
@@ -46,10 +49,9 @@ async def request_rescore(
     evaluation_id: uuid.UUID, request: Request, response: Response, session: AsyncSession = Depends(db_session)
 ) -> RescoreView:
     """Start a rescore of a finished evaluation (202). 409 while the evaluation runs, while another rescore
-    of it is pending, or when it has no stored output to score."""
-    ev = await session.scalar(select(Evaluation).where(Evaluation.id == evaluation_id).with_for_update())
-    if ev is None:
-        raise FieldError(404, ("path", "evaluation_id"), f"unknown evaluation {evaluation_id}", "unknown_evaluation")
+    of it is pending, or when it has no stored output to score; 404 when the evaluation is unknown or
+    another tenant's."""
+    ev = await owned_evaluation(session, evaluation_id, lock=True)
     if ev.status not in ("completed", "failed"):
         raise FieldError(
             409, ("path", "evaluation_id"), f"evaluation is {ev.status}; only a finished one can be rescored", "not_finished"
@@ -95,9 +97,13 @@ async def request_rescore(
 async def get_rescore(
     evaluation_id: uuid.UUID, rescore_id: uuid.UUID, session: AsyncSession = Depends(db_session)
 ) -> RescoreView:
-    """A rescore's progress and, when completed, what changed."""
-    r = await session.get(Rescore, rescore_id)
-    if r is None or r.evaluation_id != evaluation_id:
+    """A rescore's progress and, when completed, what changed. 404 naming ``evaluation_id`` when the
+    evaluation is unknown or another tenant's, naming ``rescore_id`` when the rescore is not one of its."""
+    await owned_evaluation(session, evaluation_id)
+    r = await session.scalar(
+        select(Rescore).where(Rescore.id == rescore_id, Rescore.evaluation_id == evaluation_id, tenant_filter(session, Rescore))
+    )
+    if r is None:
         raise FieldError(
             404, ("path", "rescore_id"), f"unknown rescore {rescore_id} of evaluation {evaluation_id}", "unknown_rescore"
         )

@@ -1,7 +1,8 @@
 """Scheduled evaluations: ``POST/GET/DELETE /v1/schedules`` (a cron expression re-runs a model on a
 benchmark, e.g. a nightly regression; each run is an evaluation linked to its schedule). The scheduler
 creates the due runs (``uep_scheduler.schedules``); batch and A/B requests go through
-``POST /v1/evaluations`` (``models``, ``arms``)."""
+``POST /v1/evaluations`` (``models``, ``arms``). A schedule belongs to the caller's tenant: another tenant's
+answers 404 with the body of an unknown one, and the list holds the caller's only."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from croniter import croniter
-from fastapi import APIRouter, Depends, Header, Request, Response
+from fastapi import APIRouter, Depends, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -18,10 +19,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from uep_common.creation import WorkLimitRefused, WorkLimits, check_items, check_schedule_interval
 from uep_common.db.models import Evaluation
 from uep_common.db.scheduling import Schedule, ScheduleRun
-from uep_gateway.api.evaluations import TENANT_HEADER, check_options, resolve_benchmark, resolve_model, resolve_tenant
+from uep_gateway.api.evaluations import check_options, resolve_benchmark, resolve_model
+from uep_gateway.auth import Principal, current_principal
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError, work_limit_error
 from uep_gateway.schemas import EvaluationOptions
+from uep_gateway.tenancy import tenant_filter
 from uep_gateway.validation import NUL_CHECK
 
 router = APIRouter(prefix="/v1/schedules", tags=["schedules"], dependencies=NUL_CHECK)
@@ -100,15 +103,15 @@ async def create_schedule(
     request: Request,
     response: Response,
     session: AsyncSession = Depends(db_session),
-    tenant_slug: str = Header("default", alias=TENANT_HEADER, max_length=64),
+    principal: Principal = Depends(current_principal),
 ) -> ScheduleView:
-    """Create a schedule. The options are checked as a create's (422 naming ``options.<field>``), the cron
+    """Create a schedule of the caller's tenant. The options are checked as a create's (422 naming ``options.<field>``), the cron
     expression with croniter and against the minimum interval between two runs (422 naming ``cron``), the
     model and benchmark are resolved now (422 naming them) and a run's items checked against the tenant's
     limit per evaluation; the first run is the first cron time after now. Each run is checked against the
     work limits again when the scheduler creates it."""
     check_options(body.options, request.app.state.settings, ("body", "options"))
-    tenant = await resolve_tenant(session, tenant_slug)
+    tenant = principal.tenant
     if not croniter.is_valid(body.cron):
         raise FieldError(422, ("body", "cron"), f"not a valid cron expression: {body.cron!r}", "bad_cron")
     limits = WorkLimits.from_settings(request.app.state.settings).for_tenant(tenant)
@@ -141,34 +144,29 @@ async def create_schedule(
 
 
 @router.get("", response_model=list[ScheduleView])
-async def list_schedules(
-    session: AsyncSession = Depends(db_session),
-    tenant_slug: str = Header("default", alias=TENANT_HEADER, max_length=64),
-) -> list[ScheduleView]:
-    """The tenant's schedules that are not deleted, oldest first."""
-    tenant = await resolve_tenant(session, tenant_slug)
+async def list_schedules(session: AsyncSession = Depends(db_session)) -> list[ScheduleView]:
+    """The caller's tenant's schedules that are not deleted, oldest first."""
     rows = await session.scalars(
-        select(Schedule).where(Schedule.tenant_id == tenant.id, Schedule.deleted_at.is_(None)).order_by(Schedule.created_at)
+        select(Schedule)
+        .where(tenant_filter(session, Schedule), Schedule.deleted_at.is_(None))
+        .order_by(Schedule.created_at, Schedule.id)
     )
     return [_view(s) for s in rows]
 
 
-async def _get(session: AsyncSession, schedule_id: uuid.UUID, tenant_slug: str) -> Schedule:
-    tenant = await resolve_tenant(session, tenant_slug)
-    sch = await session.get(Schedule, schedule_id)
-    if sch is None or sch.tenant_id != tenant.id:
+async def _get(session: AsyncSession, schedule_id: uuid.UUID) -> Schedule:
+    """The caller's tenant's schedule ``schedule_id``. Raises 404 naming it when unknown or another tenant's."""
+    sch = await session.scalar(select(Schedule).where(Schedule.id == schedule_id, tenant_filter(session, Schedule)))
+    if sch is None:
         raise FieldError(404, ("path", "schedule_id"), f"unknown schedule {schedule_id}", "unknown_schedule")
     return sch
 
 
 @router.get("/{schedule_id}", response_model=ScheduleView)
-async def get_schedule(
-    schedule_id: uuid.UUID,
-    session: AsyncSession = Depends(db_session),
-    tenant_slug: str = Header("default", alias=TENANT_HEADER, max_length=64),
-) -> ScheduleView:
-    """A schedule (deleted ones too) with its runs, newest first, each with its evaluation's status."""
-    sch = await _get(session, schedule_id, tenant_slug)
+async def get_schedule(schedule_id: uuid.UUID, session: AsyncSession = Depends(db_session)) -> ScheduleView:
+    """A schedule (deleted ones too) with its runs, newest first, each with its evaluation's status. 404 when
+    unknown or another tenant's."""
+    sch = await _get(session, schedule_id)
     rows = await session.execute(
         select(ScheduleRun, Evaluation.status)
         .outerjoin(Evaluation, Evaluation.id == ScheduleRun.evaluation_id)
@@ -185,13 +183,10 @@ async def get_schedule(
 
 
 @router.delete("/{schedule_id}", status_code=204)
-async def delete_schedule(
-    schedule_id: uuid.UUID,
-    session: AsyncSession = Depends(db_session),
-    tenant_slug: str = Header("default", alias=TENANT_HEADER, max_length=64),
-) -> Response:
-    """Delete a schedule: no further run is created; runs already created stay, linked to it (idempotent)."""
-    sch = await _get(session, schedule_id, tenant_slug)
+async def delete_schedule(schedule_id: uuid.UUID, session: AsyncSession = Depends(db_session)) -> Response:
+    """Delete a schedule: no further run is created; runs already created stay, linked to it (idempotent).
+    404 when unknown or another tenant's."""
+    sch = await _get(session, schedule_id)
     if sch.deleted_at is None:
         sch.deleted_at = datetime.now(UTC)
         sch.active = False
