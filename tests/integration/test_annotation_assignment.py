@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import text
 
 from .helpers import all_results, submit, wait_done
+from .session_helpers import signed_in
 
 PASS_FAIL = [{"name": "correct", "type": "pass_fail"}]
 
@@ -39,7 +40,7 @@ def test_concurrent_annotators_never_overfill_or_repeat(gateway, stack, db, sour
     errors: list[str] = []
 
     def work(name: str) -> None:
-        with httpx.Client(base_url=stack.gateway_url, timeout=30) as c:
+        with httpx.Client(base_url=stack.gateway_url, timeout=30, headers=gateway.headers) as c:
             for _ in range(20):
                 got = c.get(f"/v1/annotation-tasks/{task['id']}/next", params={"annotator": name})
                 if got.status_code != 200:
@@ -104,7 +105,7 @@ def test_next_waits_for_items_locked_by_another_hand_out_instead_of_answering_no
     result: dict = {}
 
     def ask() -> None:
-        with httpx.Client(base_url=gateway.base_url, timeout=30) as c:
+        with httpx.Client(base_url=gateway.base_url, timeout=30, headers=gateway.headers) as c:
             result["response"] = c.get(f"/v1/annotation-tasks/{task['id']}/next", params={"annotator": "waiter"})
 
     with db.connect() as c:
@@ -275,3 +276,113 @@ def test_hybrid_routed_items_get_their_score_from_humans(gateway, db):
     assert [r["is_correct"] for r in results] == [True, False]
     assert all(r["metrics"]["decided_by"] == "human" and r["metrics"]["route_reason"] == "swap_inconsistent" for r in results)
     assert results[0]["latency_ms"] == 12.5 and results[0]["completion_tokens"] == 4  # the model call's numbers
+
+
+# --------------------------------------------------------------------------- tenants and principals
+
+
+def _key(stack, tenant: str, role: str) -> dict:
+    from uep_common.admin import create_api_key
+
+    return {"Authorization": f"Bearer {create_api_key(stack.database_url, tenant, role, 'annotation tests')}"}
+
+
+@pytest.fixture(scope="module")
+def tenant_b(stack) -> dict:
+    """A second tenant: its slug and the headers of its admin and annotator keys."""
+    from uep_common.admin import create_tenant
+
+    slug = f"ann-b-{uuid.uuid4().hex[:6]}"
+    create_tenant(stack.database_url, slug)
+    return {"slug": slug, "admin": _key(stack, slug, "admin"), "annotator": _key(stack, slug, "annotator")}
+
+
+def test_another_tenants_task_is_404_everywhere(gateway, source, tenant_b):
+    task = make_task(gateway, source, item_limit=1)
+    tid, b = task["id"], tenant_b["admin"]
+    assert gateway.post("/v1/annotators", json={"name": "a-only-ann"}).status_code in (200, 201)
+    for path in ("", "/next", "/annotators", "/agreement", "/judge-agreement", "/results"):
+        r = gateway.get(f"/v1/annotation-tasks/{tid}{path}", headers=b, params={"annotator": "b-ann"})
+        assert r.status_code == 404 and r.json()["detail"][0]["loc"] == ["path", "task_id"], (path, r.text)
+    r = gateway.post(
+        f"/v1/annotation-tasks/{tid}/annotations",
+        headers=b,
+        params={"annotator": "b-ann"},
+        json={"assignment_id": str(uuid.uuid4()), "answers": {"correct": "pass"}},
+    )
+    assert r.status_code == 404 and r.json()["detail"][0]["loc"] == ["path", "task_id"], r.text
+    page = gateway.get(f"/annotate/{tid}", headers=b)
+    assert page.status_code == 404 and page.json()["detail"][0]["loc"] == ["path", "task_id"]
+    assert tid not in {t["id"] for t in gateway.get("/v1/annotation-tasks", headers=b).json()}
+    r = gateway.get("/v1/annotation-tasks", headers=b, params={"evaluation_id": source})
+    assert r.status_code == 404 and r.json()["detail"][0]["loc"] == ["query", "evaluation_id"]
+    r = gateway.post("/v1/annotation-tasks", headers=b, json={"name": "x", "evaluation_id": source, "questions": PASS_FAIL})
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "evaluation_id"], r.text
+    assert "a-only-ann" not in {a["name"] for a in gateway.get("/v1/annotators", headers=b).json()}
+    # the owner still sees it
+    assert [t["id"] for t in gateway.get("/v1/annotation-tasks", params={"evaluation_id": source}).json()].count(tid) == 1
+
+
+def test_annotators_belong_to_a_tenant(stack, gateway, db, source, tenant_b):
+    """A registered annotator of one tenant is unknown to the keys of another; an annotator key names only
+    registered annotators of its own tenant; names are unique per tenant, not site-wide."""
+    r = gateway.post(
+        "/v1/evaluations", headers=tenant_b["admin"], json={"benchmark": "gsm8k", "model": "uep-oracle", "sample_limit": 2}
+    )
+    assert r.status_code == 202, r.text
+    b_eval = r.json()["id"]
+    assert wait_done(gateway, b_eval, headers=tenant_b["admin"])["status"] == "completed"
+    r = gateway.post(
+        "/v1/annotation-tasks",
+        headers=tenant_b["admin"],
+        json={"name": "b", "evaluation_id": b_eval, "questions": PASS_FAIL, "annotations_per_item": 1},
+    )
+    assert r.status_code == 201, r.text
+    b_task = r.json()["id"]
+    a_ann = gateway.post("/v1/annotators", json={"name": f"shared-name-{uuid.uuid4().hex[:6]}"}).json()
+    ann_key = tenant_b["annotator"]
+    # A's annotator, by id or by name, is no annotator of B's
+    for ref in (a_ann["id"], a_ann["name"]):
+        r = gateway.get(f"/v1/annotation-tasks/{b_task}/next", headers=ann_key, params={"annotator": ref})
+        assert r.status_code == 404 and r.json()["detail"][0]["loc"] == ["query", "annotator"], r.text
+    # B registers the same name: its own annotator, another row
+    b_ann = gateway.post("/v1/annotators", headers=tenant_b["admin"], json={"name": a_ann["name"]})
+    assert b_ann.status_code == 201 and b_ann.json()["id"] != a_ann["id"], b_ann.text
+    nxt = gateway.get(f"/v1/annotation-tasks/{b_task}/next", headers={**ann_key, "X-UEP-Annotator": a_ann["name"]})
+    assert nxt.status_code == 200 and nxt.json()["annotator"]["id"] == b_ann.json()["id"], nxt.text
+    # an annotator key registers nobody (the role matrix keeps POST /v1/annotators to builders and admins)
+    assert gateway.post("/v1/annotators", headers=ann_key, json={"name": "nobody"}).status_code == 403
+    with db.connect() as c:
+        rows = (
+            c.execute(
+                text("SELECT t.slug FROM annotators a JOIN tenants t ON t.id = a.tenant_id WHERE a.name = :n ORDER BY t.slug"),
+                {"n": a_ann["name"]},
+            )
+            .scalars()
+            .all()
+        )
+    assert sorted(rows) == sorted(["default", tenant_b["slug"]])
+
+
+def test_a_signed_in_annotator_works_as_itself(gateway, db, source):
+    task = make_task(gateway, source, item_limit=2, annotations_per_item=1)
+    user = signed_in(db, "default", "annotator")
+    with httpx.Client(base_url=gateway.base_url, timeout=30, cookies=user["cookies"]) as c:
+        nxt = c.get(f"/v1/annotation-tasks/{task['id']}/next")
+        assert nxt.status_code == 200, nxt.text
+        assert nxt.json()["annotator"]["name"] == user["username"]
+        other = c.get(f"/v1/annotation-tasks/{task['id']}/next", params={"annotator": "someone-else"})
+        assert other.status_code == 403 and other.json()["detail"][0]["loc"] == ["query", "annotator"]
+        body = {"assignment_id": nxt.json()["assignment_id"], "answers": {"correct": "pass"}}
+        no_csrf = c.post(f"/v1/annotation-tasks/{task['id']}/annotations", json=body)
+        assert no_csrf.status_code == 403 and no_csrf.json()["detail"][0]["loc"] == ["header", "X-CSRF-Token"]
+        ok = c.post(f"/v1/annotation-tasks/{task['id']}/annotations", json=body, headers={"X-CSRF-Token": user["csrf"]})
+        assert ok.status_code == 201 and ok.json()["progress"]["annotator_done"] == 1, ok.text
+        assert c.get(f"/annotate/{task['id']}").status_code == 200
+        # the annotator role reads tasks but not results
+        assert c.get(f"/v1/annotation-tasks/{task['id']}/results").status_code == 403
+    with db.connect() as conn:
+        bound = conn.execute(text("SELECT user_id FROM annotators WHERE name = :n"), {"n": user["username"]}).scalar_one()
+    assert bound == user["user_id"]
+    results = gateway.get(f"/v1/annotation-tasks/{task['id']}/results").json()["items"]
+    assert [a["annotator"] for i in results for a in i["answers"]] == [user["username"]]

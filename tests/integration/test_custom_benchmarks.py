@@ -175,3 +175,86 @@ def test_graded_metric_runs_through_the_pipeline(gateway):
     assert [r["score"] for r in results] == [pytest.approx(e, abs=1e-9) for e in expected]
     assert s["metric_means"]["sentence_bleu"] == pytest.approx(sum(expected) / 2, abs=1e-9)
     assert results[0]["metrics"]["signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
+
+
+# --------------------------------------------------------------------------- ownership and visibility
+
+
+@pytest.fixture(scope="module")
+def other_tenant(stack):
+    """An httpx client authenticated as the builder of a second tenant (``bench-b-…``)."""
+    import httpx
+
+    from uep_common.admin import create_api_key, create_tenant
+
+    slug = f"bench-b-{uuid.uuid4().hex[:6]}"
+    create_tenant(stack.database_url, slug)
+    key = create_api_key(stack.database_url, slug, "builder", "custom benchmark tests")
+    with httpx.Client(base_url=stack.gateway_url, timeout=30, headers={"Authorization": f"Bearer {key}"}) as client:
+        yield client
+
+
+ROWS = b'{"question": "Who wrote the unwritten book?", "answer": "I do not know."}\n{"question": "q2", "answer": "a2"}\n'
+
+
+def _listed(client, slug: str) -> list[dict]:
+    r = client.get("/v1/benchmarks")
+    assert r.status_code == 200, r.text
+    return [b for b in r.json() if b["slug"] == slug]
+
+
+def test_a_private_benchmark_is_invisible_to_another_tenant(gateway, other_tenant):
+    slug = f"priv-{uuid.uuid4().hex[:8]}"
+    r = upload(gateway, spec(slug), ROWS, "d.jsonl")
+    assert r.status_code == 201, r.text
+    assert (r.json()["visibility"], r.json()["owned"]) == ("private", True)
+    assert [(b["id"], b["visibility"], b["owned"]) for b in _listed(gateway, slug)] == [(r.json()["id"], "private", True)]
+
+    assert _listed(other_tenant, slug) == []
+    for ref in (slug, r.json()["id"]):
+        p = other_tenant.get(f"/v1/benchmarks/{ref}/samples")
+        assert p.status_code == 404 and p.json()["detail"][0]["loc"] == ["path", "ref"], p.text
+    ev = other_tenant.post("/v1/evaluations", json={"benchmark": slug, "model": "uep-oracle"})
+    assert ev.status_code in (404, 422) and ev.json()["detail"][0]["loc"] == ["body", "benchmark"], ev.text
+    # the owner still previews it
+    assert [s["ordinal"] for s in gateway.get(f"/v1/benchmarks/{slug}/samples").json()] == [0, 1]
+
+
+def test_another_tenants_slug_cannot_get_a_new_version(gateway, other_tenant):
+    slug = f"owned-{uuid.uuid4().hex[:8]}"
+    first = upload(gateway, spec(slug), ROWS, "d.jsonl")
+    assert first.status_code == 201, first.text
+    for content in (ROWS, ROWS + b'{"question": "q3", "answer": "a3"}\n'):  # the same content, and new content
+        r = upload(other_tenant, spec(slug), content, "d.jsonl")
+        assert r.status_code == 409, r.text
+        assert (r.json()["detail"][0]["loc"], r.json()["detail"][0]["type"]) == (["body", "spec", "slug"], "slug_taken")
+    assert [(b["id"], b["version"]) for b in _listed(gateway, slug)] == [(first.json()["id"], first.json()["version"])]
+    # the site catalogue's slugs are no one's to extend either
+    builtin = upload(other_tenant, spec("gsm8k"), ROWS, "d.jsonl")
+    assert builtin.status_code == 409 and builtin.json()["detail"][0]["loc"] == ["body", "spec", "slug"]
+
+
+def test_a_shared_benchmark_is_visible_to_every_tenant(gateway, other_tenant):
+    slug = f"shared-{uuid.uuid4().hex[:8]}"
+    r = gateway.post("/v1/benchmarks", data={"spec": spec(slug), "visibility": "shared"}, files={"file": ("d.jsonl", ROWS)})
+    assert r.status_code == 201, r.text
+    assert [(b["visibility"], b["owned"]) for b in _listed(other_tenant, slug)] == [("shared", False)]
+    assert [(b["visibility"], b["owned"]) for b in _listed(gateway, slug)] == [("shared", True)]
+    preview = other_tenant.get(f"/v1/benchmarks/{slug}/samples")
+    assert preview.status_code == 200 and [p["prompt"] for p in preview.json()] == ["Who wrote the unwritten book?", "q2"]
+    # a new version without the field keeps the slug's visibility
+    v2 = upload(gateway, spec(slug), ROWS + b'{"question": "q3", "answer": "a3"}\n', "d.jsonl")
+    assert v2.status_code == 201 and v2.json()["visibility"] == "shared", v2.text
+    # built-ins are the site catalogue: readable by all, owned by no tenant
+    assert {(b["visibility"], b["owned"]) for b in _listed(other_tenant, "gsm8k")} == {("site", False)}
+
+
+def test_an_unknown_visibility_is_refused(gateway, db):
+    before = _count(db)
+    r = gateway.post(
+        "/v1/benchmarks",
+        data={"spec": spec(f"vis-{uuid.uuid4().hex[:8]}"), "visibility": "public"},
+        files={"file": ("d.jsonl", ROWS)},
+    )
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "visibility"], r.text
+    assert _count(db) == before

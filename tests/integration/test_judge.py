@@ -11,6 +11,7 @@ import json
 import time
 import uuid
 
+import pytest
 from sqlalchemy import text
 
 from .helpers import all_results, submit, wait_done
@@ -43,7 +44,21 @@ def _slug(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-def test_rubric_and_failure_paths(gateway, db):
+@pytest.fixture(scope="module")
+def other_tenant(stack):
+    """An httpx client authenticated as the admin of a second tenant."""
+    import httpx
+
+    from uep_common.admin import create_api_key, create_tenant
+
+    slug = f"judge-b-{uuid.uuid4().hex[:6]}"
+    create_tenant(stack.database_url, slug)
+    key = create_api_key(stack.database_url, slug, "admin", "judge tests")
+    with httpx.Client(base_url=stack.gateway_url, timeout=30, headers={"Authorization": f"Bearer {key}"}) as client:
+        yield client
+
+
+def test_rubric_and_failure_paths(gateway, db, other_tenant):
     slug = _slug("judge-rubric")
     rows = [
         "[[say:Paris is the capital of France. JUDGE:SCORE=8]]",  # valid JSON
@@ -90,6 +105,14 @@ def test_rubric_and_failure_paths(gateway, db):
     assert charges == 10
     # the candidate is the judge itself: every graded answer is its own
     assert d["self_preference"]["rubric"]["n_own"] == 3 and d["self_preference"]["rubric"]["own_mean"] == 19 / 3
+
+    # another tenant sees none of it: its evaluation id is unknown there, and its verdicts count nowhere
+    for path in ("/v1/judges/verdicts", "/v1/judges/routes", "/v1/judges/diagnostics"):
+        r = other_tenant.get(path, params={"evaluation_id": evaluation_id})
+        assert r.status_code == 404 and r.json()["detail"][0]["loc"] == ["query", "evaluation_id"], (path, r.text)
+    theirs = other_tenant.get("/v1/judges/diagnostics", params={"judge_model": "uep-judge"}).json()
+    assert (theirs["verdicts"], theirs["judges"]) == (0, [])
+    assert other_tenant.get("/v1/judges/diagnostics", params={"benchmark": slug}).json()["verdicts"] == 0
 
 
 def test_pairwise_both_orders_jury_and_position_bias(gateway):

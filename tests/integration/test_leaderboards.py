@@ -86,18 +86,19 @@ async def record(
     n: int,
     completed_at: datetime,
     scores: list[float] | None = None,
+    tenant: str = "default",
 ) -> uuid.UUID:
-    """Insert a completed evaluation (and, for a continuous metric, its items' scores) and record it on the
-    leaderboard in the same transaction, as the reporter does right after completing one."""
+    """Insert a completed evaluation of ``tenant`` (and, for a continuous metric, its items' scores) and record
+    it on the leaderboard in the same transaction, as the reporter does right after completing one."""
     eid = uuid.uuid4()
     async with sessions() as s, s.begin():
         ids = (
             await s.execute(
                 text(
-                    "SELECT (SELECT id FROM tenants WHERE slug = 'default'), (SELECT id FROM benchmarks WHERE slug = :b), "
+                    "SELECT (SELECT id FROM tenants WHERE slug = :t), (SELECT id FROM benchmarks WHERE slug = :b), "
                     "(SELECT id FROM models WHERE name = :m)"
                 ),
-                {"b": slug, "m": model},
+                {"b": slug, "m": model, "t": tenant},
             )
         ).one()
         await s.execute(
@@ -123,10 +124,95 @@ async def record(
     return eid
 
 
-def board(gateway, slug: str, **params) -> dict:
-    r = gateway.get(f"/v1/leaderboards/{slug}", params=params)
+def board(gateway, slug: str, headers: dict | None = None, **params) -> dict:
+    r = gateway.get(f"/v1/leaderboards/{slug}", params=params, headers=headers)
     assert r.status_code == 200, r.text
     return r.json()
+
+
+@pytest.fixture(scope="module")
+def tenant_b(stack) -> tuple[str, dict]:
+    """A second tenant: (slug, headers of its viewer key)."""
+    from uep_common.admin import create_api_key, create_tenant
+
+    slug = f"lb-b-{uuid.uuid4().hex[:6]}"
+    create_tenant(stack.database_url, slug)
+    return slug, {"Authorization": f"Bearer {create_api_key(stack.database_url, slug, 'viewer', 'leaderboard tests')}"}
+
+
+async def test_each_tenant_sees_and_ranks_its_own_entries(stack, db, gateway, sessions, tenant_b):
+    b_slug, b_headers = tenant_b
+    slug, _ = make_benchmark(db, "lb-tenants")  # a site catalogue benchmark: every tenant may evaluate it
+    ep = f"grpc://127.0.0.1:{stack.triton_grpc}"
+    m = {x: register_model(db, ep, "uep_oracle", f"lbt-{x}") for x in "PQR"}
+    a_ids = [
+        await record(sessions, db, slug, m["P"], "exact_match", 90, 100, T0),
+        await record(sessions, db, slug, m["Q"], "exact_match", 60, 100, T0 + timedelta(minutes=1)),
+    ]
+    # tenant B: R between P and Q, and Q again (a later run: the latest over both tenants)
+    b_ids = [
+        await record(sessions, db, slug, m["R"], "exact_match", 75, 100, T0 + timedelta(minutes=2), tenant=b_slug),
+        await record(sessions, db, slug, m["Q"], "exact_match", 20, 100, T0 + timedelta(minutes=3), tenant=b_slug),
+    ]
+
+    mine = board(gateway, slug)
+    assert [(e["model"], e["evaluation_id"], e["position"], e["rank"]) for e in mine["entries"]] == [
+        (m["P"], str(a_ids[0]), 1, 1),
+        (m["Q"], str(a_ids[1]), 2, 2),
+    ]
+    theirs = board(gateway, slug, headers=b_headers)
+    assert [(e["model"], e["evaluation_id"], e["position"], e["rank"]) for e in theirs["entries"]] == [
+        (m["R"], str(b_ids[0]), 1, 1),
+        (m["Q"], str(b_ids[1]), 2, 2),
+    ]
+    assert theirs["total"] == 2 and not {str(i) for i in a_ids} & {e["evaluation_id"] for e in theirs["entries"]}
+
+    listed = {(x["benchmark"], x["score_type"]): x for x in gateway.get("/v1/leaderboards", headers=b_headers).json()}
+    assert (listed[(slug, "exact_match")]["models"], listed[(slug, "exact_match")]["evaluations"]) == (2, 2)
+
+    # history: B's snapshots only, cut down to B's entries and ranked among them
+    h = gateway.get(f"/v1/leaderboards/{slug}/history", headers=b_headers).json()["snapshots"]
+    assert [s["evaluation_id"] for s in h] == [str(b_ids[1]), str(b_ids[0])]
+    seen = {e["evaluation_id"] for s in h for e in s["entries"]}
+    assert seen == {str(i) for i in b_ids}
+    assert [(e["model"], e["rank"]) for e in h[0]["entries"]] == [(m["R"], 1), (m["Q"], 2)]
+    assert all("tenant_id" not in e for s in h for e in s["entries"])
+    assert [(c["model"], c["from_rank"], c["to_rank"]) for c in h[0]["changes"]] == [(m["Q"], None, 2)]
+    a_hist = gateway.get(f"/v1/leaderboards/{slug}/history").json()["snapshots"]
+    assert [s["evaluation_id"] for s in a_hist] == [str(a_ids[1]), str(a_ids[0])]
+    assert {e["evaluation_id"] for s in a_hist for e in s["entries"]} == {str(i) for i in a_ids}
+
+    cmp = gateway.get("/v1/leaderboards/compare", params={"models": m["R"], "benchmarks": slug}).json()
+    assert cmp["rows"][0]["scores"][f"{slug}:exact_match"] is None  # R is only on B's board
+
+    # a site admin acting across tenants sees the whole board: latest run per model version over both tenants
+    site = board(gateway, slug, headers={"X-UEP-Site-Admin": "true"})
+    assert [(e["model"], e["evaluation_id"]) for e in site["entries"]] == [
+        (m["P"], str(a_ids[0])),
+        (m["R"], str(b_ids[0])),
+        (m["Q"], str(b_ids[1])),
+    ]
+
+    # site-wide boards (the gateway setting): every tenant's entries, on benchmarks the reader may see
+    async with sessions() as s:
+        b_id = (await s.execute(text("SELECT id FROM tenants WHERE slug = :t"), {"t": b_slug})).scalar_one()
+        wide = await lb.load_board(s, slug, "exact_match", scope=lb.BoardScope(viewer_tenant_id=b_id))
+        assert [(e.model, e.evaluation_id, e.rank) for e in wide] == [
+            (m["P"], a_ids[0], 1),
+            (m["R"], b_ids[0], 2),
+            (m["Q"], b_ids[1], 3),
+        ]
+        wide_hist = await lb.board_history(s, slug, "exact_match", scope=lb.BoardScope(viewer_tenant_id=b_id))
+        assert [x["evaluation_id"] for x in wide_hist] == [str(i) for i in (b_ids[1], b_ids[0], a_ids[1], a_ids[0])]
+        assert [(e["model"], e["rank"]) for e in wide_hist[0]["entries"]] == [(m["P"], 1), (m["R"], 2), (m["Q"], 3)]
+        # a private benchmark of tenant A is no board of B's, even site-wide
+        await s.execute(
+            text("UPDATE benchmarks SET owner_tenant_id = (SELECT id FROM tenants WHERE slug = 'default') WHERE slug = :s"),
+            {"s": slug},
+        )
+        await s.commit()
+        assert await lb.load_board(s, slug, "exact_match", scope=lb.BoardScope(viewer_tenant_id=b_id)) == []
+        assert slug not in {x["benchmark"] for x in await lb.list_boards(s, lb.BoardScope(viewer_tenant_id=b_id))}
 
 
 async def test_tie_groups_top_n_latest_entry_and_rank_history(stack, db, gateway, sessions):

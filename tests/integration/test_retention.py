@@ -182,23 +182,26 @@ class History:
         return {i for i, e in enumerate(self.ev) if e in ids} | ({100} if self.partner in ids else set())
 
 
+SITE = {"X-UEP-Site-Admin": "true"}  # retention is site administration: a site admin acting across tenants
+
+
 @pytest.fixture(scope="module")
-def admin_key(stack) -> str:
-    return create_api_key(stack.database_url, "default", "admin", "retention test")
+def tenant_admin(stack) -> dict:
+    """Headers of a tenant admin's key (not a site admin)."""
+    return {"Authorization": f"Bearer {create_api_key(stack.database_url, 'default', 'admin', 'retention test')}"}
 
 
-def run_api(gateway, admin_key=None, **body) -> dict:
-    headers = {"Authorization": f"Bearer {admin_key}"} if admin_key else {}
-    r = gateway.post("/v1/retention/run", json=body, params={"wait_s": 30}, headers=headers)
+def run_api(gateway, **body) -> dict:
+    r = gateway.post("/v1/retention/run", json=body, params={"wait_s": 30}, headers=SITE)
     assert r.status_code == 200, r.text
     run = r.json()
     assert run["status"] == "completed", run
-    again = gateway.get(f"/v1/retention/runs/{run['id']}").json()
+    again = gateway.get(f"/v1/retention/runs/{run['id']}", headers=SITE).json()
     assert again["result"] == run["result"]
     return run["result"]
 
 
-def test_retention_keeps_last_n_pinned_running_ab_partner_and_counts_artifact_refs(stack, db, gateway, admin_key):
+def test_retention_keeps_last_n_pinned_running_ab_partner_and_counts_artifact_refs(stack, db, gateway):
     h = History(stack, db)
     idx = {str(e): i for i, e in enumerate(h.ev)} | {str(h.partner): 100}
 
@@ -218,7 +221,7 @@ def test_retention_keeps_last_n_pinned_running_ab_partner_and_counts_artifact_re
     with db.connect() as other:
         tx = other.begin()
         other.execute(text("SELECT 1 FROM evaluations WHERE id = :e FOR UPDATE"), {"e": h.ev[4]})
-        res = run_api(gateway, admin_key, benchmark=h.slug)
+        res = run_api(gateway, benchmark=h.slug)
         tx.rollback()
     assert [idx[d["evaluation_id"]] for d in res["cleaned"]] == [3] and res["skipped"] == [str(h.ev[4])]
     # i=3: 3 results, 3 leases, 1 replaced score, refs to U and S; U had no other ref -> row + file deleted.
@@ -245,7 +248,7 @@ def test_retention_keeps_last_n_pinned_running_ab_partner_and_counts_artifact_re
 
     # Keep only the last 13 (i >= 12): i=4 (no longer locked) and i=5..11 go; i=10 held the last reference to
     # the shared artifact S, so S's row and file go now. Pinned, running and the A/B arm still stay.
-    res = run_api(gateway, admin_key, benchmark=h.slug, keep_last=13)
+    res = run_api(gateway, benchmark=h.slug, keep_last=13)
     assert sorted(idx[d["evaluation_id"]] for d in res["cleaned"]) == [4, 5, 6, 7, 8, 9, 10, 11]
     assert res["already_cleaned"] == 1 and res["kept"]["pinned"] == 1 and res["kept"]["ab_partner"] == 1
     assert res["deleted"]["sample_results"] == 2 and res["deleted"]["artifact_refs"] == 1 and res["deleted"]["artifacts"] == 1
@@ -259,7 +262,7 @@ def test_retention_keeps_last_n_pinned_running_ab_partner_and_counts_artifact_re
     assert h.count("sample_results", h.ev[0]) == 1 and h.count("sample_results", h.ev[2]) == 1
 
     # Nothing left to do: a second identical run cleans nothing.
-    assert run_api(gateway, admin_key, benchmark=h.slug, keep_last=13)["cleaned"] == []
+    assert run_api(gateway, benchmark=h.slug, keep_last=13)["cleaned"] == []
 
 
 async def test_retention_skips_while_another_replica_holds_the_lock(stack, db, gateway):
@@ -279,12 +282,17 @@ async def test_retention_skips_while_another_replica_holds_the_lock(stack, db, g
         await engine.dispose()
 
 
-def test_retention_request_errors(gateway):
-    r = gateway.post("/v1/retention/run", json={"dry_run": False})  # pre-auth caller = builder: may not delete
-    assert r.status_code == 403 and r.json()["detail"][0]["loc"] == ["header", "Authorization"]
-    r = gateway.post("/v1/retention/run", json={"keep_last": 0})
+def test_retention_request_errors(gateway, tenant_admin):
+    # site administration only: a tenant's admin, and a site admin not acting across tenants, are refused
+    for headers in (tenant_admin, {}):
+        for body in ({"dry_run": False}, {"dry_run": True}):
+            r = gateway.post("/v1/retention/run", json=body, headers=headers)
+            assert r.status_code == 403 and r.json()["detail"][0]["loc"] == ["header", "X-UEP-Site-Admin"], r.text
+        r = gateway.get(f"/v1/retention/runs/{uuid.uuid4()}", headers=headers)
+        assert r.status_code == 403 and r.json()["detail"][0]["loc"] == ["header", "X-UEP-Site-Admin"], r.text
+    r = gateway.post("/v1/retention/run", json={"keep_last": 0}, headers=SITE)
     assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "keep_last"]
-    r = gateway.post("/v1/retention/run", json={"benchmark": "no-such-benchmark", "dry_run": True})
+    r = gateway.post("/v1/retention/run", json={"benchmark": "no-such-benchmark", "dry_run": True}, headers=SITE)
     assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "benchmark"]
-    r = gateway.get(f"/v1/retention/runs/{uuid.uuid4()}")
+    r = gateway.get(f"/v1/retention/runs/{uuid.uuid4()}", headers=SITE)
     assert r.status_code == 404 and r.json()["detail"][0]["loc"] == ["path", "run_id"]

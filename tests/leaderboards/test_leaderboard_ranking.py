@@ -111,3 +111,50 @@ def test_radar_series_gaps_and_scaling():
 )
 def test_score_type(config, bench_type, metric, expected):
     assert score_type_of(evaluation_type_of(config, bench_type), metric) == expected
+
+
+def _snap(model: str, k: int, tenant: str | None, at: str, position: int) -> dict:
+    lo, hi = wilson_interval(k, 100)
+    e = {
+        "model": model,
+        "model_version": "1",
+        "position": position,
+        "rank": position,
+        "tie_group": position,
+        "score": k / 100,
+        "ci_low": lo,
+        "ci_high": hi,
+        "n": 100,
+        "evaluation_id": str(uuid.uuid4()),
+        "last_evaluated": at,
+    }
+    return e | ({"tenant_id": tenant} if tenant else {})
+
+
+def test_a_snapshot_is_cut_down_to_one_tenant_and_ranked_again():
+    from uep_common.leaderboards import _scoped_snapshot, rank_snapshot_entries
+
+    a, b = str(uuid.uuid4()), str(uuid.uuid4())
+    # the union of both tenants' boards, as record_evaluation stores it (ranks as stored are not used)
+    stored = [
+        _snap("P", 90, a, "2026-01-01T00:00:00+00:00", 1),
+        _snap("R", 75, b, "2026-01-01T00:02:00+00:00", 2),
+        _snap("Q", 60, a, "2026-01-01T00:01:00+00:00", 3),
+        _snap("Q", 20, b, "2026-01-01T00:03:00+00:00", 4),
+    ]
+    only_b = _scoped_snapshot(stored, uuid.UUID(b), {})
+    assert [(e["model"], e["score"], e["position"], e["rank"], e["tie_group"]) for e in only_b] == [
+        ("R", 0.75, 1, 1, 1),
+        ("Q", 0.2, 2, 2, 2),
+    ]
+    assert all("tenant_id" not in e for e in only_b)
+    # the whole site: the latest entry per model version over every tenant (B's later Q run)
+    site = _scoped_snapshot(stored, None, {})
+    assert [(e["model"], e["score"], e["rank"]) for e in site] == [("P", 0.9, 1), ("R", 0.75, 2), ("Q", 0.2, 3)]
+    # an entry written before snapshots carried tenant ids is attributed by its evaluation id
+    old = [{k: v for k, v in e.items() if k != "tenant_id"} for e in stored]
+    only_a = _scoped_snapshot(old, uuid.UUID(a), {old[0]["evaluation_id"]: a, old[2]["evaluation_id"]: a})
+    assert [(e["model"], e["rank"]) for e in only_a] == [("P", 1), ("Q", 2)]
+    # two entries whose intervals reach each other share a group after ranking again
+    tied = rank_snapshot_entries([_snap("X", 50, None, "", 2), _snap("Y", 52, None, "", 1)])
+    assert [(e["model"], e["position"], e["rank"]) for e in tied] == [("Y", 1, 1), ("X", 2, 1)]

@@ -1,15 +1,19 @@
 """The annotation page (GET /annotate/{task_id}) in headless Chromium (Debian's chromium, driven by
 Playwright; no browser is downloaded): one item at a time, guidelines visible, keyboard shortcuts, progress;
-each submission is checked in the API's stored results."""
+each submission is checked in the API's stored results. The browser is a signed-in annotator (session and
+CSRF cookies); the page's own requests carry them."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import uuid
+from urllib.parse import urlsplit
 
 import pytest
 
 from integration.helpers import submit, wait_done
+from integration.session_helpers import signed_in
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -42,14 +46,30 @@ def task(gateway):
     return r.json()
 
 
-def test_annotate_with_the_keyboard(gateway, stack, task, tmp_path):
+def test_annotate_with_the_keyboard(gateway, stack, db, task, tmp_path):
     from playwright.sync_api import expect, sync_playwright
 
+    user = signed_in(db, "default", "annotator", f"ui-annotator-{uuid.uuid4().hex[:6]}")
+    host = urlsplit(stack.gateway_url).hostname
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
         try:
-            page = browser.new_page(viewport={"width": 1280, "height": 860})
-            page.goto(f"{stack.gateway_url}/annotate/{task['id']}?annotator=ui-annotator")
+            context = browser.new_context(viewport={"width": 1280, "height": 860})
+            context.add_cookies(
+                [
+                    {
+                        "name": "uep_session",
+                        "value": user["cookies"]["uep_session"],
+                        "domain": host,
+                        "path": "/",
+                        "httpOnly": True,
+                    },
+                    {"name": "uep_csrf", "value": user["csrf"], "domain": host, "path": "/"},
+                ]
+            )
+            page = context.new_page()
+            page.goto(f"{stack.gateway_url}/annotate/{task['id']}")
+            expect(page.locator("#who")).to_have_text(user["username"])
             expect(page.locator("#guidelines")).to_have_text(GUIDELINES)
             expect(page.locator("#progress")).to_have_text("0/3")
             expect(page.locator("#prompt")).not_to_be_empty()
@@ -92,9 +112,10 @@ def test_annotate_with_the_keyboard(gateway, stack, task, tmp_path):
 
     results = gateway.get(f"/v1/annotation-tasks/{task['id']}/results").json()["items"]
     stored = [(i["answers"][0]["annotator"], i["answers"][0]["answers"]) for i in results]
+    name = user["username"]
     assert stored == [
-        ("ui-annotator", {"correct": "pass", "quality": 4}),
-        ("ui-annotator", {"correct": "fail", "quality": 2, "note": "final number is off by one p f 3"}),
-        ("ui-annotator", {"correct": "pass", "quality": 5}),
+        (name, {"correct": "pass", "quality": 4}),
+        (name, {"correct": "fail", "quality": 2, "note": "final number is off by one p f 3"}),
+        (name, {"correct": "pass", "quality": 5}),
     ]
     assert all(i["status"] == "complete" for i in results)

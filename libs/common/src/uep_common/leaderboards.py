@@ -33,6 +33,12 @@ Tie groups (:func:`rank_entries`)
 Rank history
     When an evaluation is recorded, the whole board is ranked again and stored in ``leaderboard_snapshots``;
     :func:`board_history` lists snapshots with each model's rank change against the previous snapshot.
+
+Scope (:class:`BoardScope`)
+    Every score and snapshot belongs to the tenant of its evaluation. The readers take a scope: only one
+    tenant's entries (the board is then ranked over those alone, and history snapshots are cut down to them
+    and ranked again), and/or only boards of benchmarks one tenant may read. The default scope is the whole
+    site (the services' view).
 """
 
 from __future__ import annotations
@@ -45,7 +51,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import func, select, text
+from sqlalchemy import ColumnElement, exists, func, or_, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -138,10 +144,12 @@ class BoardEntry:
     position: int | None = None
     rank: int | None = None
     tie_group: int | None = None
+    tenant_id: uuid.UUID | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready dict (ids and times as strings)."""
+        """JSON-ready dict (ids and times as strings; without ``tenant_id``)."""
         d = asdict(self)
+        del d["tenant_id"]
         d["evaluation_id"] = str(self.evaluation_id)
         d["last_evaluated"] = self.last_evaluated.isoformat()
         return d
@@ -178,9 +186,42 @@ def rank_entries(entries: Sequence[BoardEntry]) -> list[BoardEntry]:
 # ---------------------------------------------------------------- boards from the database
 
 
-async def list_boards(session: AsyncSession) -> list[dict[str, Any]]:
-    """Every board: ``{benchmark, score_type, models, evaluations, last_evaluated}`` ordered by benchmark,
-    score type (only completed evaluations count)."""
+@dataclass(frozen=True)
+class BoardScope:
+    """What of the boards a reader sees: ``tenant_id`` — only that tenant's entries (None: every tenant's);
+    ``viewer_tenant_id`` — only boards of benchmark slugs that tenant may read (the site catalogue, shared
+    benchmarks and its own; None: every board)."""
+
+    tenant_id: uuid.UUID | None = None
+    viewer_tenant_id: uuid.UUID | None = None
+
+    def clauses(self, model: Any) -> list[ColumnElement[bool]]:
+        """WHERE clauses on ``model`` (:class:`LeaderboardScore` or :class:`LeaderboardSnapshot`: both have
+        ``tenant_id`` and ``benchmark_slug``)."""
+        out: list[ColumnElement[bool]] = []
+        if self.tenant_id is not None:
+            out.append(model.tenant_id == self.tenant_id)
+        if self.viewer_tenant_id is not None:
+            out.append(
+                exists().where(
+                    Benchmark.slug == model.benchmark_slug,
+                    or_(
+                        Benchmark.owner_tenant_id.is_(None),
+                        Benchmark.visibility == "shared",
+                        Benchmark.owner_tenant_id == self.viewer_tenant_id,
+                    ),
+                )
+            )
+        return out
+
+
+SITE_SCOPE = BoardScope()
+"""Every tenant's entries on every board."""
+
+
+async def list_boards(session: AsyncSession, scope: BoardScope = SITE_SCOPE) -> list[dict[str, Any]]:
+    """Every board in ``scope``: ``{benchmark, score_type, models, evaluations, last_evaluated}`` ordered by
+    benchmark, score type (only completed evaluations count)."""
     ls = LeaderboardScore
     rows = (
         await session.execute(
@@ -192,7 +233,7 @@ async def list_boards(session: AsyncSession) -> list[dict[str, Any]]:
                 func.max(ls.evaluated_at),
             )
             .join(Evaluation, Evaluation.id == ls.evaluation_id)
-            .where(Evaluation.status == "completed")
+            .where(Evaluation.status == "completed", *scope.clauses(ls))
             .group_by(ls.benchmark_slug, ls.score_type)
             .order_by(ls.benchmark_slug, ls.score_type)
         )
@@ -200,14 +241,14 @@ async def list_boards(session: AsyncSession) -> list[dict[str, Any]]:
     return [{"benchmark": b, "score_type": t, "models": m, "evaluations": n, "last_evaluated": last} for b, t, m, n, last in rows]
 
 
-async def score_types(session: AsyncSession, benchmark_slug: str) -> list[tuple[str, int]]:
-    """``[(score type, evaluations)]`` of a benchmark's boards, most evaluations first."""
+async def score_types(session: AsyncSession, benchmark_slug: str, scope: BoardScope = SITE_SCOPE) -> list[tuple[str, int]]:
+    """``[(score type, evaluations)]`` of a benchmark's boards in ``scope``, most evaluations first."""
     ls = LeaderboardScore
     rows = (
         await session.execute(
             select(ls.score_type, func.count())
             .join(Evaluation, Evaluation.id == ls.evaluation_id)
-            .where(ls.benchmark_slug == benchmark_slug, Evaluation.status == "completed")
+            .where(ls.benchmark_slug == benchmark_slug, Evaluation.status == "completed", *scope.clauses(ls))
             .group_by(ls.score_type)
             .order_by(func.count().desc(), ls.score_type)
         )
@@ -216,24 +257,36 @@ async def score_types(session: AsyncSession, benchmark_slug: str) -> list[tuple[
 
 
 async def load_board(
-    session: AsyncSession, benchmark_slug: str, score_type: str, benchmark_version: str | None = None
+    session: AsyncSession,
+    benchmark_slug: str,
+    score_type: str,
+    benchmark_version: str | None = None,
+    scope: BoardScope = SITE_SCOPE,
+    per_tenant: bool = False,
 ) -> list[BoardEntry]:
-    """The ranked board (all entries; see the module docstring). ``benchmark_version`` restricts it to
-    evaluations of that benchmark version."""
+    """The ranked board (all entries in ``scope``, ranked among themselves; see the module docstring).
+    ``benchmark_version`` restricts it to evaluations of that benchmark version. ``per_tenant`` makes each
+    (tenant, model version) an entry — the union of every tenant's own board, as snapshots store it."""
     ls = LeaderboardScore
     q = (
         select(ls)
         .join(Evaluation, Evaluation.id == ls.evaluation_id)
-        .where(ls.benchmark_slug == benchmark_slug, ls.score_type == score_type, Evaluation.status == "completed")
+        .where(
+            ls.benchmark_slug == benchmark_slug,
+            ls.score_type == score_type,
+            Evaluation.status == "completed",
+            *scope.clauses(ls),
+        )
         .order_by(ls.model_name, ls.model_version, ls.evaluated_at.desc(), ls.evaluation_id.desc())
     )
     if benchmark_version:
         q = q.where(ls.benchmark_version == benchmark_version)
     entries: list[BoardEntry] = []
-    key = None
+    at: dict[tuple[Any, ...], int] = {}
     for row in (await session.scalars(q)).all():
-        if (row.model_name, row.model_version) != key:  # first row of a model version = its latest
-            key = (row.model_name, row.model_version)
+        key = (row.model_name, row.model_version, row.tenant_id if per_tenant else None)
+        if key not in at:  # first row of a model version = its latest
+            at[key] = len(entries)
             entries.append(
                 BoardEntry(
                     model=row.model_name,
@@ -248,9 +301,11 @@ async def load_board(
                     last_evaluated=row.evaluated_at,
                     benchmark_version=row.benchmark_version,
                     method_detail=row.method_detail,
+                    tenant_id=row.tenant_id,
                 )
             )
-        entries[-1] = replace(entries[-1], evaluations=entries[-1].evaluations + 1)
+        i = at[key]
+        entries[i] = replace(entries[i], evaluations=entries[i].evaluations + 1)
     return rank_entries(entries)
 
 
@@ -266,6 +321,8 @@ def _snapshot_entry(e: BoardEntry) -> dict[str, Any]:
         "ci_high": e.ci_high,
         "n": e.n,
         "evaluation_id": str(e.evaluation_id),
+        "tenant_id": str(e.tenant_id) if e.tenant_id else None,
+        "last_evaluated": e.last_evaluated.isoformat(),
     }
 
 
@@ -315,7 +372,7 @@ async def record_evaluation(session: AsyncSession, evaluation_id: uuid.UUID) -> 
             set_={k: v for k, v in row.items() if k != "evaluation_id"} | {"computed_at": func.now()},
         )
     )
-    entries = await load_board(session, bench.slug, score_type)
+    entries = await load_board(session, bench.slug, score_type, per_tenant=True)
     session.add(
         LeaderboardSnapshot(
             benchmark_slug=bench.slug,
@@ -341,26 +398,90 @@ async def unrecorded_evaluations(session: AsyncSession, limit: int = 100) -> lis
     return list(rows.all())
 
 
-async def board_history(session: AsyncSession, benchmark_slug: str, score_type: str, limit: int = 50) -> list[dict[str, Any]]:
-    """The last ``limit`` snapshots of a board, newest first: ``{id, created_at, evaluation_id, entries,
-    changes}`` where ``changes`` lists the entries whose position, rank or tie group differs from the
-    previous snapshot (``from_*`` None for an entry new on the board)."""
-    snaps = (
+def rank_snapshot_entries(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Snapshot entries (``{model, model_version, score, ci_low, ci_high, …}``) ranked again among
+    themselves by :func:`rank_entries`: new dicts in board order with ``position``, ``rank`` and
+    ``tie_group`` recomputed, other keys kept."""
+    by_key = {(e["model"], e["model_version"]): e for e in entries}
+    placeholder = datetime.fromtimestamp(0).astimezone()
+    ranked = rank_entries(
+        [
+            BoardEntry(
+                model=e["model"],
+                model_version=e["model_version"],
+                evaluation_id=uuid.UUID(int=0),
+                score=e.get("score"),
+                ci_low=e.get("ci_low"),
+                ci_high=e.get("ci_high"),
+                n=int(e.get("n") or 0),
+                method="",
+                evaluations=0,
+                last_evaluated=placeholder,
+                benchmark_version="",
+            )
+            for e in entries
+        ]
+    )
+    return [
+        {**by_key[(r.model, r.model_version)], "position": r.position, "rank": r.rank, "tie_group": r.tie_group} for r in ranked
+    ]
+
+
+def _scoped_snapshot(
+    entries: Sequence[Mapping[str, Any]], tenant_id: uuid.UUID | None, tenant_of: Mapping[str, str]
+) -> list[dict[str, Any]]:
+    """A stored snapshot's entries as a reader in scope sees them: only ``tenant_id``'s (None: all; an entry
+    without its own ``tenant_id`` is looked up in ``tenant_of``, evaluation id → tenant id), the latest per
+    model version, ranked again among themselves; without the ``tenant_id`` key."""
+    latest: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for e in entries:
+        if tenant_id is not None and (e.get("tenant_id") or tenant_of.get(str(e.get("evaluation_id")))) != str(tenant_id):
+            continue
+        key = (e["model"], e["model_version"])
+        if key not in latest or str(e.get("last_evaluated") or "") > str(latest[key].get("last_evaluated") or ""):
+            latest[key] = e
+    return [{k: v for k, v in e.items() if k != "tenant_id"} for e in rank_snapshot_entries(list(latest.values()))]
+
+
+async def board_history(
+    session: AsyncSession, benchmark_slug: str, score_type: str, limit: int = 50, scope: BoardScope = SITE_SCOPE
+) -> list[dict[str, Any]]:
+    """The last ``limit`` snapshots of a board in ``scope``, newest first: ``{id, created_at, evaluation_id,
+    entries, changes}`` where ``changes`` lists the entries whose position, rank or tie group differs from the
+    previous snapshot (``from_*`` None for an entry new on the board).
+
+    With ``scope.tenant_id`` only the snapshots that tenant's evaluations wrote are listed, each cut down to
+    that tenant's entries and ranked again among them (:func:`rank_snapshot_entries`)."""
+    snap_rows = (
         await session.scalars(
             select(LeaderboardSnapshot)
-            .where(LeaderboardSnapshot.benchmark_slug == benchmark_slug, LeaderboardSnapshot.score_type == score_type)
+            .where(
+                LeaderboardSnapshot.benchmark_slug == benchmark_slug,
+                LeaderboardSnapshot.score_type == score_type,
+                *scope.clauses(LeaderboardSnapshot),
+            )
             .order_by(LeaderboardSnapshot.id.desc())
             .limit(limit + 1)
         )
     ).all()
-    snaps = list(reversed(snaps))
+    snaps = list(reversed(snap_rows))
+    tenant_of: dict[str, str] = {}
+    if scope.tenant_id is not None:
+        ls = LeaderboardScore
+        rows = await session.execute(
+            select(ls.evaluation_id, ls.tenant_id).where(
+                ls.benchmark_slug == benchmark_slug, ls.score_type == score_type, ls.tenant_id == scope.tenant_id
+            )
+        )
+        tenant_of = {str(e): str(t) for e, t in rows.all()}
+    entries_of = [_scoped_snapshot(s.entries, scope.tenant_id, tenant_of) for s in snaps]
     out: list[dict[str, Any]] = []
     for i, snap in enumerate(snaps):
         if i == 0 and len(snaps) > limit:
             continue  # only the baseline of the oldest one listed
-        prev = {(e["model"], e["model_version"]): e for e in snaps[i - 1].entries} if i else {}
+        prev = {(e["model"], e["model_version"]): e for e in entries_of[i - 1]} if i else {}
         changes = []
-        for e in snap.entries:
+        for e in entries_of[i]:
             p = prev.get((e["model"], e["model_version"]))
             before = (p["position"], p["rank"], p["tie_group"]) if p else (None, None, None)
             if before != (e["position"], e["rank"], e["tie_group"]):
@@ -381,7 +502,7 @@ async def board_history(session: AsyncSession, benchmark_slug: str, score_type: 
                 "id": snap.id,
                 "created_at": snap.created_at,
                 "evaluation_id": str(snap.evaluation_id) if snap.evaluation_id else None,
-                "entries": snap.entries,
+                "entries": entries_of[i],
                 "changes": changes,
             }
         )
@@ -423,16 +544,18 @@ async def compare_models(
     models: Sequence[str],
     boards: Sequence[tuple[str, str]],
     radar: Callable[[Mapping[str, Mapping[str, float]], str], str] | None = None,
+    scope: BoardScope = SITE_SCOPE,
 ) -> dict[str, Any]:
-    """Scores of ``models`` (``name`` or ``name@version``) on ``boards`` ((benchmark slug, score type)):
-    ``{models, boards, rows: [{model, scores: {"<slug>:<type>": entry | None}}], radar_svg, radar_left_out}``.
+    """Scores of ``models`` (``name`` or ``name@version``) on ``boards`` ((benchmark slug, score type)) in
+    ``scope``: ``{models, boards, rows: [{model, scores: {"<slug>:<type>": entry | None}}], radar_svg,
+    radar_left_out}``.
 
     ``radar`` renders the radar (e.g. ``uep_common.charts.radar_svg``); None leaves ``radar_svg`` None.
     """
     cells: dict[str, dict[str, BoardEntry | None]] = {m: {} for m in models}
     labels = [f"{slug}:{st}" for slug, st in boards]
     for (slug, st), label in zip(boards, labels, strict=True):
-        entries = await load_board(session, slug, st)
+        entries = await load_board(session, slug, st, scope=scope)
         for m in models:
             cells[m][label] = _pick(entries, m)
     rows = {m: {label: (e.score if e else None) for label, e in cells[m].items()} for m in models}

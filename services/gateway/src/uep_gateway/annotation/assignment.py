@@ -39,46 +39,97 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from uep_common.db.annotation import Annotation, AnnotationAssignment, AnnotationItem, AnnotationTask, Annotator
 from uep_gateway.annotation.questions import gold_check, parse_questions, validate_answers
 from uep_gateway.annotation.scores import stage_score
+from uep_gateway.auth import Principal
 from uep_gateway.errors import FieldError, FieldErrors
 
 CANDIDATES_PER_ROUND = 8
 ROUNDS = 6
 
 
-async def resolve_annotator(session: AsyncSession, ref: str | None, loc: tuple[Any, ...], create: bool = True) -> Annotator:
-    """The annotator named ``ref`` (a name, or an id), registered on first use when ``create``.
+def _missing(loc: tuple[Any, ...]) -> FieldError:
+    return FieldError(
+        422, loc, "an annotator is required (X-UEP-Annotator header or annotator query parameter)", "missing_annotator"
+    )
 
-    Pre-auth stage: anyone may claim a name; annotators are not yet bound to authenticated principals.
 
-    Raises:
-        FieldError 422: no annotator given; 404: unknown id, or unknown name when not ``create``.
-    """
-    if not ref or not ref.strip():
-        raise FieldError(
-            422, loc, "an annotator is required (X-UEP-Annotator header or annotator query parameter)", "missing_annotator"
-        )
-    ref = ref.strip()
+async def _by_ref(session: AsyncSession, tenant_id: uuid.UUID, ref: str) -> Annotator | None:
+    """The annotator of ``tenant_id`` whose id or name is ``ref``."""
     try:
         as_id = uuid.UUID(ref)
     except ValueError:
-        as_id = None
-    if as_id is not None:
-        a = await session.get(Annotator, as_id)
-        if a is None:
-            raise FieldError(404, loc, f"unknown annotator {ref}", "unknown_annotator")
-        return a
+        return await session.scalar(select(Annotator).where(Annotator.tenant_id == tenant_id, Annotator.name == ref))
+    return await session.scalar(select(Annotator).where(Annotator.tenant_id == tenant_id, Annotator.id == as_id))
+
+
+async def register_annotator(
+    session: AsyncSession, tenant_id: uuid.UUID, name: str, user_id: uuid.UUID | None = None
+) -> Annotator:
+    """The annotator ``name`` of ``tenant_id``, registered when missing (concurrent registrations of one name
+    make one row). ``user_id`` binds the row to a signed-in user when it has no user yet."""
+    await session.execute(
+        pg_insert(Annotator)
+        .values(id=uuid.uuid4(), tenant_id=tenant_id, name=name, user_id=user_id)
+        .on_conflict_do_nothing(constraint="uq_annotators_tenant_name")
+    )
+    a = await session.scalar(select(Annotator).where(Annotator.tenant_id == tenant_id, Annotator.name == name))
+    assert a is not None  # inserted just above, or already there (ON CONFLICT DO NOTHING)
+    if user_id is not None and a.user_id is None:
+        a.user_id = user_id
+        await session.flush()
+    return a
+
+
+async def resolve_annotator(
+    session: AsyncSession,
+    principal: Principal,
+    ref: str | None,
+    loc: tuple[Any, ...],
+    create: bool = True,
+    tenant_id: uuid.UUID | None = None,
+) -> Annotator:
+    """The annotator a call works as, always one of ``tenant_id`` (the task's tenant; default the caller's —
+    they differ only for a site admin acting across tenants).
+
+    - A signed-in user with the ``annotator`` role is the annotator named by its username (registered on
+      first use, bound to the user); naming anyone else is 403 naming ``loc``.
+    - A signed-in builder or admin is that annotator too unless ``ref`` names another of the tenant.
+    - An API key must name one (``ref``: a name or an id). Unknown names are registered on first use when
+      ``create`` and the key is a builder's or admin's; an ``annotator`` key names registered ones only.
+
+    Raises:
+        FieldError 422: no annotator given, or a name over 200 characters; 403: a signed-in annotator naming
+            another; 404: unknown id or name (also one of another tenant).
+    """
+    tenant_id = tenant_id or principal.tenant.id
+    ref = ref.strip() if ref else None
+    if principal.kind == "user" and principal.user_id is not None:
+        username = principal.name.removeprefix("user:")
+        mine = await session.scalar(
+            select(Annotator).where(Annotator.tenant_id == tenant_id, Annotator.user_id == principal.user_id)
+        )
+        if ref and not (mine is not None and ref in (mine.name, str(mine.id))) and ref != username:
+            if not principal.at_least("builder"):
+                raise FieldError(403, loc, f"a signed-in annotator works as itself ({username!r}), not {ref!r}", "forbidden")
+            other = await _by_ref(session, tenant_id, ref)
+            if other is None:
+                raise FieldError(404, loc, f"unknown annotator {ref!r}", "unknown_annotator")
+            return other
+        return mine or await register_annotator(session, tenant_id, username, principal.user_id)
+    if not ref:
+        raise _missing(loc)
     if len(ref) > 200:
         raise FieldError(422, loc, "annotator names have at most 200 characters", "invalid_annotator")
-    a = await session.scalar(select(Annotator).where(Annotator.name == ref))
-    if a is None:
-        if not create:
-            raise FieldError(404, loc, f"unknown annotator {ref!r}", "unknown_annotator")
-        await session.execute(
-            pg_insert(Annotator).values(id=uuid.uuid4(), name=ref).on_conflict_do_nothing(index_elements=["name"])
-        )
-        a = await session.scalar(select(Annotator).where(Annotator.name == ref))
-        assert a is not None  # inserted just above, or already there (ON CONFLICT DO NOTHING)
-    return a
+    a = await _by_ref(session, tenant_id, ref)
+    if a is not None:
+        return a
+    try:
+        uuid.UUID(ref)
+        is_id = True
+    except ValueError:
+        is_id = False
+    if is_id or not create or not principal.at_least("builder"):
+        raise FieldError(404, loc, f"unknown annotator {ref!r}", "unknown_annotator")
+    return await register_annotator(session, tenant_id, ref)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from uep_common.telemetry import current_trace_headers
 from uep_gateway.annotation.questions import validate_answers
 from uep_gateway.annotation.schemas import AnnotationTaskCreate
 from uep_gateway.errors import FieldError, FieldErrors
+from uep_gateway.tenancy import tenant_filter
 
 HUMAN_EVALUATION_TYPE = "human"
 
@@ -51,7 +52,9 @@ def _reference(sample: Sample) -> str | None:
 
 
 async def _evaluation(session: AsyncSession, evaluation_id: uuid.UUID, field: str) -> Evaluation:
-    ev = await session.get(Evaluation, evaluation_id)
+    """The caller's evaluation ``evaluation_id``; 422 naming ``body.<field>`` otherwise (also for another
+    tenant's)."""
+    ev = await session.scalar(select(Evaluation).where(Evaluation.id == evaluation_id, tenant_filter(session, Evaluation)))
     if ev is None:
         raise FieldError(422, ("body", field), f"unknown evaluation {evaluation_id}", "unknown_evaluation")
     return ev

@@ -1,9 +1,14 @@
 """Human evaluation: annotators, annotation tasks, next item, submissions, results, agreement, and the
 annotation page (``GET /annotate/{task_id}``).
 
-Annotators (pre-auth stage): named by the ``X-UEP-Annotator`` header or the ``annotator`` query parameter
-(a name or an annotator id); a new name is registered on first use. Annotators are not bound to
-authenticated principals: anyone can claim a name.
+Everything here belongs to one tenant: annotators (``annotators.tenant_id``), tasks and what hangs off them
+(items, assignments, annotations). A task of another tenant is 404 naming ``path.task_id``, as an unknown
+one is.
+
+Who annotates (:func:`uep_gateway.annotation.assignment.resolve_annotator`): a signed-in user works as the
+annotator named by its username (registered on first use, bound to the user); an API key names a registered
+annotator of its own tenant by the ``X-UEP-Annotator`` header or the ``annotator`` query parameter (a name
+or an id; a builder's or admin's key registers a new name on first use).
 """
 
 from __future__ import annotations
@@ -21,8 +26,9 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common.db.annotation import Annotation, AnnotationItem, AnnotationTask, Annotator
+from uep_common.db.models import Evaluation
 from uep_gateway.annotation import analysis
-from uep_gateway.annotation.assignment import next_item, progress, quality, resolve_annotator, submit
+from uep_gateway.annotation.assignment import next_item, progress, quality, register_annotator, resolve_annotator, submit
 from uep_gateway.annotation.questions import aggregate, parse_questions
 from uep_gateway.annotation.schemas import (
     AnnotationAccepted,
@@ -37,6 +43,7 @@ from uep_gateway.annotation.schemas import (
 from uep_gateway.annotation.tasks import create_task
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError
+from uep_gateway.tenancy import caller_tenant_id, principal_of_session, tenant_filter
 from uep_gateway.validation import INT32_MAX, NUL_CHECK
 
 router = APIRouter(tags=["human evaluation"], dependencies=NUL_CHECK)
@@ -54,7 +61,10 @@ def _annotator_ref(query: str | None, header: str | None) -> tuple[str | None, t
 
 
 async def _task(session: AsyncSession, task_id: uuid.UUID) -> AnnotationTask:
-    task = await session.get(AnnotationTask, task_id)
+    """The caller's task ``task_id``; 404 naming ``path.task_id`` otherwise (also for another tenant's)."""
+    task = await session.scalar(
+        select(AnnotationTask).where(AnnotationTask.id == task_id, tenant_filter(session, AnnotationTask))
+    )
     if task is None:
         raise FieldError(404, ("path", "task_id"), f"unknown annotation task {task_id}", "unknown_task")
     return task
@@ -91,20 +101,26 @@ def _annotator_view(a: Annotator) -> AnnotatorView:
 async def create_annotator(
     body: AnnotatorCreate, response: Response, session: AsyncSession = Depends(db_session)
 ) -> AnnotatorView:
-    """Register an annotator by name (201), or return the existing one of that name (200)."""
-    existing = await session.scalar(select(Annotator).where(Annotator.name == body.name.strip()))
+    """Register an annotator of the caller's tenant by name (201), or return the tenant's existing one of that
+    name (200). Names are unique within a tenant."""
+    name = body.name.strip()
+    if not name:
+        raise FieldError(422, ("body", "name"), "an annotator name is required", "missing_annotator")
+    tenant_id = caller_tenant_id(session)
+    existing = await session.scalar(select(Annotator).where(Annotator.tenant_id == tenant_id, Annotator.name == name))
     if existing is not None:
         response.status_code = 200
         return _annotator_view(existing)
-    a = await resolve_annotator(session, body.name, ("body", "name"))
+    a = await register_annotator(session, tenant_id, name)
     await session.commit()
     return _annotator_view(a)
 
 
 @router.get("/v1/annotators", response_model=list[AnnotatorView])
 async def list_annotators(session: AsyncSession = Depends(db_session)) -> list[AnnotatorView]:
-    """Every annotator, by name."""
-    return [_annotator_view(a) for a in await session.scalars(select(Annotator).order_by(Annotator.name))]
+    """The annotators of the caller's tenant, by name."""
+    q = select(Annotator).where(tenant_filter(session, Annotator)).order_by(Annotator.name)
+    return [_annotator_view(a) for a in await session.scalars(q)]
 
 
 @router.post("/v1/annotation-tasks", response_model=AnnotationTaskView, status_code=201)
@@ -126,9 +142,15 @@ async def list_annotation_tasks(
     evaluation_id: uuid.UUID | None = Query(None, description="Tasks whose source or result is this evaluation."),
     session: AsyncSession = Depends(db_session),
 ) -> list[AnnotationTaskView]:
-    """Annotation tasks, newest first."""
-    q = select(AnnotationTask).order_by(AnnotationTask.created_at.desc())
+    """The caller's tenant's annotation tasks, newest first. An ``evaluation_id`` of another tenant (or an
+    unknown one) is 404 naming it."""
+    q = select(AnnotationTask).where(tenant_filter(session, AnnotationTask)).order_by(AnnotationTask.created_at.desc())
     if evaluation_id:
+        if (
+            await session.scalar(select(Evaluation.id).where(Evaluation.id == evaluation_id, tenant_filter(session, Evaluation)))
+            is None
+        ):
+            raise FieldError(404, ("query", "evaluation_id"), f"unknown evaluation {evaluation_id}", "unknown_evaluation")
         q = q.where(
             (AnnotationTask.source_evaluation_id == evaluation_id) | (AnnotationTask.result_evaluation_id == evaluation_id)
         )
@@ -167,7 +189,7 @@ async def get_next_item(
     assignment expires after the task's ``assignment_ttl_seconds``."""
     task = await _task(session, task_id)
     ref, loc = _annotator_ref(annotator, annotator_header)
-    who = await resolve_annotator(session, ref, loc)
+    who = await resolve_annotator(session, principal_of_session(session), ref, loc, tenant_id=task.tenant_id)
     got = await next_item(session, task, who)
     await session.commit()
     p = TaskProgress(**await progress(session, task, who.id))
@@ -206,7 +228,7 @@ async def submit_annotation(
     completes it; its ScoreComputed is written to the outbox in the same transaction."""
     task = await _task(session, task_id)
     ref, loc = _annotator_ref(annotator, annotator_header)
-    who = await resolve_annotator(session, ref, loc, create=False)
+    who = await resolve_annotator(session, principal_of_session(session), ref, loc, create=False, tenant_id=task.tenant_id)
     ann, item = await submit(session, task, who, body.assignment_id, body.answers)
     await session.commit()
     if item.score_event_id is not None:
@@ -328,8 +350,10 @@ async def task_results(
 
 @router.get("/annotate/{task_id}", response_class=HTMLResponse, include_in_schema=False)
 async def annotation_page(task_id: uuid.UUID, session: AsyncSession = Depends(db_session)) -> HTMLResponse:
-    """The annotation page: one item at a time, keyboard shortcuts, progress; talks to the API above.
-    The annotator is the ``annotator`` query parameter (the page asks for a name when it is missing)."""
+    """The annotation page of one of the caller's tasks: one item at a time, keyboard shortcuts, progress;
+    talks to the API above with the browser's session cookie (writes echo the ``uep_csrf`` cookie in
+    ``X-CSRF-Token``). The signed-in user annotates as itself; a builder or admin may add ``?annotator=``
+    to work as another annotator of the tenant. No external resources (works without a CDN)."""
     task = await _task(session, task_id)
     html = _pages.get_template("annotate.html").render(
         task_id=str(task.id),

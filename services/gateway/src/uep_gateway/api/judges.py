@@ -5,6 +5,10 @@ diagnostics per judge model and template version, per-item verdicts and hybrid r
   inconsistency rate, length correlation (Spearman), self-preference (``uep_gateway.judge_diagnostics``).
 - ``GET /v1/judges/verdicts?evaluation_id=``: every judge verdict of an evaluation with its raw answers.
 - ``GET /v1/judges/routes?evaluation_id=&stage=``: how a hybrid evaluation routed its items.
+
+Every read covers only the caller's tenant's evaluations (an explicit ``tenant_id`` filter on top of
+row-level security); an ``evaluation_id`` of another tenant is 404 naming ``query.evaluation_id``, as an
+unknown one is.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from uep_common.templating import make_environment, trial_render
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError, FieldErrors
 from uep_gateway.judge_diagnostics import VerdictRow, diagnostics
+from uep_gateway.tenancy import tenant_filter
 from uep_gateway.validation import NUL_CHECK
 
 router = APIRouter(prefix="/v1/judges", tags=["judges"], dependencies=NUL_CHECK)
@@ -64,7 +69,9 @@ async def check_judge_config(
                 }
             )
         else:
-            base = await session.get(Evaluation, cfg.baseline_evaluation_id)
+            base = await session.scalar(
+                select(Evaluation).where(Evaluation.id == cfg.baseline_evaluation_id, tenant_filter(session, Evaluation))
+            )
             if base is None:
                 problems.append(
                     {
@@ -131,10 +138,19 @@ async def evaluation_judge_config(session: AsyncSession, bench: Benchmark, overr
     return {"judge": cfg.model_dump(mode="json", exclude_none=True)}
 
 
+async def _evaluation(session: AsyncSession, evaluation_id: uuid.UUID) -> Evaluation:
+    """The caller's evaluation named by the ``evaluation_id`` query parameter; 404 naming it otherwise (also
+    for another tenant's)."""
+    ev = await session.scalar(select(Evaluation).where(Evaluation.id == evaluation_id, tenant_filter(session, Evaluation)))
+    if ev is None:
+        raise FieldError(404, ("query", "evaluation_id"), f"unknown evaluation {evaluation_id}", "unknown_evaluation")
+    return ev
+
+
 async def _verdict_rows(
     session: AsyncSession, evaluation_id: uuid.UUID | None, benchmark: str | None, judge_model: str | None
 ) -> list[VerdictRow]:
-    q = select(JudgeVerdict)
+    q = select(JudgeVerdict).where(tenant_filter(session, JudgeVerdict))
     if evaluation_id is not None:
         q = q.where(JudgeVerdict.evaluation_id == evaluation_id)
     if benchmark is not None:
@@ -157,8 +173,8 @@ async def judge_diagnostics(
     """Per judge model and template version: parse failure rate, invalid rate, position-swap inconsistency
     rate, first-position rate, Spearman correlation of score with answer length, self-preference
     (definitions in ``uep_gateway.judge_diagnostics``)."""
-    if evaluation_id is not None and await session.get(Evaluation, evaluation_id) is None:
-        raise FieldError(404, ("query", "evaluation_id"), f"unknown evaluation {evaluation_id}", "unknown_evaluation")
+    if evaluation_id is not None:
+        await _evaluation(session, evaluation_id)
     rows = await _verdict_rows(session, evaluation_id, benchmark, judge_model)
     return {"judges": diagnostics(rows), "verdicts": len(rows)}
 
@@ -171,13 +187,12 @@ async def list_verdicts(
 ) -> list[dict[str, Any]]:
     """Every judge verdict of an evaluation in benchmark order: judge, order, validity, scores or winner,
     the last raw answer and every attempt's raw text and parse error."""
-    if await session.get(Evaluation, evaluation_id) is None:
-        raise FieldError(404, ("query", "evaluation_id"), f"unknown evaluation {evaluation_id}", "unknown_evaluation")
+    await _evaluation(session, evaluation_id)
     rows = (
         await session.execute(
             select(JudgeVerdict, Sample.ordinal)
             .join(Sample, Sample.id == JudgeVerdict.sample_id)
-            .where(JudgeVerdict.evaluation_id == evaluation_id)
+            .where(JudgeVerdict.evaluation_id == evaluation_id, tenant_filter(session, JudgeVerdict))
             .order_by(Sample.ordinal, JudgeVerdict.repeat, JudgeVerdict.judge_model_name, JudgeVerdict.position)
             .limit(limit)
         )
@@ -217,12 +232,11 @@ async def list_routes(
 ) -> list[dict[str, Any]]:
     """How a hybrid evaluation routed its items: stage 'judge' (the automatic metric could not decide) and
     stage 'human' (the judge's verdict was invalid, swap-inconsistent or a jury disagreed), in benchmark order."""
-    if await session.get(Evaluation, evaluation_id) is None:
-        raise FieldError(404, ("query", "evaluation_id"), f"unknown evaluation {evaluation_id}", "unknown_evaluation")
+    await _evaluation(session, evaluation_id)
     q = (
         select(HybridRoute, Sample.ordinal)
         .join(Sample, Sample.id == HybridRoute.sample_id)
-        .where(HybridRoute.evaluation_id == evaluation_id)
+        .where(HybridRoute.evaluation_id == evaluation_id, tenant_filter(session, HybridRoute))
     )
     if stage:
         q = q.where(HybridRoute.stage == stage)

@@ -7,7 +7,13 @@
 - ``GET /v1/leaderboards/{benchmark}/history?score_type=&limit=``: snapshots with rank changes.
 - ``POST /v1/retention/run`` ``{"dry_run": bool, "keep_last": int | null, "benchmark"?, "model"?}`` and ``GET /v1/retention/runs/{id}``:
   a retention run executed by a reporter (which owns the artifact files); the POST waits up to ``wait_s``
-  seconds for the result (200) and otherwise answers 202 with the run to poll. Deleting needs an admin key.
+  seconds for the result (200) and otherwise answers 202 with the run to poll. Site administration: a site admin
+  acting across tenants (``X-UEP-Site-Admin: true``), since a run cleans every tenant's evaluations.
+
+Whose entries a board shows: the caller's tenant's only, ranked among themselves; with the gateway setting
+``leaderboards_site_wide`` every tenant's on the boards of benchmarks the caller may read (read through an
+unscoped session, since row-level security would hide the other tenants' scores); a site admin acting
+across tenants sees every board whole. History snapshots follow the same rule.
 
 Ranking, scores and tie groups are defined in :mod:`uep_common.leaderboards`; retention in
 :mod:`uep_reporter.retention_policy`.
@@ -18,10 +24,11 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, Field
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -29,9 +36,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from uep_common import leaderboards as lb
 from uep_common.db.leaderboards import RetentionRun
 from uep_common.db.models import Benchmark, Model
-from uep_gateway.auth import Principal, current_principal
-from uep_gateway.deps import db_session
+from uep_gateway.deps import db_session, unscoped_session
 from uep_gateway.errors import FieldError
+from uep_gateway.tenancy import principal_of_session
 from uep_gateway.validation import NUL_CHECK
 
 router = APIRouter(tags=["leaderboards"], dependencies=NUL_CHECK)
@@ -132,6 +139,27 @@ TIE_RULE = (
 )
 
 
+@dataclass(frozen=True)
+class Boards:
+    """Where the caller reads boards from: ``session`` (tenant-scoped, or unscoped when boards are site-wide)
+    and ``scope`` (whose entries, on which benchmarks)."""
+
+    session: AsyncSession
+    scope: lb.BoardScope
+
+
+async def boards_of(
+    request: Request, session: AsyncSession = Depends(db_session), raw: AsyncSession = Depends(unscoped_session)
+) -> Boards:
+    """FastAPI dependency: the caller's :class:`Boards` (see the module docstring)."""
+    principal = principal_of_session(session)
+    if principal.site_act:
+        return Boards(session, lb.SITE_SCOPE)
+    if request.app.state.settings.leaderboards_site_wide:
+        return Boards(raw, lb.BoardScope(viewer_tenant_id=principal.tenant.id))
+    return Boards(session, lb.BoardScope(tenant_id=principal.tenant.id))
+
+
 def _csv(value: str) -> list[str]:
     return [x.strip() for x in value.split(",") if x.strip()]
 
@@ -141,11 +169,11 @@ async def _benchmark_known(session: AsyncSession, slug: str) -> bool:
 
 
 async def _resolve_score_type(
-    session: AsyncSession, slug: str, score_type: str | None, loc: tuple[str, ...]
+    session: AsyncSession, boards: Boards, slug: str, score_type: str | None, loc: tuple[str, ...]
 ) -> tuple[str | None, list[str]]:
     """The board's score type (the requested one, else the one with most evaluations) and all of them.
-    404 naming ``loc`` for an unknown benchmark or a score type it has no board for."""
-    types = [t for t, _ in await lb.score_types(session, slug)]
+    404 naming ``loc`` for a benchmark the caller cannot see or a score type it has no board for."""
+    types = [t for t, _ in await lb.score_types(boards.session, slug, boards.scope)]  # only boards of visible benchmarks
     if not types and not await _benchmark_known(session, slug):
         raise FieldError(404, loc, f"unknown benchmark {slug!r}", "unknown_benchmark")
     if score_type is None:
@@ -159,11 +187,12 @@ async def _resolve_score_type(
 
 
 @router.get("/v1/leaderboards", response_model=list[BoardInfo])
-async def list_boards(session: AsyncSession = Depends(db_session)) -> list[BoardInfo]:
-    """Every leaderboard: benchmark slug × score type (the automatic metric's name, judge, human, hybrid)."""
+async def list_boards(boards: Boards = Depends(boards_of)) -> list[BoardInfo]:
+    """Every leaderboard the caller sees: benchmark slug × score type (the automatic metric's name, judge,
+    human, hybrid), counting the entries it sees."""
     return [
         BoardInfo(**b, link=f"/v1/leaderboards/{b['benchmark']}?score_type={b['score_type']}")
-        for b in await lb.list_boards(session)
+        for b in await lb.list_boards(boards.session, boards.scope)
     ]
 
 
@@ -186,6 +215,7 @@ async def compare(
     ),
     format: str = Query("json", pattern="^(json|svg)$", description="json, or svg for the radar alone."),
     session: AsyncSession = Depends(db_session),
+    boards_in: Boards = Depends(boards_of),
 ) -> Response | dict[str, Any]:
     """Chosen models across benchmarks: each model's entry (score, interval, rank, tie group) per board and
     the radar of all of them (dimensions = boards; a missing score is a gap, never a zero)."""
@@ -208,7 +238,7 @@ async def compare(
             raise FieldError(422, ("query", "benchmarks"), f"at most {MAX_COMPARE_BENCHMARKS} benchmarks", "too_many")
         for spec in specs:
             slug, _, st = spec.partition(":")
-            types = [t for t, _ in await lb.score_types(session, slug)]
+            types = [t for t, _ in await lb.score_types(boards_in.session, slug, boards_in.scope)]
             if not types and not await _benchmark_known(session, slug):
                 raise FieldError(422, ("query", "benchmarks"), f"unknown benchmark {slug!r}", "unknown_benchmark")
             if st and st not in types:
@@ -218,15 +248,15 @@ async def compare(
     else:
         names = {r.partition("@")[0] for r in refs}
         seen: set[str] = set()
-        for b in await lb.list_boards(session):
+        for b in await lb.list_boards(boards_in.session, boards_in.scope):
             if b["benchmark"] in seen:
                 continue
-            entries = await lb.load_board(session, b["benchmark"], b["score_type"])
+            entries = await lb.load_board(boards_in.session, b["benchmark"], b["score_type"], scope=boards_in.scope)
             if any(e.model in names for e in entries):
-                types = [t for t, _ in await lb.score_types(session, b["benchmark"])]
+                types = [t for t, _ in await lb.score_types(boards_in.session, b["benchmark"], boards_in.scope)]
                 boards.append((b["benchmark"], types[0]))
                 seen.add(b["benchmark"])
-    result = await lb.compare_models(session, refs, boards)
+    result = await lb.compare_models(boards_in.session, refs, boards, scope=boards_in.scope)
     if any(result["radar_series"].values()):
         result["radar_svg"] = await asyncio.to_thread(
             _render_radar, result["radar_series"], "Models compared: " + ", ".join(refs)
@@ -245,11 +275,12 @@ async def get_board(
     top: int | None = Query(None, ge=1, le=10_000, description="Only the first N entries (by position)."),
     benchmark_version: str | None = Query(None, max_length=64, description="Only evaluations of this benchmark version."),
     session: AsyncSession = Depends(db_session),
+    boards: Boards = Depends(boards_of),
 ) -> Board:
     """The ranked board of a benchmark: per model version its latest completed evaluation, score with its
-    95 % interval, evaluation count, last evaluated, rank and tie group."""
-    st, types = await _resolve_score_type(session, benchmark, score_type, ("path", "benchmark"))
-    entries = await lb.load_board(session, benchmark, st, benchmark_version) if st else []
+    95 % interval, evaluation count, last evaluated, rank and tie group — over the entries the caller sees."""
+    st, types = await _resolve_score_type(session, boards, benchmark, score_type, ("path", "benchmark"))
+    entries = await lb.load_board(boards.session, benchmark, st, benchmark_version, boards.scope) if st else []
     shown = entries[:top] if top else entries
     return Board(
         benchmark=benchmark,
@@ -267,11 +298,12 @@ async def get_history(
     score_type: str | None = Query(None, max_length=100),
     limit: int = Query(50, ge=1, le=1000),
     session: AsyncSession = Depends(db_session),
+    boards: Boards = Depends(boards_of),
 ) -> History:
     """Snapshots of the board, newest first, each with the rank changes against the one before it (one
-    snapshot per recorded evaluation)."""
-    st, _ = await _resolve_score_type(session, benchmark, score_type, ("path", "benchmark"))
-    snaps = await lb.board_history(session, benchmark, st, limit) if st else []
+    snapshot per recorded evaluation the caller sees, cut down to the entries it sees)."""
+    st, _ = await _resolve_score_type(session, boards, benchmark, score_type, ("path", "benchmark"))
+    snaps = await lb.board_history(boards.session, benchmark, st, limit, boards.scope) if st else []
     return History(benchmark=benchmark, score_type=st, snapshots=[HistoryItem(**s) for s in snaps])
 
 
@@ -290,13 +322,10 @@ async def request_retention(
     response: Response,
     wait_s: float = Query(10.0, ge=0, le=60, description="Seconds to wait for a reporter to finish the run."),
     session: AsyncSession = Depends(db_session),
-    principal: Principal = Depends(current_principal),
 ) -> RetentionRunView:
-    """Request a retention run (a reporter executes it; several requests queue). 200 with the result when it
-    finished within ``wait_s``, else 202 with the run to poll at ``/v1/retention/runs/{id}``. A run that
-    deletes needs an ``admin`` API key (403 otherwise); a dry run is open to every caller."""
-    if not body.dry_run:
-        principal.require("admin", "a retention run that deletes (dry_run false)")
+    """Request a retention run over every tenant (a reporter executes it; several requests queue). 200 with
+    the result when it finished within ``wait_s``, else 202 with the run to poll at
+    ``/v1/retention/runs/{id}``. Site administration (the role matrix refuses anyone else with 403)."""
     if body.benchmark is not None and not await _benchmark_known(session, body.benchmark):
         raise FieldError(422, ("body", "benchmark"), f"unknown benchmark {body.benchmark!r}", "unknown_benchmark")
     if body.model is not None and not await session.scalar(select(Model.id).where(Model.name == body.model).limit(1)):

@@ -19,17 +19,19 @@ from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, Depends, FastAPI, File, Form, Query, Request, Response, UploadFile
 from pydantic import ValidationError
-from sqlalchemy import insert, select
+from sqlalchemy import insert, select, text
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common.configs import check_benchmark_config, parse_benchmark_config
 from uep_common.db.models import Benchmark, MetricCatalogEntry, Sample
 from uep_common.params import param_problems
-from uep_gateway.api.catalog import benchmark_view
+from uep_gateway.api.catalog import CatalogBenchmarkView, benchmark_view, visible_benchmark
 from uep_gateway.api.judges import benchmark_judge_config
-from uep_gateway.deps import db_session
+from uep_gateway.deps import db_session, unscoped_session
 from uep_gateway.errors import FieldError, FieldErrors
-from uep_gateway.schemas import BenchmarkSpec, BenchmarkView, MetricView, SampleView
+from uep_gateway.schemas import BenchmarkSpec, MetricView, SampleView
+from uep_gateway.tenancy import caller_tenant_id
 from uep_gateway.upload_worker import BudgetExceeded, WorkerPool
 from uep_gateway.uploads import (
     FILE_LOC,
@@ -116,6 +118,38 @@ class PreviewSample(SampleView):
     prompt_error: str | None = None
 
 
+VISIBILITIES = ("private", "shared")
+SLUG_LOC = ("body", "spec", "slug")
+
+
+async def _check_slug_owner(raw: AsyncSession, slug: str, tenant_id: uuid.UUID) -> None:
+    """Refuse (409 naming ``spec.slug``) a slug that is a built-in, in the site catalogue or another tenant's.
+
+    ``raw`` is an unscoped session: another tenant's private versions are invisible to the caller's own
+    session, and this check must see them. Only the existence of such a version is read (no content)."""
+    rows = (
+        await raw.execute(
+            select(Benchmark.owner_tenant_id, Benchmark.is_builtin).where(Benchmark.slug == slug).distinct().limit(10)
+        )
+    ).all()
+    await raw.rollback()
+    if any(builtin for _, builtin in rows):
+        raise FieldError(409, SLUG_LOC, f"{slug!r} is a built-in benchmark; choose another slug", "builtin_slug")
+    if any(owner != tenant_id for owner, _ in rows):
+        raise FieldError(
+            409,
+            SLUG_LOC,
+            f"the slug {slug!r} is taken (the site catalogue or another tenant has it); choose another slug",
+            "slug_taken",
+        )
+
+
+async def _lock_slug(session: AsyncSession, slug: str) -> None:
+    """Serialise uploads of one slug (transaction-scoped advisory lock), so that two tenants racing to create
+    the same new slug are told apart by :func:`_check_slug_owner` run after it."""
+    await session.execute(text("SELECT pg_advisory_xact_lock(hashtext(:k))"), {"k": f"uep.benchmark-slug:{slug}"})
+
+
 @router.get("/metrics", response_model=list[MetricView])
 async def list_metrics(session: AsyncSession = Depends(db_session)) -> list[MetricView]:
     """The metrics the scorer registered (name, version, parameters, source)."""
@@ -123,7 +157,7 @@ async def list_metrics(session: AsyncSession = Depends(db_session)) -> list[Metr
     return [MetricView.model_validate(r, from_attributes=True) for r in rows]
 
 
-@router.post("/benchmarks", status_code=201, response_model=BenchmarkView)
+@router.post("/benchmarks", status_code=201, response_model=CatalogBenchmarkView)
 async def upload_benchmark(
     request: Request,
     response: Response,
@@ -135,12 +169,24 @@ async def upload_benchmark(
     ),
     file: UploadFile = File(..., description="JSONL, CSV or Parquet rows"),
     format: str | None = Form(None, description="jsonl | csv | parquet (default: from the file name)"),
+    visibility: str | None = Form(
+        None,
+        description="private (only the caller's tenant sees it) | shared (every tenant may read and evaluate it); "
+        "default: the visibility of the slug's latest version, private for a new slug",
+    ),
     session: AsyncSession = Depends(db_session),
-) -> BenchmarkView:
-    """Upload a custom benchmark version. 201 when new; 200 with the existing version when the same
-    content was uploaded before (a version is the content hash). Every problem names the field (and, for
-    rows, the line); nothing is stored unless the whole upload is valid."""
+    raw: AsyncSession = Depends(unscoped_session),
+) -> CatalogBenchmarkView:
+    """Upload a custom benchmark version, owned by the caller's tenant. 201 when new; 200 with the existing
+    version when the same content was uploaded before (a version is the content hash). A slug is one
+    tenant's: a built-in's, the site catalogue's or another tenant's slug is 409 naming ``spec.slug``.
+    Every problem names the field (and, for rows, the line); nothing is stored unless the whole upload is
+    valid."""
     settings = request.app.state.settings
+    if visibility is not None and visibility not in VISIBILITIES:
+        raise FieldError(
+            422, ("body", "visibility"), f"visibility is one of {', '.join(VISIBILITIES)}, not {visibility!r}", "bad_value"
+        )
     try:
         spec_obj = BenchmarkSpec.model_validate_json(spec)
     except ValidationError as exc:
@@ -181,13 +227,8 @@ async def upload_benchmark(
                 for name, reason in problems
             ],
         )
-    builtin = await session.scalar(
-        select(Benchmark.id).where(Benchmark.slug == spec_obj.slug, Benchmark.is_builtin.is_(True)).limit(1)
-    )
-    if builtin:
-        raise FieldError(
-            409, ("body", "spec", "slug"), f"{spec_obj.slug!r} is a built-in benchmark; choose another slug", "builtin_slug"
-        )
+    tenant_id = caller_tenant_id(session)
+    await _check_slug_owner(raw, spec_obj.slug, tenant_id)
     data = await file.read(settings.max_upload_bytes + 1)
     if len(data) > settings.max_upload_bytes:
         raise FieldError(413, ("body", "file"), f"file larger than {settings.max_upload_bytes} bytes", "too_large")
@@ -224,10 +265,20 @@ async def upload_benchmark(
     except BudgetExceeded as exc:
         raise _budget_refusal(exc, template) from None
     del data
+    await _lock_slug(session, spec_obj.slug)
+    await _check_slug_owner(raw, spec_obj.slug, tenant_id)
     existing = await session.scalar(select(Benchmark).where(Benchmark.slug == spec_obj.slug, Benchmark.version == version))
     if existing is not None:
         response.status_code = 200
-        return benchmark_view(existing)
+        return benchmark_view(session, existing)
+    if visibility is None:
+        latest = await session.scalar(
+            select(Benchmark.visibility)
+            .where(Benchmark.slug == spec_obj.slug, Benchmark.owner_tenant_id == tenant_id)
+            .order_by(Benchmark.created_at.desc())
+            .limit(1)
+        )
+        visibility = latest or "private"
     bench = Benchmark(
         id=uuid.uuid4(),
         slug=spec_obj.slug,
@@ -243,9 +294,15 @@ async def upload_benchmark(
         license=spec_obj.license,
         source=spec_obj.source or f"upload: {file.filename} ({fmt})",
         sample_count=len(rows),
+        owner_tenant_id=tenant_id,
+        visibility=visibility,
     )
     session.add(bench)
-    await session.flush()
+    try:
+        await session.flush()
+    except IntegrityError:  # (slug, version) is unique site-wide: another tenant's identical upload won the race
+        await session.rollback()
+        raise FieldError(409, SLUG_LOC, f"the slug {spec_obj.slug!r} is taken; choose another slug", "slug_taken") from None
     values = [
         {
             "benchmark_id": bench.id,
@@ -262,7 +319,7 @@ async def upload_benchmark(
     await session.commit()
     await session.refresh(bench)
     response.headers["Location"] = f"/v1/benchmarks/{bench.id}"
-    return benchmark_view(bench)
+    return benchmark_view(session, bench)
 
 
 @router.get("/benchmarks/{ref}/samples", response_model=list[PreviewSample])
@@ -289,6 +346,7 @@ async def preview_samples(
     except ValueError:
         as_id = None
     q = select(Benchmark).where(Benchmark.id == as_id) if as_id else select(Benchmark).where(Benchmark.slug == ref)
+    q = q.where(visible_benchmark(session))
     if version:
         q = q.where(Benchmark.version == version)
     bench = await session.scalar(q.order_by(Benchmark.created_at.desc()).limit(1))
