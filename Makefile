@@ -83,6 +83,10 @@ bench-scheduler: install ## bench/scheduler: POST → first SampleDispatched (p5
 bench-report: install ## bench/report: build the report (and leaderboard) of a 100,000-item evaluation; seconds (target < 5) and peak memory
 	$(PY) bench/report.py
 
+.PHONY: bench-gateway-auth
+bench-gateway-auth: install ## bench/gateway_auth: latency the access checks add to GET /v1/models, p50/p99 (target < 1 ms at p50)
+	$(PY) bench/gateway_auth.py
+
 asyncapi: install ## regenerate docs/asyncapi.json from the services' FastStream apps
 	$(PY) docs/generate_asyncapi.py
 

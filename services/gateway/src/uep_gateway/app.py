@@ -9,14 +9,15 @@ from typing import Any
 
 import redis.asyncio as aioredis
 from fastapi import Depends, FastAPI, Request
-from fastapi.routing import APIRoute
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute, iter_route_contexts
 from sqlalchemy import text
 
 from uep_common.db.session import make_async_engine, make_sessionmaker
 from uep_common.messaging import make_broker
 from uep_common.outbox import OutboxRelay
 from uep_common.telemetry import setup_telemetry, shutdown_telemetry
+from uep_gateway.access import authorize, entry, operation_id
 from uep_gateway.api import annotations as annotations_api
 from uep_gateway.api import (
     budgets,
@@ -31,10 +32,10 @@ from uep_gateway.api import (
     schedules,
     uploads,
 )
-from uep_gateway.access import authorize, entry, operation_id
 from uep_gateway.audit import AuditMiddleware
 from uep_gateway.auth import AuthCache
 from uep_gateway.body_limit import BodyLimitMiddleware
+from uep_gateway.openapi_contract import install as install_contract
 from uep_gateway.ratelimit import RateLimiter
 from uep_gateway.settings import GatewaySettings
 
@@ -73,6 +74,8 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         description="Benchmarks, models and evaluations. Errors name the field and the reason.",
         lifespan=lifespan,
         generate_unique_id_function=operation_id,
+        docs_url=None,
+        redoc_url=None,
         dependencies=[Depends(authorize)],
     )
 
@@ -123,8 +126,12 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     app.include_router(annotations_api.router)
     app.include_router(reports.router)
     app.include_router(leaderboards.router)
-    for route in app.routes:
+    # Every route's matrix entry, found once (a route without one fails here, at build time). Included routers
+    # are not flattened into app.routes: iter_route_contexts walks them.
+    for context in iter_route_contexts(app.routes):
+        route = context.original_route
         if isinstance(route, APIRoute):
             (method,) = route.methods or {"GET"}
-            route.uep_access = entry(method, route.path)  # type: ignore[attr-defined]
+            route.uep_access = entry(method, context.path or route.path)  # type: ignore[attr-defined]
+    install_contract(app)
     return app
