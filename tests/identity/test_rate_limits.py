@@ -37,9 +37,9 @@ def test_a_burst_is_limited_per_key(gateway):
     assert limited.headers["RateLimit-Policy"] == f"{LIMIT};w=60"
     assert int(limited.headers["RateLimit-Reset"]) >= 1
     assert limited.json()["detail"][0]["type"] == "rate_limited"
-    assert last_ok is not None and last_ok.headers["RateLimit-Limit"] == str(LIMIT)
-    assert int(last_ok.headers["RateLimit-Remaining"]) <= 1
+    # answers within the limit name the policy (known without a Redis read)
+    assert last_ok is not None and last_ok.headers["RateLimit-Policy"] == f"{LIMIT};w=60"
     with httpx.Client(base_url=gateway.base_url, timeout=30, headers=bearer(str(second["key"]))) as c:
         r = c.get("/v1/auth/me")
         assert r.status_code == 200, r.text
-        assert r.headers["RateLimit-Remaining"] == str(LIMIT - 1)
+        assert r.headers["RateLimit-Policy"] == f"{LIMIT};w=60"

@@ -3,10 +3,11 @@
 Each call counts against two windows: its principal's (an API key, or a signed-in user) for the route's
 class — ``read``, ``write``, ``upload`` or ``auth`` (see :mod:`uep_gateway.access`) — at the rate of the
 principal's role, and its tenant's, shared by every principal of the tenant. Requests whose credentials fail
-(401) count against their client address. Past a limit the answer is 429 with ``Retry-After``; every
-answer to a limited route carries the IETF draft headers ``RateLimit-Limit``, ``RateLimit-Remaining``,
-``RateLimit-Reset`` (seconds) and ``RateLimit-Policy`` (``<limit>;w=<window seconds>``) of the principal's
-window.
+(401) count against their client address. Past a limit the answer is 429 with ``Retry-After`` and the
+IETF draft headers ``RateLimit-Limit``, ``RateLimit-Remaining``, ``RateLimit-Reset`` (seconds) and
+``RateLimit-Policy`` (``<limit>;w=<window seconds>``); every other answer of a limited route carries
+``RateLimit-Policy``, known without asking Redis. The two windows are counted concurrently, so a call
+costs one Redis round trip of latency; the window's state is read only when a limit is passed.
 
 Library choice: ``limits`` (maintained, the engine of slowapi and Flask-Limiter) gives atomic Redis-backed
 sliding windows; slowapi's decorator model fits poorly with limits chosen per role and route class.
@@ -14,6 +15,7 @@ sliding windows; slowapi's decorator model fits poorly with limits chosen per ro
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 from typing import TYPE_CHECKING
@@ -54,31 +56,41 @@ class RateLimiter:
 
     async def _hit(self, item: RateLimitItem, *ids: str) -> None:
         if not await self.strategy.hit(item, *ids):
-            stats = await self.strategy.get_window_stats(item, *ids)
-            retry = max(1, math.ceil(stats.reset_time - time.time()))
-            raise FieldError(
-                429,
-                ("header", "Authorization"),
-                f"rate limit {item.amount} per {item.get_expiry()} s exceeded ({ids[0]}); retry in {retry} s",
-                "rate_limited",
-                headers={"Retry-After": str(retry), **_headers(item, 0, retry)},
-            )
+            await self._refuse(item, *ids)
+
+    async def _refuse(self, item: RateLimitItem, *ids: str) -> None:
+        """Raise the 429 of a passed window, with ``Retry-After`` and the ``RateLimit-*`` headers."""
+        stats = await self.strategy.get_window_stats(item, *ids)
+        retry = max(1, math.ceil(stats.reset_time - time.time()))
+        raise FieldError(
+            429,
+            ("header", "Authorization"),
+            f"rate limit {item.amount} per {item.get_expiry()} s exceeded ({ids[0]}); retry in {retry} s",
+            "rate_limited",
+            headers={"Retry-After": str(retry), **_headers(item, stats.remaining, retry)},
+        )
 
     async def check(self, request: Request, principal: Principal, access: Access) -> None:
-        """Count the call; raise 429 past a limit. Leaves the principal window's headers on ``request.state``."""
+        """Count the call; raise 429 past a limit. Leaves ``RateLimit-Policy`` of the principal's window on
+        ``request.state`` for the answer."""
         if not self.enabled:
             return
         klass = access.limit
         who = f"{principal.kind}:{principal.api_key_id or principal.user_id}"
         item = self.limit_for("site" if principal.site_act else principal.role, klass)
-        tenant_item = self.by_tenant.get(klass)
-        if tenant_item is not None:
-            await self._hit(tenant_item, f"tenant:{principal.tenant.id}", klass)
-        if item is None:
+        windows = []
+        if (tenant_item := self.by_tenant.get(klass)) is not None:
+            windows.append((tenant_item, (f"tenant:{principal.tenant.id}", klass)))
+        if item is not None:
+            windows.append((item, (who, klass)))
+        if not windows:
             return
-        await self._hit(item, who, klass)
-        stats = await self.strategy.get_window_stats(item, who, klass)
-        setattr(request.state, STATE_KEY, _headers(item, stats.remaining, max(0, math.ceil(stats.reset_time - time.time()))))
+        allowed = await asyncio.gather(*(self.strategy.hit(w, *ids) for w, ids in windows))
+        for ok, (window, ids) in zip(allowed, windows, strict=True):
+            if not ok:
+                await self._refuse(window, *ids)
+        if item is not None:
+            setattr(request.state, STATE_KEY, {"RateLimit-Policy": f"{item.amount};w={item.get_expiry()}"})
 
     async def client_limit(self, request: Request, klass: str) -> None:
         """Count a call of a public route of class ``klass`` (sign-in) against its client address."""

@@ -29,7 +29,13 @@ def scoped_session(session: AsyncSession, principal: Principal) -> AsyncSession:
     statement = scope_statement(principal.tenant.id, cross_tenant=principal.site_act)
 
     def _scope(_session: Any, _transaction: Any, connection: Any) -> None:
-        connection.exec_driver_sql(statement)
+        # Straight on the DBAPI cursor: the statement returns nothing the ORM needs, and this skips
+        # SQLAlchemy's execution machinery on every transaction.
+        cursor = connection.connection.cursor()
+        try:
+            cursor.execute(statement)
+        finally:
+            cursor.close()
 
     event.listen(session.sync_session, "after_begin", _scope)
     session.info["principal"] = principal
