@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from fastapi import Request
 
+from uep_gateway.auth import principal_of
 from uep_gateway.errors import FieldError
 
 if TYPE_CHECKING:
@@ -199,8 +200,6 @@ async def authorize(request: Request) -> None:
     """App-wide dependency: resolve the caller (401 when a route needs one and there is none), check the
     matrix (403) and count the call against its rate limits (429). Public routes skip the first two; the
     sign-in route is limited per client address."""
-    from uep_gateway.auth import principal_of
-
     access = route_access(request)
     request.state.access = access
     limiter = request.app.state.rate_limiter

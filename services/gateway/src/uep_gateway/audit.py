@@ -19,6 +19,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from uep_common.db.identity import AuditEntry
+from uep_gateway.ratelimit import STATE_KEY as RATE_HEADERS_KEY
 
 log = logging.getLogger(__name__)
 REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
@@ -56,7 +57,7 @@ class AuditMiddleware:
                 status = message["status"]
                 headers = list(message.get("headers", []))
                 headers.append((b"x-request-id", request_id.encode()))
-                for k, v in (state.get("rate_headers") or {}).items():
+                for k, v in (state.get(RATE_HEADERS_KEY) or {}).items():
                     headers.append((k.lower().encode(), v.encode()))
                 message["headers"] = headers
             await send(message)

@@ -106,9 +106,6 @@ class RateLimiter:
         client = request.client.host if request.client else "unknown"
         await self._hit(self.failed, f"failed-auth:{client}")
 
-    async def close(self) -> None:
-        """Nothing to release beyond the storage's own pool (kept for symmetry with the app's lifespan)."""
-
 
 def _headers(item: RateLimitItem, remaining: int, reset_s: int) -> dict[str, str]:
     window = item.get_expiry()

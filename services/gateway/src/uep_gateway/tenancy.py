@@ -61,14 +61,25 @@ def tenant_filter(session: AsyncSession, model: Any) -> ColumnElement[bool]:
     return clause
 
 
-async def owned(session: AsyncSession, model: type[M], object_id: Any, loc: tuple[str, ...], what: str = "") -> M:
-    """The ``model`` row with primary key ``object_id`` owned by the caller's tenant. Raises 404 naming
-    ``loc`` (e.g. ``("path", "evaluation_id")``) when there is none or it is another tenant's."""
+async def owned(
+    session: AsyncSession,
+    model: type[M],
+    object_id: Any,
+    loc: tuple[str, ...],
+    what: str,
+    *,
+    lock: bool = False,
+    status: int = 404,
+) -> M:
+    """The ``model`` row with primary key ``object_id`` owned by the caller's tenant (locked ``FOR UPDATE``
+    until the transaction ends when ``lock``). Raises ``status`` (404; 422 where the id is a body field)
+    naming ``loc`` — ``"unknown <what> <id>"``, type ``unknown_<what>`` — when there is none or it is another
+    tenant's: the same body either way."""
     table: Any = model
-    row: M | None = await session.scalar(select(table).where(table.id == object_id, tenant_filter(session, table)))
+    q = select(table).where(table.id == object_id, tenant_filter(session, table))
+    row: M | None = await session.scalar(q.with_for_update() if lock else q)
     if row is None:
-        label = what or getattr(model, "__tablename__", "object").rstrip("s").replace("_", " ")
-        raise FieldError(404, loc, f"{label} {object_id} not found", "not_found")
+        raise FieldError(status, loc, f"unknown {what} {object_id}", f"unknown_{what.replace(' ', '_')}")
     return row
 
 

@@ -25,7 +25,7 @@ from uep_common.telemetry import current_trace_headers
 from uep_gateway.annotation.questions import validate_answers
 from uep_gateway.annotation.schemas import AnnotationTaskCreate
 from uep_gateway.errors import FieldError, FieldErrors
-from uep_gateway.tenancy import tenant_filter
+from uep_gateway.tenancy import owned
 
 HUMAN_EVALUATION_TYPE = "human"
 
@@ -54,10 +54,7 @@ def _reference(sample: Sample) -> str | None:
 async def _evaluation(session: AsyncSession, evaluation_id: uuid.UUID, field: str) -> Evaluation:
     """The caller's evaluation ``evaluation_id``; 422 naming ``body.<field>`` otherwise (also for another
     tenant's)."""
-    ev = await session.scalar(select(Evaluation).where(Evaluation.id == evaluation_id, tenant_filter(session, Evaluation)))
-    if ev is None:
-        raise FieldError(422, ("body", field), f"unknown evaluation {evaluation_id}", "unknown_evaluation")
-    return ev
+    return await owned(session, Evaluation, evaluation_id, ("body", field), "evaluation", status=422)
 
 
 async def _outputs(session: AsyncSession, evaluation_id: uuid.UUID) -> dict[tuple[uuid.UUID, int], tuple[SampleResult, Sample]]:

@@ -43,7 +43,7 @@ from uep_gateway.annotation.schemas import (
 from uep_gateway.annotation.tasks import create_task
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError
-from uep_gateway.tenancy import caller_tenant_id, principal_of_session, tenant_filter
+from uep_gateway.tenancy import caller_tenant_id, owned, principal_of_session, tenant_filter
 from uep_gateway.validation import INT32_MAX, NUL_CHECK
 
 router = APIRouter(tags=["human evaluation"], dependencies=NUL_CHECK)
@@ -146,11 +146,7 @@ async def list_annotation_tasks(
     unknown one) is 404 naming it."""
     q = select(AnnotationTask).where(tenant_filter(session, AnnotationTask)).order_by(AnnotationTask.created_at.desc())
     if evaluation_id:
-        if (
-            await session.scalar(select(Evaluation.id).where(Evaluation.id == evaluation_id, tenant_filter(session, Evaluation)))
-            is None
-        ):
-            raise FieldError(404, ("query", "evaluation_id"), f"unknown evaluation {evaluation_id}", "unknown_evaluation")
+        await owned(session, Evaluation, evaluation_id, ("query", "evaluation_id"), "evaluation")
         q = q.where(
             (AnnotationTask.source_evaluation_id == evaluation_id) | (AnnotationTask.result_evaluation_id == evaluation_id)
         )

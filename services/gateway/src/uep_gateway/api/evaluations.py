@@ -6,9 +6,6 @@ answers 404 with the body of an unknown one."""
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -38,6 +35,7 @@ from uep_common.telemetry import tracer
 from uep_common.wakeups import notify_waiting
 from uep_gateway.api.judges import evaluation_judge_config
 from uep_gateway.auth import Principal, current_principal
+from uep_gateway.cursors import bad_cursor, cursor_values, decode_time_id, encode_cursor, encode_time_id
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError, work_limit_error
 from uep_gateway.schemas import (
@@ -51,7 +49,7 @@ from uep_gateway.schemas import (
     ResultsPage,
 )
 from uep_gateway.settings import GatewaySettings
-from uep_gateway.tenancy import tenant_filter
+from uep_gateway.tenancy import owned, tenant_filter
 from uep_gateway.validation import INT32_MAX, NUL_CHECK
 
 router = APIRouter(prefix="/v1/evaluations", tags=["evaluations"], dependencies=NUL_CHECK)
@@ -71,11 +69,7 @@ async def owned_evaluation(
     """The evaluation ``evaluation_id`` of the caller's tenant (locked ``FOR UPDATE`` until the transaction
     ends when ``lock``). Raises 404 ``unknown_evaluation`` naming ``loc`` when there is none or it is another
     tenant's (the same body either way)."""
-    q = select(Evaluation).where(Evaluation.id == evaluation_id, tenant_filter(session, Evaluation))
-    ev = await session.scalar(q.with_for_update() if lock else q)
-    if ev is None:
-        raise FieldError(404, loc, f"unknown evaluation {evaluation_id}", "unknown_evaluation")
-    return ev
+    return await owned(session, Evaluation, evaluation_id, loc, "evaluation", lock=lock)
 
 
 async def resolve_benchmark(session: AsyncSession, ref: str, version: str | None) -> Benchmark:
@@ -398,24 +392,6 @@ def _list_item(ev: Evaluation, bench: Benchmark | None, model: Model | None) -> 
     )
 
 
-def _encode_list_cursor(created_at: datetime, evaluation_id: uuid.UUID) -> str:
-    return base64.urlsafe_b64encode(json.dumps([created_at.isoformat(), str(evaluation_id)]).encode()).decode()
-
-
-def _decode_list_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
-    """The (created_at, id) a :func:`list_evaluations` cursor holds. Raises 422 naming ``cursor``."""
-    try:
-        at, id_ = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-        if not (isinstance(at, str) and isinstance(id_, str)):
-            raise ValueError
-        created_at = datetime.fromisoformat(at)
-        if created_at.tzinfo is None:
-            raise ValueError  # the cursors written here are always timezone-aware
-        return created_at, uuid.UUID(id_)
-    except (ValueError, TypeError, binascii.Error, UnicodeError, json.JSONDecodeError):
-        raise FieldError(422, ("query", "cursor"), "malformed cursor; pass next_cursor back unchanged", "bad_cursor") from None
-
-
 def _statuses(values: list[str] | None) -> list[str]:
     """The statuses of ``status`` filters (repeated and/or comma-separated). Raises 422 naming ``status``."""
     out: list[str] = []
@@ -484,10 +460,10 @@ async def list_evaluations(
     if before is not None:
         q = q.where(Evaluation.created_at < before)
     if cursor:
-        q = q.where(tuple_(Evaluation.created_at, Evaluation.id) < tuple_(*_decode_list_cursor(cursor)))
+        q = q.where(tuple_(Evaluation.created_at, Evaluation.id) < tuple_(*decode_time_id(cursor)))
     rows = (await session.execute(q.order_by(Evaluation.created_at.desc(), Evaluation.id.desc()).limit(limit + 1))).all()
     items = [_list_item(ev, bench, m) for ev, bench, m in rows[:limit]]
-    nxt = _encode_list_cursor(items[-1].created_at, items[-1].id) if len(rows) > limit else None
+    nxt = encode_time_id(items[-1].created_at, items[-1].id) if len(rows) > limit else None
     return EvaluationPage(items=items, next_cursor=nxt)
 
 
@@ -539,22 +515,14 @@ async def get_evaluation(
     )
 
 
-def _encode_cursor(ordinal: int, repeat: int, arm: str) -> str:
-    return base64.urlsafe_b64encode(json.dumps([ordinal, repeat, arm]).encode()).decode()
-
-
 def _decode_cursor(cursor: str) -> tuple[int, int, str]:
-    try:
-        ordinal, repeat, arm = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-        if not (type(ordinal) is int and type(repeat) is int and isinstance(arm, str)):
-            raise ValueError
-        if not (
-            -INT32_MAX <= ordinal <= INT32_MAX and -INT32_MAX <= repeat <= INT32_MAX and len(arm) <= 64 and "\x00" not in arm
-        ):
-            raise ValueError  # the columns are INTEGER and VARCHAR(64), and PostgreSQL refuses NUL
-        return ordinal, repeat, arm
-    except (ValueError, TypeError, json.JSONDecodeError):
-        raise FieldError(422, ("query", "cursor"), "malformed cursor; pass next_cursor back unchanged", "bad_cursor") from None
+    """The (sample ordinal, repeat, arm) of a results cursor. Raises 422 naming ``cursor``."""
+    ordinal, repeat, arm = cursor_values(cursor, 3)
+    if not (type(ordinal) is int and type(repeat) is int and isinstance(arm, str)):
+        raise bad_cursor()
+    if not (-INT32_MAX <= ordinal <= INT32_MAX and -INT32_MAX <= repeat <= INT32_MAX and len(arm) <= 64 and "\x00" not in arm):
+        raise bad_cursor()  # the columns are INTEGER and VARCHAR(64), and PostgreSQL refuses NUL
+    return ordinal, repeat, arm
 
 
 @router.get("/{evaluation_id}/results", response_model=ResultsPage)
@@ -589,7 +557,7 @@ async def list_results(
     nxt = None
     if len(rows) > limit:
         last = items[-1]
-        nxt = _encode_cursor(last.sample_ordinal, last.repeat, last.arm)
+        nxt = encode_cursor(last.sample_ordinal, last.repeat, last.arm)
     return ResultsPage(items=items, next_cursor=nxt)
 
 

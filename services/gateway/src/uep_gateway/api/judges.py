@@ -30,7 +30,7 @@ from uep_common.templating import make_environment, trial_render
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError, FieldErrors
 from uep_gateway.judge_diagnostics import VerdictRow, diagnostics
-from uep_gateway.tenancy import tenant_filter
+from uep_gateway.tenancy import owned, tenant_filter
 from uep_gateway.validation import NUL_CHECK
 
 router = APIRouter(prefix="/v1/judges", tags=["judges"], dependencies=NUL_CHECK)
@@ -141,10 +141,7 @@ async def evaluation_judge_config(session: AsyncSession, bench: Benchmark, overr
 async def _evaluation(session: AsyncSession, evaluation_id: uuid.UUID) -> Evaluation:
     """The caller's evaluation named by the ``evaluation_id`` query parameter; 404 naming it otherwise (also
     for another tenant's)."""
-    ev = await session.scalar(select(Evaluation).where(Evaluation.id == evaluation_id, tenant_filter(session, Evaluation)))
-    if ev is None:
-        raise FieldError(404, ("query", "evaluation_id"), f"unknown evaluation {evaluation_id}", "unknown_evaluation")
-    return ev
+    return await owned(session, Evaluation, evaluation_id, ("query", "evaluation_id"), "evaluation")
 
 
 async def _verdict_rows(

@@ -21,9 +21,7 @@ evaluation belongs to no tenant: only a site admin acting across tenants sees it
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import json
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -45,10 +43,11 @@ from uep_common.messaging import UndecodableEvent, decode_event
 from uep_common.progress import write_progress
 from uep_common.summary import compute_summary
 from uep_gateway.api.evaluations import get_evaluation, owned_evaluation
+from uep_gateway.cursors import decode_time_id, encode_time_id
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError
 from uep_gateway.schemas import EvaluationView
-from uep_gateway.tenancy import tenant_filter
+from uep_gateway.tenancy import owned, tenant_filter
 from uep_gateway.validation import NUL_CHECK
 
 router = APIRouter(tags=["lifecycle"], dependencies=NUL_CHECK)
@@ -156,14 +155,6 @@ def _view(d: DeadLetter) -> DeadLetterView:
     )
 
 
-def _decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
-    try:
-        at, id_ = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-        return datetime.fromisoformat(at), uuid.UUID(id_)
-    except (ValueError, TypeError):
-        raise FieldError(422, ("query", "cursor"), "malformed cursor; pass next_cursor back unchanged", "bad_cursor") from None
-
-
 @router.get("/v1/dead-letters", response_model=DeadLetterPage, tags=["dead letters"])
 async def list_dead_letters(
     evaluation_id: uuid.UUID | None = Query(None, description="Only the dead letters of this evaluation."),
@@ -180,21 +171,17 @@ async def list_dead_letters(
     if source_topic:
         q = q.where(DeadLetter.source_topic == source_topic)
     if cursor:
-        q = q.where(tuple_(DeadLetter.first_seen_at, DeadLetter.id) < tuple_(*_decode_cursor(cursor)))
+        q = q.where(tuple_(DeadLetter.first_seen_at, DeadLetter.id) < tuple_(*decode_time_id(cursor)))
     rows = (await session.scalars(q.order_by(DeadLetter.first_seen_at.desc(), DeadLetter.id.desc()).limit(limit + 1))).all()
     nxt = None
     if len(rows) > limit:
         last = rows[limit - 1]
-        nxt = base64.urlsafe_b64encode(json.dumps([last.first_seen_at.isoformat(), str(last.id)]).encode()).decode()
+        nxt = encode_time_id(last.first_seen_at, last.id)
     return DeadLetterPage(items=[_view(d) for d in rows[:limit]], next_cursor=nxt)
 
 
 async def _dead_letter(session: AsyncSession, dead_letter_id: uuid.UUID, lock: bool = False) -> DeadLetter:
-    q = select(DeadLetter).where(DeadLetter.id == dead_letter_id, tenant_filter(session, DeadLetter))
-    d = await session.scalar(q.with_for_update() if lock else q)
-    if d is None:
-        raise FieldError(404, ("path", "dead_letter_id"), f"unknown dead letter {dead_letter_id}", "unknown_dead_letter")
-    return d
+    return await owned(session, DeadLetter, dead_letter_id, ("path", "dead_letter_id"), "dead letter", lock=lock)
 
 
 @router.get("/v1/dead-letters/{dead_letter_id}", response_model=DeadLetterView, tags=["dead letters"])

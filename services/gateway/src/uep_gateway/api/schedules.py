@@ -24,7 +24,7 @@ from uep_gateway.auth import Principal, current_principal
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError, work_limit_error
 from uep_gateway.schemas import EvaluationOptions
-from uep_gateway.tenancy import tenant_filter
+from uep_gateway.tenancy import owned, tenant_filter
 from uep_gateway.validation import NUL_CHECK
 
 router = APIRouter(prefix="/v1/schedules", tags=["schedules"], dependencies=NUL_CHECK)
@@ -156,10 +156,7 @@ async def list_schedules(session: AsyncSession = Depends(db_session)) -> list[Sc
 
 async def _get(session: AsyncSession, schedule_id: uuid.UUID) -> Schedule:
     """The caller's tenant's schedule ``schedule_id``. Raises 404 naming it when unknown or another tenant's."""
-    sch = await session.scalar(select(Schedule).where(Schedule.id == schedule_id, tenant_filter(session, Schedule)))
-    if sch is None:
-        raise FieldError(404, ("path", "schedule_id"), f"unknown schedule {schedule_id}", "unknown_schedule")
-    return sch
+    return await owned(session, Schedule, schedule_id, ("path", "schedule_id"), "schedule")
 
 
 @router.get("/{schedule_id}", response_model=ScheduleView)
