@@ -43,8 +43,42 @@ READY_TIMEOUT_S = float(os.environ.get("UEP_STACK_READY_TIMEOUT_S", "180"))
 """Seconds a service may take to answer /readyz (imports alone take a minute on a busy 2-core machine)."""
 
 
-def _env_int(name: str, default: int) -> int:
-    return int(os.environ.get(name, default))
+PORT_OFFSETS = {
+    "triton_http": 8000,
+    "triton_grpc": 8001,
+    "triton_metrics": 8002,
+    "gateway": 8080,
+    **{name: 8090 + i for i, name in enumerate(SERVICES) if name != "gateway"},  # health ports
+    "broker": 9092,
+}
+"""Port of each stack process = ``UEP_STACK_PORT_BASE`` + its offset."""
+MAX_PORT = 65535
+MAX_PORT_BASE = MAX_PORT - max(PORT_OFFSETS.values())
+"""The highest usable ``UEP_STACK_PORT_BASE``: with it the highest port of the stack (the broker's) is 65535."""
+
+
+class StackConfigError(ValueError):
+    """A ``UEP_STACK_*`` variable that cannot work; the message names the variable and the usable range."""
+
+
+def port_base() -> int:
+    """``UEP_STACK_PORT_BASE`` (default 0), checked so that every port of the stack is in 1..65535.
+
+    Raises:
+        StackConfigError: not an integer, negative, or above :data:`MAX_PORT_BASE`.
+    """
+    raw = os.environ.get("UEP_STACK_PORT_BASE", "0").strip()
+    try:
+        base = int(raw)
+    except ValueError:
+        raise StackConfigError(f"UEP_STACK_PORT_BASE={raw!r} is not an integer (0 to {MAX_PORT_BASE})") from None
+    if not 0 <= base <= MAX_PORT_BASE:
+        raise StackConfigError(
+            f"UEP_STACK_PORT_BASE={base} is out of range: it must be between 0 and {MAX_PORT_BASE}, the highest usable "
+            f"base (the stack's highest port, the broker's, is the base + {max(PORT_OFFSETS.values())} and a port is at "
+            f"most {MAX_PORT})"
+        )
+    return base
 
 
 @dataclass
@@ -117,17 +151,22 @@ class StackConfig:
 
 
 def config() -> StackConfig:
-    """Stack configuration from ``UEP_STACK_*`` / ``UEP_*`` variables (defaults: the dev stack)."""
-    base = _env_int("UEP_STACK_PORT_BASE", 0)  # e.g. 10000 moves every port up by 10000
+    """Stack configuration from ``UEP_STACK_*`` / ``UEP_*`` variables (defaults: the dev stack).
+
+    Raises:
+        StackConfigError: ``UEP_STACK_PORT_BASE`` out of range (see :func:`port_base`).
+    """
+    base = port_base()  # e.g. 10000 moves every port up by 10000
+    port = {name: base + offset for name, offset in PORT_OFFSETS.items()}
     run_dir = Path(os.environ.get("UEP_STACK_RUN_DIR", ROOT / ".run" / "dev")).resolve()
     return StackConfig(
         run_dir=run_dir,
-        broker_port=base + 9092,
-        triton_http=base + 8000,
-        triton_grpc=base + 8001,
-        triton_metrics=base + 8002,
-        gateway_port=base + 8080,
-        service_ports={name: base + 8090 + i for i, name in enumerate(SERVICES) if name != "gateway"},
+        broker_port=port["broker"],
+        triton_http=port["triton_http"],
+        triton_grpc=port["triton_grpc"],
+        triton_metrics=port["triton_metrics"],
+        gateway_port=port["gateway"],
+        service_ports={name: port[name] for name in SERVICES if name != "gateway"},
         database_url=os.environ.get("UEP_DATABASE_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/uep"),
         redis_url=os.environ.get("UEP_REDIS_URL", "redis://127.0.0.1:6379/0"),
         triton_models=os.environ.get("UEP_TRITON_MODELS", "smollm2,oracle,bench_echo,judge,judge_first"),
@@ -499,7 +538,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("command", choices=["up", "down", "status", "kill", "start", "restart-broker"])
     p.add_argument("service", nargs="?", help="kill/start: the process (a service, triton or broker)")
     args = p.parse_args(argv)
-    cfg = config()
+    try:
+        cfg = config()
+    except StackConfigError as exc:
+        p.error(str(exc))
     if args.command in ("kill", "start"):
         if args.service not in [*SERVICES, "triton", "broker"] or (args.command == "start" and args.service not in SERVICES):
             p.error(

@@ -29,6 +29,7 @@ from sqlalchemy import (
     DateTime,
     Float,
     Identity,
+    Index,
     Integer,
     LargeBinary,
     String,
@@ -91,6 +92,7 @@ class DeadLetter(Base):
     """
 
     __tablename__ = "dead_letters"
+    __table_args__ = (Index("ix_dead_letters_first_seen", "first_seen_at", "id"),)
     id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, default=uuid.uuid4)
     dedupe_key: Mapped[str] = mapped_column(String(64), unique=True, nullable=False)
     source_topic: Mapped[str] = mapped_column(String(200), nullable=False)

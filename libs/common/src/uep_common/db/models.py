@@ -33,6 +33,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB, UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
+from uep_common.costs import COST_UNITS
 from uep_common.db.base import Base, created_column, in_list, uuid_pk
 from uep_common.events import Backend
 
@@ -125,6 +126,7 @@ class Model(Base):
     __table_args__ = (
         UniqueConstraint("name", "version", name="uq_models_name_version"),
         CheckConstraint(in_list("backend", BACKENDS), name="ck_models_backend"),
+        CheckConstraint(in_list("cost_unit", COST_UNITS), name="ck_models_cost_unit"),
     )
     id: Mapped[uuid.UUID] = uuid_pk()
     name: Mapped[str] = mapped_column(String(200), nullable=False)
@@ -170,6 +172,10 @@ class Evaluation(Base):
         CheckConstraint("sample_limit IS NULL OR sample_limit >= 1", name="ck_evaluations_limit"),
         Index("ix_evaluations_status", "status"),
         Index("ix_evaluations_tenant_created", "tenant_id", "created_at"),
+        Index("ix_evaluations_batch_id", "batch_id", postgresql_where="batch_id IS NOT NULL"),
+        Index("ix_evaluations_experiment_id", "experiment_id", postgresql_where="experiment_id IS NOT NULL"),
+        Index("ix_evaluations_schedule_id", "schedule_id", postgresql_where="schedule_id IS NOT NULL"),
+        Index("ix_evaluations_pinned", "model_id", postgresql_where="pinned"),
         UniqueConstraint("tenant_id", "idempotency_key", name="uq_evaluations_idempotency_key"),
     )
     id: Mapped[uuid.UUID] = uuid_pk()
@@ -236,6 +242,8 @@ class SampleLease(Base):
         UniqueConstraint("evaluation_id", "sample_id", "repeat", "arm", name="uq_sample_leases_item"),
         CheckConstraint(in_list("state", LEASE_STATES), name="ck_sample_leases_state"),
         Index("ix_sample_leases_open", "evaluation_id", "state", "lease_expires_at"),
+        Index("ix_sample_leases_leased", "evaluation_id", "lease_expires_at", postgresql_where="state = 'leased'"),
+        Index("ix_sample_leases_final_deadline", "final_deadline", postgresql_where="final_deadline IS NOT NULL"),
     )
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
     evaluation_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("evaluations.id", ondelete="CASCADE"), nullable=False)
