@@ -2,9 +2,9 @@
 :data:`uep_gateway.access.ROUTES` — every operation, every role, two tenants.
 
 Tenants A and B each get an API key per role (admin, builder, viewer, annotator). A gets one object of each
-kind that has an id in a path: an evaluation (``uep-oracle`` on gsm8k, 3 samples, run to completion), a
-rescore and a report of it, a schedule, an annotation task, a dead letter, a private benchmark, a member
-and a spare API key. Then, in this order (so that no call of a later step can hide a leak of an earlier one):
+kind that has an id in a path: an evaluation (``uep-oracle`` on gsm8k, 3 samples, run to completion), an A/B
+experiment and a batch (2 samples), a rescore and a report of it, a schedule, an annotation task, a dead
+letter, a private benchmark, a member and a spare API key. Then, in this order (so that no call of a later step can hide a leak of an earlier one):
 
 1. no credentials → 401, for every operation that is not public;
 2. B's lists (GET operations without path parameters, plus a few catalogue pages) answered to each role B
@@ -60,7 +60,17 @@ VALID_BODIES: dict[str, Any] = {
     "createReport": {},
 }
 # Getters A's admin must answer 2xx on A's objects: proof that the ids B got 404 for are real.
-CONTROLS = {"getEvaluation", "getRescore", "getReport", "getSchedule", "getAnnotationTask", "getDeadLetter", "previewSamples"}
+CONTROLS = {
+    "getEvaluation",
+    "getExperiment",
+    "getBatch",
+    "getRescore",
+    "getReport",
+    "getSchedule",
+    "getAnnotationTask",
+    "getDeadLetter",
+    "previewSamples",
+}
 # Catalogue pages (path parameters of the site catalogue) also searched for A's ids in step 2.
 EXTRA_LISTS = {
     "getLeaderboard": "/v1/leaderboards/gsm8k",
@@ -152,6 +162,15 @@ def _build_world(stack, db) -> World:
         body = _wait(client, f"/v1/evaluations/{ev}", lambda x: x["status"] in ("completed", "failed", "cancelled"), 120)
         assert body and body["status"] == "completed", body
         made.append("evaluation")
+
+        arms = [{"name": "base"}, {"name": "terse", "prompt_template": "{{ question }} Answer:"}]
+        r = client.post("/v1/evaluations", json={"benchmark": "gsm8k", "model": "uep-oracle", "sample_limit": 2, "arms": arms})
+        assert r.status_code == 202, r.text
+        params["experiment_id"] = r.json()["experiment_id"]
+        r = client.post("/v1/evaluations", json={"benchmark": "gsm8k", "models": ["uep-oracle"], "sample_limit": 2})
+        assert r.status_code == 202, r.text
+        params["batch_id"] = r.json()["batch_id"]
+        made += ["experiment", "batch"]
 
         r = client.post(f"/v1/evaluations/{ev}/rescore")
         if r.status_code == 202:

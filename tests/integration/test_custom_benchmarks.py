@@ -216,8 +216,16 @@ def test_a_private_benchmark_is_invisible_to_another_tenant(gateway, other_tenan
         assert p.status_code == 404 and p.json()["detail"][0]["loc"] == ["path", "ref"], p.text
     ev = other_tenant.post("/v1/evaluations", json={"benchmark": slug, "model": "uep-oracle"})
     assert ev.status_code in (404, 422) and ev.json()["detail"][0]["loc"] == ["body", "benchmark"], ev.text
-    # the owner still previews it
+    cost = other_tenant.get(f"/v1/costs/benchmarks/{slug}")
+    assert cost.status_code == 404 and cost.json()["detail"][0]["loc"] == ["path", "slug"], cost.text
+    # the owner still previews it and reads its cost profile
     assert [s["ordinal"] for s in gateway.get(f"/v1/benchmarks/{slug}/samples").json()] == [0, 1]
+    assert gateway.get(f"/v1/costs/benchmarks/{slug}").json() == {
+        "benchmark": slug,
+        "expected_input_tokens": None,
+        "expected_output_tokens": None,
+        "expected_latency_ms": None,
+    }
 
 
 def test_another_tenants_slug_cannot_get_a_new_version(gateway, other_tenant):

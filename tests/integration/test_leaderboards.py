@@ -87,9 +87,14 @@ async def record(
     completed_at: datetime,
     scores: list[float] | None = None,
     tenant: str = "default",
+    items: int | None = None,
+    experiment_id: uuid.UUID | None = None,
+    config: dict | None = None,
 ) -> uuid.UUID:
     """Insert a completed evaluation of ``tenant`` (and, for a continuous metric, its items' scores) and record
-    it on the leaderboard in the same transaction, as the reporter does right after completing one."""
+    it on the leaderboard in the same transaction, as the reporter does right after completing one. ``items``:
+    its total items (default ``n``; one repeat, so its item set is the first ``items`` samples); an A/B arm
+    has an ``experiment_id``."""
     eid = uuid.uuid4()
     async with sessions() as s, s.begin():
         ids = (
@@ -104,10 +109,21 @@ async def record(
         await s.execute(
             text(
                 "INSERT INTO evaluations (id, tenant_id, benchmark_id, model_id, status, priority, repeats, total_items, "
-                "dispatched_items, completed_items, error_items, config, summary, trace_context, created_at, completed_at) "
-                "VALUES (:id, :t, :b, :m, 'completed', 'normal', 1, :n, :n, :n, 0, '{}', CAST(:s AS jsonb), '{}', :c, :c)"
+                "dispatched_items, completed_items, error_items, config, summary, trace_context, created_at, completed_at, "
+                "experiment_id) VALUES (:id, :t, :b, :m, 'completed', 'normal', 1, :i, :i, :i, 0, CAST(:cfg AS jsonb), "
+                "CAST(:s AS jsonb), '{}', :c, :c, :x)"
             ),
-            {"id": eid, "t": ids[0], "b": ids[1], "m": ids[2], "n": n, "s": json.dumps(summary(metric, k, n)), "c": completed_at},
+            {
+                "id": eid,
+                "t": ids[0],
+                "b": ids[1],
+                "m": ids[2],
+                "i": items or n,
+                "cfg": json.dumps(config or {}),
+                "s": json.dumps(summary(metric, k, n)),
+                "c": completed_at,
+                "x": experiment_id,
+            },
         )
         sample_ids = (
             await s.scalars(text("SELECT id FROM samples WHERE benchmark_id = :b ORDER BY ordinal"), {"b": ids[1]})
@@ -120,7 +136,7 @@ async def record(
                 ),
                 {"e": eid, "s": sid, "v": score, "m": metric, "u": uuid.uuid4()},
             )
-        assert await lb.record_evaluation(s, eid)
+        assert await lb.record_evaluation(s, eid) == (experiment_id is None or bool((config or {}).get("release")))
     return eid
 
 
@@ -346,6 +362,56 @@ async def test_continuous_board_compare_and_radar(stack, db, gateway, sessions):
     assert err(f"/v1/leaderboards/{acc}", {"top": 0})[0:2] == (422, ["query", "top"])
 
 
+async def test_a_board_ranks_one_item_set_and_leaves_out_a_b_arms(stack, db, gateway, sessions):
+    slug, _ = make_benchmark(db, "lb-items", n_samples=30)
+    ep = f"grpc://127.0.0.1:{stack.triton_grpc}"
+    m = {x: register_model(db, ep, "uep_oracle", f"lbi-{x}") for x in ("small", "full1", "full2", "arm", "release")}
+    version = await _version(sessions, slug)
+    # 8/8 on the first 8 samples would lead a mixed board (Wilson [0.6756, 1.0]); 18/30 and 10/30 on all 30
+    small = await record(sessions, db, slug, m["small"], "exact_match", 8, 8, T0)
+    f1 = await record(sessions, db, slug, m["full1"], "exact_match", 18, 30, T0 + timedelta(minutes=1))
+    f2 = await record(sessions, db, slug, m["full2"], "exact_match", 10, 30, T0 + timedelta(minutes=2))
+    # two arms of one experiment: the plain one enters no board, the release run does
+    exp = uuid.uuid4()
+    await record(sessions, db, slug, m["arm"], "exact_match", 30, 30, T0 + timedelta(minutes=3), experiment_id=exp)
+    rel = await record(
+        sessions,
+        db,
+        slug,
+        m["release"],
+        "exact_match",
+        5,
+        30,
+        T0 + timedelta(minutes=4),
+        experiment_id=exp,
+        config={"release": True},
+    )
+
+    b = board(gateway, slug)
+    assert b["item_set"] == f"{version}:30"
+    assert [(e["evaluation_id"], e["rank"], e["tie_group"], e["samples"]) for e in b["entries"]] == [
+        (str(f1), 1, 1, 30),  # 18/30 [0.4232, 0.7541]
+        (str(f2), 1, 1, 30),  # 10/30 [0.1923, 0.5122] reaches 0.4232: tied
+        (str(rel), 3, 2, 30),  # 5/30 [0.0734, 0.3357] is below 0.4232
+    ]
+    assert [(s["key"], s["entries"]) for s in b["item_sets"]] == [(f"{version}:30", 3), (f"{version}:8", 1)]
+    other = board(gateway, slug, item_set=f"{version}:8")
+    assert [(e["evaluation_id"], e["rank"], e["tie_group"]) for e in other["entries"]] == [(str(small), 1, 1)]
+    r = gateway.get(f"/v1/leaderboards/{slug}", params={"item_set": f"{version}:9"})
+    assert r.status_code == 404 and r.json()["detail"][0]["loc"] == ["query", "item_set"]
+    assert m["arm"] not in {e["model"] for s in (b, other) for e in s["entries"]}
+    listed = {(x["benchmark"], x["score_type"]): x for x in gateway.get("/v1/leaderboards").json()}
+    assert listed[(slug, "exact_match")]["evaluations"] == 4  # the plain arm is not counted
+    cmp = gateway.get("/v1/leaderboards/compare", params={"models": f"{m['small']},{m['full1']}", "benchmarks": slug}).json()
+    cells = {row["model"]: row["scores"][f"{slug}:exact_match"] for row in cmp["rows"]}
+    assert cells[m["small"]] is None and cells[m["full1"]]["evaluation_id"] == str(f1)  # default item set only
+
+
+async def _version(sessions, slug: str) -> str:
+    async with sessions() as s:
+        return (await s.execute(text("SELECT version FROM benchmarks WHERE slug = :s"), {"s": slug})).scalar_one()
+
+
 def test_board_from_real_oracle_evaluations(stack, db, gateway):
     """Two model names served by the oracle Triton model, evaluated by the running pipeline; the reporter
     records each completion, the gateway serves the board."""
@@ -359,7 +425,10 @@ def test_board_from_real_oracle_evaluations(stack, db, gateway):
     while time.monotonic() < deadline:  # the reporter records a completion right after committing it
         r = gateway.get("/v1/leaderboards/gsm8k", params={"score_type": "gsm8k_numeric_exact_match"})
         assert r.status_code in (200, 404), r.text  # 404: no gsm8k board recorded yet
-        entries = [e for e in r.json().get("entries", []) if e["model"] in names]
+        entries = []
+        for item_set in [x["key"] for x in r.json().get("item_sets", []) if x["samples"] == 6]:  # ranked with 6-sample runs
+            page = gateway.get("/v1/leaderboards/gsm8k", params={"score_type": "gsm8k_numeric_exact_match", "item_set": item_set})
+            entries += [e for e in page.json()["entries"] if e["model"] in names]
         if len(entries) == 2:
             break
         time.sleep(0.3)

@@ -158,3 +158,55 @@ def test_a_snapshot_is_cut_down_to_one_tenant_and_ranked_again():
     # two entries whose intervals reach each other share a group after ranking again
     tied = rank_snapshot_entries([_snap("X", 50, None, "", 2), _snap("Y", 52, None, "", 1)])
     assert [(e["model"], e["position"], e["rank"]) for e in tied] == [("Y", 1, 1), ("X", 2, 1)]
+
+
+# ---------------------------------------------------------------- item sets: only the same items are ranked together
+
+
+def on_items(e: BoardEntry, samples: int, version: str = "v") -> BoardEntry:
+    from dataclasses import replace
+
+    from uep_common.leaderboards import item_set_key
+
+    return replace(e, samples=samples, benchmark_version=version, item_set=item_set_key(version, samples))
+
+
+def test_entries_on_different_item_sets_are_never_ranked_or_tied_together():
+    # An 8-item run with 8/8 correct (Wilson [0.6756, 1.0]) and three 30-item runs: 18/30 [0.4232, 0.7541],
+    # 17/30 [0.3920, 0.7262], 10/30 [0.1923, 0.5122]. Ranked together, the 8-item run would lead and share
+    # group 1 with the 18/30 and 17/30 runs (their upper bounds reach 0.6756); by item set it is ranked alone.
+    small = on_items(accuracy("oracle", 8, 8), 8)
+    full = [on_items(accuracy(m, k, 30), 30) for m, k in (("smollm2", 18), ("b", 17), ("c", 10))]
+    board = rank_entries([small, *full])
+    assert [(e.model, e.item_set, e.position, e.rank, e.tie_group) for e in board] == [
+        ("smollm2", "v:30", 1, 1, 1),  # the item set with most entries comes first (item_set_order)
+        ("b", "v:30", 2, 1, 1),
+        ("c", "v:30", 3, 1, 1),  # 10/30 upper 0.5122 >= 18/30 lower 0.4232: tied with the leader
+        ("oracle", "v:8", 1, 1, 1),  # its own item set: group 1 of its own, never smollm2's
+    ]
+    assert wilson_interval(8, 8)[0] == pytest.approx(0.6756, abs=1e-4)
+
+
+def test_item_set_order_most_entries_then_most_samples():
+    from uep_common.leaderboards import item_set_order
+
+    one_each = [on_items(accuracy("a", 5, 8), 8), on_items(accuracy("b", 20, 30), 30)]
+    assert item_set_order(one_each) == ["v:30", "v:8"]  # equal entries: more samples first
+    three = [*one_each, on_items(accuracy("c", 6, 8), 8)]
+    assert item_set_order(three) == ["v:8", "v:30"]  # most entries first
+    # two benchmark versions are two item sets, even with as many samples
+    versions = rank_entries([on_items(accuracy("a", 20, 30), 30, "v1"), on_items(accuracy("b", 25, 30), 30, "v2")])
+    assert {(e.model, e.rank, e.tie_group) for e in versions} == {("a", 1, 1), ("b", 1, 1)}
+
+
+def test_snapshot_entries_are_ranked_again_within_their_item_set():
+    from uep_common.leaderboards import rank_snapshot_entries
+
+    small = _snap("S", 100, None, "", 1) | {"n": 8, "item_set": "v:8", "samples": 8}
+    big = [_snap("X", 60, None, "", 2) | {"item_set": "v:100"}, _snap("Y", 40, None, "", 3) | {"item_set": "v:100"}]
+    ranked = rank_snapshot_entries([small, *big])
+    assert [(e["model"], e["item_set"], e["rank"], e["tie_group"]) for e in ranked] == [
+        ("X", "v:100", 1, 1),
+        ("Y", "v:100", 2, 2),  # 40/100 upper 0.4980 < 60/100 lower 0.5020
+        ("S", "v:8", 1, 1),
+    ]

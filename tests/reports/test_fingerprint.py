@@ -54,3 +54,53 @@ def test_every_other_change_is_named_and_warned_about():
 def test_identical_runs():
     d = diff_fingerprints(BASE, dict(BASE))
     assert d.changes == [] and d.only_model_changed and d.warning is None
+
+
+# ---------------------------------------------------------------- fingerprints of A/B arms (rows built in memory)
+
+import hashlib  # noqa: E402
+import uuid  # noqa: E402
+
+from uep_common.creation import evaluation_config  # noqa: E402
+from uep_common.db.models import Benchmark, Evaluation, Model  # noqa: E402
+from uep_common.fingerprint import build_fingerprint  # noqa: E402
+
+BENCH_TEMPLATE = "Question: {{ question }}\nAnswer:"
+TERSE_TEMPLATE = "{{ question }}\nReply with the number only."
+
+
+def _arm(config: dict) -> tuple[Evaluation, Model, Benchmark]:
+    bench = Benchmark(
+        id=uuid.UUID(int=1),
+        slug="gsm8k",
+        version="v1",
+        config={"prompt": {"template": BENCH_TEMPLATE, "fewshot_k": 0, "chat": None}, "metric": {"name": "m"}},
+    )
+    model = Model(id=uuid.UUID(int=2), name="uep-oracle", version="1", backend="triton", decoding_defaults={})
+    ev = Evaluation(id=uuid.uuid4(), model_id=model.id, benchmark_id=bench.id, repeats=1, sample_limit=8, config=config)
+    return ev, model, bench
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_an_arm_s_own_template_few_shot_and_chat_are_what_its_fingerprint_hashes():
+    # the base arm renders with the benchmark's template; the terse arm with its own, 3 demonstrations, chat on
+    base = build_fingerprint(*_arm(evaluation_config()), {})
+    terse = build_fingerprint(*_arm(evaluation_config(prompt_template=TERSE_TEMPLATE, fewshot_k=3, chat_template=True)), {})
+    assert base["prompt.template_sha256"] == _sha(BENCH_TEMPLATE)
+    assert terse["prompt.template_sha256"] == _sha(TERSE_TEMPLATE)
+    assert (terse["prompt.fewshot_k"], terse["prompt.chat"]) == (3, True)
+    d = diff_fingerprints(base, terse)
+    assert [c.field for c in d.changes] == ["prompt.template_sha256", "prompt.fewshot_k", "prompt.chat"]
+    assert d.changed_groups == ["prompt"] and not d.only_model_changed
+    assert "prompt.template_sha256" in d.warning
+
+
+def test_a_benchmark_without_a_prompt_hashes_the_default_template_items_are_rendered_with():
+    ev, model, bench = _arm({})
+    bench.config = {"metric": {"name": "m"}}
+    fp = build_fingerprint(ev, model, bench, {})
+    assert fp["prompt.template_sha256"] == _sha("{{ prompt }}")  # uep_common.configs.DEFAULT_PROMPT
+    assert (fp["prompt.fewshot_k"], fp["prompt.chat"]) == (0, None)

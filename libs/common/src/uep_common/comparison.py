@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from uep_common.configs import parse_evaluation_config
 from uep_common.db.models import Benchmark, Evaluation, Model
 from uep_common.fingerprint import FingerprintDiff, diff_fingerprints, fingerprint
 from uep_common.stats import mcnemar_exact, paired_bootstrap_binary, paired_bootstrap_diff
@@ -96,7 +97,10 @@ class Comparison(BaseModel):
 
     current_evaluation_id: uuid.UUID
     baseline_evaluation_id: uuid.UUID
-    baseline_reason: str = Field(description="pinned | previous | requested")
+    baseline_reason: str = Field(
+        description="pinned | previous | requested | first_arm (an A/B arm against its experiment's first arm) | "
+        "first_in_batch (a batch's evaluation against its first)"
+    )
     paired_by: str = Field(description="'sample' (same benchmark version) or 'external_id' (across versions)")
     n_current: int
     n_baseline: int
@@ -140,6 +144,27 @@ async def find_baseline(session: AsyncSession, ev: Evaluation) -> tuple[Evaluati
         .limit(1)
     )
     return (previous, "previous") if previous is not None else (None, None)
+
+
+def group_order(ev: Evaluation) -> tuple[int, str, str]:
+    """Sort key of an evaluation in its batch or experiment: its position in the creating request
+    (``config.group_index``; rows created before it was recorded come after, by arm name), then arm, then id."""
+    index = parse_evaluation_config(ev.config).group_index
+    return (index if index is not None else 1 << 30, ev.arm, str(ev.id))
+
+
+async def group_evaluations(session: AsyncSession, ev: Evaluation) -> list[Evaluation]:
+    """Every evaluation of ``ev``'s A/B experiment (``experiment_id``) or batch (``batch_id``), ``ev`` included,
+    of ``ev``'s tenant, in request order (:func:`group_order`: the first is the group's baseline, e.g. the
+    experiment's first arm). ``[ev]`` when ``ev`` belongs to no group. A report offers the others as baselines:
+    ``compare(session, ev.id, other.id, "first_arm" | "requested")``."""
+    col = Evaluation.experiment_id if ev.experiment_id else Evaluation.batch_id if ev.batch_id else None
+    if col is None:
+        return [ev]
+    rows = await session.scalars(
+        select(Evaluation).where(col == (ev.experiment_id or ev.batch_id), Evaluation.tenant_id == ev.tenant_id)
+    )
+    return sorted(rows.all(), key=group_order)
 
 
 def _pairs_sql(by_sample: bool) -> str:

@@ -153,6 +153,10 @@ class EvaluationConfig(BaseModel):
         source_evaluation_id: the evaluation whose outputs this one re-scores (an id as text).
         annotation_task_id: the annotation task whose answers this evaluation stores.
         compare_evaluation_id: pairwise annotation: the evaluation whose outputs are compared.
+        release: an A/B arm marked at creation as a release run: it enters the leaderboards (other arms do
+            not, :mod:`uep_common.leaderboards`); None/False for every other evaluation.
+        group_index: 0-based position of the evaluation in its batch's ``models`` or its experiment's
+            ``arms`` as requested (the rows of one request share ``created_at``); None outside a group.
     """
 
     model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True)
@@ -171,6 +175,8 @@ class EvaluationConfig(BaseModel):
     source_evaluation_id: str | None = Field(None, min_length=1)
     annotation_task_id: uuid.UUID | None = None
     compare_evaluation_id: uuid.UUID | None = None
+    release: bool | None = None
+    group_index: int | None = Field(None, ge=0)
 
     @field_validator("judge", mode="before")
     @classmethod
@@ -230,6 +236,29 @@ def parse_evaluation_config(raw: Mapping[str, Any] | EvaluationConfig | None) ->
         pydantic.ValidationError: as :func:`parse_benchmark_config` (e.g. ``("judge", "judges")``).
     """
     return _parse(EvaluationConfig, raw)
+
+
+def item_prompt(
+    benchmark: Mapping[str, Any] | BenchmarkConfig | None, evaluation: Mapping[str, Any] | EvaluationConfig | None
+) -> PromptSpec:
+    """The prompt an evaluation's items are rendered with: the benchmark's (:data:`DEFAULT_PROMPT` when it
+    has none) with the evaluation's overrides applied — ``prompt_template`` (an A/B arm's template),
+    ``chat_template`` and ``fewshot_k`` (None = the benchmark's). The one definition of "the template an
+    evaluation used": the scheduler dispatches it and run fingerprints hash it.
+
+    Raises:
+        pydantic.ValidationError: a config does not parse (as :func:`parse_benchmark_config`).
+    """
+    prompt = parse_benchmark_config(benchmark).prompt_spec
+    cfg = parse_evaluation_config(evaluation)
+    update: dict[str, Any] = {}
+    if cfg.chat_template is not None:
+        update["chat"] = cfg.chat_template
+    if cfg.prompt_template:
+        update["template"] = cfg.prompt_template
+    if cfg.fewshot_k is not None:
+        update["fewshot_k"] = cfg.fewshot_k
+    return prompt.model_copy(update=update) if update else prompt
 
 
 def check_benchmark_config(raw: Mapping[str, Any]) -> dict[str, Any]:

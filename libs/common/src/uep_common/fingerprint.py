@@ -8,7 +8,10 @@ group       fields
 model       ``model.name``, ``model.version``, ``model.id``, ``model.backend``, ``model.triton_model_name``,
             ``model.triton_model_version``
 benchmark   ``benchmark.slug``, ``benchmark.version`` (content hash of the samples and config)
-prompt      ``prompt.template_sha256`` (SHA-256 of the Jinja2 template), ``prompt.fewshot_k``, ``prompt.chat``
+prompt      ``prompt.template_sha256`` (SHA-256 of the Jinja2 template the items were rendered with: an A/B
+            arm's own ``prompt_template``, else the benchmark's), ``prompt.fewshot_k``, ``prompt.chat`` (each
+            the evaluation's override, else the benchmark's: :func:`uep_common.configs.item_prompt`, the
+            definition the scheduler dispatches with)
 decoding    ``decoding.max_tokens`` (benchmark override, else the model's default), ``decoding.temperature``,
             ``decoding.stop`` (model's + benchmark's)
 run         ``run.repeats``, ``run.sample_limit``, ``run.max_parallel`` (``config.max_parallel`` /
@@ -30,7 +33,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.configs import parse_benchmark_config, parse_evaluation_config
+from uep_common.configs import item_prompt, parse_benchmark_config, parse_evaluation_config
 from uep_common.db.models import Benchmark, Evaluation, Model, SampleResult
 
 GROUPS = ("model", "benchmark", "prompt", "decoding", "run", "scorer")
@@ -54,8 +57,8 @@ class FingerprintDiff(BaseModel):
     warning: str | None = None
 
 
-def _sha(text: str | None) -> str | None:
-    return hashlib.sha256(text.encode()).hexdigest() if text is not None else None
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 async def metric_versions(session: AsyncSession, evaluation_id: uuid.UUID) -> dict[str, list[str]]:
@@ -82,7 +85,7 @@ def build_fingerprint(ev: Evaluation, model: Model, bench: Benchmark, versions: 
     """
     cfg = parse_evaluation_config(ev.config)
     bench_cfg = parse_benchmark_config(bench.config)
-    prompt = bench_cfg.prompt
+    prompt = item_prompt(bench_cfg, cfg)  # what the items were rendered with (an arm's overrides applied)
     metric = bench_cfg.metric
     dec = model.decoding_defaults or {}
     return {
@@ -94,12 +97,12 @@ def build_fingerprint(ev: Evaluation, model: Model, bench: Benchmark, versions: 
         "model.triton_model_version": model.triton_model_version,
         "benchmark.slug": bench.slug,
         "benchmark.version": bench.version,
-        "prompt.template_sha256": _sha(bench_cfg.template),
-        "prompt.fewshot_k": cfg.fewshot_k if cfg.fewshot_k is not None else (prompt.fewshot_k if prompt else 0),
-        "prompt.chat": cfg.chat_template if cfg.chat_template is not None else (prompt.chat if prompt else None),
-        "decoding.max_tokens": (prompt.max_tokens if prompt else None) or dec.get("max_tokens", 256),
+        "prompt.template_sha256": _sha(prompt.template),
+        "prompt.fewshot_k": prompt.fewshot_k,
+        "prompt.chat": prompt.chat,
+        "decoding.max_tokens": prompt.max_tokens or dec.get("max_tokens", 256),
         "decoding.temperature": dec.get("temperature", 0.0),
-        "decoding.stop": [*dec.get("stop", []), *(prompt.stop if prompt else [])],
+        "decoding.stop": [*dec.get("stop", []), *prompt.stop],
         "run.repeats": ev.repeats,
         "run.sample_limit": ev.sample_limit,
         "run.max_parallel": cfg.max_parallel,

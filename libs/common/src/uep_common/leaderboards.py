@@ -19,13 +19,33 @@ Entry of a model
     replaces the older one, even when the older scored higher (no best-of-k cherry-picking). The entry also
     carries how many completed evaluations that model version has on the board and when it was last evaluated.
 
-Tie groups (:func:`rank_entries`)
+Item sets: only entries evaluated on the same items are ranked together
+    An evaluation's item set is its benchmark version (content hash of the samples and config) and the
+    samples it ran — the first ``samples`` of the benchmark's order (``sample_limit``; samples =
+    ``total_items / repeats``) — keyed ``"<benchmark version>:<samples>"`` (:func:`item_set_key`). Scores on
+    different item sets are not comparable (an 8-item smoke run's 100 % says nothing against a 30-item run's
+    60 %, and two versions of a benchmark are two tests), so a board ranks ONE item set at a time: each model
+    version's entry is its latest evaluation on that item set, tie groups and ranks are computed among the
+    entries of that item set only (:func:`rank_entries` ranks each item set separately, so no tie group ever
+    spans two), and the other item sets of the board are listed beside it to be picked (``item_set``). The
+    default item set (:func:`item_set_order`) is the one with the most entries, then the most samples, then
+    the most recently evaluated. This rule was chosen over mixing item sets on one list with marks: a rank is
+    a claim that one score beats another, which only holds on the same questions; repeats do not change the
+    item set (the same questions, a tighter interval).
+
+A/B arms
+    An arm of an A/B experiment (``evaluations.experiment_id`` set) is an experiment, not a release: its score
+    is recorded but it enters no board unless it was created as a release run (``release: true`` on the arm,
+    stored as ``evaluations.config["release"]``; :func:`on_board`). Batches (one evaluation per model) are
+    ordinary runs and enter boards.
+
+Tie groups (:func:`rank_entries`, within one item set)
     Entries are ordered by score (descending), then by the interval's lower bound (descending), then by
     model name and version. The first entry leads group 1. Walking down the list, an entry whose interval's
     UPPER bound is below the current group leader's LOWER bound starts a new group and leads it; any other
     entry joins the current group (its interval reaches the leader's, so the two are not separable at 95 %).
     ``rank`` is competition ranking over groups: 1 + the number of entries in better groups (1, 1, 3, …);
-    ``position`` is the strict 1-based order for display. Overlap is judged against the leader only: an entry
+    ``position`` is the strict 1-based order for display (within the item set). Overlap is judged against the leader only: an entry
     that overlaps its predecessor but not the leader starts a new group (the rule is deterministic and needs
     no transitive closure). Entries without a score or an interval (no scored item; a mean of one item) are
     listed after the ranked ones with ``rank``/``tie_group`` None.
@@ -51,7 +71,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import ColumnElement, exists, func, or_, select, text
+from sqlalchemy import ColumnElement, and_, exists, func, or_, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -145,6 +165,8 @@ class BoardEntry:
     rank: int | None = None
     tie_group: int | None = None
     tenant_id: uuid.UUID | None = None
+    samples: int | None = None
+    item_set: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready dict (ids and times as strings; without ``tenant_id``)."""
@@ -164,9 +186,38 @@ def _rank_key(e: BoardEntry) -> tuple[float, float, str, str]:
     return (-e.score, -e.ci_low, e.model, e.model_version)
 
 
+def item_set_key(benchmark_version: str, samples: int | None) -> str:
+    """The key of an item set: ``"<benchmark version>:<samples>"`` (the first ``samples`` samples of that
+    version; see the module docstring)."""
+    return f"{benchmark_version}:{samples}" if samples is not None else benchmark_version
+
+
+def item_set_order(entries: Sequence[BoardEntry]) -> list[str]:
+    """The item sets of ``entries`` in board order: most entries first, then most samples, then the most
+    recently evaluated, then by key. The first is a board's default item set."""
+    count: dict[str, int] = {}
+    samples: dict[str, int] = {}
+    latest: dict[str, float] = {}
+    for e in entries:
+        count[e.item_set] = count.get(e.item_set, 0) + 1
+        samples[e.item_set] = max(samples.get(e.item_set, -1), e.samples if e.samples is not None else -1)
+        latest[e.item_set] = max(latest.get(e.item_set, -math.inf), e.last_evaluated.timestamp())
+    return sorted(count, key=lambda k: (-count[k], -samples[k], -latest[k], k))
+
+
 def rank_entries(entries: Sequence[BoardEntry]) -> list[BoardEntry]:
-    """Order ``entries`` and assign ``position``, ``tie_group`` and ``rank`` by the tie-group rule of the
-    module docstring. Returns new entries; unrankable ones come last with rank/tie_group None."""
+    """Rank each item set of ``entries`` on its own (see the module docstring: no tie group spans two item
+    sets) and return them item set after item set in :func:`item_set_order`. Within an item set, order the
+    entries and assign ``position``, ``tie_group`` and ``rank`` by the tie-group rule; unrankable ones come
+    last with rank/tie_group None. Returns new entries."""
+    by_set: dict[str, list[BoardEntry]] = {}
+    for e in entries:
+        by_set.setdefault(e.item_set, []).append(e)
+    return [r for key in item_set_order(entries) for r in _rank_item_set(by_set[key])]
+
+
+def _rank_item_set(entries: Sequence[BoardEntry]) -> list[BoardEntry]:
+    """The tie-group rule over the entries of one item set."""
     ranked = sorted((e for e in entries if _rankable(e)), key=_rank_key)
     rest = sorted(
         (e for e in entries if not _rankable(e)),
@@ -219,6 +270,15 @@ SITE_SCOPE = BoardScope()
 """Every tenant's entries on every board."""
 
 
+def on_board() -> ColumnElement[bool]:
+    """SQL condition on :class:`Evaluation`: it counts on the boards — completed, and not an A/B arm unless
+    created as a release run (``config.release``; see the module docstring)."""
+    return and_(
+        Evaluation.status == "completed",
+        or_(Evaluation.experiment_id.is_(None), Evaluation.config["release"].as_boolean().is_(True)),
+    )
+
+
 async def list_boards(session: AsyncSession, scope: BoardScope = SITE_SCOPE) -> list[dict[str, Any]]:
     """Every board in ``scope``: ``{benchmark, score_type, models, evaluations, last_evaluated}`` ordered by
     benchmark, score type (only completed evaluations count)."""
@@ -233,7 +293,7 @@ async def list_boards(session: AsyncSession, scope: BoardScope = SITE_SCOPE) -> 
                 func.max(ls.evaluated_at),
             )
             .join(Evaluation, Evaluation.id == ls.evaluation_id)
-            .where(Evaluation.status == "completed", *scope.clauses(ls))
+            .where(on_board(), *scope.clauses(ls))
             .group_by(ls.benchmark_slug, ls.score_type)
             .order_by(ls.benchmark_slug, ls.score_type)
         )
@@ -248,7 +308,7 @@ async def score_types(session: AsyncSession, benchmark_slug: str, scope: BoardSc
         await session.execute(
             select(ls.score_type, func.count())
             .join(Evaluation, Evaluation.id == ls.evaluation_id)
-            .where(ls.benchmark_slug == benchmark_slug, Evaluation.status == "completed", *scope.clauses(ls))
+            .where(ls.benchmark_slug == benchmark_slug, on_board(), *scope.clauses(ls))
             .group_by(ls.score_type)
             .order_by(func.count().desc(), ls.score_type)
         )
@@ -263,18 +323,20 @@ async def load_board(
     benchmark_version: str | None = None,
     scope: BoardScope = SITE_SCOPE,
     per_tenant: bool = False,
+    item_set: str | None = None,
 ) -> list[BoardEntry]:
-    """The ranked board (all entries in ``scope``, ranked among themselves; see the module docstring).
-    ``benchmark_version`` restricts it to evaluations of that benchmark version. ``per_tenant`` makes each
-    (tenant, model version) an entry — the union of every tenant's own board, as snapshots store it."""
+    """The ranked board (all entries in ``scope``, each item set ranked on its own, in
+    :func:`item_set_order`; see the module docstring). ``benchmark_version`` restricts it to evaluations of
+    that benchmark version, ``item_set`` to one item set (:func:`item_set_key`). ``per_tenant`` makes each
+    (tenant, model version, item set) an entry — the union of every tenant's own board, as snapshots store it."""
     ls = LeaderboardScore
     q = (
-        select(ls)
+        select(ls, Evaluation.total_items, Evaluation.repeats)
         .join(Evaluation, Evaluation.id == ls.evaluation_id)
         .where(
             ls.benchmark_slug == benchmark_slug,
             ls.score_type == score_type,
-            Evaluation.status == "completed",
+            on_board(),
             *scope.clauses(ls),
         )
         .order_by(ls.model_name, ls.model_version, ls.evaluated_at.desc(), ls.evaluation_id.desc())
@@ -283,9 +345,13 @@ async def load_board(
         q = q.where(ls.benchmark_version == benchmark_version)
     entries: list[BoardEntry] = []
     at: dict[tuple[Any, ...], int] = {}
-    for row in (await session.scalars(q)).all():
-        key = (row.model_name, row.model_version, row.tenant_id if per_tenant else None)
-        if key not in at:  # first row of a model version = its latest
+    for row, total_items, repeats in (await session.execute(q)).all():
+        samples = total_items // max(repeats, 1)  # the first `samples` samples, each `repeats` times
+        key_of_set = item_set_key(row.benchmark_version, samples)
+        if item_set is not None and key_of_set != item_set:
+            continue
+        key = (row.model_name, row.model_version, key_of_set, row.tenant_id if per_tenant else None)
+        if key not in at:  # first row of a model version on an item set = its latest there
             at[key] = len(entries)
             entries.append(
                 BoardEntry(
@@ -302,6 +368,8 @@ async def load_board(
                     benchmark_version=row.benchmark_version,
                     method_detail=row.method_detail,
                     tenant_id=row.tenant_id,
+                    samples=samples,
+                    item_set=key_of_set,
                 )
             )
         i = at[key]
@@ -323,6 +391,8 @@ def _snapshot_entry(e: BoardEntry) -> dict[str, Any]:
         "evaluation_id": str(e.evaluation_id),
         "tenant_id": str(e.tenant_id) if e.tenant_id else None,
         "last_evaluated": e.last_evaluated.isoformat(),
+        "item_set": e.item_set,
+        "samples": e.samples,
     }
 
 
@@ -338,8 +408,11 @@ async def record_evaluation(session: AsyncSession, evaluation_id: uuid.UUID) -> 
     """Store (or refresh, after a rescore) the leaderboard score of a completed evaluation and, when it is
     new or changed, write a snapshot of its board. Idempotent: recording an unchanged score writes nothing.
 
+    An A/B arm that is not a release run (:func:`on_board`) has its score stored (so the reconciler does
+    not pick it up again) but enters no board and writes no snapshot.
+
     Must run inside a transaction. Returns True when a snapshot was written; False for an unknown or
-    not-completed evaluation or an unchanged score.
+    not-completed evaluation, an unchanged score or an arm off the boards.
     """
     ev = await session.get(Evaluation, evaluation_id)
     if ev is None or ev.status != "completed":
@@ -372,6 +445,8 @@ async def record_evaluation(session: AsyncSession, evaluation_id: uuid.UUID) -> 
             set_={k: v for k, v in row.items() if k != "evaluation_id"} | {"computed_at": func.now()},
         )
     )
+    if ev.experiment_id is not None and not parse_evaluation_config(ev.config).release:
+        return False  # an A/B arm: no board (see on_board)
     entries = await load_board(session, bench.slug, score_type, per_tenant=True)
     session.add(
         LeaderboardSnapshot(
@@ -399,10 +474,10 @@ async def unrecorded_evaluations(session: AsyncSession, limit: int = 100) -> lis
 
 
 def rank_snapshot_entries(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Snapshot entries (``{model, model_version, score, ci_low, ci_high, …}``) ranked again among
-    themselves by :func:`rank_entries`: new dicts in board order with ``position``, ``rank`` and
-    ``tie_group`` recomputed, other keys kept."""
-    by_key = {(e["model"], e["model_version"]): e for e in entries}
+    """Snapshot entries (``{model, model_version, item_set, score, ci_low, ci_high, …}``; snapshots written
+    before item sets have none: one item set) ranked again among themselves by :func:`rank_entries`: new
+    dicts in board order with ``position``, ``rank`` and ``tie_group`` recomputed, other keys kept."""
+    by_key = {(e["model"], e["model_version"], e.get("item_set") or ""): e for e in entries}
     placeholder = datetime.fromtimestamp(0).astimezone()
     ranked = rank_entries(
         [
@@ -418,12 +493,15 @@ def rank_snapshot_entries(entries: Sequence[Mapping[str, Any]]) -> list[dict[str
                 evaluations=0,
                 last_evaluated=placeholder,
                 benchmark_version="",
+                samples=e.get("samples"),
+                item_set=e.get("item_set") or "",
             )
             for e in entries
         ]
     )
     return [
-        {**by_key[(r.model, r.model_version)], "position": r.position, "rank": r.rank, "tie_group": r.tie_group} for r in ranked
+        {**by_key[(r.model, r.model_version, r.item_set)], "position": r.position, "rank": r.rank, "tie_group": r.tie_group}
+        for r in ranked
     ]
 
 
@@ -432,12 +510,12 @@ def _scoped_snapshot(
 ) -> list[dict[str, Any]]:
     """A stored snapshot's entries as a reader in scope sees them: only ``tenant_id``'s (None: all; an entry
     without its own ``tenant_id`` is looked up in ``tenant_of``, evaluation id → tenant id), the latest per
-    model version, ranked again among themselves; without the ``tenant_id`` key."""
-    latest: dict[tuple[str, str], Mapping[str, Any]] = {}
+    model version and item set, ranked again among themselves; without the ``tenant_id`` key."""
+    latest: dict[tuple[str, str, str], Mapping[str, Any]] = {}
     for e in entries:
         if tenant_id is not None and (e.get("tenant_id") or tenant_of.get(str(e.get("evaluation_id")))) != str(tenant_id):
             continue
-        key = (e["model"], e["model_version"])
+        key = (e["model"], e["model_version"], e.get("item_set") or "")
         if key not in latest or str(e.get("last_evaluated") or "") > str(latest[key].get("last_evaluated") or ""):
             latest[key] = e
     return [{k: v for k, v in e.items() if k != "tenant_id"} for e in rank_snapshot_entries(list(latest.values()))]
@@ -479,16 +557,17 @@ async def board_history(
     for i, snap in enumerate(snaps):
         if i == 0 and len(snaps) > limit:
             continue  # only the baseline of the oldest one listed
-        prev = {(e["model"], e["model_version"]): e for e in entries_of[i - 1]} if i else {}
+        prev = {(e["model"], e["model_version"], e.get("item_set") or ""): e for e in entries_of[i - 1]} if i else {}
         changes = []
         for e in entries_of[i]:
-            p = prev.get((e["model"], e["model_version"]))
+            p = prev.get((e["model"], e["model_version"], e.get("item_set") or ""))
             before = (p["position"], p["rank"], p["tie_group"]) if p else (None, None, None)
             if before != (e["position"], e["rank"], e["tie_group"]):
                 changes.append(
                     {
                         "model": e["model"],
                         "model_version": e["model_version"],
+                        "item_set": e.get("item_set") or "",
                         "from_position": before[0],
                         "to_position": e["position"],
                         "from_rank": before[1],
@@ -550,12 +629,16 @@ async def compare_models(
     ``scope``: ``{models, boards, rows: [{model, scores: {"<slug>:<type>": entry | None}}], radar_svg,
     radar_left_out}``.
 
-    ``radar`` renders the radar (e.g. ``uep_common.charts.radar_svg``); None leaves ``radar_svg`` None.
+    Each board contributes the entries of its default item set only (the first of :func:`item_set_order`),
+    so the models compared on one board were evaluated on the same items; a model evaluated there only on
+    another item set has no cell (``None``). ``radar`` renders the radar (e.g.
+    ``uep_common.charts.radar_svg``); None leaves ``radar_svg`` None.
     """
     cells: dict[str, dict[str, BoardEntry | None]] = {m: {} for m in models}
     labels = [f"{slug}:{st}" for slug, st in boards]
     for (slug, st), label in zip(boards, labels, strict=True):
         entries = await load_board(session, slug, st, scope=scope)
+        entries = [e for e in entries if e.item_set == entries[0].item_set]  # rank_entries: default item set first
         for m in models:
             cells[m][label] = _pick(entries, m)
     rows = {m: {label: (e.score if e else None) for label, e in cells[m].items()} for m in models}

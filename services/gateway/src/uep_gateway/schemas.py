@@ -29,6 +29,7 @@ class ArmCreate(BaseModel):
     )
     chat_template: bool | None = None
     fewshot_k: int | None = Field(None, ge=0, le=16)
+    release: bool = Field(False, description="A release run: this arm enters the leaderboards (other A/B arms never do).")
 
 
 class EvaluationOptions(BaseModel):
@@ -141,6 +142,11 @@ class Progress(BaseModel):
     total: int
     fraction: float
     discarded: int = Field(0, description="Results that arrived after a cancel and were not stored.")
+    correct: int | None = Field(None, description="While running: stored items with a true verdict.")
+    scored: int | None = Field(None, description="While running: stored items with a true/false verdict.")
+    accuracy: float | None = Field(None, description="While running: correct / scored so far (None before a verdict).")
+    ci_low: float | None = Field(None, description="While running: 95 % Wilson score interval of `accuracy`, low end.")
+    ci_high: float | None = Field(None, description="While running: 95 % Wilson score interval of `accuracy`, high end.")
 
 
 class EvaluationView(BaseModel):

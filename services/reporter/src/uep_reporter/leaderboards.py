@@ -4,7 +4,10 @@
 :class:`LeaderboardReconciler` is the backstop that records completed evaluations a crash left unrecorded
 (and those completed before leaderboards existed). Recording is idempotent (see
 :func:`uep_common.leaderboards.record_evaluation`), so replicas and retries never write a snapshot twice for
-an unchanged score. The ranking itself lives in :mod:`uep_common.leaderboards` (the gateway reads boards too).
+an unchanged score. Every completed evaluation's score is stored, A/B arms' too (so the reconciler never
+picks them up again), but only the evaluations :func:`uep_common.leaderboards.on_board` admits — not an A/B
+arm unless it was created as a release run — enter a board and write a snapshot. The ranking itself (one item
+set at a time) lives in :mod:`uep_common.leaderboards` (the gateway reads boards too).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import and_, exists, func, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.configs import parse_benchmark_config, parse_evaluation_config
+from uep_common.configs import item_prompt, parse_evaluation_config
 from uep_common.db.models import Benchmark, Evaluation, Model, OutboxMessage, Sample, SampleLease, SampleResult
 from uep_common.events import ModelTarget, SampleDispatched
 from uep_common.outbox import add_to_outbox
@@ -83,12 +83,8 @@ async def dispatch_events(
     """Stage one SampleDispatched per lease in the outbox (the caller's transaction); returns the rows.
     ``claim_until``: the caller publishes them itself after its commit (see :func:`uep_common.outbox.add_to_outbox`)."""
     cfg = parse_evaluation_config(ev.config)
-    prompt = parse_benchmark_config(benchmark.config).prompt_spec
-    if cfg.chat_template is not None:
-        prompt = prompt.model_copy(update={"chat": cfg.chat_template})
-    if cfg.prompt_template:  # an A/B arm that varies the prompt template
-        prompt = prompt.model_copy(update={"template": cfg.prompt_template})
-    k = cfg.fewshot_k if cfg.fewshot_k is not None else prompt.fewshot_k
+    prompt = item_prompt(benchmark.config, cfg)  # an A/B arm's template, chat and few-shot overrides applied
+    k = prompt.fewshot_k
     pools: dict[tuple[Any, ...], Sequence[Any]] = {}
     parent = context_from_headers(ev.trace_context)
     rows: list[OutboxMessage] = []

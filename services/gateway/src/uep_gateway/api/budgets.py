@@ -389,7 +389,12 @@ class BenchmarkCostUpdate(BaseModel):
 
 @router.get("/v1/costs/benchmarks/{slug}")
 async def get_benchmark_cost(slug: str, session: AsyncSession = Depends(db_session)) -> dict[str, Any]:
-    """A benchmark's expected item size (nulls: the model's expectation applies)."""
+    """A benchmark's expected item size (nulls: the model's expectation applies).
+
+    A slug the caller cannot see (unknown, or another tenant's private upload) is a 404, as on ``PUT``.
+    """
+    if await session.scalar(select(Benchmark.id).where(Benchmark.slug == slug).limit(1)) is None:
+        raise FieldError(404, ("path", "slug"), f"unknown benchmark {slug!r}", "unknown_benchmark")
     p = await session.get(BenchmarkCostProfile, slug)
     return {"benchmark": slug, **{k: getattr(p, k) if p else None for k in BenchmarkCostUpdate.model_fields}}
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import select, tuple_
+from sqlalchemy import func, select, tuple_
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -21,6 +21,7 @@ from uep_common.configs import check_evaluation_config, parse_evaluation_config
 from uep_common.creation import (
     WorkLimitRefused,
     WorkLimits,
+    check_model_fits,
     check_work_limits,
     evaluation_config,
     lock_tenant_creations,
@@ -31,6 +32,7 @@ from uep_common.events import EvaluationRequested, EvaluationStatus, EvaluationS
 from uep_common.outbox import add_to_outbox
 from uep_common.progress import progress_key
 from uep_common.prompts import PromptRenderError, check_prompt_template
+from uep_common.stats import wilson_interval
 from uep_common.telemetry import tracer
 from uep_common.wakeups import notify_waiting
 from uep_gateway.api.judges import evaluation_judge_config
@@ -216,7 +218,8 @@ async def plan_evaluations(
             over: dict[str, Any] = {
                 k: v for k, v in (("fewshot_k", arm.fewshot_k), ("chat_template", arm.chat_template)) if v is not None
             }
-            plans.append((model, arm.name, evaluation_config(**(base | over), prompt_template=arm.prompt_template)))
+            config = evaluation_config(**(base | over), prompt_template=arm.prompt_template)
+            plans.append((model, arm.name, config | ({"release": True} if arm.release else {})))
     elif body.models is not None:
         batch_id = uuid.uuid4()
         for i, ref in enumerate(body.models):
@@ -228,6 +231,12 @@ async def plan_evaluations(
     # the identity map holds rows weakly: keep the resolved ones for the request, so budget planning's
     # session.get finds them without a query
     session.info.setdefault("resolved_rows", []).extend([bench, *(m for m, _a, _c in plans)])
+    for i, (model, _a, _c) in enumerate(plans):  # a model that cannot answer the benchmark's requests: 422
+        try:
+            check_model_fits(bench, model)
+        except WorkLimitRefused as exc:
+            loc = ("models", i) if body.models is not None else ("arms", i, "model") if body.arms is not None else ("model",)
+            raise FieldError(exc.status_code, ("body", *loc), exc.reason, exc.kind) from exc
     evaluations, events = [], []
     for i, (model, arm_name, config) in enumerate(plans):
         evaluation_id = uuid.uuid4()
@@ -247,7 +256,7 @@ async def plan_evaluations(
                 sample_limit=body.sample_limit,
                 repeats=body.repeats,
                 priority=body.priority,
-                config=config | judge_config,
+                config=config | judge_config | ({"group_index": i} if batch_id or experiment_id else {}),
                 arm=arm_name,
                 batch_id=batch_id,
                 experiment_id=experiment_id,
@@ -347,6 +356,8 @@ class EvaluationListItem(BaseModel):
     schedule_id: uuid.UUID | None
     progress: Progress
     accuracy: float | None
+    ci_low: float | None = None
+    ci_high: float | None = None
     error: str | None
     created_at: datetime
     started_at: datetime | None
@@ -384,6 +395,8 @@ def _list_item(ev: Evaluation, bench: Benchmark | None, model: Model | None) -> 
             discarded=ev.discarded_items,
         ),
         accuracy=summary.get("accuracy"),
+        ci_low=summary.get("ci_low"),
+        ci_high=summary.get("ci_high"),
         error=ev.error,
         created_at=ev.created_at,
         started_at=ev.started_at,
@@ -479,7 +492,9 @@ async def get_evaluation(
     # evaluations.benchmark_id and .model_id: NOT NULL foreign keys (no ON DELETE)
     assert bench is not None and model is not None
     completed, errors = ev.completed_items, ev.error_items
+    so_far: dict[str, Any] = {}
     if ev.status == EvaluationStatus.running:
+        so_far = await accuracy_so_far(session, ev.id)
         try:
             live = await request.app.state.redis.hgetall(progress_key(ev.id))
             if live:
@@ -506,6 +521,7 @@ async def get_evaluation(
             total=ev.total_items,
             fraction=completed / ev.total_items if ev.total_items else 1.0,
             discarded=ev.discarded_items,
+            **so_far,
         ),
         summary=EvaluationSummary.model_validate(ev.summary) if ev.summary else None,
         error=ev.error,
@@ -513,6 +529,29 @@ async def get_evaluation(
         started_at=ev.started_at,
         completed_at=ev.completed_at,
     )
+
+
+async def accuracy_so_far(session: AsyncSession, evaluation_id: uuid.UUID) -> dict[str, Any]:
+    """The running accuracy of an evaluation over its stored verdicts: ``correct``, ``scored`` (items with a
+    true/false verdict; errors and graded items have none), ``accuracy`` = correct / scored and its 95 %
+    Wilson score interval ``ci_low``/``ci_high`` (None while nothing is scored) — the rule of the final
+    summary (``uep_common.summary``), applied to the results stored so far. One aggregate over the
+    evaluation's ``sample_results`` rows (their ``evaluation_id`` index)."""
+    correct, scored = (
+        await session.execute(
+            select(func.count().filter(SampleResult.is_correct.is_(True)), func.count(SampleResult.is_correct)).where(
+                SampleResult.evaluation_id == evaluation_id
+            )
+        )
+    ).one()
+    ci = wilson_interval(correct, scored)
+    return {
+        "correct": correct,
+        "scored": scored,
+        "accuracy": correct / scored if scored else None,
+        "ci_low": ci[0] if ci else None,
+        "ci_high": ci[1] if ci else None,
+    }
 
 
 def _decode_cursor(cursor: str) -> tuple[int, int, str]:

@@ -3,7 +3,10 @@
 - ``GET /v1/leaderboards``: every board (benchmark slug × score type) with its model and evaluation counts.
 - ``GET /v1/leaderboards/compare?models=a,b@2&benchmarks=gsm8k,mmlu:mmlu_choice``: chosen models across
   benchmarks, with the radar of all of them (``format=svg`` returns the radar itself).
-- ``GET /v1/leaderboards/{benchmark}?score_type=&top=&benchmark_version=``: the ranked board, tie groups.
+- ``GET /v1/leaderboards/{benchmark}?score_type=&item_set=&top=&benchmark_version=``: the ranked board of one
+  item set (benchmark version × samples evaluated: only runs on the same items are ranked together; the
+  board's other item sets are listed in ``item_sets``), tie groups. A/B arms are on no board unless created
+  with ``release: true``.
 - ``GET /v1/leaderboards/{benchmark}/history?score_type=&limit=``: snapshots with rank changes.
 - ``POST /v1/retention/run`` ``{"dry_run": bool, "keep_last": int | null, "benchmark"?, "model"?}`` and ``GET /v1/retention/runs/{id}``:
   a retention run executed by a reporter (which owns the artifact files); the POST waits up to ``wait_s``
@@ -61,7 +64,7 @@ class BoardInfo(BaseModel):
 class Entry(BaseModel):
     """A model version's entry: its latest completed evaluation on the board."""
 
-    position: int = Field(description="Strict display order, 1-based.")
+    position: int = Field(description="Strict display order within the item set, 1-based.")
     rank: int | None = Field(description="Competition rank of its tie group (1, 1, 3…); None when unrankable.")
     tie_group: int | None = Field(description="1-based group of entries whose 95 % intervals are not separable.")
     model: str
@@ -76,6 +79,18 @@ class Entry(BaseModel):
     last_evaluated: datetime
     evaluation_id: uuid.UUID
     benchmark_version: str
+    samples: int | None = Field(description="Samples evaluated: the first N of the benchmark version.")
+    item_set: str = Field(description="'<benchmark version>:<samples>': entries are ranked only against the same item set.")
+
+
+class ItemSet(BaseModel):
+    """One item set of a board: the entries evaluated on the same items (benchmark version, first N samples)."""
+
+    key: str
+    benchmark_version: str
+    samples: int | None
+    entries: int
+    link: str
 
 
 class Board(BaseModel):
@@ -85,7 +100,9 @@ class Board(BaseModel):
     score_type: str | None
     score_types: list[str] = Field(description="Every score type this benchmark has a board for.")
     tie_rule: str
-    total: int = Field(description="Entries on the whole board (before top).")
+    item_set: str | None = Field(description="The item set ranked (default: the one with most entries, then most samples).")
+    item_sets: list[ItemSet] = Field(description="Every item set of the board in the caller's view, the default first.")
+    total: int = Field(description="Entries of the item set ranked (before top).")
     entries: list[Entry]
 
 
@@ -134,6 +151,7 @@ class RetentionRunView(BaseModel):
 
 
 TIE_RULE = (
+    "only entries evaluated on the same item set (benchmark version and samples) are ranked together; "
     "sorted by score, then lower bound; an entry whose 95 % upper bound is below the current group leader's "
     "lower bound starts a new group, otherwise it shares the leader's group; rank = 1 + entries in better groups"
 )
@@ -274,19 +292,47 @@ async def get_board(
     score_type: str | None = Query(None, max_length=100, description="Default: the benchmark's board with most evaluations."),
     top: int | None = Query(None, ge=1, le=10_000, description="Only the first N entries (by position)."),
     benchmark_version: str | None = Query(None, max_length=64, description="Only evaluations of this benchmark version."),
+    item_set: str | None = Query(
+        None, max_length=100, description="The item set to rank ('<benchmark version>:<samples>', see item_sets)."
+    ),
     session: AsyncSession = Depends(db_session),
     boards: Boards = Depends(boards_of),
 ) -> Board:
-    """The ranked board of a benchmark: per model version its latest completed evaluation, score with its
-    95 % interval, evaluation count, last evaluated, rank and tie group — over the entries the caller sees."""
+    """The ranked board of a benchmark's item set: per model version its latest completed evaluation on those
+    items, score with its 95 % interval, evaluation count, last evaluated, rank and tie group — over the
+    entries the caller sees. 404 naming ``item_set`` when the board has no such item set."""
     st, types = await _resolve_score_type(session, boards, benchmark, score_type, ("path", "benchmark"))
-    entries = await lb.load_board(boards.session, benchmark, st, benchmark_version, boards.scope) if st else []
+    every = await lb.load_board(boards.session, benchmark, st, benchmark_version, boards.scope) if st else []
+    order = lb.item_set_order(every)
+    chosen = item_set if item_set is not None else (order[0] if order else None)
+    if item_set is not None and item_set not in order:
+        raise FieldError(
+            404,
+            ("query", "item_set"),
+            f"benchmark {benchmark!r} has no item set {item_set!r} on this board (has: {', '.join(order) or 'none'})",
+            "unknown_item_set",
+        )
+    entries = [e for e in every if e.item_set == chosen]
     shown = entries[:top] if top else entries
+    sets = []
+    for key in order:
+        members = [e for e in every if e.item_set == key]
+        sets.append(
+            ItemSet(
+                key=key,
+                benchmark_version=members[0].benchmark_version,
+                samples=members[0].samples,
+                entries=len(members),
+                link=f"/v1/leaderboards/{benchmark}?score_type={st}&item_set={key}",
+            )
+        )
     return Board(
         benchmark=benchmark,
         score_type=st,
         score_types=types,
         tie_rule=TIE_RULE,
+        item_set=chosen,
+        item_sets=sets,
         total=len(entries),
         entries=[Entry(**dict(e.as_dict().items())) for e in shown],
     )
