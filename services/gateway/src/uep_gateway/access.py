@@ -93,6 +93,8 @@ ROUTES: dict[tuple[str, str], Access] = {
     ("POST", E + "/pin"): _w("pinEvaluation", BUILD),
     ("DELETE", E + "/pin"): _w("unpinEvaluation", BUILD),
     ("GET", E + "/compare"): _r("compareWithBaseline", READ),
+    ("GET", "/v1/experiments/{experiment_id}"): _r("getExperiment", READ),
+    ("GET", "/v1/batches/{batch_id}"): _r("getBatch", READ),
     ("POST", E + "/reports"): _w("createReport", BUILD),
     ("GET", E + "/reports"): _r("listReports", READ),
     ("GET", E + "/reports/{report_id}"): _r("getReport", READ),
@@ -142,6 +144,11 @@ ROUTES: dict[tuple[str, str], Access] = {
     ("GET", T + "/judge-agreement"): _r("getJudgeAgreement", READ),
     ("GET", T + "/results"): _r("getAnnotationResults", READ),
     ("GET", "/annotate/{task_id}"): _r("annotationPage", ANNOTATE),
+    # the web UI (uep_gateway.ui): shell and shipped files, public (the data behind them is the API's)
+    ("GET", "/"): _r("uiRoot", PUBLIC),
+    ("GET", "/ui/"): _r("uiShell", PUBLIC),
+    ("GET", "/ui/{page:path}"): _r("uiPage", PUBLIC),
+    ("GET", "/ui/static/{asset}"): _r("uiAsset", PUBLIC),
     # leaderboards and retention
     ("GET", "/v1/leaderboards"): _r("listLeaderboards", READ),
     ("GET", "/v1/leaderboards/compare"): _r("compareModels", READ),

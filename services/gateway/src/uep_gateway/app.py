@@ -23,6 +23,7 @@ from uep_gateway.api import (
     budgets,
     catalog,
     evaluations,
+    experiments,
     identity,
     judges,
     leaderboards,
@@ -38,6 +39,7 @@ from uep_gateway.body_limit import BodyLimitMiddleware
 from uep_gateway.openapi_contract import install as install_contract
 from uep_gateway.ratelimit import RateLimiter
 from uep_gateway.settings import GatewaySettings
+from uep_gateway.ui import router as ui_router
 
 
 def create_app(settings: GatewaySettings | None = None) -> FastAPI:
@@ -125,7 +127,9 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     app.include_router(judges.router)
     app.include_router(annotations_api.router)
     app.include_router(reports.router)
+    app.include_router(experiments.router)
     app.include_router(leaderboards.router)
+    app.include_router(ui_router)
     # Every route's matrix entry, found once (a route without one fails here, at build time). Included routers
     # are not flattened into app.routes: iter_route_contexts walks them.
     for context in iter_route_contexts(app.routes):
