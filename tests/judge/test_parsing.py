@@ -3,8 +3,16 @@ string contents untouched); scores off their scale or of the wrong type are inva
 
 import pytest
 
-from uep_common.judge_config import JudgeConfig
-from uep_judge.parsing import JudgeParseError, extract_json_object, parse_pairwise, parse_rubric
+from uep_common.judge_config import Dimension, JudgeConfig
+from uep_judge.parsing import (
+    JudgeParseError,
+    extract_json_object,
+    parse_labelled,
+    parse_pairwise,
+    parse_rubric,
+    repair_trailing_commas,
+)
+from uep_judge.templates import rubric_schema
 
 CFG = JudgeConfig(judges=["uep-judge"])  # the default five dimensions on 0-10, overall on 0-10
 
@@ -78,3 +86,117 @@ def test_pairwise(text, winner):
 def test_pairwise_invalid(text):
     with pytest.raises(JudgeParseError):
         parse_pairwise(text)
+
+
+# --- integer scales, the trailing-comma repair and labelled free-text scores (values by hand) ----------
+
+
+LIKERT = JudgeConfig(
+    judges=["uep-judge"],
+    dimensions=[Dimension(name="accuracy", min=1, max=5, integer=True), Dimension(name="clarity", min=0, max=10)],
+    overall_min=1,
+    overall_max=5,
+    overall_integer=True,
+)
+LABELLED = LIKERT.model_copy(update={"score_label": "Rating"})
+
+
+def test_an_integer_scale_refuses_a_fraction():
+    with pytest.raises(JudgeParseError, match="not a whole number"):
+        parse_rubric('{"overall": 2.5}', LIKERT)
+    with pytest.raises(JudgeParseError, match="scores.accuracy"):
+        parse_rubric('{"scores": {"accuracy": 3.5}, "overall": 3}', LIKERT)
+    # 4.0 is the whole number 4; a dimension without the flag keeps fractions
+    v = parse_rubric('{"scores": {"accuracy": 4.0, "clarity": 6.5}, "overall": 4.0}', LIKERT)
+    assert (v.overall, v.scores) == (4, {"accuracy": 4, "clarity": 6.5})
+    # the default configuration has no integer scale: 2.5 is fine there
+    assert parse_rubric('{"overall": 2.5}', CFG).overall == 2.5
+
+
+def test_an_integer_scale_needs_integer_bounds():
+    with pytest.raises(ValueError, match="integer scale"):
+        Dimension(name="accuracy", min=0.5, max=5, integer=True)
+    with pytest.raises(ValueError, match="integer overall"):
+        JudgeConfig(judges=["j"], overall_min=0, overall_max=4.5, overall_integer=True)
+
+
+def test_a_trailing_comma_is_repaired_after_strict_parsing_fails():
+    v = parse_rubric('{"overall": 4, "reasoning": "fine",}', LIKERT)
+    assert (v.overall, v.reasoning) == (4, "fine")
+    fenced = '```json\n{"scores": {"accuracy": 3,}, "overall": 3, "reasoning": "ok",\n}\n```'
+    assert parse_rubric(fenced, LIKERT).scores == {"accuracy": 3}
+
+
+def test_the_repair_never_changes_string_contents():
+    # strict JSON: decoded as written, no repair involved
+    v = parse_rubric('{"overall": 3, "reasoning": "steps 1, ] done"}', LIKERT)
+    assert v.reasoning == "steps 1, ] done"
+    # repaired: only the comma outside the string goes; ", ]" and ",}" inside strings stay
+    text = 'Verdict: {"overall": 3, "reasoning": "steps 1, ] done, ,} \\" quoted,]",}'
+    assert parse_rubric(text, LIKERT).reasoning == 'steps 1, ] done, ,} " quoted,]'
+    assert repair_trailing_commas('{"a": [1, 2,], "b": "x,]",}', 0) == '{"a": [1, 2], "b": "x,]"}'
+    assert repair_trailing_commas('{"a": 1,', 0) is None  # never closed
+
+
+def test_a_strict_object_wins_over_a_repairable_one():
+    # the first object needs a repair, the second parses strictly: strict parsing comes first
+    text = '{"overall": 1,} and then {"overall": 5}'
+    assert parse_rubric(text, LIKERT).overall == 5
+
+
+@pytest.mark.parametrize(
+    ("text", "overall"),
+    [
+        ("Rating: 4 out of 5", 4),
+        ("The answer is mostly right.\nRating: 4", 4),
+        ("I grade on a 1 to 5 scale.\nRating: 2/5", 2),
+        ("**Rating:** [[3]]", 3),  # MT-bench style brackets, markdown bold
+        ("Rating (1 to 5): 5", 5),
+        ("rating = 1", 1),
+        ("Rating: 2\nOn reflection:\nRating: 3", 3),  # the last rating line wins
+    ],
+)
+def test_labelled_free_text_scores(text, overall):
+    v = parse_rubric(text, LABELLED)
+    assert v.overall == overall and v.reasoning == text.strip()
+
+
+@pytest.mark.parametrize(
+    ("text", "msg"),
+    [
+        ("On a 1 to 5 scale, I give it a 4.", 'no "Rating: <number>" line'),  # a quoted scale is not a score
+        ("Rating: 1 to 5, and this one is good", 'no "Rating: <number>" line'),
+        ("Rating: 1-5 scale, I give 3", 'no "Rating: <number>" line'),
+        ("Rating: 8 out of 10", "out of 10"),
+        ("Rating: 2.5", "not a whole number"),
+        ("Rating: 6", "outside the scale"),
+    ],
+)
+def test_labelled_answers_that_are_invalid(text, msg):
+    with pytest.raises(JudgeParseError, match=msg):
+        parse_labelled(text, LABELLED)
+
+
+def test_labelled_dimensions_are_read_when_given():
+    v = parse_rubric("accuracy: 4 out of 5\nClarity: 7.5\nRating: 4", LABELLED)
+    assert (v.overall, v.scores, v.missing) == (4, {"accuracy": 4, "clarity": 7.5}, [])
+    v = parse_rubric("Rating: 4", LABELLED)
+    assert v.missing == ["accuracy", "clarity"]
+
+
+def test_score_label_is_for_graded_modes_only():
+    with pytest.raises(ValueError, match="score_label"):
+        JudgeConfig(judges=["j"], mode="pairwise", score_label="Rating")
+
+
+def test_the_schema_shown_to_the_judge_names_integer_scales_and_the_label():
+    assert rubric_schema(LIKERT) == (
+        '{"scores": {"accuracy": <integer 1-5>, "clarity": <number 0-10>}, "overall": <integer 1-5>, '
+        '"reasoning": "<one or two sentences>"}'
+    )
+    assert rubric_schema(LABELLED).splitlines() == [
+        "<one or two sentences of reasoning>",
+        "accuracy: <integer 1-5>",
+        "clarity: <number 0-10>",
+        "Rating: <integer 1-5>",
+    ]

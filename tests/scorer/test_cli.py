@@ -18,7 +18,7 @@ def test_metrics_lists_each_metric_with_version_params_and_source():
     r = run(["metrics", "--json"])
     assert r.returncode == 0, r.stderr
     rows = {m["name"]: m for m in json.loads(r.stdout)}
-    assert rows["gsm8k_numeric_exact_match"]["version"] == "1"
+    assert rows["gsm8k_numeric_exact_match"]["version"] == "2"
     assert "variant" in rows["gsm8k_numeric_exact_match"]["params"]
     assert all(m["source"] for m in rows.values())
 
@@ -45,7 +45,7 @@ def test_score_gsm8k_lines_and_summary(tmp_path):
     ]
     assert lines[3]["summary"] == {
         "metric": "gsm8k_numeric_exact_match",
-        "version": "1",
+        "version": "2",
         "n": 3,
         "decided": 3,
         "correct": 1,

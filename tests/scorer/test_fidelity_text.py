@@ -101,13 +101,12 @@ def test_sentence_bleu_equals_sacrebleu(tokenize, effective_order):
 def test_sentence_bleu_language_default_and_multi_reference():
     refs = [r for _, r in PAIRS]
     for i, (hyp, ref) in enumerate(PAIRS):
+        # The metric's defaults are sacrebleu.sentence_bleu's (effective order on).
         ours = BLEU.score(hyp, {"answer": ref}, {"language": "zh"})
-        assert ours.score == pytest.approx(
-            sacrebleu.sentence_bleu(hyp, [ref], tokenize="zh", use_effective_order=False).score, abs=1e-9
-        )
+        assert ours.score == pytest.approx(sacrebleu.sentence_bleu(hyp, [ref], tokenize="zh").score, abs=1e-9)
         two = [ref, refs[(i + 3) % len(refs)]]
         ours = BLEU.score(hyp, {"answers": two}, {"tokenize": "13a"})
-        theirs = sacrebleu.sentence_bleu(hyp, two, tokenize="13a", use_effective_order=False)
+        theirs = sacrebleu.sentence_bleu(hyp, two, tokenize="13a")
         assert ours.score == pytest.approx(theirs.score, abs=1e-9)
 
 
@@ -232,8 +231,12 @@ SQUAD_EXTRA = [
 
 
 def test_exact_match_squad_equals_squad_script():
-    texts = [t for pair in PAIRS + SQUAD_EXTRA for t in pair]
+    # Golds whose official normal form is empty are left out: uep compares them in a relaxed form
+    # (tests/scorer/test_extraction_faults.py), where the script would match every empty prediction.
+    texts = [t for pair in PAIRS + SQUAD_EXTRA for t in pair if normalize_answer(t)]
     for i, (hyp, ref) in enumerate(PAIRS + SQUAD_EXTRA):
+        if not normalize_answer(ref):
+            continue
         ours = EM.score(hyp, {"answer": ref}, {"squad": True})
         assert ours.is_correct == exact_match_score(hyp, ref), (hyp, ref)
         assert ours.extracted == normalize_answer(hyp)

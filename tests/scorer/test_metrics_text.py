@@ -30,17 +30,17 @@ def test_bleu_identical_chinese_with_zh_tokenizer_is_100():
     assert result.score == pytest.approx(100.0, abs=1e-9)
     assert result.is_correct is None
     assert result.details["tokenize"] == "zh"
-    assert result.details["signature"] == "nrefs:1|case:mixed|eff:no|tok:zh|smooth:exp|version:2.6.0"
+    assert result.details["signature"] == "nrefs:1|case:mixed|eff:yes|tok:zh|smooth:exp|version:2.6.0"
 
 
-def test_bleu_identical_chinese_with_default_13a_tokenizer_is_0():
+def test_bleu_identical_chinese_with_13a_tokenizer_is_0_only_without_effective_order():
     # 13a sees one token: no 2/3/4-grams, their precisions are 0 without effective order -> BLEU 0.
-    result = BLEU.score(ZH, {"answer": ZH}, {})
+    result = BLEU.score(ZH, {"answer": ZH}, {"effective_order": False})
     assert result.score == 0.0
     assert result.details["tokenize"] == "13a"
     assert (result.details["sys_len"], result.details["precisions"]) == (1, [100.0, 0.0, 0.0, 0.0])
-    # sacrebleu.sentence_bleu()'s default (effective order on) would report 100 here.
-    assert BLEU.score(ZH, {"answer": ZH}, {"effective_order": True}).score == pytest.approx(100.0, abs=1e-9)
+    # The default is sacrebleu.sentence_bleu()'s (effective order on), which reports 100 here.
+    assert BLEU.score(ZH, {"answer": ZH}, {}).score == pytest.approx(100.0, abs=1e-9)
 
 
 def test_rouge1_identical_chinese_is_1():
@@ -142,8 +142,12 @@ def test_contains():
     assert CONTAINS.score("London", {"answers": ["Paris", "Rome"]}, {}).is_correct is False
     assert CONTAINS.score("答案是北京。", {"answer": "北京"}, {}).is_correct is True
     assert CONTAINS.score("14", {"answer": "4"}, {}).is_correct is True  # plain substring, documented
+    # A gold that SQuAD normalisation empties is looked for with its article kept ("the"), by hand:
+    # "anything" holds no "the", "then" does (plain substring); a blank gold is malformed data.
+    assert CONTAINS.score("anything", {"answer": "The"}, {"squad": True}).is_correct is False
+    assert CONTAINS.score("and then", {"answer": "The"}, {"squad": True}).is_correct is True
     with pytest.raises(MetricInputError, match="empty after normalisation"):
-        CONTAINS.score("anything", {"answer": "The"}, {"squad": True})
+        CONTAINS.score("anything", {"answer": "  "}, {"squad": True})
 
 
 # --- regex_match ------------------------------------------------------------------------------------
@@ -260,7 +264,8 @@ def test_corpus_bleu_is_not_the_mean_of_sentence_bleu():
     hyps = ["the cat sat on the mat", "a b"]
     refs = [["the cat sat on a mat"], ["a b c"]]
     score, signature = corpus_bleu(hyps, refs)
-    mean = sum(BLEU.score(h, {"answers": r}, {}).score for h, r in zip(hyps, refs, strict=True)) / 2
+    # Sentence BLEU as corpus BLEU computes it (effective order off): "a b" scores 0 alone.
+    mean = sum(BLEU.score(h, {"answers": r}, {"effective_order": False}).score for h, r in zip(hyps, refs, strict=True)) / 2
     assert signature == "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0"
     # Pooled counts: 1-4-gram matches 7/8, 4/6, 2/4, 1/3; hyp_len 8 < ref_len 9 -> BP = exp(1 - 9/8).
     expected = 100 * math.exp(1 - 9 / 8) * (7 / 8 * 4 / 6 * 2 / 4 * 1 / 3) ** 0.25

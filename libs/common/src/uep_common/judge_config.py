@@ -27,7 +27,8 @@ TEMPLATE_FILES = ("rubric/v1", "reference/v1", "pairwise/v1")
 
 
 class Dimension(BaseModel):
-    """One rubric dimension: ``name`` (JSON key the judge must use), ``description``, scale ``[min, max]``."""
+    """One rubric dimension: ``name`` (JSON key the judge must use), ``description``, scale ``[min, max]``;
+    ``integer`` declares an integer scale (a 1-5 Likert scale: ``2.5`` is then an invalid answer)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -35,11 +36,14 @@ class Dimension(BaseModel):
     description: str = Field("", max_length=500)
     min: float = 0.0
     max: float = 10.0
+    integer: bool = False
 
     @model_validator(mode="after")
     def _scale(self) -> Dimension:
         if not self.min < self.max:
             raise ValueError(f"dimension {self.name!r}: min must be below max")
+        if self.integer and not (float(self.min).is_integer() and float(self.max).is_integer()):
+            raise ValueError(f"dimension {self.name!r}: an integer scale needs integer min and max")
         return self
 
 
@@ -63,6 +67,10 @@ class JudgeConfig(BaseModel):
             outcomes (pairwise).
         dimensions: rubric dimensions (default :data:`DEFAULT_DIMENSIONS`).
         overall_min, overall_max: scale of the overall score (0–10).
+        overall_integer: the overall scale is an integer scale (``2.5`` is then an invalid answer).
+        score_label: when set (e.g. ``"Rating"``), the judge answers in free text with a labelled score line
+            (``Rating: 4``, ``Rating: 4 out of 5``, ``Rating: [[4]]``) instead of the JSON object; each
+            dimension may be given the same way (``accuracy: 4``). Rubric and reference modes only.
         pass_threshold: overall score at or above which an item counts as correct; None = midpoint.
         disagreement_threshold: a jury whose overall scores spread more than this many points (max − min)
             has low confidence (hybrid evaluations send such items to humans).
@@ -82,6 +90,8 @@ class JudgeConfig(BaseModel):
     dimensions: list[Dimension] = Field(default_factory=lambda: list(DEFAULT_DIMENSIONS), min_length=1, max_length=12)
     overall_min: float = 0.0
     overall_max: float = 10.0
+    overall_integer: bool = False
+    score_label: str | None = Field(None, pattern=r"^[A-Za-z][A-Za-z0-9 _-]{0,39}$")
     pass_threshold: float | None = None
     disagreement_threshold: float = Field(3.0, ge=0)
     template: str | None = Field(None, pattern=r"^[a-z_]+/v[0-9]+$")
@@ -109,6 +119,10 @@ class JudgeConfig(BaseModel):
     def _check(self) -> JudgeConfig:
         if not self.overall_min < self.overall_max:
             raise ValueError("overall_min must be below overall_max")
+        if self.overall_integer and not (float(self.overall_min).is_integer() and float(self.overall_max).is_integer()):
+            raise ValueError("an integer overall scale needs integer overall_min and overall_max")
+        if self.score_label is not None and self.mode == "pairwise":
+            raise ValueError("score_label applies to rubric and reference modes, not pairwise")
         if self.pass_threshold is not None and not self.overall_min <= self.pass_threshold <= self.overall_max:
             raise ValueError("pass_threshold must lie on the overall scale")
         if self.template is not None and (self.template not in TEMPLATE_FILES or not self.template.startswith(self.mode + "/")):

@@ -66,13 +66,24 @@ def template_for(cfg: JudgeConfig) -> JudgeTemplate:
     return load_template(cfg.template_name)
 
 
+def _kind(integer: bool) -> str:
+    return "integer" if integer else "number"
+
+
 def rubric_schema(cfg: JudgeConfig) -> str:
-    """The JSON answer form shown to the judge in rubric and reference modes."""
-    scores = ", ".join(f'"{d.name}": <number {format_number(d.min)}-{format_number(d.max)}>' for d in cfg.dimensions)
+    """The answer form shown to the judge in rubric and reference modes: the JSON object, or with
+    ``cfg.score_label`` the labelled lines (``accuracy: <integer 1-5>`` ... ``Rating: <integer 1-5>``)."""
+    if cfg.score_label is not None:
+        lines = [f"{d.name}: <{_kind(d.integer)} {format_number(d.min)}-{format_number(d.max)}>" for d in cfg.dimensions]
+        lines.append(
+            f"{cfg.score_label}: <{_kind(cfg.overall_integer)} {format_number(cfg.overall_min)}-{format_number(cfg.overall_max)}>"
+        )
+        return "<one or two sentences of reasoning>\n" + "\n".join(lines)
+    scores = ", ".join(f'"{d.name}": <{_kind(d.integer)} {format_number(d.min)}-{format_number(d.max)}>' for d in cfg.dimensions)
     return (
         '{"scores": {'
         + scores
-        + '}, "overall": <number '
+        + f'}}, "overall": <{_kind(cfg.overall_integer)} '
         + f"{format_number(cfg.overall_min)}-{format_number(cfg.overall_max)}"
         + '>, "reasoning": "<one or two sentences>"}'
     )

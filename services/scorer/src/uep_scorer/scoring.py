@@ -11,19 +11,25 @@ from pydantic import ValidationError
 
 from uep_common.events import ErrorInfo, JudgeRequested, OutputGenerated, ScoreComputed
 from uep_scorer.metrics import MetricInputError, get_metric
+from uep_scorer.metrics.base import NO_ANSWER
 from uep_scorer.references import ReferenceStore
 
 log = logging.getLogger(__name__)
 
 LABELS = ("extraction", "status", "signature")
 """Categorical details stored with every score: extraction "no_answer", sandbox "timed_out", sacrebleu signature."""
+DIAGNOSTICS = ("failure", "stderr_tail")
+"""Free-text details stored when a metric gives them (the code sandbox for a program that did not pass: the
+assertion or exception, and the bounded tail of its stderr), for the per-item results and the report."""
 
 
 def hybrid_route_reason(is_correct: bool | None, extraction: str | None) -> str | None:
-    """Why a hybrid evaluation's automatic verdict is not final: 'no_answer' (no answer could be extracted),
-    'free_form' (the metric gives no true/false verdict, e.g. a graded metric), or None (decided)."""
-    if extraction == "no_answer":
-        return "no_answer"
+    """Why a hybrid evaluation's automatic verdict is not final: 'no_answer' (the metric found no answer to
+    extract: ``details["extraction"] == "no_answer"``, which every extracting metric reports the same way,
+    :mod:`uep_scorer.metrics.base`), 'free_form' (the metric gives no true/false verdict, e.g. a graded
+    metric), or None (decided)."""
+    if extraction == NO_ANSWER:
+        return NO_ANSWER
     if is_correct is None:
         return "free_form"
     return None
@@ -98,6 +104,7 @@ async def score_output(event: OutputGenerated, refs: ReferenceStore) -> ScoreCom
     metrics: dict[str, Any] = {result.name: result.score}
     metrics.update({k: result.details.get(k) for k in getattr(metric, "submetrics", ())})
     metrics.update({k: str(result.details[k]) for k in LABELS if k in result.details})
+    metrics.update({k: str(result.details[k]) for k in DIAGNOSTICS if result.details.get(k)})
     if hybrid:  # automatic metric first; what it cannot decide goes to the judge (the hybrid evaluation type)
         reason = hybrid_route_reason(result.is_correct, metrics.get("extraction"))
         if reason is not None:

@@ -24,6 +24,7 @@ from .loglik import LoglikMultipleChoice
 from .match import Contains, ExactMatch, RegexMatch
 from .passk import PassAtK
 from .rouge import Rouge
+from .tokenf1 import TokenF1
 
 __all__ = [
     "Metric",
@@ -50,6 +51,7 @@ _REGISTRY: dict[str, Metric] = {
         SentenceBleu(),
         SentenceChrf(),
         Rouge(),
+        TokenF1(),
     )
 }
 

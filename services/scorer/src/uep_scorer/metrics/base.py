@@ -10,12 +10,28 @@ Contract used by every metric module and by the service wiring:
   missing reference key, an unknown ``variant``, a reference letter outside the choice set). That is
   a bug in the dataset or run config, not a property of the model output, so it must surface loudly
   instead of being recorded as a wrong answer.
+* A metric that reads an answer out of the output (a number, a letter, a label, a regex capture, the
+  output text itself) says whether it found one in ``details["extraction"]``: :data:`NO_ANSWER` when
+  nothing could be extracted, :data:`ANSWERED` (or a finer label naming how, e.g. ``"explicit"``)
+  otherwise; :func:`extraction_label` gives the two. :attr:`MetricResult.no_answer` reads it; it is what the
+  summary's extraction failure rate counts and what routes a hybrid evaluation's item to the judge
+  (``uep_scorer.scoring.hybrid_route_reason``). Graded metrics that extract nothing (BLEU, ROUGE) leave it out.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
+
+NO_ANSWER = "no_answer"
+"""``details["extraction"]`` of a result whose output held no answer to extract."""
+ANSWERED = "ok"
+"""``details["extraction"]`` of a result whose answer was extracted (metrics may use a finer label)."""
+
+
+def extraction_label(found: bool) -> str:
+    """``details["extraction"]`` for an extraction that ``found`` an answer or not: ``"ok"`` / ``"no_answer"``."""
+    return ANSWERED if found else NO_ANSWER
 
 
 class MetricInputError(ValueError):
@@ -44,6 +60,11 @@ class MetricResult:
     score: float | None
     extracted: str | None
     details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def no_answer(self) -> bool:
+        """Whether the metric found no answer in the output (``details["extraction"] == "no_answer"``)."""
+        return self.details.get("extraction") == NO_ANSWER
 
 
 @runtime_checkable

@@ -31,10 +31,14 @@ Why it matters: ``"今天天气很好我们去公园散步"`` against itself sco
 ``13a``: ``13a`` splits on spaces and punctuation only, so the sentence is one token, there are no 2-,
 3- or 4-grams, and without effective order their precisions are 0 -> BLEU 0.
 
-**Effective order**: param ``effective_order`` (default false, as sacrebleu's ``BLEU`` object and
-corpus BLEU). ``sacrebleu.sentence_bleu()`` defaults it to *true* (orders with no n-grams in the
-hypothesis are left out of the geometric mean); set ``effective_order: true`` to reproduce that
-function's defaults (then the one-token example above scores 100.0 even with ``13a``).
+**Defaults are sacrebleu.sentence_bleu's.** The metric is named after ``sacrebleu.sentence_bleu`` and
+takes that function's defaults: ``tokenize`` 13a (see the language rule above), ``lowercase`` false,
+smoothing ``exp``, and ``effective_order`` **true** (orders with no n-grams in the hypothesis are left out
+of the geometric mean), so ``"Blue Lake"`` against ``"Blue Lake"`` scores 100.0, as
+``sacrebleu.sentence_bleu("Blue Lake", ["Blue Lake"])`` does (without effective order a two-token
+sentence has no 3- or 4-grams and scores 0), and so does the one-token Chinese example above even with
+``13a``. ``effective_order: false`` (the default of sacrebleu's ``BLEU`` object and of corpus BLEU) is the
+named deviation; the signature says which was used (``eff:yes``/``eff:no``).
 
 **Sentence vs corpus**: corpus BLEU pools n-gram counts over all segments before computing
 precisions and the brevity penalty; it is **not** the mean of sentence BLEU scores (the mean of the
@@ -155,7 +159,8 @@ class SentenceBleu:
     Reference: ``{"answer": str}`` or ``{"answers": [str, ...]}`` (multi-reference BLEU: n-gram
     matches are clipped by the maximum count over the references, the closest reference length is
     used for the brevity penalty). Params: ``tokenize``, ``language`` (picks the tokenizer when
-    ``tokenize`` is absent), ``lowercase`` (default false), ``effective_order`` (default false),
+    ``tokenize`` is absent), ``lowercase`` (default false), ``effective_order`` (default true, as
+    ``sacrebleu.sentence_bleu``),
     ``threshold`` (optional, 0-100). See the module docstring for the tokenizer rules.
 
     Result: ``score`` = BLEU in 0-100; ``is_correct`` = ``None`` (graded metric) unless ``threshold``
@@ -168,12 +173,12 @@ class SentenceBleu:
     """
 
     name = "sentence_bleu"
-    version = "1"
+    version = "2"
     params = {
         "tokenize": f"sacrebleu tokenizer, one of {', '.join(TOKENIZERS)} (default: from language)",
         "language": "target language code; zh -> tokenizer zh, ja/ko/th/lo/km/my -> char, else 13a (default none)",
         "lowercase": "lower-case before scoring (default false)",
-        "effective_order": "leave n-gram orders absent from the hypothesis out of the mean (default false)",
+        "effective_order": "leave n-gram orders absent from the hypothesis out of the mean (default true, as sacrebleu.sentence_bleu)",
         "threshold": "if set, is_correct = BLEU >= threshold on the 0-100 scale (default none: is_correct None)",
     }
     param_types = {
@@ -190,7 +195,7 @@ class SentenceBleu:
         """Score one model output; see the class docstring for shapes."""
         tokenize = _tokenizer(params.get("tokenize"), params.get("language"))
         lowercase = _flag(params, "lowercase", False)
-        effective_order = _flag(params, "effective_order", False)
+        effective_order = _flag(params, "effective_order", True)
         threshold = _threshold(params)
         refs = reference_answers(reference)
         bleu, signature = _sentence_bleu_object(tokenize, lowercase, effective_order, len(refs))

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import MetricInputError, MetricResult, binary_result
+from .base import MetricInputError, MetricResult, binary_result, extraction_label
 
 
 def _skm() -> Any:
@@ -211,5 +211,5 @@ class LabelMatch:
             correct = got.casefold() == expected.casefold()
         else:
             correct = got == expected
-        details = {"reference": expected, "ignore_case": ignore_case, "extraction": "ok" if got else "no_answer"}
+        details = {"reference": expected, "ignore_case": ignore_case, "extraction": extraction_label(bool(got))}
         return binary_result(self, correct=correct, extracted=got or None, details=details)

@@ -12,6 +12,10 @@ one) instead, but **only** for a reference of at least ``min_reference_length`` 
 against almost any output that contains it. A shorter reference falls back to the full ``ratio`` and
 ``details`` says so.
 
+A reference that normalises to nothing is compared in a relaxed form (articles, then punctuation kept;
+:func:`uep_scorer.metrics.normalize.normal_forms`), not as ``""`` (which ``ratio`` scores 100 against every
+empty output). ``details["extraction"]`` is ``"no_answer"`` for a blank output, else ``"ok"``.
+
 Source: rapidfuzz ``fuzz.ratio`` / ``fuzz.partial_ratio`` (Indel distance, as python-Levenshtein /
 fuzzywuzzy).
 """
@@ -22,8 +26,15 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from .base import MetricInputError, MetricResult
-from .normalize import NORMALIZATION_PARAM_TYPES, NORMALIZATION_PARAMS, normalization_options, normalize_text, reference_answers
+from .base import MetricInputError, MetricResult, extraction_label
+from .normalize import (
+    NORMALIZATION_PARAM_TYPES,
+    NORMALIZATION_PARAMS,
+    RelaxedOutput,
+    normal_forms,
+    normalization_options,
+    reference_answers,
+)
 
 
 def _number(params: dict[str, Any], name: str, default: float, low: float, high: float) -> float:
@@ -51,7 +62,7 @@ class FuzzyMatch:
     """
 
     name = "fuzzy_match"
-    version = "1"
+    version = "2"
     params = {
         "threshold": "minimum similarity 0-100 for a correct answer, inclusive (default 90)",
         "partial": "use fuzz.partial_ratio for references of at least min_reference_length chars (default false)",
@@ -73,13 +84,16 @@ class FuzzyMatch:
             raise MetricInputError(f"param 'min_reference_length' must be an integer >= 0; got {min_len!r}")
         options = normalization_options(params)
         refs = reference_answers(reference)
-        prediction = normalize_text(output or "", options)
-
+        text = output or ""
+        relaxed_output = RelaxedOutput(text, options)
+        prediction = relaxed_output.at(0)
         best: tuple[float, int, str, bool] | None = None  # (ratio, index, method, fell_back)
-        for i, ref in enumerate(refs):
-            norm = normalize_text(ref, options)
+        relaxed = []
+        for i, (norm, relax) in enumerate(normal_forms(refs, options)):
+            if relax:
+                relaxed.append(refs[i])
             use_partial = partial and len(norm) >= min_len
-            ratio = (fuzz.partial_ratio if use_partial else fuzz.ratio)(prediction, norm)
+            ratio = (fuzz.partial_ratio if use_partial else fuzz.ratio)(relaxed_output.at(relax), norm)
             if best is None or ratio > best[0]:
                 best = (ratio, i, "partial_ratio" if use_partial else "ratio", partial and not use_partial)
         assert best is not None  # reference_answers never returns an empty list when required
@@ -91,7 +105,10 @@ class FuzzyMatch:
             "threshold": threshold,
             "partial_fallback": fell_back,
             "normalization": options.describe(),
+            "extraction": extraction_label(bool(text.strip())),
         }
+        if relaxed:
+            details["relaxed_references"] = relaxed
         if fell_back:
             details["partial_fallback_reason"] = f"reference shorter than min_reference_length={min_len}; full ratio used"
         # Binary verdict, graded score (not binary_result's 1.0/0.0).

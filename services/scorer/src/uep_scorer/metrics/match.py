@@ -10,21 +10,70 @@ Sources: ``exact_match`` follows lm-evaluation-harness / HF ``evaluate``'s ``exa
 lm-eval's ``RegexFilter`` (first match of the pattern, its capture group).
 
 References are ``{"answer": str}`` or ``{"answers": [str, ...]}``: the output is correct if it matches
-any reference.
+any reference. A reference that normalises to nothing is compared in a relaxed form (articles, then
+punctuation kept; :func:`uep_scorer.metrics.normalize.normal_forms`), never as the empty string.
+
+``details["extraction"]``: ``"no_answer"`` when there was nothing to compare: a blank output
+(``exact_match``, ``contains``), or a pattern that found nothing or whose answer group took no part in the
+match (``regex_match``); ``"ok"`` otherwise.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
-from .base import MetricInputError, MetricResult, binary_result
-from .normalize import NORMALIZATION_PARAM_TYPES, NORMALIZATION_PARAMS, normalization_options, normalize_text, reference_answers
+from .base import MetricInputError, MetricResult, binary_result, extraction_label
+from .normalize import (
+    NORMALIZATION_PARAM_TYPES,
+    NORMALIZATION_PARAMS,
+    NormalizeOptions,
+    RelaxedOutput,
+    normal_forms,
+    normalization_options,
+    reference_answers,
+)
 
 
-def _first_match(prediction: str, normalized_refs: list[str], test: Any) -> int | None:
-    """Index of the first reference for which ``test(prediction, reference)`` holds, or None."""
-    return next((i for i, ref in enumerate(normalized_refs) if test(prediction, ref)), None)
+def _compare(
+    text: str, refs: list[str], options: NormalizeOptions, test: Callable[[str, str], bool]
+) -> tuple[str, int | None, list[str]]:
+    """``(normalised text, index of the first reference for which test(text form, reference form) holds or
+    None, the references compared in a relaxed form)``; each reference is compared with the text normalised
+    at that reference's relaxation."""
+    output = RelaxedOutput(text, options)
+    index = None
+    relaxed = []
+    for i, (form, relax) in enumerate(normal_forms(refs, options)):
+        if relax:
+            relaxed.append(refs[i])
+        if index is None and test(output.at(relax), form):
+            index = i
+    return output.at(0), index, relaxed
+
+
+def _details(
+    output: str, prediction: str, refs: list[str], index: int | None, relaxed: list[str], options: NormalizeOptions
+) -> dict[str, Any]:
+    details: dict[str, Any] = {
+        "prediction": prediction,
+        "matched_reference": None if index is None else refs[index],
+        "matched_index": index,
+        "normalization": options.describe(),
+        "extraction": extraction_label(bool(output.strip())),
+    }
+    if relaxed:
+        details["relaxed_references"] = relaxed
+    return details
+
+
+def _equal(text: str, ref: str) -> bool:
+    return text == ref
+
+
+def _contains(text: str, ref: str) -> bool:
+    return ref in text
 
 
 class ExactMatch:
@@ -34,16 +83,19 @@ class ExactMatch:
     normalisation options (all default false except ``ignore_whitespace``; ``squad: true`` is
     SQuAD's ``normalize_answer``). ``extracted`` is the normalised output. ``details``:
     ``prediction`` (normalised output), ``matched_reference`` (the original text of the first
-    reference that matched, or ``None``), ``matched_index``, ``normalization`` (the options used).
+    reference that matched, or ``None``), ``matched_index``, ``normalization`` (the options used),
+    ``extraction``, and ``relaxed_references`` when a reference had to be compared in a relaxed form.
 
-    Example: ``"The  Cat!"`` vs ``{"answer": "cat"}`` with ``{"squad": true}`` -> correct.
+    Example: ``"The  Cat!"`` vs ``{"answer": "cat"}`` with ``{"squad": true}`` -> correct; ``"An"`` vs
+    ``{"answer": "An"}`` with ``{"squad": true}`` -> correct (compared as ``"an"``), ``"B"`` or ``"the"`` -> wrong.
 
     Raises:
-        MetricInputError: missing/non-text references or malformed normalisation params.
+        MetricInputError: missing/non-text references, a reference empty even in relaxed form, or
+            malformed normalisation params.
     """
 
     name = "exact_match"
-    version = "1"
+    version = "2"
     params = dict(NORMALIZATION_PARAMS)
     param_types = dict(NORMALIZATION_PARAM_TYPES)
     required_params: tuple[str, ...] = ()
@@ -53,14 +105,9 @@ class ExactMatch:
         """Score one model output; see the class docstring for shapes."""
         options = normalization_options(params)
         refs = reference_answers(reference)
-        prediction = normalize_text(output or "", options)
-        index = _first_match(prediction, [normalize_text(r, options) for r in refs], str.__eq__)
-        details = {
-            "prediction": prediction,
-            "matched_reference": None if index is None else refs[index],
-            "matched_index": index,
-            "normalization": options.describe(),
-        }
+        text = output or ""
+        prediction, index, relaxed = _compare(text, refs, options, _equal)
+        details = _details(text, prediction, refs, index, relaxed, options)
         return binary_result(self, correct=index is not None, extracted=prediction, details=details)
 
 
@@ -71,13 +118,15 @@ class Contains:
     boundaries, so ``"4"`` occurs in ``"14"`` and ``"cat"`` in ``"concatenate"`` (use ``regex_match``
     with ``\\b`` for whole words).
 
+    A reference that normalises to nothing is looked for in its relaxed form (module docstring), never as
+    the empty string, which occurs in every output.
+
     Raises:
-        MetricInputError: as ``exact_match``, and a reference that is empty after normalisation
-            (the empty string occurs in every output, so the verdict would be meaningless).
+        MetricInputError: as ``exact_match``.
     """
 
     name = "contains"
-    version = "1"
+    version = "2"
     params = dict(NORMALIZATION_PARAMS)
     param_types = dict(NORMALIZATION_PARAM_TYPES)
     required_params: tuple[str, ...] = ()
@@ -87,18 +136,9 @@ class Contains:
         """Score one model output; see the class docstring for shapes."""
         options = normalization_options(params)
         refs = reference_answers(reference)
-        normalized = [normalize_text(r, options) for r in refs]
-        for raw, norm in zip(refs, normalized, strict=True):
-            if not norm:
-                raise MetricInputError(f"contains: reference {raw!r} is empty after normalisation")
-        prediction = normalize_text(output or "", options)
-        index = _first_match(prediction, normalized, lambda c, r: r in c)
-        details = {
-            "prediction": prediction,
-            "matched_reference": None if index is None else refs[index],
-            "matched_index": index,
-            "normalization": options.describe(),
-        }
+        text = output or ""
+        prediction, index, relaxed = _compare(text, refs, options, _contains)
+        details = _details(text, prediction, refs, index, relaxed, options)
         return binary_result(self, correct=index is not None, extracted=prediction, details=details)
 
 
@@ -138,7 +178,9 @@ class RegexMatch:
       extracts nothing (wrong).
 
     ``details``: ``matched`` (bool), ``span`` (of the match, or ``None``), ``prediction`` (the
-    normalised extracted text), ``matched_reference``, ``mode`` (``"search"`` or ``"compare"``).
+    normalised extracted text), ``matched_reference``, ``mode`` (``"search"`` or ``"compare"``),
+    ``extraction`` (``"no_answer"`` when the pattern found nothing or its answer group took no part in the
+    match, in both modes, so a hybrid evaluation sends the item to the judge; ``"ok"`` otherwise).
 
     Raises:
         MetricInputError: ``pattern`` missing or invalid, bad ``flags`` or normalisation params,
@@ -146,7 +188,7 @@ class RegexMatch:
     """
 
     name = "regex_match"
-    version = "1"
+    version = "2"
     params = {
         "pattern": "regex searched in the output (required); its 'answer' group or group 1 is the extracted answer",
         "flags": "regex flags as letters of 'imsxa', e.g. 'i' (default '')",
@@ -173,15 +215,20 @@ class RegexMatch:
             extracted = match.group("answer")
         else:
             extracted = match.group(1) if pattern.groups else match.group(0)
+        details["extraction"] = extraction_label(extracted is not None)
         if not refs:
             return binary_result(self, correct=match is not None, extracted=extracted, details=details)
-        prediction = None if extracted is None else normalize_text(extracted, options)
-        index = None
-        if prediction is not None:
-            index = _first_match(prediction, [normalize_text(r, options) for r in refs], str.__eq__)
+        prediction = index = None
+        relaxed: list[str] = []
+        if extracted is not None:
+            prediction, index, relaxed = _compare(extracted, refs, options, _equal)
+        else:
+            normal_forms(refs, options)  # a malformed reference is reported whatever the output
         details.update(
             prediction=prediction,
             matched_reference=None if index is None else refs[index],
             normalization=options.describe(),
         )
+        if relaxed:
+            details["relaxed_references"] = relaxed
         return binary_result(self, correct=index is not None, extracted=extracted, details=details)

@@ -18,6 +18,15 @@ option is set (``ignore_whitespace`` is on by default):
 ASCII ``string.punctuation``, delete ``\\b(a|an|the)\\b``, fix whitespace; Rajpurkar et al. 2016, official
 ``evaluate-v1.1.py``); ``regexes_to_ignore`` still runs first, the other options are ignored.
 
+**A reference that normalises to nothing** (the option letter or word ``"An"`` under article removal, ``"?"``
+under punctuation removal) is not compared in that empty form, which would equal every output that also
+normalises to nothing (and occur in every output, for ``contains``). :func:`normal_forms` relaxes the
+normalisation for that reference only, step by step, until it keeps some text: first the articles are kept
+(relaxation 1), then the punctuation too (relaxation 2); the output is normalised with the same relaxation
+before it is compared with that reference, so gold ``"An"`` with ``squad: true`` matches the output ``"An"``
+(both ``"an"``) and not ``"B"`` or ``"the"``. A reference that is still empty (blank, or deleted whole by
+``regexes_to_ignore``) is a :class:`~uep_scorer.metrics.base.MetricInputError`.
+
 :func:`normalization_options` reads these options from a metric's ``params`` and raises
 :class:`~uep_scorer.metrics.base.MetricInputError` (naming the param) for a malformed value;
 :func:`reference_answers` reads ``{"answer": ...}`` / ``{"answers": [...]}`` references.
@@ -53,15 +62,18 @@ _ARTICLES = re.compile(r"\b(a|an|the)\b", re.IGNORECASE)
 _SQUAD_ARTICLES = re.compile(r"\b(a|an|the)\b")
 
 
-def squad_normalize(text: str) -> str:
+def squad_normalize(text: str, relax: int = 0) -> str:
     """SQuAD v1.1 ``normalize_answer``: lower, drop ASCII punctuation, articles, extra whitespace.
 
     Same steps as the official ``evaluate-v1.1.py`` (Rajpurkar et al. 2016), e.g.
-    ``squad_normalize("The  Cat!") == "cat"``.
+    ``squad_normalize("The  Cat!") == "cat"``. ``relax`` 1 keeps the articles, 2 also the punctuation
+    (see the module docstring; 0, the default, is the official function).
     """
     text = text.lower()
-    text = text.translate(_ASCII_PUNCT_TABLE)  # = "".join(ch for ch in text if ch not in set(string.punctuation))
-    text = _SQUAD_ARTICLES.sub(" ", text)
+    if relax < 2:
+        text = text.translate(_ASCII_PUNCT_TABLE)  # = "".join(ch for ch in text if ch not in set(string.punctuation))
+    if relax < 1:
+        text = _SQUAD_ARTICLES.sub(" ", text)
     return " ".join(text.split())
 
 
@@ -152,24 +164,67 @@ def normalization_options(params: dict[str, Any]) -> NormalizeOptions:
     )
 
 
-def normalize_text(text: str, options: NormalizeOptions = DEFAULT_OPTIONS) -> str:
-    """Normalise ``text`` under ``options`` (steps and order in the module docstring).
+def normalize_text(text: str, options: NormalizeOptions = DEFAULT_OPTIONS, relax: int = 0) -> str:
+    """Normalise ``text`` under ``options`` (steps and order in the module docstring); ``relax`` 1 skips
+    article removal, 2 also punctuation removal (used for references that would otherwise be empty).
 
     Example: ``normalize_text("The  Cat!", NormalizeOptions(squad=True)) == "cat"``.
     """
     for pattern in options.regexes_to_ignore:
         text = _compile(pattern).sub("", text)
     if options.squad:
-        return squad_normalize(text)
+        return squad_normalize(text, relax)
     if options.ignore_case:
         text = text.lower()
-    if options.ignore_punctuation:
+    if options.ignore_punctuation and relax < 2:
         text = text.translate(_punct_table())
-    if options.ignore_articles:
+    if options.ignore_articles and relax < 1:
         text = _ARTICLES.sub(" ", text)
     if options.ignore_whitespace:
         text = " ".join(text.split())
     return text
+
+
+MAX_RELAX = 2
+
+
+def normal_forms(refs: list[str], options: NormalizeOptions) -> list[tuple[str, int]]:
+    """``(normal form, relaxation)`` of each reference: the form under ``options`` (relaxation 0) unless that
+    is empty, else the first relaxation (1: keep articles, 2: keep punctuation too) that keeps some text.
+
+    Example: ``normal_forms(["An", "Paris"], NormalizeOptions(squad=True)) == [("an", 1), ("paris", 0)]``.
+
+    Raises:
+        MetricInputError: a reference that is empty even with every step relaxed (the message quotes it).
+    """
+    forms = []
+    for ref in refs:
+        for relax in range(MAX_RELAX + 1):
+            norm = normalize_text(ref, options, relax)
+            if norm.strip():
+                forms.append((norm, relax))
+                break
+        else:
+            raise MetricInputError(f"reference {ref!r} is empty after normalisation; it would match every empty output")
+    return forms
+
+
+class RelaxedOutput:
+    """The output normalised under ``options`` at each relaxation asked for (each computed once)."""
+
+    __slots__ = ("_forms", "_options", "_text")
+
+    def __init__(self, text: str, options: NormalizeOptions) -> None:
+        self._text = text
+        self._options = options
+        self._forms: dict[int, str] = {}
+
+    def at(self, relax: int) -> str:
+        """The output's normal form at relaxation ``relax`` (0: the options as given)."""
+        form = self._forms.get(relax)
+        if form is None:
+            form = self._forms[relax] = normalize_text(self._text, self._options, relax)
+        return form
 
 
 def _as_text(value: Any, where: str) -> str:

@@ -13,6 +13,12 @@ flexible regex is ``(-?[$0-9.,]{2,})|(-?[0-9]+)`` followed by deleting ``,``, ``
 * Thousands separators: a comma counts only inside a well-formed group, ``\\d{1,3}(,\\d{3})+`` not
   followed by another digit; ``"1,234"`` is 1234, while ``"1, 2"`` and ``"1,2"`` are two numbers
   (lm-eval would read ``"1,2"`` as 12).
+* Typeset thousands separators: LaTeX's ``{,}`` (``12{,}500``, the comma braced so it takes no space),
+  the LaTeX thin spaces ``\\,`` / ``\\thinspace`` / ``\\;`` and the Unicode thin and narrow no-break spaces
+  (U+2009, U+202F; SI style ``12 500``) between digits are read as that comma when a group of exactly
+  three digits follows, so ``"$\\boxed{12{,}500}$"`` is 12500 and ``"3{,}000"`` is 3000; the group rule
+  above then still applies (``"3{,}14"``, a braced decimal comma, stays two numbers). LaTeX's ``\\!`` and
+  braces inside a number are not separators and are left alone.
 * ``$`` before the number (also after a sign), ``%`` after it, and a trailing ``.`` are not part of
   the number; ``".5"`` is 0.5.
 * Values are :class:`decimal.Decimal`, so ``"18.0" == "18"`` and ``"1,234.00" == "1234"`` (lm-eval's
@@ -27,6 +33,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 _MINUS_SIGNS = {"\u2212": "-", "\ufe63": "-", "\uff0d": "-"}
+
+# A typeset thousands separator between a digit and a group of exactly three digits.
+_TYPESET_SEPARATOR = re.compile(r"(?<=[0-9])(?:\{,\}|\\,|\\thinspace(?:\{\})?|\\;|[\u2009\u202f])(?=[0-9]{3}(?![0-9]))")
+_SEPARATOR_HINTS = ("{,}", "\\", "\u2009", "\u202f")
 
 # re.ASCII keeps [0-9] and \w ASCII-only; non-ASCII digits were already mapped by normalize_digits.
 _NUMBER = re.compile(
@@ -52,7 +62,10 @@ class FoundNumber:
 
 
 def normalize_digits(text: str) -> str:
-    """Fold non-ASCII digits, full-width ASCII and Unicode minus signs to ASCII (rules in module doc)."""
+    """Fold non-ASCII digits, full-width ASCII and Unicode minus signs to ASCII, and typeset thousands
+    separators (``{,}``, ``\\,``, thin spaces) to ``,`` (rules in the module docstring)."""
+    if any(hint in text for hint in _SEPARATOR_HINTS):
+        text = _TYPESET_SEPARATOR.sub(",", text)
     if text.isascii():
         return text
     out = []
