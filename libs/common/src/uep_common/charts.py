@@ -14,7 +14,7 @@ import io
 import math
 import re
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
 import matplotlib
@@ -72,68 +72,115 @@ def _empty(title: str, message: str) -> str:
         return _to_svg(fig, title, message)
 
 
-def radar_svg(series: Mapping[str, Mapping[str, float]], title: str) -> str:
-    """Radar (spider) chart of capability dimensions.
+MIN_RADAR_AXES = 3
+"""Fewer dimensions than this make a radar's polygon a line or a point: a grouped bar chart is drawn instead."""
 
-    Args:
-        series: series name (e.g. a model) → dimension → value in [0, 1]. Axes are the union of the
-            dimensions in first-seen order; a dimension a series lacks is left out of its polygon (gap).
-        title: chart title.
 
-    Returns:
-        An inline ``<svg>`` string. With fewer than three dimensions the polygon degenerates to a line or
-        a point; the chart says so under the title.
-
-    Raises:
-        ValueError: a value outside [0, 1].
-    """
-    dims: list[str] = list(dict.fromkeys(d for values in series.values() for d in values))
+def _check_profile(series: Mapping[str, Mapping[str, float]]) -> list[str]:
     for name, values in series.items():
         for d, v in values.items():
             if v is not None and not (0.0 <= v <= 1.0):
                 raise ValueError(f"radar value of {name!r}/{d!r} must be in [0, 1], got {v}")
+    return list(dict.fromkeys(d for values in series.values() for d in values))
+
+
+def radar_figure(series: Mapping[str, Mapping[str, float]], title: str) -> Figure | None:
+    """The matplotlib figure :func:`radar_svg` renders (None when there is no dimension); same arguments."""
+    dims = _check_profile(series)
     if not dims:
-        return _empty(title, "no capability dimensions to draw")
+        return None
+    if len(dims) < MIN_RADAR_AXES:
+        return _profile_bars_figure(series, dims, title)
     n = len(dims)
     angles = [2 * math.pi * i / n for i in range(n)]  # clockwise from the top (offset and direction below)
+    fig = Figure(figsize=(5.4, 4.6 + 0.2 * len(series)))
+    ax = cast("PolarAxes", fig.add_subplot(projection="polar"))
+    ax.set_theta_offset(math.pi / 2)
+    ax.set_theta_direction(-1)
+    ax.set_ylim(0, 1)
+    ax.set_yticks([0.25, 0.5, 0.75, 1.0], ["0.25", "0.5", "0.75", "1"], color="#6b7280", fontsize=7)
+    ax.set_rlabel_position(180 / n)
+    ax.set_xticks(angles, [d.replace("_", " ") for d in dims])
+    ax.set_thetalim(0, 2 * math.pi)  # set_xticks must not shrink the circle to the ticks' range
+    ax.tick_params(axis="x", pad=8)
+    ax.grid(color="#d1d5db", linewidth=0.6)
+    ax.spines["polar"].set_color("#d1d5db")
+    for i, (name, values) in enumerate(series.items()):
+        color = PALETTE[i % len(PALETTE)]
+        vals = [values.get(d) for d in dims]
+        ys = [float("nan") if v is None else float(v) for v in vals]
+        xs = angles + angles[:1]
+        ys_closed = ys + ys[:1]
+        # the first series (e.g. this run) is drawn on top; the others dashed, so equal polygons stay visible
+        z = 3 + len(series) - i
+        ax.plot(
+            xs,
+            ys_closed,
+            color=color,
+            linewidth=1.8 if i == 0 else 1.5,
+            linestyle="-" if i == 0 else (0, (4, 2)),
+            label=name,
+            marker="o",
+            markersize=3.5,
+            zorder=z,
+        )
+        if all(v is not None for v in vals):
+            ax.fill(xs, ys_closed, color=color, alpha=0.12 if i == 0 else 0.06, zorder=z - 0.5)
+    ax.set_title(title, fontsize=11, fontweight="bold", pad=18)
+    # The legend goes in the figure's own bottom strip, below the axes and their bottom tick label (a
+    # dimension drawn at six o'clock), never over them: the strip is reserved with subplots_adjust.
+    strip = 0.06 + 0.045 * len(series)
+    fig.subplots_adjust(bottom=strip + 0.08, top=0.86)
+    fig.legend(*ax.get_legend_handles_labels(), loc="lower center", bbox_to_anchor=(0.5, 0.0), frameon=False, fontsize=8)
+    return fig
+
+
+def _profile_bars_figure(series: Mapping[str, Mapping[str, float]], dims: list[str], title: str) -> Figure:
+    """Grouped horizontal bars: one group per dimension, one bar per series (first series on top)."""
+    k = len(series)
+    height = 0.8 / k
+    fig = Figure(figsize=(5.4, 1.5 + len(dims) * (0.35 + 0.3 * k) + 0.2 * k))
+    ax = fig.add_subplot()
+    for i, (name, values) in enumerate(series.items()):
+        ys = [len(dims) - 1 - j + 0.4 - height * (i + 0.5) for j in range(len(dims))]
+        vals = [values.get(d) for d in dims]
+        shown = [(y, v) for y, v in zip(ys, vals, strict=True) if v is not None]
+        color = PALETTE[i % len(PALETTE)]
+        ax.barh([y for y, _ in shown], [v for _, v in shown], height=height * 0.9, color=color, alpha=0.8, label=name)
+        for y, v in shown:
+            ax.text(min(v, 1.0) + 0.01, y, f"{v:.2f}", va="center", fontsize=7, color="#374151")
+    ax.set_axisbelow(True)
+    ax.set_yticks([len(dims) - 1 - j for j in range(len(dims))], [d.replace("_", " ") for d in dims])
+    ax.set_xlim(0, 1.08)
+    ax.set_ylim(-0.6, len(dims) - 0.4)
+    ax.set_xticks([0, 0.25, 0.5, 0.75, 1.0])
+    ax.grid(axis="x", color="#e5e7eb", linewidth=0.6)
+    ax.set_title(title, loc="left", fontsize=11, fontweight="bold")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), frameon=False, fontsize=8)
+    return fig
+
+
+def radar_svg(series: Mapping[str, Mapping[str, float]], title: str) -> str:
+    """Radar (spider) chart of capability dimensions; a grouped bar chart below :data:`MIN_RADAR_AXES`.
+
+    Args:
+        series: series name (e.g. a model) → dimension → value in [0, 1]. Axes are the union of the
+            dimensions in first-seen order; a dimension a series lacks is left out of its polygon (gap)
+            or has no bar.
+        title: chart title.
+
+    Returns:
+        An inline ``<svg>`` string: a radar with the legend below it for three or more dimensions; for one or
+        two (a radar would degenerate into a line or a point) horizontal bars, one group per dimension and one
+        bar per series; a note when there is no dimension.
+
+    Raises:
+        ValueError: a value outside [0, 1].
+    """
     with matplotlib.rc_context(_RC):
-        fig = Figure(figsize=(5.4, 4.6))
-        ax = cast("PolarAxes", fig.add_subplot(projection="polar"))
-        ax.set_theta_offset(math.pi / 2)
-        ax.set_theta_direction(-1)
-        ax.set_ylim(0, 1)
-        ax.set_yticks([0.25, 0.5, 0.75, 1.0], ["0.25", "0.5", "0.75", "1"], color="#6b7280", fontsize=7)
-        ax.set_rlabel_position(180 / n if n > 1 else 45)
-        ax.set_xticks(angles, [d.replace("_", " ") for d in dims])
-        ax.set_thetalim(0, 2 * math.pi)  # set_xticks must not shrink the circle to the ticks' range
-        ax.tick_params(axis="x", pad=8)
-        ax.grid(color="#d1d5db", linewidth=0.6)
-        ax.spines["polar"].set_color("#d1d5db")
-        for i, (name, values) in enumerate(series.items()):
-            color = PALETTE[i % len(PALETTE)]
-            vals = [values.get(d) for d in dims]
-            ys = [float("nan") if v is None else float(v) for v in vals]
-            xs = angles + angles[:1]
-            ys_closed = ys + ys[:1]
-            # the first series (e.g. this run) is drawn on top; the others dashed, so equal polygons stay visible
-            z = 3 + len(series) - i
-            ax.plot(
-                xs,
-                ys_closed,
-                color=color,
-                linewidth=1.8 if i == 0 else 1.5,
-                linestyle="-" if i == 0 else (0, (4, 2)),
-                label=name,
-                marker="o",
-                markersize=3.5,
-                zorder=z,
-            )
-            if n >= 3 and all(v is not None for v in vals):
-                ax.fill(xs, ys_closed, color=color, alpha=0.12 if i == 0 else 0.06, zorder=z - 0.5)
-        ax.set_title(title, fontsize=11, fontweight="bold", pad=18)
-        if n < 3:
-            fig.text(0.5, 0.01, f"only {n} dimension(s): the polygon degenerates", ha="center", color="#6b7280", fontsize=8)
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), frameon=False, fontsize=8, ncol=1)
+        fig = radar_figure(series, title)
+        if fig is None:
+            return _empty(title, "no capability dimensions to draw")
         return _to_svg(fig, title, series)
 
 
@@ -151,57 +198,79 @@ def trend_svg(
     Returns:
         An inline ``<svg>`` string (a note instead of a line when there is no point).
     """
+    with matplotlib.rc_context(_RC):
+        fig = trend_figure(points, title, highlight)
+        if fig is None:
+            return _empty(title, "no completed run to draw")
+        return _to_svg(fig, title, sorted(points, key=lambda p: p[0]))
+
+
+TICK_FORMATS = ["%Y", "%b", "%b %d", "%H:%M", "%H:%M", "%H:%M:%S"]
+"""Tick labels by the level the ticks differ at (years, months, days, hours, minutes, seconds): a time always
+reads as ``HH:MM`` or ``HH:MM:SS`` (never a bare ``30`` for seconds), a day as ``Mar 05``; the offset
+under the axis gives the date (UTC)."""
+TICK_ZERO_FORMATS = ["", "%Y", "%b %d", "%b %d", "%H:%M", "%H:%M:%S"]
+TICK_OFFSET_FORMATS = ["", "%Y", "%Y-%m", "%Y-%m-%d UTC", "%Y-%m-%d UTC", "%Y-%m-%d UTC"]
+
+
+def trend_figure(
+    points: Sequence[tuple[datetime, float, float | None, float | None, str]], title: str, highlight: str | None = None
+) -> Figure | None:
+    """The matplotlib figure :func:`trend_svg` renders (None without points); same arguments. Time ticks:
+    matplotlib's ``AutoDateLocator`` with a ``ConciseDateFormatter`` in UTC (:data:`TICK_FORMATS`)."""
     pts = sorted(points, key=lambda p: p[0])
     if not pts:
-        return _empty(title, "no completed run to draw")
-    with matplotlib.rc_context(_RC):
-        fig = Figure(figsize=(7.2, 3.0))
-        ax = fig.add_subplot()
-        xs = [p[0] for p in pts]
-        ys = [p[1] for p in pts]
-        lo = [p[2] if p[2] is not None else p[1] for p in pts]
-        hi = [p[3] if p[3] is not None else p[1] for p in pts]
-        x_num = mdates.date2num(xs)  # type: ignore[no-untyped-call]  # matplotlib.dates is unannotated
-        ax.fill_between(x_num, lo, hi, color=PALETTE[0], alpha=0.15, linewidth=0, label="95 % interval")
-        ax.errorbar(
-            x_num,
-            ys,
-            yerr=[[y - low for y, low in zip(ys, lo, strict=True)], [h - y for y, h in zip(ys, hi, strict=True)]],
-            fmt="o-",
-            color=PALETTE[0],
-            ecolor=PALETTE[0],
-            elinewidth=0.8,
-            capsize=2.5,
-            markersize=4,
-            linewidth=1.6,
-            label="score",
+        return None
+    fig = Figure(figsize=(7.2, 3.0))
+    ax = fig.add_subplot()
+    xs = [p[0] for p in pts]
+    ys = [p[1] for p in pts]
+    lo = [p[2] if p[2] is not None else p[1] for p in pts]
+    hi = [p[3] if p[3] is not None else p[1] for p in pts]
+    x_num = mdates.date2num(xs)  # type: ignore[no-untyped-call]  # matplotlib.dates is unannotated
+    ax.fill_between(x_num, lo, hi, color=PALETTE[0], alpha=0.15, linewidth=0, label="95 % interval")
+    ax.errorbar(
+        x_num,
+        ys,
+        yerr=[[y - low for y, low in zip(ys, lo, strict=True)], [h - y for y, h in zip(ys, hi, strict=True)]],
+        fmt="o-",
+        color=PALETTE[0],
+        ecolor=PALETTE[0],
+        elinewidth=0.8,
+        capsize=2.5,
+        markersize=4,
+        linewidth=1.6,
+        label="score",
+    )
+    for x, y, label in zip(x_num, ys, [p[4] for p in pts], strict=True):
+        is_hl = highlight is not None and label == highlight
+        ax.annotate(
+            label,
+            (x, y),
+            textcoords="offset points",
+            xytext=(0, 7),
+            ha="center",
+            fontsize=7,
+            color="#111827" if is_hl else "#4b5563",
+            fontweight="bold" if is_hl else "normal",
         )
-        for x, y, label in zip(x_num, ys, [p[4] for p in pts], strict=True):
-            is_hl = highlight is not None and label == highlight
-            ax.annotate(
-                label,
-                (x, y),
-                textcoords="offset points",
-                xytext=(0, 7),
-                ha="center",
-                fontsize=7,
-                color="#111827" if is_hl else "#4b5563",
-                fontweight="bold" if is_hl else "normal",
-            )
-            if is_hl:
-                ax.plot([x], [y], "o", markersize=9, markerfacecolor="none", markeredgecolor=PALETTE[1], markeredgewidth=1.6)
-        top = max(hi)
-        ax.set_ylim(max(0.0, min(lo) - 0.1), min(1.05, top + 0.12) if top <= 1.0 else top * 1.1)
-        if len(pts) == 1:
-            ax.set_xlim(x_num[0] - 1, x_num[0] + 1)
-        locator = mdates.AutoDateLocator(minticks=2, maxticks=6)  # type: ignore[no-untyped-call]  # unannotated
-        ax.xaxis.set_major_locator(locator)
-        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]  # unannotated
-        ax.grid(axis="y", color="#e5e7eb", linewidth=0.6)
-        ax.set_ylabel("score")
-        ax.set_title(title, loc="left", fontsize=11, fontweight="bold")
-        ax.legend(loc="lower right", frameon=False, fontsize=8)
-        return _to_svg(fig, title, pts)
+        if is_hl:
+            ax.plot([x], [y], "o", markersize=9, markerfacecolor="none", markeredgecolor=PALETTE[1], markeredgewidth=1.6)
+    top = max(hi)
+    ax.set_ylim(max(0.0, min(lo) - 0.1), min(1.05, top + 0.12) if top <= 1.0 else top * 1.1)
+    if len(pts) == 1:
+        ax.set_xlim(x_num[0] - 1, x_num[0] + 1)
+    locator = mdates.AutoDateLocator(minticks=2, maxticks=6, tz=UTC)  # type: ignore[no-untyped-call]  # unannotated
+    ax.xaxis.set_major_locator(locator)
+    formatter = mdates.ConciseDateFormatter(  # type: ignore[no-untyped-call]  # unannotated
+        locator, tz=UTC, formats=TICK_FORMATS, zero_formats=TICK_ZERO_FORMATS, offset_formats=TICK_OFFSET_FORMATS
+    )
+    ax.xaxis.set_major_formatter(formatter)
+    ax.grid(axis="y", color="#e5e7eb", linewidth=0.6)
+    ax.set_ylabel("score")
+    ax.set_title(title, loc="left", fontsize=11, fontweight="bold")
+    ax.legend(loc="lower right", frameon=False, fontsize=8)
+    return fig
 
 
 def bars_svg(rows: Sequence[tuple[str, float, float | None, float | None]], title: str, xlabel: str = "accuracy") -> str:
@@ -221,6 +290,7 @@ def bars_svg(rows: Sequence[tuple[str, float, float | None, float | None]], titl
         vals = [r[1] for r in rows]
         lo = [v - (r[2] if r[2] is not None else v) for v, r in zip(vals, rows, strict=True)]
         hi = [(r[3] if r[3] is not None else v) - v for v, r in zip(vals, rows, strict=True)]
+        ax.set_axisbelow(True)
         ax.barh(ys, vals, color=PALETTE[0], alpha=0.75, height=0.65)
         ax.errorbar(vals, ys, xerr=[lo, hi], fmt="none", ecolor="#111827", elinewidth=0.8, capsize=2)
         ax.set_yticks(ys, [r[0].replace("_", " ") for r in rows], fontsize=8)

@@ -142,11 +142,11 @@ class Progress(BaseModel):
     total: int
     fraction: float
     discarded: int = Field(0, description="Results that arrived after a cancel and were not stored.")
-    correct: int | None = Field(None, description="While running: stored items with a true verdict.")
-    scored: int | None = Field(None, description="While running: stored items with a true/false verdict.")
-    accuracy: float | None = Field(None, description="While running: correct / scored so far (None before a verdict).")
-    ci_low: float | None = Field(None, description="While running: 95 % Wilson score interval of `accuracy`, low end.")
-    ci_high: float | None = Field(None, description="While running: 95 % Wilson score interval of `accuracy`, high end.")
+    correct: int | None = Field(None, description="Stored items with a true verdict (once ended: the summary's).")
+    scored: int | None = Field(None, description="Stored items with a true/false verdict (once ended: the summary's).")
+    accuracy: float | None = Field(None, description="correct / scored so far (None before a verdict).")
+    ci_low: float | None = Field(None, description="95 % Wilson score interval of `accuracy`, low end.")
+    ci_high: float | None = Field(None, description="95 % Wilson score interval of `accuracy`, high end.")
 
 
 class EvaluationView(BaseModel):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,18 +25,27 @@ from uep_common import stats
 from uep_common.costs import currency
 from uep_common.db.budgets import SpendEntry
 from uep_common.db.models import Benchmark, Evaluation, Model
+from uep_common.judge_config import JudgeConfig
 from uep_reporter.report_model import (
+    ArmInfo,
     Breakdown,
     BreakdownRow,
     CostStats,
     ErrorKind,
     Estimate,
+    Experiment,
     ExtractionStats,
     FailureItem,
     Failures,
+    JudgeDimension,
+    JudgeSample,
+    JudgeSection,
+    JudgeVerdictSample,
     LatencyStats,
     Profile,
     RoleCost,
+    StageRoute,
+    Stages,
     Summary,
     TokenStats,
     TrendPoint,
@@ -54,10 +64,17 @@ DIMENSION_KEYS = (("metadata", "dimension"), ("metadata", "capability"))
 MAX_FAILURES = 200
 """Failures listed in a report (the results API pages through all of them)."""
 MAX_TEXT = 1500
+MAX_STDERR = 2048
 MAX_METRIC_KEYS = 8
 MAX_TREND_POINTS = 60
 MIN_RADAR_AXES = 3
 MAX_RADAR_CATEGORIES = 16
+JUDGE_SAMPLES_PER_VERDICT = 2
+"""Judged items whose reasoning a report shows, per item verdict (wrong, right, none): at most 6."""
+MAX_REASONING = 800
+MAX_ARMS = 50
+STAGES = ("automatic", "judge", "human")
+"""The stages that decide a hybrid evaluation's item, in order (``metrics["decided_by"]``)."""
 
 METHODS = {
     "accuracy": stats.WILSON + "; accuracy = correct / scored, errored items excluded and counted as errors",
@@ -72,10 +89,38 @@ METHODS = {
     "baseline": "the pinned evaluation of the same model name and benchmark, else the last completed one before this one",
     "trend": "every completed evaluation of this model name on this benchmark (all model and benchmark versions), "
     "accuracy with its Wilson interval from the stored summary",
+    "judge": "rubric dimensions: mean over the judged items with a bootstrap interval, on each dimension's scale; "
+    "reasoning shown for up to 2 judged items of each verdict (wrong, right, none), in benchmark order",
+    "stages": "hybrid evaluations: accuracy (Wilson) of the items each stage decided (automatic metric, LLM judge, "
+    "human annotators), and how many items were routed to the judge and to people, by reason",
     "profile": "radar: for each capability dimension, the mean accuracy over the benchmarks carrying it (this "
     "evaluation for its benchmark, the latest completed evaluation of the same model version for the others); "
-    "categories of this benchmark when fewer than 3 dimensions are known",
+    "categories of this benchmark when fewer than 3 dimensions are known; a bar chart when fewer than 3 axes remain",
 }
+
+
+def version_label(version: str) -> str:
+    """A version as a label: ``v1.2`` for a numeric version (``1.2``), the version itself otherwise (``q4_1``,
+    ``v1``, ``main``): a ``v`` prefix only reads as "version" before a number."""
+    return f"v{version}" if version[:1].isdigit() else version
+
+
+def judge_metric_keys(cfg: JudgeConfig) -> list[str]:
+    """The per-item metric keys of a judge's rubric (what a report shows): ``judge_overall`` and
+    ``judge_<dimension>`` (rubric, reference), ``pairwise_win`` (pairwise); the judge service's other keys
+    (attempts, parse failures, jury size, spread, jurors…) are internal counters."""
+    if cfg.mode == "pairwise":
+        return ["pairwise_win"]
+    return ["judge_overall"] + [f"judge_{d.name}" for d in cfg.dimensions]
+
+
+def metric_filter(cfg: JudgeConfig | None) -> Callable[[str], bool]:
+    """Which numeric per-item metrics a report summarises: every one, except that of the keys a judge writes
+    (``judge_*``, ``juror_*``, ``pairwise_*``) only the rubric's (:func:`judge_metric_keys`)."""
+    if cfg is None:
+        return lambda key: True
+    rubric = set(judge_metric_keys(cfg))
+    return lambda key: not key.startswith(("judge_", "juror_", "pairwise_")) or key in rubric
 
 
 def _est_prop(k: int, n: int) -> Estimate | None:
@@ -116,6 +161,7 @@ class Items:
     completion_tokens: np.ndarray[Any, Any]
     error_kind: list[tuple[str, str] | None]
     extraction: list[str | None]
+    decided_by: list[str | None] = field(default_factory=list)
     metric_versions: dict[str, list[str]] = field(default_factory=dict)
     metric_name: str | None = None
     category_source: str | None = None
@@ -159,13 +205,13 @@ async def load_items(session: AsyncSession, evaluation_id: uuid.UUID) -> Items:
         await session.execute(
             text(
                 f"SELECT {cat_sql}, {dim_sql}, r.is_correct, r.score, r.latency_ms, r.prompt_tokens, r.completion_tokens, "
-                "r.error->>'stage', r.error->>'type', r.metrics->>'extraction' "
+                "r.error->>'stage', r.error->>'type', r.metrics->>'extraction', r.metrics->>'decided_by' "
                 "FROM sample_results r JOIN samples s ON s.id = r.sample_id WHERE r.evaluation_id = :e"
             ),
             {"e": evaluation_id},
         )
     ).all()
-    cols = list(zip(*rows, strict=True)) if rows else [[] for _ in range(10)]
+    cols = list(zip(*rows, strict=True)) if rows else [[] for _ in range(11)]
     nan = float("nan")
     versions: dict[str, set[str]] = defaultdict(set)
     names: Counter[str] = Counter()
@@ -190,6 +236,7 @@ async def load_items(session: AsyncSession, evaluation_id: uuid.UUID) -> Items:
         completion_tokens=np.array([0 if v is None else v for v in cols[6]], dtype=np.int64),
         error_kind=[None if s is None else (s, t or "unknown") for s, t in zip(cols[7], cols[8], strict=True)],
         extraction=list(cols[9]),
+        decided_by=list(cols[10]),
         metric_versions={k: sorted(v) for k, v in sorted(versions.items())},
         metric_name=names.most_common(1)[0][0] if names else None,
         category_source=".".join(cat) if cat else None,
@@ -197,8 +244,11 @@ async def load_items(session: AsyncSession, evaluation_id: uuid.UUID) -> Items:
     )
 
 
-async def metric_arrays(session: AsyncSession, evaluation_id: uuid.UUID) -> dict[str, np.ndarray[Any, Any]]:
-    """Numeric per-item metrics (``metrics`` JSON values that are numbers, booleans excluded), by key."""
+async def metric_arrays(
+    session: AsyncSession, evaluation_id: uuid.UUID, keep: Callable[[str], bool] = lambda key: True
+) -> dict[str, np.ndarray[Any, Any]]:
+    """Numeric per-item metrics (``metrics`` JSON values that are numbers, booleans excluded), by key: the
+    :data:`MAX_METRIC_KEYS` most frequent of the keys ``keep`` accepts."""
     rows = (
         await session.execute(
             text(
@@ -208,7 +258,7 @@ async def metric_arrays(session: AsyncSession, evaluation_id: uuid.UUID) -> dict
             {"e": evaluation_id},
         )
     ).all()
-    return {k: np.asarray(v, dtype=float) for k, v in rows[:MAX_METRIC_KEYS]}
+    return {k: np.asarray(v, dtype=float) for k, v in [r for r in rows if keep(r[0])][:MAX_METRIC_KEYS]}
 
 
 def _scored_stats(ok: np.ndarray[Any, Any], score: np.ndarray[Any, Any]) -> tuple[int, int, Estimate | None, Estimate | None]:
@@ -249,8 +299,11 @@ async def cost_by_role(session: AsyncSession, evaluation_id: uuid.UUID) -> CostS
     )
 
 
-async def build_summary(session: AsyncSession, evaluation_id: uuid.UUID, items: Items) -> Summary:
-    """The summary section (see the module docstring for the methods)."""
+async def build_summary(
+    session: AsyncSession, evaluation_id: uuid.UUID, items: Items, keep: Callable[[str], bool] = lambda key: True
+) -> Summary:
+    """The summary section (see the module docstring for the methods); ``keep``: which per-item metrics are
+    summarised (:func:`metric_filter`)."""
     scored, correct, accuracy, score_mean = _scored_stats(items.is_correct, items.score)
     lat = items.latency[~np.isnan(items.latency)]
     pct = stats.percentiles(lat)
@@ -273,7 +326,7 @@ async def build_summary(session: AsyncSession, evaluation_id: uuid.UUID, items: 
     )
     extracting = [e for e in items.extraction if e is not None]
     fails = sum(1 for e in extracting if e == "no_answer")
-    means = {k: e for k, v in (await metric_arrays(session, evaluation_id)).items() if (e := _est_mean(v)) is not None}
+    means = {k: e for k, v in (await metric_arrays(session, evaluation_id, keep)).items() if (e := _est_mean(v)) is not None}
     n = items.n
     return Summary(
         n=n,
@@ -363,7 +416,8 @@ async def failures(session: AsyncSession, evaluation_id: uuid.UUID, category_sou
         await session.execute(
             text(
                 f"SELECT s.ordinal, s.external_id, r.repeat, r.arm, {cat_sql}, s.input, s.reference, r.output, r.extracted, "
-                "r.is_correct, r.score, r.error FROM sample_results r JOIN samples s ON s.id = r.sample_id "
+                "r.is_correct, r.score, r.error, r.metrics->>'failure', r.metrics->>'stderr_tail' "
+                "FROM sample_results r JOIN samples s ON s.id = r.sample_id "
                 f"WHERE {where} ORDER BY s.ordinal, r.repeat, r.arm LIMIT :limit"
             ),
             {"e": evaluation_id, "limit": MAX_FAILURES},
@@ -383,8 +437,10 @@ async def failures(session: AsyncSession, evaluation_id: uuid.UUID, category_sou
             is_correct=ok,
             score=sc,
             error=None if err is None else f"{err.get('stage')}/{err.get('type')}: {err.get('message', '')}"[:MAX_TEXT],
+            failure=None if failure is None else failure[:MAX_TEXT],
+            stderr_tail=None if stderr is None else stderr[-MAX_STDERR:],
         )
-        for o, x, rp, arm, c, inp, ref, out, ext, ok, sc, err in rows
+        for o, x, rp, arm, c, inp, ref, out, ext, ok, sc, err, failure, stderr in rows
     ]
     return Failures(total=total, shown=len(items), items=items)
 
@@ -425,7 +481,7 @@ async def trend(session: AsyncSession, ev: Evaluation, model: Model, bench: Benc
                 value=value[0],
                 ci_low=value[1],
                 ci_high=value[2],
-                label="this run" if current else f"v{row[4]}",
+                label="this run" if current else version_label(row[4]),
                 model_version=row[4],
                 benchmark_version=row[5],
                 scheduled=bool(row[6]) if schedule_col is not None else False,
@@ -475,11 +531,11 @@ async def profile(
     baseline_categories: Breakdown | None,
 ) -> Profile:
     """Series for the radar chart (see METHODS["profile"])."""
-    name = f"{model.name} v{model.version}"
+    name = f"{model.name} {version_label(model.version)}"
     series = {f"{name} (this run)": await _dimension_profile(session, ev)}
     if baseline is not None:
         bmodel = await session.get(Model, baseline.model_id)
-        series[f"{bmodel.name} v{bmodel.version} (baseline)"] = await _dimension_profile(session, baseline)
+        series[f"{bmodel.name} {version_label(bmodel.version)} (baseline)"] = await _dimension_profile(session, baseline)
     n_dims = len({d for s in series.values() for d in s})
     if n_dims >= MIN_RADAR_AXES:
         return Profile(source="capability_dimensions", note=METHODS["profile"], series=series)
@@ -500,3 +556,146 @@ async def profile(
             series=cat_series,
         )
     return Profile(source="capability_dimensions", note=METHODS["profile"] + f" (only {n_dims} known)", series=series)
+
+
+async def judge_section(session: AsyncSession, evaluation_id: uuid.UUID, cfg: JudgeConfig) -> JudgeSection:
+    """The judge's part of the report (see METHODS["judge"]): the rubric's dimensions with their means, the
+    counts of invalid and low-confidence verdicts, and the reasoning of a few judged items."""
+    counts = (
+        await session.execute(
+            text(
+                "SELECT count(*) FILTER (WHERE metrics->'judge_invalid' IS NOT NULL), "
+                "count(*) FILTER (WHERE metrics->>'judge_invalid' = '1'), "
+                "count(*) FILTER (WHERE metrics->>'judge_low_confidence' = '1') "
+                "FROM sample_results WHERE evaluation_id = :e"
+            ),
+            {"e": evaluation_id},
+        )
+    ).one()
+    arrays = await metric_arrays(session, evaluation_id, set(judge_metric_keys(cfg)).__contains__)
+    if cfg.mode == "pairwise":
+        scales = [("pairwise_win", "win rate against the baseline's answers: win 1, tie 0.5, loss 0", 0.0, 1.0)]
+    else:
+        scales = [("judge_overall", "the judge's overall score", cfg.overall_min, cfg.overall_max)]
+        scales += [(f"judge_{d.name}", d.description, d.min, d.max) for d in cfg.dimensions]
+    dimensions = [
+        JudgeDimension(
+            name=key.removeprefix("judge_").removeprefix("pairwise_"),
+            description=desc,
+            min=lo,
+            max=hi,
+            mean=_est_mean(arrays[key]) if key in arrays else None,
+        )
+        for key, desc, lo, hi in scales
+    ]
+    picked = (
+        await session.execute(
+            text(
+                "SELECT sample_id, repeat, arm, ordinal, external_id, is_correct, score FROM ("
+                " SELECT r.sample_id, r.repeat, r.arm, s.ordinal, s.external_id, r.is_correct, r.score,"
+                " row_number() OVER (PARTITION BY r.is_correct ORDER BY s.ordinal, r.repeat, r.arm) AS k"
+                " FROM sample_results r JOIN samples s ON s.id = r.sample_id"
+                " WHERE r.evaluation_id = :e AND EXISTS (SELECT 1 FROM judge_verdicts v WHERE v.evaluation_id = :e"
+                " AND v.sample_id = r.sample_id AND v.repeat = r.repeat AND v.arm = r.arm)) j"
+                " WHERE k <= :per ORDER BY ordinal, repeat, arm"
+            ),
+            {"e": evaluation_id, "per": JUDGE_SAMPLES_PER_VERDICT},
+        )
+    ).all()
+    order = {d.name: i for i, d in enumerate(cfg.dimensions)}  # a verdict's scores in the rubric's order
+    verdicts: dict[tuple[Any, int, str], list[JudgeVerdictSample]] = defaultdict(list)
+    if picked:
+        for row in (
+            await session.execute(
+                text(
+                    "SELECT sample_id, repeat, arm, judge_model_name, position, valid, overall, scores, winner, "
+                    "candidate_outcome, left(reasoning, :n), left(error, 300) FROM judge_verdicts "
+                    "WHERE evaluation_id = :e AND sample_id = ANY(:ids) ORDER BY id LIMIT 200"
+                ),
+                {"e": evaluation_id, "ids": [p[0] for p in picked], "n": MAX_REASONING},
+            )
+        ).all():
+            verdicts[(row[0], row[1], row[2])].append(
+                JudgeVerdictSample(
+                    judge_model=row[3],
+                    position=row[4],
+                    valid=row[5],
+                    overall=row[6],
+                    scores={
+                        k: float(v)
+                        for k, v in sorted((row[7] or {}).items(), key=lambda kv: order.get(kv[0], len(order)))
+                        if isinstance(v, int | float)
+                    },
+                    winner=row[8],
+                    candidate_outcome=row[9],
+                    reasoning=row[10],
+                    error=row[11],
+                )
+            )
+    samples = [
+        JudgeSample(ordinal=o, external_id=x, repeat=rp, arm=arm, is_correct=ok, score=sc, verdicts=verdicts[(sid, rp, arm)])
+        for sid, rp, arm, o, x, ok, sc in picked
+    ]
+    return JudgeSection(
+        mode=cfg.mode,
+        judges=list(cfg.judges),
+        items_judged=counts[0],
+        invalid=counts[1],
+        low_confidence=counts[2],
+        dimensions=dimensions,
+        samples=samples,
+        note=METHODS["judge"],
+    )
+
+
+async def stages(session: AsyncSession, evaluation_id: uuid.UUID, items: Items) -> Stages:
+    """A hybrid evaluation's items by the stage that decided them, and its routes (see METHODS["stages"])."""
+    whole = breakdown(items.decided_by, items, "metrics.decided_by", "")
+    order = {name: i for i, name in enumerate(STAGES)}
+    rows = sorted(whole.rows, key=lambda r: (order.get(r.name, len(STAGES)), r.name))
+    routes = (
+        await session.execute(
+            text(
+                "SELECT stage, reason, count(*) FROM hybrid_routes WHERE evaluation_id = :e "
+                "GROUP BY stage, reason ORDER BY stage, count(*) DESC, reason"
+            ),
+            {"e": evaluation_id},
+        )
+    ).all()
+    return Stages(
+        note=METHODS["stages"],
+        rows=rows,
+        routes=[StageRoute(stage=st, reason=rs, count=c) for st, rs, c in sorted(routes, key=lambda r: order.get(r[0], 9))],
+    )
+
+
+async def experiment(session: AsyncSession, ev: Evaluation, baseline_id: uuid.UUID | None) -> Experiment | None:
+    """The other arms of ``ev``'s A/B experiment (same tenant), in the experiment's order, offered as
+    baselines; None when ``ev`` is not an arm."""
+    experiment_id = getattr(ev, "experiment_id", None)
+    if experiment_id is None:
+        return None
+    rows = (
+        await session.execute(
+            select(Evaluation.id, Evaluation.arm, Evaluation.status, Evaluation.summary)
+            .where(Evaluation.experiment_id == experiment_id, Evaluation.tenant_id == ev.tenant_id, Evaluation.id != ev.id)
+            .order_by(Evaluation.created_at, Evaluation.arm)
+            .limit(MAX_ARMS)
+        )
+    ).all()
+    base = f"/v1/evaluations/{ev.id}"
+    return Experiment(
+        experiment_id=experiment_id,
+        arms=[
+            ArmInfo(
+                evaluation_id=eid,
+                arm=arm,
+                status=status,
+                accuracy=(summary or {}).get("accuracy"),
+                is_baseline=eid == baseline_id,
+                compare=f"{base}/compare?baseline={eid}",
+                report=f"{base}/reports",
+            )
+            for eid, arm, status, summary in rows
+        ],
+    )

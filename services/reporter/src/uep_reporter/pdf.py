@@ -51,7 +51,7 @@ async def _with_page(html: str, action: Callable[[Page], Awaitable[_T]], width: 
 
 
 async def html_to_pdf(html: str) -> bytes:
-    """Render ``html`` to an A4 PDF (backgrounds printed, 12 mm margins).
+    """Render ``html`` to an A4 PDF (print media, backgrounds printed, 12 mm margins, every ``<details>`` open).
 
     Raises:
         PdfUnavailable: Chromium is missing or failed.
@@ -59,6 +59,8 @@ async def html_to_pdf(html: str) -> bytes:
 
     async def pdf(page: Page) -> bytes:
         await page.emulate_media(media="print")
+        # paper cannot be clicked: every collapsed <details> (the failure browser) is printed open
+        await page.evaluate("document.querySelectorAll('details').forEach(function (d) { d.open = true; })")
         return await page.pdf(
             format="A4", print_background=True, margin={"top": "12mm", "bottom": "12mm", "left": "10mm", "right": "10mm"}
         )

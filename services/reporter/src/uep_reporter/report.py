@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common.charts import bars_svg, radar_svg, trend_svg
 from uep_common.comparison import compare, find_baseline
-from uep_common.configs import parse_benchmark_config
+from uep_common.configs import parse_benchmark_config, parse_evaluation_config
 from uep_common.db.models import Benchmark, Evaluation, Model
 from uep_common.fingerprint import fingerprint
 from uep_reporter import analysis
@@ -40,6 +40,7 @@ _env = jinja2.Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
+_env.filters["version"] = analysis.version_label
 
 
 class ReportError(LookupError):
@@ -64,8 +65,11 @@ async def collect(
     model = await session.get(Model, ev.model_id)
     bench = await session.get(Benchmark, ev.benchmark_id)
     assert model is not None and bench is not None  # the evaluation's foreign keys
+    ev_config = parse_evaluation_config(ev.config)
+    judge_cfg = ev_config.judge
+    evaluation_type = ev_config.evaluation_type or bench.evaluation_type
     items = await analysis.load_items(session, ev.id)
-    summary = await analysis.build_summary(session, ev.id, items)
+    summary = await analysis.build_summary(session, ev.id, items, analysis.metric_filter(judge_cfg))
     categories = analysis.category_breakdown(items)
     dimensions = analysis.dimension_breakdown(items, list(bench.capability_dimensions or []))
 
@@ -140,6 +144,9 @@ async def collect(
         fingerprint=fp,
         fingerprint_diff=comparison_section.comparison.fingerprint_diff if comparison_section else None,
         failures=await analysis.failures(session, ev.id, items.category_source),
+        judge=await analysis.judge_section(session, ev.id, judge_cfg) if judge_cfg is not None else None,
+        stages=await analysis.stages(session, ev.id, items) if evaluation_type == "hybrid" else None,
+        experiment=await analysis.experiment(session, ev, baseline.id if baseline is not None else None),
         methods=analysis.METHODS,
     )
 
@@ -179,7 +186,8 @@ def _show(v: object) -> str:
 
 
 def charts(report: Report) -> tuple[str, str, str | None]:
-    """The radar, trend and (with two or more categories) category SVGs of a report."""
+    """The profile (a radar, bars below three axes), trend and (with two or more categories) category SVGs of
+    a report."""
     ev = report.evaluation
     radar = radar_svg(
         report.profile.series,
@@ -208,6 +216,8 @@ def render_html(report: Report) -> str:
     """The self-contained HTML page of ``report`` (CPU-bound: charts + template)."""
     radar, trend, bars = charts(report)
     changes = {c.field: c for c in report.fingerprint_diff.changes} if report.fingerprint_diff else {}
+    # the judge's rubric has its own table (with scales): the means table keeps the other metrics
+    means = {k: e for k, e in report.summary.metric_means.items() if not (report.judge and k.startswith(("judge_", "pairwise_")))}
     return _env.get_template("report.html.j2").render(
         r=report,
         ev=report.evaluation,
@@ -216,6 +226,7 @@ def render_html(report: Report) -> str:
         trend=trend,
         bars=bars,
         changes=changes,
+        metric_means=means,
         failure_categories=sorted({f.category for f in report.failures.items if f.category}),
         pct=_pct,
         signed_pct=_signed_pct,

@@ -21,8 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from uep_common.comparison import Comparison
 from uep_common.fingerprint import FingerprintDiff
 
-REPORT_SCHEMA_VERSION = "1.0"
-SCHEMA_ID = "https://uep.example/schemas/report-1.0.json"
+REPORT_SCHEMA_VERSION = "1.1"
+SCHEMA_ID = "https://uep.example/schemas/report-1.1.json"
 
 
 class _M(BaseModel):
@@ -195,12 +195,84 @@ class FailureItem(_M):
     is_correct: bool | None
     score: float | None
     error: str | None
+    failure: str | None = Field(
+        None, description="Why the metric failed the item, when it says: e.g. a code program's assertion or exception."
+    )
+    stderr_tail: str | None = Field(None, description="A code program's stderr, its last 2 KiB (tracebacks with source lines).")
 
 
 class Failures(_M):
     total: int = Field(description="Items not correct (wrong or errored).")
     shown: int
     items: list[FailureItem]
+
+
+class JudgeDimension(_M):
+    name: str = Field(description="'overall' or a rubric dimension of the judge configuration.")
+    description: str
+    min: float
+    max: float
+    mean: Estimate | None = Field(description="Mean over the judged items on the dimension's scale (bootstrap).")
+
+
+class JudgeVerdictSample(_M):
+    judge_model: str
+    position: str = Field(description="'AB' or 'BA' for a pairwise comparison, '-' otherwise.")
+    valid: bool
+    overall: float | None
+    scores: dict[str, float]
+    winner: str | None
+    candidate_outcome: str | None
+    reasoning: str | None = Field(description="The judge's reasoning, truncated.")
+    error: str | None = Field(description="Why the answer was invalid.")
+
+
+class JudgeSample(_M):
+    ordinal: int
+    external_id: str | None
+    repeat: int
+    arm: str
+    is_correct: bool | None
+    score: float | None
+    verdicts: list[JudgeVerdictSample]
+
+
+class JudgeSection(_M):
+    mode: str = Field(description="rubric | reference | pairwise.")
+    judges: list[str]
+    items_judged: int = Field(description="Items that reached the judge.")
+    invalid: int = Field(description="Judged items without a valid verdict.")
+    low_confidence: int = Field(description="Judged items whose jury disagreed or lost a juror.")
+    dimensions: list[JudgeDimension]
+    samples: list[JudgeSample] = Field(description="A few judged items with the judges' reasoning.")
+    note: str
+
+
+class StageRoute(_M):
+    stage: str = Field(description="The stage an item was routed to: judge | human.")
+    reason: str
+    count: int
+
+
+class Stages(_M):
+    note: str
+    rows: list[BreakdownRow] = Field(description="One row per deciding stage: automatic, judge, human.")
+    routes: list[StageRoute]
+
+
+class ArmInfo(_M):
+    evaluation_id: uuid.UUID
+    arm: str
+    status: str
+    accuracy: float | None
+    is_baseline: bool = Field(description="This arm is the baseline of the report's comparison.")
+    compare: str = Field(description="The API path comparing this report's evaluation with the arm.")
+    report: str = Field(description='The API path to POST {"baseline": <arm\'s evaluation id>} to for a report against it.')
+
+
+class Experiment(_M):
+    experiment_id: uuid.UUID
+    arms: list[ArmInfo] = Field(description="The experiment's other arms, offered as baselines.")
 
 
 class ComparisonSection(_M):
@@ -213,7 +285,7 @@ class Report(_M):
 
     model_config = ConfigDict(extra="forbid", title="uep evaluation report", json_schema_serialization_defaults_required=True)
 
-    schema_version: Literal["1.0"] = REPORT_SCHEMA_VERSION
+    schema_version: Literal["1.1"] = REPORT_SCHEMA_VERSION
     report_id: uuid.UUID
     generated_at: datetime
     evaluation: EvaluationInfo
@@ -227,6 +299,9 @@ class Report(_M):
     fingerprint: dict[str, object]
     fingerprint_diff: FingerprintDiff | None
     failures: Failures
+    judge: JudgeSection | None = Field(None, description="LLM-judged and hybrid evaluations: the rubric and sample reasoning.")
+    stages: Stages | None = Field(None, description="Hybrid evaluations: items by the stage that decided them.")
+    experiment: Experiment | None = Field(None, description="An A/B arm: the experiment's other arms.")
     methods: dict[str, str] = Field(description="How each kind of figure is computed.")
 
 

@@ -495,6 +495,8 @@ async def get_evaluation(
     so_far: dict[str, Any] = {}
     if ev.status == EvaluationStatus.running:
         so_far = await accuracy_so_far(session, ev.id)
+    elif ev.summary:  # ended (or a partial summary): the summary's figures
+        so_far = {k: ev.summary.get(k) for k in ("correct", "scored", "accuracy", "ci_low", "ci_high")}
         try:
             live = await request.app.state.redis.hgetall(progress_key(ev.id))
             if live:
