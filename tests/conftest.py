@@ -29,6 +29,7 @@ TEST_ENV = {
     "UEP_REDIS_URL": f"redis://127.0.0.1:6379/{os.environ.get('UEP_TEST_REDIS_DB', '15')}",
     "UEP_TRITON_MODELS": os.environ.get("UEP_TEST_TRITON_MODELS", "smollm2,oracle,bench_echo,judge,judge_first"),
     "UEP_OTEL_EXPORTER": "console",
+    "UEP_KAFKA_TANSU_COMPAT": "true",  # the test stack's broker is tansu (clients made by the tests themselves)
     # Periodic retention would clean the details of older evaluations of one (benchmark, model) while later
     # tests read them; the retention tests run it through POST /v1/retention/run instead.
     "UEP_RETENTION_ENABLED": "false",

@@ -132,6 +132,7 @@ class StackConfig:
                 "UEP_DATABASE_URL": self.database_url,
                 "UEP_REDIS_URL": self.redis_url,
                 "UEP_KAFKA_BOOTSTRAP": f"127.0.0.1:{self.broker_port}",
+                "UEP_KAFKA_TANSU_COMPAT": "true",  # tansu: no idempotent producer, offset watchdog
                 "UEP_TRITON_HTTP_PORT": str(self.triton_http),
                 "UEP_TRITON_GRPC_PORT": str(self.triton_grpc),
                 "UEP_TRITON_METRICS_PORT": str(self.triton_metrics),

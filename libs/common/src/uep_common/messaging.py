@@ -1,8 +1,11 @@
 """Kafka plumbing shared by the services: broker factory, topic creation, consumer defaults, publishing.
 
-Settings suit the tansu broker: no idempotent/transactional producer (tansu rejects
-aiokafka's InitProducerId v0; exactly-once comes from PostgreSQL and idempotent consumers), topics created
-explicitly with their partition counts, session_timeout 6 s and fetch_max_wait 100 ms.
+Every client (the FastStream broker, admin clients) gets the connection security of the settings
+(:func:`security`: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL with SCRAM-SHA-512/256 or PLAIN, an optional CA
+file and client certificate). Producers use ``acks="all"`` and the idempotent producer, except with
+``kafka_tansu_compat`` (the local stack's tansu rejects aiokafka's InitProducerId; exactly-once comes from
+PostgreSQL and idempotent consumers either way). Topics are created explicitly with their partition count,
+replication factor and ``min.insync.replicas`` (:func:`ensure_topics`).
 """
 
 from __future__ import annotations
@@ -14,9 +17,12 @@ from typing import Any
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError
+from aiokafka.helpers import create_ssl_context
 from faststream.kafka import KafkaBroker
 from faststream.kafka.opentelemetry import KafkaTelemetryMiddleware
+from faststream.kafka.security import parse_security
 from faststream.message import StreamMessage
+from faststream.security import BaseSecurity, SASLPlaintext, SASLScram256, SASLScram512
 from opentelemetry.sdk.trace import TracerProvider
 
 from uep_common.events import Event, Topics
@@ -30,17 +36,67 @@ DEAD_LETTER_TOPIC = "uep.dead-letter.v1"
 ``dead_letters`` table and the gateway re-drives them (``POST /v1/dead-letters/{id}/redrive``)."""
 
 
+_SASL: dict[str, type[SASLPlaintext | SASLScram256 | SASLScram512]] = {
+    "SCRAM-SHA-512": SASLScram512,
+    "SCRAM-SHA-256": SASLScram256,
+    "PLAIN": SASLPlaintext,
+}
+
+
+def security(settings: CommonSettings) -> BaseSecurity | None:
+    """FastStream security object of the settings' ``kafka_security_protocol``; None for PLAINTEXT.
+
+    SSL and SASL_SSL verify the brokers' certificates against ``kafka_ssl_ca_file`` (or the system CAs) and
+    present ``kafka_ssl_cert_file``/``kafka_ssl_key_file`` when set (mutual TLS); SASL_* authenticate with
+    ``kafka_sasl_mechanism`` as ``kafka_sasl_username``. Raises OSError/ssl.SSLError when a file cannot be read.
+    """
+    protocol = settings.kafka_security_protocol
+    if protocol == "PLAINTEXT":
+        return None
+    tls = protocol in ("SSL", "SASL_SSL")
+    context = (
+        create_ssl_context(
+            cafile=settings.kafka_ssl_ca_file, certfile=settings.kafka_ssl_cert_file, keyfile=settings.kafka_ssl_key_file
+        )
+        if tls
+        else None
+    )
+    if protocol == "SSL":
+        return BaseSecurity(ssl_context=context)
+    password = settings.kafka_sasl_password.get_secret_value() if settings.kafka_sasl_password else ""
+    return _SASL[settings.kafka_sasl_mechanism](settings.kafka_sasl_username, password, ssl_context=context, use_ssl=tls)
+
+
+def client_options(settings: CommonSettings) -> dict[str, Any]:
+    """Keyword arguments of an aiokafka client (admin, producer, consumer) for the settings' broker and security:
+    ``bootstrap_servers``, ``client_id`` and ``security_protocol`` (+ ``ssl_context``, ``sasl_mechanism``,
+    ``sasl_plain_username``/``sasl_plain_password`` where used) — the same connection the FastStream broker makes."""
+    return {
+        "bootstrap_servers": settings.kafka_bootstrap,
+        "client_id": f"uep-{settings.service_name}",
+        **parse_security(security(settings)),
+    }
+
+
+def make_admin(settings: CommonSettings) -> AIOKafkaAdminClient:
+    """An aiokafka admin client (not started) on the settings' broker, with their security."""
+    return AIOKafkaAdminClient(request_timeout_ms=settings.kafka_request_timeout_ms, **client_options(settings))
+
+
 def make_broker(settings: CommonSettings, tracer_provider: TracerProvider | None = None) -> KafkaBroker:
-    """FastStream Kafka broker with uep's producer settings and the OpenTelemetry middleware."""
+    """FastStream Kafka broker with uep's producer settings, the settings' security and the OpenTelemetry middleware.
+
+    ``acks="all"``; the idempotent producer unless ``kafka_tansu_compat`` (tansu refuses it)."""
     middlewares = [KafkaTelemetryMiddleware(tracer_provider=tracer_provider)] if tracer_provider else []
     return KafkaBroker(
         settings.kafka_bootstrap,
         acks="all",
-        enable_idempotence=False,
+        enable_idempotence=not settings.kafka_tansu_compat,
         request_timeout_ms=settings.kafka_request_timeout_ms,
         linger_ms=0,
         middlewares=middlewares,
         client_id=f"uep-{settings.service_name}",
+        security=security(settings),
     )
 
 
@@ -59,9 +115,22 @@ def consumer_options(settings: CommonSettings, service: str) -> dict[str, Any]:
     }
 
 
+def topic_spec(settings: CommonSettings, name: str) -> NewTopic:
+    """How uep creates topic ``name``: ``kafka_partitions`` partitions, ``kafka_replication_factor`` replicas and,
+    above the broker default of 1, ``min.insync.replicas`` = ``kafka_min_insync_replicas``."""
+    configs = {"min.insync.replicas": str(settings.kafka_min_insync_replicas)} if settings.kafka_min_insync_replicas > 1 else None
+    return NewTopic(
+        name=name,
+        num_partitions=settings.kafka_partitions,
+        replication_factor=settings.kafka_replication_factor,
+        topic_configs=configs,
+    )
+
+
 async def ensure_topics(settings: CommonSettings) -> list[str]:
-    """Create every uep topic (and the dead-letter topic) that does not exist. Returns the names created."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap)
+    """Create every uep topic (and the dead-letter topic) that does not exist (:func:`topic_spec`); existing
+    topics are left as they are. Returns the names created."""
+    admin = make_admin(settings)
     await admin.start()
     created: list[str] = []
     try:
@@ -69,15 +138,7 @@ async def ensure_topics(settings: CommonSettings) -> list[str]:
         wanted = [t for t in [*Topics.all(), DEAD_LETTER_TOPIC] if t not in existing]
         for name in wanted:
             try:
-                await admin.create_topics(
-                    [
-                        NewTopic(
-                            name=name,
-                            num_partitions=settings.kafka_partitions,
-                            replication_factor=settings.kafka_replication_factor,
-                        )
-                    ]
-                )
+                await admin.create_topics([topic_spec(settings, name)])
                 created.append(name)
             except TopicAlreadyExistsError:
                 pass

@@ -53,6 +53,8 @@ class ServiceRuntime:
     sessionmaker: async_sessionmaker[AsyncSession] | None = field(init=False, default=None)
     redis: object | None = field(init=False, default=None)
     ready_checks: dict[str, ReadyCheck] = field(init=False, default_factory=dict)
+    watchdog: OffsetWatchdog | None = field(init=False, default=None)
+    """The offset watchdog :func:`build_app` runs (only with ``kafka_tansu_compat``), else None."""
     started: bool = field(init=False, default=False)
     """True once the broker and every start-up hook have run (FastStream's ASGI lifespan lets the HTTP
     server answer before that, so readiness must not rely on the server answering)."""
@@ -122,14 +124,20 @@ def build_app(
         body = json.dumps({"status": "ready" if ok else "not_ready", "checks": checks}).encode()
         return AsgiResponse(body, 200 if ok else 503, headers={"content-type": "application/json"})
 
-    watchdog = OffsetWatchdog(runtime.broker, runtime.settings.kafka_offset_watchdog_s)
+    # Only a broker that can lose its log (tansu's memory storage) needs the watchdog; Kafka resets by itself.
+    watchdog = (
+        OffsetWatchdog(runtime.broker, runtime.settings.kafka_offset_watchdog_s) if runtime.settings.kafka_tansu_compat else None
+    )
+    runtime.watchdog = watchdog
 
     async def _close() -> None:
-        await watchdog.stop()
+        if watchdog is not None:
+            await watchdog.stop()
         await runtime.close()
 
     async def _mark_started() -> None:
-        watchdog.start()
+        if watchdog is not None:
+            watchdog.start()
         runtime.started = True
 
     return AsgiFastStream(

@@ -6,9 +6,9 @@ on 127.0.0.1:9092). Each service extends :class:`CommonSettings` with its own fi
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Self
 
-from pydantic import Field
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -34,8 +34,35 @@ class CommonSettings(BaseSettings):
     kafka_heartbeat_interval_ms: int = 1000
     kafka_fetch_max_wait_ms: int = Field(100, ge=1, description="Long-poll wait; latency ~ half of it on tansu.")
     kafka_request_timeout_ms: int = 10_000
+    kafka_min_insync_replicas: int = Field(
+        1,
+        ge=1,
+        description="min.insync.replicas of topics uep creates (2 on a production cluster with replication factor 3): "
+        "with acks=all a write needs this many in-sync replicas or is refused.",
+    )
+    kafka_security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
+        "PLAINTEXT", description="Kafka client security protocol (the listener's: SASL_SSL for Strimzi's scram-sha-512 TLS one)."
+    )
+    kafka_sasl_mechanism: Literal["SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"] = Field(
+        "SCRAM-SHA-512", description="SASL mechanism with SASL_PLAINTEXT / SASL_SSL."
+    )
+    kafka_sasl_username: str = Field("", description="SASL user (a Strimzi KafkaUser's name); required with SASL_*.")
+    kafka_sasl_password: SecretStr | None = Field(None, description="SASL password; required with SASL_*.")
+    kafka_ssl_ca_file: str | None = Field(
+        None, description="PEM file of the CA that signed the brokers' certificates (SSL / SASL_SSL); unset: the system CAs."
+    )
+    kafka_ssl_cert_file: str | None = Field(None, description="PEM client certificate for mutual TLS (with kafka_ssl_key_file).")
+    kafka_ssl_key_file: str | None = Field(None, description="PEM private key of kafka_ssl_cert_file.")
+    kafka_tansu_compat: bool = Field(
+        False,
+        description="Work around the tansu broker of the local stack: no idempotent producer (tansu refuses aiokafka's "
+        "InitProducerId) and the offset watchdog for a broker that lost its log (uep_common.offsets). "
+        "Off (Apache Kafka): idempotent producer, no watchdog.",
+    )
     kafka_offset_watchdog_s: float = Field(
-        3.0, gt=0, description="Seconds between checks for consumers left past a lost log (uep_common.offsets)."
+        3.0,
+        gt=0,
+        description="Seconds between checks for consumers left past a lost log (uep_common.offsets; with kafka_tansu_compat).",
     )
     consumer_group_prefix: str = Field("uep", description="Consumer groups are '<prefix>.<service>'.")
     health_host: str = "127.0.0.1"
@@ -72,3 +99,21 @@ class CommonSettings(BaseSettings):
         description="Closest two runs of one schedule, seconds: a cron whose consecutive runs are closer is refused, "
         "and the scheduler never creates runs closer than this.",
     )
+
+    @model_validator(mode="after")
+    def _check_kafka(self) -> Self:
+        """SASL needs a user and a password; min.insync.replicas cannot exceed the replication factor; a client
+        key needs its certificate."""
+        if self.kafka_security_protocol.startswith("SASL_"):
+            if not self.kafka_sasl_username:
+                raise ValueError(f"kafka_sasl_username: required with kafka_security_protocol={self.kafka_security_protocol}")
+            if self.kafka_sasl_password is None or not self.kafka_sasl_password.get_secret_value():
+                raise ValueError(f"kafka_sasl_password: required with kafka_security_protocol={self.kafka_security_protocol}")
+        if self.kafka_min_insync_replicas > self.kafka_replication_factor:
+            raise ValueError(
+                f"kafka_min_insync_replicas: {self.kafka_min_insync_replicas} exceeds kafka_replication_factor "
+                f"{self.kafka_replication_factor} (every write would be refused)"
+            )
+        if bool(self.kafka_ssl_cert_file) != bool(self.kafka_ssl_key_file):
+            raise ValueError("kafka_ssl_cert_file, kafka_ssl_key_file: set both or neither")
+        return self
