@@ -92,3 +92,10 @@ async def test_errors_that_are_not_overload_do_not_move_the_limit(sm, world):
     assert await _limit(sm, model) == 3.0
     moved = await _adapt(sm, [_score(model, "model_not_found")])  # a permanent error: no step either way
     assert moved == {} and await _limit(sm, model) == 3.0
+
+
+async def test_a_rate_limit_a_retry_got_past_still_halves_the_limit(sm, world):
+    model = await world.model(8)
+    answered_after_429 = _score(model, None).model_copy(update={"throttled": True})  # a success, but throttled first
+    assert await _adapt(sm, [answered_after_429]) == {model: "decrease"}
+    assert await _limit(sm, model) == 4.0

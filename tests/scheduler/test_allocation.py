@@ -198,7 +198,9 @@ async def test_two_allocators_running_concurrently_never_overbook_or_lease_twice
     assert total == 12 + 14 * 4  # the first fill, then every released slot exactly once
 
 
-async def test_ab_arms_are_dispatched_together(sm, world):
+async def test_ab_arms_stay_within_one_item_of_each_other(sm, world):
+    """Arms on different models, one of them capacity 4, with a competitor: item i of every arm goes out
+    together when both fit, else the arm behind goes first (uep_scheduler.allocation.arm_packet)."""
     import uuid
 
     t = await world.tenant("t")
@@ -209,14 +211,13 @@ async def test_ab_arms_are_dispatched_together(sm, world):
     await world.evaluation(t, bench, m2, 60)  # a competitor on the same tenant
     cfg, rng, now = settings(max_in_flight_global=10), random.Random(2), datetime.now(UTC)
     for _ in range(20):
-        r = await run_pass(sm, cfg, now)
-        assert r.leased.get(arm_a, 0) == r.leased.get(arm_b, 0)  # item i of both arms in the same pass
+        await run_pass(sm, cfg, now)
         async with sm() as s:
             da, db_ = (
                 (await s.get(Evaluation, arm_a, populate_existing=True)).dispatched_items,
                 (await s.get(Evaluation, arm_b, populate_existing=True)).dispatched_items,
             )
-        assert da == db_
+        assert abs(da - db_) <= 1, (da, db_)
         await release_random(sm, 3, rng)
         now += timedelta(milliseconds=100)
     async with sm() as s:
@@ -227,7 +228,7 @@ async def test_ab_arms_are_dispatched_together(sm, world):
                 .group_by(SampleLease.arm)
             )
         ).all()
-    assert dict(arms)["a"] == dict(arms)["b"] > 0
+    assert abs(dict(arms)["a"] - dict(arms)["b"]) <= 1 and min(dict(arms).values()) > 0
 
 
 async def test_an_item_scored_but_never_stored_is_dispatched_again_by_the_orphan_sweep(sm, world):

@@ -73,7 +73,7 @@ async def test_the_dispatcher_picks_the_backend_named_by_the_target():
 
 
 def test_retried_kinds_come_from_the_backends_and_all_halve_the_adaptive_limit():
-    assert {"timeout", "triton_unavailable", "openai_unavailable"} == TRANSIENT
+    assert {"timeout", "triton_unavailable", "openai_unavailable", "rate_limited"} == TRANSIENT
     assert TRANSIENT <= OVERLOAD_ERRORS  # a new backend's transient kinds must be added to the scheduler's list
 
 
@@ -126,7 +126,9 @@ async def test_openai_raw_completion_without_token_counts():
 @pytest.mark.parametrize(
     ("handler", "kind"),
     [
-        (lambda r: httpx.Response(503, text="busy"), "openai_http_error"),
+        (lambda r: httpx.Response(400, text="bad"), "openai_http_error"),
+        (lambda r: httpx.Response(503, text="busy"), "openai_unavailable"),
+        (lambda r: httpx.Response(429, text="slow down"), "rate_limited"),
         (lambda r: httpx.Response(200, json={"choices": []}), "openai_bad_response"),
         (lambda r: (_ for _ in ()).throw(httpx.ConnectError("refused")), "openai_unavailable"),
     ],

@@ -18,6 +18,18 @@ tensor                 dtype    required  meaning
 ``completion_tokens``  INT32    (out)     size of the output (same unit)
 =====================  =======  ========  ==============================================================
 
+A model that answers log-likelihood requests (it has a ``loglikelihood`` method, :data:`LoglikModel`) takes
+one more optional input and gives two more outputs. A row whose ``continuation`` is not empty is such a
+request: ``text_input`` is the context, and the row's result is the log-likelihood of the continuation after
+it (``text_output`` empty, ``prompt_tokens`` / ``completion_tokens`` the context's / continuation's tokens).
+Rows of both kinds may share a batch.
+
+=====================  =======  ========  ==============================================================
+``continuation``       BYTES    no        UTF-8 text scored after the context; absent or empty: generate
+``logprob``            FP32     (out)     sum of ln P(token | preceding) over the continuation; 0 otherwise
+``is_greedy``          INT32    (out)     1 when every continuation token is the most probable one
+=====================  =======  ========  ==============================================================
+
 A model is a plain Python callable ``list[GenerationRequest] -> list[GenerationResult]`` (one result per
 request, same order); :func:`bind_text_model` wraps it with PyTriton's ``@batch`` and binds it with a
 :class:`~pytriton.model_config.DynamicBatcher`.
@@ -57,6 +69,12 @@ OUTPUTS: tuple[Tensor, ...] = (
     Tensor(name="completion_tokens", dtype=np.int32, shape=(1,)),
 )
 
+LOGLIK_INPUTS: tuple[Tensor, ...] = (Tensor(name="continuation", dtype=np.bytes_, shape=(1,), optional=True),)
+LOGLIK_OUTPUTS: tuple[Tensor, ...] = (
+    Tensor(name="logprob", dtype=np.float32, shape=(1,)),
+    Tensor(name="is_greedy", dtype=np.int32, shape=(1,)),
+)
+
 # Values filled in for absent optional inputs (so @batch sees one consistent set of keys); they decode to
 # "use the model default".
 _OPTIONAL_DEFAULTS: dict[str, tuple[Any, Any]] = {
@@ -64,6 +82,7 @@ _OPTIONAL_DEFAULTS: dict[str, tuple[Any, Any]] = {
     "temperature": (-1.0, np.float32),
     "stop": (b"", object),
     "chat": (-1, np.int32),
+    "continuation": (b"", object),
 }
 
 
@@ -103,6 +122,29 @@ class GenerationResult:
 
 TextModel = Callable[[list[GenerationRequest]], list[GenerationResult]]
 """A model: requests in, one result per request out (same order)."""
+
+
+@dataclass(frozen=True)
+class LoglikRequest:
+    """One log-likelihood request: the ``continuation`` (its leading delimiter included) after ``context``."""
+
+    context: str
+    continuation: str
+
+
+@dataclass(frozen=True)
+class LoglikResult:
+    """One log-likelihood: ``logprob`` (natural log, summed over the continuation's tokens), ``is_greedy``,
+    and the token counts of the context and of the continuation."""
+
+    logprob: float
+    is_greedy: bool
+    context_tokens: int
+    continuation_tokens: int
+
+
+LoglikModel = Callable[[list[LoglikRequest]], list[LoglikResult]]
+"""A model's ``loglikelihood`` method: requests in, one result per request out (same order)."""
 
 
 def _scalar(column: np.ndarray | None, row: int) -> Any:
@@ -180,8 +222,34 @@ def encode_results(results: Sequence[GenerationResult]) -> dict[str, np.ndarray]
     }
 
 
-def make_infer_func(model: TextModel, model_name: str) -> Callable[[list], list]:
-    """Wrap ``model`` as a PyTriton inference callable (a list of Triton requests in, a list of outputs out).
+def _mixed_batch(
+    model: TextModel,
+    loglik: LoglikModel,
+    requests: list[GenerationRequest],
+    continuations: list[str],
+) -> dict[str, np.ndarray]:
+    """Answer a batch whose rows with a non-empty continuation are log-likelihood requests (``loglik``) and
+    the others generations (``model``); the outputs of both kinds, in row order."""
+    scored = [i for i, c in enumerate(continuations) if c]
+    generated = [i for i, c in enumerate(continuations) if not c]
+    gen_results = model([requests[i] for i in generated]) if generated else []
+    ll_results = loglik([LoglikRequest(requests[i].prompt, continuations[i]) for i in scored]) if scored else []
+    if len(gen_results) != len(generated) or len(ll_results) != len(scored):
+        raise RuntimeError(f"{len(requests)} requests but {len(gen_results) + len(ll_results)} results")
+    results: list[GenerationResult] = [GenerationResult("", 0, 0)] * len(requests)
+    logprob = np.zeros((len(requests), 1), dtype=np.float32)
+    greedy = np.zeros((len(requests), 1), dtype=np.int32)
+    for i, g in zip(generated, gen_results, strict=True):
+        results[i] = g
+    for i, r in zip(scored, ll_results, strict=True):
+        results[i] = GenerationResult("", r.context_tokens, r.continuation_tokens)
+        logprob[i, 0], greedy[i, 0] = r.logprob, int(r.is_greedy)
+    return {**encode_results(results), "logprob": logprob, "is_greedy": greedy}
+
+
+def make_infer_func(model: TextModel, model_name: str, loglik: LoglikModel | None = None) -> Callable[[list], list]:
+    """Wrap ``model`` as a PyTriton inference callable (a list of Triton requests in, a list of outputs out);
+    with ``loglik``, rows with a ``continuation`` are log-likelihood requests answered by it.
 
     Absent optional inputs are filled with "model default" sentinels first, so requests with and without
     them still form one batch; then PyTriton's ``@batch`` concatenates the batch.
@@ -191,19 +259,26 @@ def make_infer_func(model: TextModel, model_name: str) -> Callable[[list], list]
     """
 
     @batch
-    def _batched(text_input, max_tokens=None, temperature=None, stop=None, chat=None):
+    def _batched(text_input, max_tokens=None, temperature=None, stop=None, chat=None, continuation=None):
         started = time.perf_counter()
         requests = decode_requests(text_input, max_tokens, temperature, stop, chat)
-        results = model(requests)
-        if len(results) != len(requests):
-            raise RuntimeError(f"{model_name}: {len(requests)} requests but {len(results)} results")
+        if loglik is not None:
+            continuations = [_text(_scalar(continuation, row)) for row in range(len(requests))]
+            out = _mixed_batch(model, loglik, requests, continuations)
+        else:
+            results = model(requests)
+            if len(results) != len(requests):
+                raise RuntimeError(f"{model_name}: {len(requests)} requests but {len(results)} results")
+            out = encode_results(results)
         LOGGER.debug("%s: batch of %d in %.1f ms", model_name, len(requests), (time.perf_counter() - started) * 1e3)
-        return encode_results(results)
+        return out
+
+    defaults = {k: v for k, v in _OPTIONAL_DEFAULTS.items() if loglik is not None or k != "continuation"}
 
     def infer_func(requests):
         for request in requests:
             rows = np.asarray(request["text_input"]).shape[0]
-            for name, (value, dtype) in _OPTIONAL_DEFAULTS.items():
+            for name, (value, dtype) in defaults.items():
                 if name not in request:
                     request[name] = np.full((rows, 1), value, dtype=dtype)
         return _batched(requests)
@@ -229,12 +304,14 @@ def bind_text_model(
     max_batch_size: int = MAX_BATCH_SIZE,
     queue_delay_us: int = DEFAULT_QUEUE_DELAY_US,
 ) -> None:
-    """Bind ``model`` into ``triton`` (a :class:`pytriton.triton.Triton`) under ``model_name`` with the shared contract."""
+    """Bind ``model`` into ``triton`` (a :class:`pytriton.triton.Triton`) under ``model_name`` with the shared
+    contract, and the log-likelihood tensors when the model has a ``loglikelihood`` method."""
+    loglik: LoglikModel | None = getattr(model, "loglikelihood", None)
     triton.bind(
         model_name=model_name,
-        infer_func=make_infer_func(model, model_name),
-        inputs=list(INPUTS),
-        outputs=list(OUTPUTS),
+        infer_func=make_infer_func(model, model_name, loglik),
+        inputs=list(INPUTS) + (list(LOGLIK_INPUTS) if loglik else []),
+        outputs=list(OUTPUTS) + (list(LOGLIK_OUTPUTS) if loglik else []),
         config=model_config(max_batch_size, queue_delay_us),
         strict=True,
     )

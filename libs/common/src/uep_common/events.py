@@ -57,7 +57,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
 SCHEMA_VERSION: Literal[1] = 1
 """Current major schema version of every event in this module."""
@@ -232,6 +232,34 @@ class ModelTarget(BaseModel):
     )
 
 
+class LoglikSpec(BaseModel):
+    """Score a sample by log-likelihood instead of generating (lm-evaluation-harness ``output_type:
+    multiple_choice``): the rendered template is the context, and each choice, preceded by
+    ``target_delimiter``, a continuation whose summed log-probability the model returns.
+
+    The choices are ``choices`` (the same for every sample, e.g. MMLU's letters) or the sample's input field
+    ``choices_field`` (a list of strings, e.g. HellaSwag's endings): exactly one of the two is set.
+    """
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    choices: list[Annotated[str, Field(min_length=1, max_length=2000)]] | None = Field(
+        None, min_length=1, max_length=32, description="The continuations of every sample (without the delimiter)."
+    )
+    choices_field: str | None = Field(
+        None, min_length=1, max_length=100, description="The input field holding each sample's list of choices."
+    )
+    target_delimiter: str = Field(
+        " ", max_length=16, description="Put between the context and each choice (lm-eval's target_delimiter)."
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> LoglikSpec:
+        if (self.choices is None) == (self.choices_field is None):
+            raise ValueError("give exactly one of choices and choices_field")
+        return self
+
+
 class PromptSpec(BaseModel):
     """How to turn a sample into a prompt: a Jinja2 template over the sample's input fields."""
 
@@ -243,6 +271,11 @@ class PromptSpec(BaseModel):
     fewshot_k: int = Field(0, ge=0, le=16, description="Demonstrations before the question (the template renders `fewshot`).")
     chat: bool | None = Field(
         None, description="Apply the model's chat template (True), send raw text (False), or the model's default."
+    )
+    loglik: LoglikSpec | None = Field(
+        None,
+        description="Score by the log-likelihood of each choice given the rendered prompt instead of generating; "
+        'the output is then JSON {"logprobs": [...], "n_tokens": [...], "is_greedy": [...]}, one entry per choice.',
     )
 
 
@@ -293,6 +326,11 @@ class OutputGenerated(ItemEvent):
     prompt_tokens: int | None = Field(None, ge=0)
     completion_tokens: int | None = Field(None, ge=0)
     error: ErrorInfo | None = None
+    throttled: bool = Field(
+        False,
+        description="The model endpoint refused an attempt for overload (rate limited, unavailable, timed out) before "
+        "this outcome, even if a retry then answered: the scheduler's adaptive concurrency counts it as overload.",
+    )
 
 
 class ScoreComputed(ItemEvent):
@@ -315,6 +353,11 @@ class ScoreComputed(ItemEvent):
     error: ErrorInfo | None = None
     rescore_id: uuid.UUID | None = Field(
         None, description="Set when this score re-scores a stored output (POST /v1/evaluations/{id}/rescore)."
+    )
+    throttled: bool = Field(
+        False,
+        description="The model endpoint refused an attempt for overload (rate limited, unavailable, timed out) before "
+        "this outcome, even if a retry then answered: the scheduler's adaptive concurrency counts it as overload.",
     )
 
 
@@ -372,6 +415,11 @@ class JudgeRequested(ItemEvent):
     latency_ms: float | None = Field(None, ge=0, description="The model call's wall time (carried to the score).")
     prompt_tokens: int | None = Field(None, ge=0)
     completion_tokens: int | None = Field(None, ge=0)
+    throttled: bool = Field(
+        False,
+        description="The model endpoint refused an attempt for overload (rate limited, unavailable, timed out) before "
+        "this outcome, even if a retry then answered: the scheduler's adaptive concurrency counts it as overload.",
+    )
     route_reason: str | None = Field(
         None, description="Hybrid: why the automatic metric did not decide ('no_answer', 'free_form')."
     )

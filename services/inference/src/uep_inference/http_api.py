@@ -124,6 +124,7 @@ def make_generate_endpoint(backends: Backends, limits: ModelLimits, settings: In
             limits,
             settings.inference_max_attempts,
             settings.inference_backoff_s,
+            max_retry_after_s=settings.inference_max_retry_after_s,
         )
         if call.error is not None:
             await _send_json(

@@ -14,16 +14,19 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from faststream import AckPolicy
 from faststream.kafka import KafkaBroker, KafkaMessage
 
 from uep_common.consuming import consume
-from uep_common.events import ErrorInfo, ModelTarget, OutputGenerated, SampleDispatched, Topics
+from uep_common.events import ErrorInfo, EvaluationCompleted, ModelTarget, OutputGenerated, SampleDispatched, Topics
 from uep_common.messaging import consumer_options, dead_letter, publish_event, raw_records
 from uep_common.prompts import PromptRenderError, render_prompt
 from uep_common.telemetry import tracer
 from uep_inference.backends import BackendError, Backends, Generation, GenerationRequest, transient_errors
+from uep_inference.ended import EndedEvaluations, ItemWatch
+from uep_inference.loglik import loglik_continuations, loglik_output
 from uep_inference.settings import InferenceSettings
 
 log = logging.getLogger(__name__)
@@ -55,18 +58,26 @@ class ModelLimits:
 
 TRANSIENT = frozenset({"timeout"}) | transient_errors()
 """Failure kinds worth another attempt (the endpoint may come back): ``timeout`` and every registered
-backend's ``transient_errors`` (``triton_unavailable``, ``openai_unavailable``); others (e.g. an unknown
-model) are not."""
+backend's ``transient_errors`` (``triton_unavailable``, ``openai_unavailable``, ``rate_limited``); others (e.g.
+an unknown model) are not."""
+
+NOT_CALLED = "evaluation_ended"
+"""Error kind of an item whose model was never called because its evaluation ended first (stop, cancel, …):
+the item ends with this error, is not dead-lettered, and a retry of the evaluation runs it again."""
 
 
 @dataclass(frozen=True)
 class ModelCall:
-    """Outcome of :func:`call_model`: the generation or the error, the last call's wall time, calls made."""
+    """Outcome of :func:`call_model`: the generation or the error, the last call's wall time, calls made, and
+    ``ended``: the status of the item's evaluation when its end cut the attempts short (else None), and
+    ``throttled``: an attempt failed with a transient (overload) error, whether or not a retry then answered."""
 
     generation: Generation | None
     error: ErrorInfo | None
     latency_ms: float
     attempts: int
+    ended: str | None = None
+    throttled: bool = False
 
 
 async def call_model(
@@ -80,37 +91,70 @@ async def call_model(
     limits: ModelLimits | None = None,
     max_attempts: int = 1,
     backoff_s: float = 0.5,
+    continuations: tuple[str, ...] = (),
+    max_retry_after_s: float = 60.0,
+    watch: ItemWatch | None = None,
 ) -> ModelCall:
     """Call the model of ``target`` (inside its capacity semaphore); never raises for model failures.
+    With ``continuations``, a log-likelihood request of each after ``prompt`` (``backend.loglikelihood``).
 
     A transient failure (:data:`TRANSIENT`) is retried up to ``max_attempts`` calls in all, waiting a random
-    0–``backoff_s`` × 2^(attempt−1) seconds in between. ``latency_ms`` is the last call's wall time,
-    excluding the wait for a free slot of the model. Used for benchmark items (Kafka) and judge calls (HTTP).
+    0–``backoff_s`` × 2^(attempt−1) seconds in between, and at least the endpoint's ``Retry-After``
+    (:attr:`BackendError.retry_after_s`) capped at ``max_retry_after_s``. ``latency_ms`` is the last call's
+    wall time, excluding the wait for a free slot of the model. Used for benchmark items (Kafka) and judge
+    calls (HTTP).
+
+    ``watch``: the item's evaluation (:class:`uep_inference.ended.ItemWatch`). Once it has ended, no attempt
+    starts — checked before each attempt and again once the model's slot is free — and a backoff wait ends at
+    once; the call in flight finishes. The outcome is then the last attempt's error, or :data:`NOT_CALLED`
+    when no call was made, with ``ended`` set.
     """
     backend = backends.for_target(target)
     slot = (limits.for_target(target, backend.capacity(target)) if limits else None) or contextlib.nullcontext()
-    request = GenerationRequest(target, prompt, max_tokens, timeout_s, target.temperature, tuple(stop), chat)
+    request = GenerationRequest(target, prompt, max_tokens, timeout_s, target.temperature, tuple(stop), chat, continuations)
+    method = backend.loglikelihood if continuations else backend.generate
     gen = None
     err: ErrorInfo | None = None
-    for attempt in range(1, max_attempts + 1):
+    latency_ms = 0.0
+    made = 0
+    ended = watch.status() if watch else None
+    throttled = False  # an attempt failed transiently (overload): the scheduler's AIMD hears of it
+    while ended is None and made < max_attempts:
+        retry_after: float | None = None
         async with slot:
+            if watch and (ended := watch.status()) is not None:  # it ended while the item waited for the slot
+                break
+            made += 1
             start = time.perf_counter()
             try:
-                gen = await asyncio.wait_for(backend.generate(request), timeout_s + 5)
+                gen = await asyncio.wait_for(method(request), timeout_s + 5)
             except BackendError as exc:
                 err = ErrorInfo(stage="inference", type=exc.kind, message=str(exc)[:2000])
+                retry_after = exc.retry_after_s
             except TimeoutError:
                 err = ErrorInfo(stage="inference", type="timeout", message=f"no answer within {timeout_s:.0f} s")
             else:
                 err = None
             latency_ms = (time.perf_counter() - start) * 1000
-        if err is None or err.type not in TRANSIENT or attempt == max_attempts:
+        throttled = throttled or (err is not None and err.type in TRANSIENT)
+        if err is None or err.type not in TRANSIENT or made == max_attempts:
             break
-        # exponential backoff with full jitter (AWS Architecture Blog, "Exponential Backoff and Jitter", 2015)
-        await asyncio.sleep(random.uniform(0, backoff_s * 2 ** (attempt - 1)))
-    if err is not None and attempt > 1:
-        err = err.model_copy(update={"message": f"{err.message} (after {attempt} attempts)"})
-    return ModelCall(gen if err is None else None, err, latency_ms, attempt)
+        # exponential backoff with full jitter (AWS Architecture Blog, "Exponential Backoff and Jitter", 2015),
+        # and no sooner than the endpoint asked (Retry-After, bounded)
+        wait = random.uniform(0, backoff_s * 2 ** (made - 1))
+        if retry_after is not None:
+            wait = max(wait, min(retry_after, max_retry_after_s))
+        if watch:
+            ended = await watch.sleep(wait)
+        else:
+            await asyncio.sleep(wait)
+    if ended is not None and err is None and gen is None:
+        err = ErrorInfo(stage="inference", type=NOT_CALLED, message=f"not called: the evaluation was {ended} first")
+    elif ended is not None and err is not None:
+        err = err.model_copy(update={"message": f"{err.message} (no further attempt: the evaluation was {ended})"})
+    if err is not None and made > 1:
+        err = err.model_copy(update={"message": f"{err.message} (after {made} attempts)"})
+    return ModelCall(gen if err is None else None, err, latency_ms, made, ended if err is not None else None, throttled)
 
 
 async def generate_output(
@@ -120,9 +164,11 @@ async def generate_output(
     limits: ModelLimits | None = None,
     max_attempts: int = 1,
     backoff_s: float = 0.5,
+    max_retry_after_s: float = 60.0,
+    watch: ItemWatch | None = None,
 ) -> OutputGenerated:
-    """Render the prompt and call the model of ``event.target`` (:func:`call_model`); never raises for
-    model failures: a failure is an OutputGenerated with ``error`` set."""
+    """Render the prompt and call the model of ``event.target`` (:func:`call_model`, with ``watch`` on the
+    item's evaluation); never raises for model failures: a failure is an OutputGenerated with ``error`` set."""
     common = {**event.item_fields(), "benchmark_id": event.benchmark_id, "model_id": event.target.model_id}
     try:
         prompt = render_prompt(event.prompt.template, event.input, event.fewshot)
@@ -132,8 +178,27 @@ async def generate_output(
         )
     max_tokens = event.prompt.max_tokens or event.target.max_tokens
     stop = [*event.target.stop, *event.prompt.stop]
+    conts: tuple[str, ...] = ()
+    if event.prompt.loglik is not None:  # score each choice's log-likelihood instead of generating
+        try:
+            conts = loglik_continuations(event.prompt.loglik, event.input)
+        except ValueError as exc:
+            error = ErrorInfo(stage="inference", type="loglik_bad_choices", message=str(exc))
+            return OutputGenerated(**common, prompt=prompt, output=None, error=error)
     call = await call_model(
-        event.target, prompt, max_tokens, stop, event.prompt.chat, backends, timeout_s, limits, max_attempts, backoff_s
+        event.target,
+        prompt,
+        max_tokens,
+        stop,
+        event.prompt.chat,
+        backends,
+        timeout_s,
+        limits,
+        max_attempts,
+        backoff_s,
+        conts,
+        max_retry_after_s,
+        watch,
     )
     if call.error is None:
         gen = call.generation
@@ -141,20 +206,61 @@ async def generate_output(
         return OutputGenerated(
             **common,
             prompt=prompt,
-            output=gen.text,
+            output=gen.text if gen.logliks is None else loglik_output(gen.logliks),
             latency_ms=call.latency_ms,
             prompt_tokens=gen.prompt_tokens,
             completion_tokens=gen.completion_tokens,
+            throttled=call.throttled,
         )
     log.warning("inference failed for %s: %s %s", event.item_key(), call.error.type, call.error.message[:200])
-    return OutputGenerated(**common, prompt=prompt, output=None, latency_ms=call.latency_ms, error=call.error)
+    return OutputGenerated(
+        **common, prompt=prompt, output=None, latency_ms=call.latency_ms, error=call.error, throttled=call.throttled
+    )
 
 
-def register(broker: KafkaBroker, settings: InferenceSettings, backends: Backends, limits: ModelLimits | None = None) -> None:
-    """Register the inference subscriber and its publisher on ``broker`` (``limits``: the per-model
-    semaphores, shared with the judge's HTTP endpoint, :mod:`uep_inference.http_api`)."""
+def published_at(msg: KafkaMessage, event: SampleDispatched) -> datetime:
+    """When the record behind ``msg`` was published (its Kafka timestamp, UTC), else the event's
+    ``occurred_at`` (a record without a timestamp)."""
+    stamp = getattr(msg.raw_message, "timestamp", None)
+    if isinstance(stamp, int) and stamp > 0:
+        return datetime.fromtimestamp(stamp / 1000, UTC)
+    return event.occurred_at
+
+
+def register(
+    broker: KafkaBroker,
+    settings: InferenceSettings,
+    backends: Backends,
+    limits: ModelLimits | None = None,
+    ended: EndedEvaluations | None = None,
+) -> None:
+    """Register the inference subscribers and the publisher on ``broker`` (``limits``: the per-model
+    semaphores, shared with the judge's HTTP endpoint, :mod:`uep_inference.http_api`; ``ended``: the
+    evaluations seen to end, :mod:`uep_inference.ended`).
+
+    SampleDispatched: one consumer group for all replicas. EvaluationCompleted: no consumer group, read from
+    the start of the topic, so every replica sees every end (the items of one evaluation are spread over
+    the replicas). An item of an evaluation that ended after it was published starts no new model call
+    and, when it fails, is not dead-lettered: nothing is wrong with it, and a retry of the evaluation runs it
+    again."""
     broker.publisher(Topics.OUTPUT_GENERATED, schema=OutputGenerated, title="OutputGenerated")
     limits = limits or ModelLimits()
+    ended = ended if ended is not None else EndedEvaluations()
+
+    subscribe_ends: _Subscribe = broker.subscriber(
+        Topics.EVALUATION_COMPLETED,
+        group_id=None,
+        auto_offset_reset="earliest",
+        fetch_max_wait_ms=settings.kafka_fetch_max_wait_ms,
+        ack_policy=AckPolicy.ACK_FIRST,
+        title="inference:EvaluationCompleted",
+        description="Notes each ended evaluation, so its items start no further model call.",
+    )
+
+    @subscribe_ends
+    @consume(broker, EvaluationCompleted, dead_letter_undecodable=False)  # the reporter's consumer dead-letters it
+    async def on_ended(event: EvaluationCompleted) -> None:
+        ended.record(event.evaluation_id, str(event.status), event.occurred_at)
 
     subscribe: _Subscribe = broker.subscriber(
         Topics.SAMPLE_DISPATCHED,
@@ -174,6 +280,7 @@ def register(broker: KafkaBroker, settings: InferenceSettings, backends: Backend
         tracer=_tracer,
     )
     async def on_sample(event: SampleDispatched, msg: KafkaMessage) -> None:
+        watch = ItemWatch(ended, event.evaluation_id, published_at(msg, event))
         out = await generate_output(
             event,
             backends,
@@ -181,9 +288,12 @@ def register(broker: KafkaBroker, settings: InferenceSettings, backends: Backend
             limits,
             settings.inference_max_attempts,
             settings.inference_backoff_s,
+            settings.inference_max_retry_after_s,
+            watch,
         )
         await publish_event(broker, out)
-        if out.error is not None:  # stored as the item's failed result, and dead-lettered with the reason
+        # stored as the item's failed result, and dead-lettered with the reason (not when its evaluation ended)
+        if out.error is not None and watch.status() is None:
             body, headers = raw_records(msg)[0]
             await dead_letter(
                 broker,

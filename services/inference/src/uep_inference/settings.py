@@ -13,4 +13,9 @@ class InferenceSettings(CommonSettings):
     inference_timeout_s: float = Field(120.0, gt=0, description="Per-call timeout, seconds.")
     inference_max_attempts: int = Field(3, ge=1, le=10, description="Calls per item when failures are transient.")
     inference_backoff_s: float = Field(0.5, ge=0, description="Base of the exponential backoff with jitter, seconds.")
+    inference_max_retry_after_s: float = Field(
+        60.0,
+        ge=0,
+        description="Longest wait before a retry that an endpoint's Retry-After (429, 5xx) may ask for, seconds.",
+    )
     openai_api_key: str | None = Field(None, description="Bearer token for openai_compatible endpoints.")

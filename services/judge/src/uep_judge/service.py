@@ -63,6 +63,7 @@ def _score(
         prompt_tokens=event.prompt_tokens,
         completion_tokens=event.completion_tokens,
         error=error,
+        throttled=event.throttled,
     )
 
 

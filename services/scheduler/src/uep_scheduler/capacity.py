@@ -12,7 +12,8 @@ evaluation and every scheduler replica):
 Adaptive concurrency: additive increase, multiplicative decrease (Chiu & Jain, "Analysis of the Increase
 and Decrease Algorithms for Congestion Avoidance in Computer Networks", 1989; TCP congestion avoidance,
 Jacobson 1988; Inspect AI adapts its model connections the same way). A batch of scores in which a model
-shows an overload error (:data:`OVERLOAD_ERRORS`) halves the model's limit (not below 1); otherwise each
+shows an overload error (:data:`OVERLOAD_ERRORS`), or a score marked ``throttled`` (a retry got past one),
+halves the model's limit (not below 1); otherwise each
 success adds ``1 / limit`` (one more slot per window of ``limit`` successes) up to the registry capacity.
 """
 
@@ -61,8 +62,8 @@ async def adapt(session: AsyncSession, scores: list[ScoreComputed]) -> dict[uuid
     overload: Counter[uuid.UUID] = Counter()
     ok: Counter[uuid.UUID] = Counter()
     for s in scores:
-        if s.error is not None and s.error.stage == "inference" and s.error.type in OVERLOAD_ERRORS:
-            overload[s.model_id] += 1
+        if s.throttled or (s.error is not None and s.error.stage == "inference" and s.error.type in OVERLOAD_ERRORS):
+            overload[s.model_id] += 1  # an overload error, or one a retry got past
         elif s.error is None:
             ok[s.model_id] += 1
     ids = list({*overload, *ok})

@@ -15,8 +15,9 @@ Algorithm
     1 by default, so tenants get equal shares whatever number of evaluations each runs).
     Level 2, flows of one tenant: the tenant's own virtual time (``sched_tenants.vtime``), flow weight by
     priority class (:data:`PRIORITY_WEIGHTS`: urgent 8, high 4, normal 2, low 1). A flow is an evaluation,
-    or an A/B experiment whose arms go out together (one "packet" = item ``i`` of every arm; its length is
-    the number of arms).
+    or an A/B experiment whose arms go out together when they fit (one "packet" = item ``i`` of every arm;
+    its length is the number of arms that got an item: fewer when the arms take turns,
+    :func:`uep_scheduler.allocation.arm_packet`).
 
     Urgent class: flows of priority ``urgent`` are served before all others (strict priority, fair among
     themselves by the same tags), so a new urgent evaluation takes the next free slot; work in flight is

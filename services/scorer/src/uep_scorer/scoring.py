@@ -49,6 +49,7 @@ async def score_output(event: OutputGenerated, refs: ReferenceStore) -> ScoreCom
         "latency_ms": event.latency_ms,
         "prompt_tokens": event.prompt_tokens,
         "completion_tokens": event.completion_tokens,
+        "throttled": event.throttled,
     }
     try:
         config, evaluation_type = await refs.benchmark(event.benchmark_id)

@@ -29,6 +29,7 @@ import importlib.util
 import json
 import os
 import random
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -43,6 +44,9 @@ __all__ = [
     "load_humaneval",
     "load_hellaswag",
     "load_truthfulqa_mc1",
+    "load_mmlu_loglik",
+    "load_hellaswag_loglik",
+    "load_truthfulqa_mc1_loglik",
 ]
 
 MMLU_LETTERS = ("A", "B", "C", "D")
@@ -346,3 +350,83 @@ def load_truthfulqa_mc1() -> list[DatasetItem]:
             )
         )
     return items
+
+
+# ------------------------------------------------------------------ log-likelihood variants (lm-eval formats)
+
+
+def _with_loglik_reference(item: DatasetItem, choices: list[str], gold: int, **extra_input: Any) -> DatasetItem:
+    """``item`` with ``reference`` extended by what ``loglik_multiple_choice`` reads (``gold``, ``choices``)
+    and ``input`` by ``extra_input``."""
+    return DatasetItem(
+        ordinal=item.ordinal,
+        external_id=item.external_id,
+        input={**item.input, **extra_input},
+        reference={**item.reference, "gold": gold, "choices": choices},
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def load_mmlu_loglik() -> list[DatasetItem]:
+    """MMLU (:func:`load_mmlu`, same items and order) for log-likelihood scoring as lm-eval's ``mmlu`` task:
+    the continuations are the letters (``doc_to_choice: ["A", "B", "C", "D"]``).
+
+    Returns:
+        Items with :func:`load_mmlu`'s input and ``reference = {"answer": letter, "gold": 0..3,
+        "choices": ["A", "B", "C", "D"]}``.
+    """
+    return [_with_loglik_reference(it, list(MMLU_LETTERS), MMLU_LETTERS.index(it.reference["answer"])) for it in load_mmlu()]
+
+
+def hellaswag_preprocess(text: str) -> str:
+    """lm-eval's HellaSwag ``preprocess`` (lm_eval/tasks/hellaswag/utils.py): strip, ``" [title]"`` → ``". "``,
+    drop ``[...]`` tags (WikiHow artefacts), ``"  "`` → ``" "``."""
+    text = text.strip().replace(" [title]", ". ")
+    text = re.sub("\\[.*?\\]", "", text)
+    return text.replace("  ", " ")
+
+
+def _hellaswag_ctx(ctx: str) -> str:
+    """lm-eval builds the context as ``ctx_a + " " + ctx_b.capitalize()``; the packaged sample has only
+    ``ctx`` (= ``ctx_a + " " + ctx_b``), so the fragment after the last sentence end (``ctx_b``, which starts
+    in lower case) gets its first letter capitalised."""
+    cut = max(ctx.rfind(". "), ctx.rfind("! "), ctx.rfind("? "))
+    head, tail = (ctx[: cut + 2], ctx[cut + 2 :]) if cut >= 0 else ("", ctx)
+    return head + tail[:1].upper() + tail[1:]
+
+
+@functools.lru_cache(maxsize=1)
+def load_hellaswag_loglik() -> list[DatasetItem]:
+    """HellaSwag (:func:`load_hellaswag`, same items and order) in lm-eval's ``hellaswag`` format:
+    ``query = preprocess(activity_label + ": " + ctx)`` and ``choices = [preprocess(ending)]``
+    (:func:`hellaswag_preprocess`; ``ctx`` as :func:`_hellaswag_ctx`).
+
+    Returns:
+        Items with ``input = {"query": str, "choices": [4 str], ...load_hellaswag's input}`` and
+        ``reference = {"answer", "index", "gold": int, "choices": [4 str]}``.
+    """
+    out = []
+    for it in load_hellaswag():
+        choices = [hellaswag_preprocess(e) for e in it.input["choices"]]
+        query = hellaswag_preprocess(it.input["activity"] + ": " + _hellaswag_ctx(it.input["context"]))
+        out.append(
+            DatasetItem(
+                ordinal=it.ordinal,
+                external_id=it.external_id,
+                input={"query": query, "choices": choices, "context": it.input["context"], "activity": it.input["activity"]},
+                reference={**it.reference, "gold": it.reference["index"], "choices": choices},
+            )
+        )
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def load_truthfulqa_mc1_loglik() -> list[DatasetItem]:
+    """TruthfulQA MC1 (:func:`load_truthfulqa_mc1`, same items, order and shuffled options) for log-likelihood
+    scoring: every option is a continuation (lm-eval ``doc_to_choice: mc1_targets.choices``).
+
+    Returns:
+        Items with :func:`load_truthfulqa_mc1`'s input and ``reference = {"answer", "index", "gold": int,
+        "choices": [str]}``.
+    """
+    return [_with_loglik_reference(it, list(it.input["choices"]), int(it.reference["index"])) for it in load_truthfulqa_mc1()]

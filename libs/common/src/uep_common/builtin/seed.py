@@ -96,6 +96,7 @@ def seed(settings: CommonSettings) -> str:
                         triton_model_name=m.triton_model_name,
                         decoding_defaults=m.decoding_defaults,
                         max_in_flight=m.max_in_flight,
+                        supports_logprobs=m.supports_logprobs,
                     )
                 )
                 added.append(f"model {m.name}")
@@ -106,6 +107,7 @@ def seed(settings: CommonSettings) -> str:
                     "triton_model_name": m.triton_model_name,
                     "decoding_defaults": m.decoding_defaults,
                     "max_in_flight": m.max_in_flight,
+                    "supports_logprobs": m.supports_logprobs,
                 }
                 changed = [k for k, v in wanted.items() if getattr(existing, k) != v]
                 for k in changed:

@@ -25,6 +25,10 @@ class GenerationRequest:
     sampling temperature (≥ 0; 0 = greedy); ``stop``: stop strings (a backend may send only the first few:
     OpenAI-compatible servers take 4); ``chat``: True = apply the model's chat template, False = raw text
     completion, None = the model's default; ``timeout_s``: the call's deadline, seconds (> 0).
+
+    ``continuations``: when not empty, the request is a log-likelihood request (``ModelBackend.loglikelihood``):
+    ``prompt`` is the context and each continuation (its delimiter included, e.g. ``" Paris"``) is scored as
+    it stands after the context; the decoding fields are then unused.
     """
 
     target: ModelTarget
@@ -34,15 +38,33 @@ class GenerationRequest:
     temperature: float = 0.0
     stop: tuple[str, ...] = field(default_factory=tuple)
     chat: bool | None = None
+    continuations: tuple[str, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class Loglik:
+    """The log-likelihood of one continuation given a context (lm-evaluation-harness ``loglikelihood``).
+
+    ``logprob``: sum over the continuation's tokens of ln P(token | context, previous tokens), natural log,
+    ≤ 0; ``n_tokens``: the continuation's token count (≥ 1); ``is_greedy``: every continuation token is the
+    model's most probable next token (greedy decoding would produce the continuation).
+    """
+
+    logprob: float
+    n_tokens: int
+    is_greedy: bool
 
 
 @dataclass(frozen=True)
 class Generation:
-    """A model's answer: ``text`` and token counts (None when the backend does not report them)."""
+    """A model's answer: ``text`` and token counts (None when the backend does not report them); for a
+    log-likelihood request ``logliks`` holds one :class:`Loglik` per continuation, in order (``text`` empty,
+    ``prompt_tokens`` the context's tokens, ``completion_tokens`` the continuations' tokens in all)."""
 
     text: str
     prompt_tokens: int | None
     completion_tokens: int | None
+    logliks: tuple[Loglik, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -58,11 +80,14 @@ class Probe:
 
 class BackendError(RuntimeError):
     """A model call failed; ``kind`` is a short machine-readable reason stored with the item's error
-    (``<backend>_unavailable``, ``<backend>_error``, ``<backend>_http_error``, ``timeout``, …)."""
+    (``<backend>_unavailable``, ``<backend>_error``, ``<backend>_http_error``, ``rate_limited``, ``timeout``,
+    …). ``retry_after_s``: how long the endpoint asked to wait before another call (its ``Retry-After``),
+    seconds ≥ 0, or None; the service waits at least that long (bounded) before retrying a transient kind."""
 
-    def __init__(self, kind: str, message: str) -> None:
+    def __init__(self, kind: str, message: str, retry_after_s: float | None = None) -> None:
         super().__init__(message)
         self.kind = kind
+        self.retry_after_s = retry_after_s
 
 
 @runtime_checkable
@@ -80,6 +105,12 @@ class ModelBackend(Protocol):
     ``request.timeout_s``. Raises :class:`BackendError` for every failure, never anything else (the kind
     ``timeout`` for a missed deadline).
 
+    ``loglikelihood(request)`` → :class:`Generation` with ``logliks``: the log-likelihood of each of
+    ``request.continuations`` given ``request.prompt``, within ``request.timeout_s``. Raises
+    :class:`BackendError`; the kind ``loglik_unsupported`` when the model cannot answer such requests (the
+    registry's ``models.supports_logprobs`` declares that it can; evaluation creation refuses a
+    log-likelihood benchmark for a model that does not declare it).
+
     ``probe(target, timeout_s)`` → :class:`Probe`: is the model of ``target`` loaded and answering; never
     raises for an unreachable or failing endpoint (``ok=False`` with the kind and detail).
 
@@ -95,6 +126,8 @@ class ModelBackend(Protocol):
     def __init__(self, settings: InferenceSettings) -> None: ...
 
     async def generate(self, request: GenerationRequest) -> Generation: ...
+
+    async def loglikelihood(self, request: GenerationRequest) -> Generation: ...
 
     async def probe(self, target: ModelTarget, timeout_s: float) -> Probe: ...
 

@@ -5,8 +5,15 @@ Triton tensor contract (deploy/model-server/README.md): inputs ``text_input`` BY
 model's default, 0, 1); outputs ``text_output`` BYTES[1], ``prompt_tokens`` INT32[1], ``completion_tokens``
 INT32[1]; models batch, so every request tensor has a leading batch dimension of 1.
 
+Log-likelihood requests (models that declare them take the optional input ``continuation`` BYTES[1] and
+have the outputs ``logprob`` FP32[1] and ``is_greedy`` INT32[1]): ``text_input`` is the context, one row per
+continuation (a batch of at most :data:`LOGLIK_BATCH` rows per call); ``completion_tokens`` is then the
+continuation's token count and ``prompt_tokens`` the context's. A model without the ``continuation`` input
+answers with an error, reported as ``loglik_unsupported``.
+
 Error kinds: ``triton_unavailable`` (nothing listens, or the server is restarting; transient),
-``timeout`` (the deadline passed), ``triton_error`` (any other Triton error, e.g. an unknown model).
+``timeout`` (the deadline passed), ``triton_error`` (any other Triton error, e.g. an unknown model),
+``loglik_unsupported`` (a log-likelihood request to a model without the ``continuation`` input).
 """
 
 from __future__ import annotations
@@ -18,11 +25,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from uep_common.events import ModelTarget
-from uep_inference.backends.base import BackendError, Generation, GenerationRequest, Probe, registry_capacity
+from uep_inference.backends.base import BackendError, Generation, GenerationRequest, Loglik, Probe, registry_capacity
 from uep_inference.backends.registry import register_backend
 
 if TYPE_CHECKING:
     from uep_inference.settings import InferenceSettings
+
+LOGLIK_BATCH = 8
+"""Continuations sent in one Triton call (the model server's ``max_batch_size``)."""
 
 
 @register_backend("triton")
@@ -98,6 +108,48 @@ class TritonBackend:
             prompt_tokens=int(result.as_numpy("prompt_tokens").reshape(-1)[0]),
             completion_tokens=int(result.as_numpy("completion_tokens").reshape(-1)[0]),
         )
+
+    async def loglikelihood(self, request: GenerationRequest) -> Generation:
+        """The log-likelihood of each of ``request.continuations`` after the context ``request.prompt``: one
+        call per :data:`LOGLIK_BATCH` continuations, each row ``text_input`` = the context and
+        ``continuation``. Raises :class:`BackendError` (``loglik_unsupported`` for a model without the
+        ``continuation`` input)."""
+        from tritonclient.utils import InferenceServerException
+
+        target = request.target
+        protocol, mod, client = self._client(target.endpoint)
+        kwargs = {"client_timeout": request.timeout_s} if protocol == "grpc" else {"timeout": int(request.timeout_s * 1_000_000)}
+        outputs = [mod.InferRequestedOutput(n) for n in ("logprob", "is_greedy", "prompt_tokens", "completion_tokens")]
+        logliks: list[Loglik] = []
+        context_tokens = 0
+        conts = request.continuations
+        for start in range(0, len(conts), LOGLIK_BATCH):
+            chunk = conts[start : start + LOGLIK_BATCH]
+            inputs = []
+            for name, rows in (("text_input", [request.prompt] * len(chunk)), ("continuation", list(chunk))):
+                t = mod.InferInput(name, [len(rows), 1], "BYTES")
+                t.set_data_from_numpy(np.array([[r.encode()] for r in rows], dtype=np.object_))
+                inputs.append(t)
+            try:
+                result = await client.infer(
+                    target.triton_model_name or target.name,
+                    inputs,
+                    model_version=target.triton_model_version or "",
+                    outputs=outputs,
+                    **kwargs,
+                )
+            except (InferenceServerException, OSError, TimeoutError) as exc:
+                err = self._error(exc)
+                if err.kind == "triton_error" and "continuation" in str(err):
+                    raise BackendError(
+                        "loglik_unsupported", f"model {target.name!r} takes no log-likelihood requests: {err}"
+                    ) from exc
+                raise err from exc
+            values = [result.as_numpy(n).reshape(-1) for n in ("logprob", "is_greedy", "prompt_tokens", "completion_tokens")]
+            for lp, greedy, _ctx, n in zip(*values, strict=True):
+                logliks.append(Loglik(float(lp), int(n), bool(greedy)))
+            context_tokens = int(values[2][0])
+        return Generation("", context_tokens, sum(x.n_tokens for x in logliks), tuple(logliks))
 
     async def probe(self, target: ModelTarget, timeout_s: float) -> Probe:
         """Triton's model-ready check (``is_model_ready``) for the target's model and version."""

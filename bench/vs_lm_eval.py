@@ -1,0 +1,476 @@
+"""bench/vs_lm_eval: uep and lm-evaluation-harness on the same model endpoint and the same items.
+
+``make bench-lm-eval`` (``.venv/bin/python bench/vs_lm_eval.py``):
+
+1. installs ``lm-eval[api]==0.4.13`` and ``llama-cpp-python[server]==0.3.36`` into their own cached virtual
+   environment, ``.cache/lm-eval-venv`` (git-ignored; never the workspace's ``.venv``);
+2. starts one OpenAI-compatible completions server over the embedded SmolLM2 GGUF (``serve`` below, run in
+   that environment): llama-cpp-python with ``logits_all``, ``/v1/completions`` with ``echo`` + ``logprobs``
+   prompt log-probabilities (the exact full-vocabulary log-softmax at every prompt position), greedy
+   generation with stop strings, and the remote-tokenizer endpoints lm-eval's ``tokenizer_backend=remote``
+   reads (``/tokenizer_info``, ``/tokenize``, ``/detokenize``). llama-cpp-python's own ``llama_cpp.server``
+   is not used: it takes no token-id prompts (lm-eval sends token ids) and, for a model without a BOS token
+   such as SmolLM2, pairs each echoed token with the logits of its own position instead of the previous one;
+3. writes the first N items of uep's built-in MMLU, HellaSwag and GSM8K as local JSONL files with lm-eval
+   task YAMLs over them (MMLU and HellaSwag in lm-eval's own ``doc_to_text``/``doc_to_choice``, ``acc`` and
+   ``acc_norm``; GSM8K with uep's prompt, greedy, 256 tokens, lm-eval's ``strict-match`` and
+   ``flexible-extract`` filters and ``exact_match`` settings from its gsm8k.yaml);
+4. runs ``lm_eval --model local-completions`` and uep's inference and scoring path (``generate_output``
+   with the ``openai_compatible`` backend, then the scorer's metric: the code every item runs in the
+   pipeline, without the broker and the database, whose overhead bench/pipeline_overhead measures) on that
+   endpoint with the same concurrency;
+5. prints per-item agreement of the predicted choice (MMLU, HellaSwag: ``acc`` and ``acc_norm``) or verdict
+   (GSM8K strict and flexible), each tool's aggregate and their difference, the items that differ, and the
+   wall-time ratio uep / lm-eval.
+
+Targets: ≥ 99 % per-item agreement and |Δ aggregate| ≤ 0.5 points; uep's wall time ≤ lm-eval's.
+
+Options: ``--mmlu N`` (default 500), ``--hellaswag N`` (100, the packaged sample), ``--gsm8k N`` (100),
+``--concurrency C`` (1), ``--port`` (18731).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+CACHE = ROOT / ".cache"
+VENV = CACHE / "lm-eval-venv"
+WORK = CACHE / "bench-lm-eval"
+REQUIREMENTS = ("lm-eval[api]==0.4.13", "llama-cpp-python[server]==0.3.36")
+MODEL = "smollm2"
+
+
+# ---------------------------------------------------------------------------------------------- the endpoint
+
+
+def serve(port: int, model_path: str, n_threads: int) -> None:
+    """The OpenAI-compatible completions server both tools call (module docstring, step 2). Runs in the
+    lm-eval environment: imports llama_cpp, fastapi and uvicorn only."""
+    import threading
+
+    import numpy as np
+    import uvicorn
+    from fastapi import FastAPI, Request
+    from llama_cpp import Llama
+
+    llm = Llama(model_path=model_path, n_ctx=2048, n_batch=512, n_threads=n_threads, logits_all=True, verbose=False)
+    lock = threading.Lock()
+    bos = llm.token_bos()
+    add_bos = bool(llm.tokenize(b"a", add_bos=True)[:1] == [bos])
+    app = FastAPI()
+
+    def tokenize(text: str, special_bos: bool) -> list[int]:
+        return llm.tokenize(text.encode("utf-8"), add_bos=special_bos, special=True) if text else []
+
+    def text_of(tokens: list[int]) -> str:
+        return llm.detokenize(tokens).decode("utf-8", errors="ignore")
+
+    def evaluate(tokens: list[int]) -> np.ndarray:
+        """Log-softmax rows for positions 0..len-1 (row i predicts token i+1), reusing the evaluated prefix."""
+        common = 0
+        for a, b in zip(llm._input_ids[: llm.n_tokens].tolist(), tokens, strict=False):
+            if a != b:
+                break
+            common += 1
+        llm.n_tokens = min(common, len(tokens) - 1)
+        llm.eval(tokens[llm.n_tokens :])
+        rows = np.asarray(llm.scores[: len(tokens)], dtype=np.float64)
+        top = rows.max(axis=1, keepdims=True)
+        return rows - top - np.log(np.exp(rows - top).sum(axis=1, keepdims=True))
+
+    def echo_choice(tokens: list[int], k: int, index: int) -> dict[str, Any]:
+        with lock:
+            logp = evaluate(tokens)
+        generated = int(np.argmax(logp[-1]))
+        shown = tokens[1:] if tokens and tokens[0] == bos and add_bos else tokens
+        start = len(tokens) - len(shown)
+        all_tokens = [*shown, generated]
+        strs, offsets, values, tops = [], [], [], []
+        for j, tok in enumerate(all_tokens):
+            pos = start + j  # position of the token in ``tokens`` (+ the generated one at the end)
+            strs.append(text_of([tok]))
+            offsets.append(len(text_of(all_tokens[:j])))
+            if pos == 0:
+                values.append(None)
+                tops.append(None)
+                continue
+            row = logp[pos - 1]
+            best = np.argsort(-row)[: max(k, 1)]
+            top = {text_of([int(i)]): float(row[i]) for i in best}
+            top[strs[-1]] = float(row[tok])
+            values.append(float(row[tok]))
+            tops.append(top)
+        return {
+            "index": index,
+            "text": text_of(all_tokens),
+            "finish_reason": "length",
+            "logprobs": {"tokens": strs, "token_logprobs": values, "top_logprobs": tops, "text_offset": offsets},
+        }
+
+    def generate_choice(tokens: list[int], max_tokens: int, stop: list[str], index: int) -> dict[str, Any]:
+        with lock:
+            out = llm.create_completion(tokens, max_tokens=max_tokens, temperature=0.0, stop=stop or None)
+        return {"index": index, "text": out["choices"][0]["text"], "finish_reason": out["choices"][0]["finish_reason"]}
+
+    @app.get("/v1/models")
+    def models() -> dict[str, Any]:
+        return {"object": "list", "data": [{"id": MODEL, "object": "model"}]}
+
+    @app.get("/tokenizer_info")
+    def tokenizer_info() -> dict[str, Any]:
+        eos = text_of([llm.token_eos()]) if llm.token_eos() >= 0 else None
+        return {"eos_token": eos, "bos_token": text_of([bos]) if add_bos else None, "pad_token": None}
+
+    @app.post("/tokenize")
+    async def tokenize_route(request: Request) -> dict[str, Any]:
+        body = await request.json()
+        return {"tokens": tokenize(body.get("prompt", ""), bool(body.get("add_special_tokens", False)) and add_bos)}
+
+    @app.post("/detokenize")
+    async def detokenize_route(request: Request) -> dict[str, Any]:
+        return {"prompt": text_of(list((await request.json()).get("tokens", [])))}
+
+    @app.post("/v1/completions")
+    async def completions(request: Request) -> dict[str, Any]:
+        body = await request.json()
+        prompt = body.get("prompt", "")
+        if isinstance(prompt, str) or (isinstance(prompt, list) and prompt and isinstance(prompt[0], int)):
+            prompt = [prompt]
+        choices = []
+        for i, p in enumerate(prompt):
+            tokens = tokenize(p, add_bos) if isinstance(p, str) else [int(t) for t in p]
+            if body.get("echo") and body.get("logprobs") is not None:
+                choice = await asyncio.to_thread(echo_choice, tokens, int(body["logprobs"]), i)
+            else:
+                stop = body.get("stop") or []
+                stop = [stop] if isinstance(stop, str) else list(stop)
+                choice = await asyncio.to_thread(generate_choice, tokens, int(body.get("max_tokens") or 16), stop, i)
+            choices.append(choice)
+        return {"object": "text_completion", "model": MODEL, "choices": choices, "usage": {}}
+
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+
+
+# ---------------------------------------------------------------------------------------------- set-up
+
+
+def ensure_venv() -> Path:
+    """The lm-eval environment (created once, reused while its marker names the same requirements)."""
+    marker = VENV / "uep-requirements.txt"
+    python = VENV / "bin" / "python"
+    if marker.is_file() and marker.read_text() == "\n".join(REQUIREMENTS) and python.exists():
+        return python
+    uv = ROOT / ".tools" / "bin" / "uv"
+    started = time.perf_counter()
+    print(f"installing {', '.join(REQUIREMENTS)} into {VENV} (llama-cpp-python builds from source: minutes)", flush=True)
+    subprocess.run([str(uv), "venv", "-q", "--allow-existing", str(VENV), "--python", "3.11"], check=True)
+    subprocess.run([str(uv), "pip", "install", "-q", "--python", str(python), *REQUIREMENTS], check=True)
+    marker.write_text("\n".join(REQUIREMENTS))
+    print(f"installed in {time.perf_counter() - started:.0f} s", flush=True)
+    return python
+
+
+def start_server(python: Path, port: int, threads: int) -> subprocess.Popen[bytes]:
+    """Start :func:`serve` in the lm-eval environment; returns once ``/v1/models`` answers."""
+    from uep_model_server.llm import gguf_path
+
+    WORK.mkdir(parents=True, exist_ok=True)
+    log = (WORK / "server.log").open("wb")
+    cmd = [str(python), __file__, "serve", "--port", str(port), "--model-path", str(gguf_path()), "--threads", str(threads)]
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"the endpoint exited with {proc.returncode}: see {WORK / 'server.log'}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2):
+                return proc
+        except OSError:
+            time.sleep(0.5)
+    proc.terminate()
+    raise SystemExit("the endpoint did not answer within 120 s")
+
+
+# ---------------------------------------------------------------------------------------------- the items
+
+MMLU_YAML = """task: uep_mmlu
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {data}
+test_split: test
+output_type: multiple_choice
+doc_to_text: "The following are multiple choice questions (with answers) about {{{{subject.replace('_', ' ')}}}}.\\n\\n{{{{question.strip()}}}}\\nA. {{{{choices[0]}}}}\\nB. {{{{choices[1]}}}}\\nC. {{{{choices[2]}}}}\\nD. {{{{choices[3]}}}}\\nAnswer:"
+doc_to_choice: ["A", "B", "C", "D"]
+doc_to_target: answer
+metric_list:
+  - metric: acc
+  - metric: acc_norm
+"""
+HELLASWAG_YAML = """task: uep_hellaswag
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {data}
+test_split: test
+output_type: multiple_choice
+doc_to_text: "{{{{query}}}}"
+doc_to_choice: "choices"
+doc_to_target: gold
+metric_list:
+  - metric: acc
+  - metric: acc_norm
+"""
+GSM8K_YAML = """task: uep_gsm8k
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {data}
+test_split: test
+output_type: generate_until
+doc_to_text: "Solve the following math problem step by step. Write the final answer as a number on the last line, after '#### '.\\n\\nQuestion: {{{{question}}}}\\nAnswer:"
+doc_to_target: "{{{{answer}}}}"
+generation_kwargs:
+  until: ["\\n\\nQuestion:"]
+  do_sample: false
+  temperature: 0.0
+  max_gen_toks: 256
+metric_list:
+  - metric: exact_match
+    aggregation: mean
+    higher_is_better: true
+    ignore_case: true
+    ignore_punctuation: false
+    regexes_to_ignore: [",", "\\\\$", "(?s).*#### ", "\\\\.$"]
+filter_list:
+  - name: strict-match
+    filter:
+      - function: regex
+        regex_pattern: "#### (\\\\-?[0-9\\\\.\\\\,]+)"
+      - function: take_first
+  - name: flexible-extract
+    filter:
+      - function: regex
+        group_select: -1
+        regex_pattern: "(-?[$0-9.,]{{2,}})|(-?[0-9]+)"
+      - function: take_first
+"""
+
+
+def write_tasks(n_mmlu: int, n_hellaswag: int, n_gsm8k: int) -> dict[str, list[Any]]:
+    """The items (uep's built-in loaders, first N) as JSONL files and task YAMLs under .cache/bench-lm-eval;
+    returns the uep items of each task."""
+    from uep_common.builtin import datasets
+
+    mmlu = datasets.load_mmlu_loglik()[:n_mmlu]
+    hellaswag = datasets.load_hellaswag_loglik()[:n_hellaswag]
+    gsm8k = datasets.load_gsm8k()[:n_gsm8k]
+    rows = {
+        "uep_mmlu": [
+            {
+                "question": it.input["question"],
+                "choices": it.input["choices"],
+                "subject": it.input["subject"],
+                "answer": it.reference["gold"],
+            }
+            for it in mmlu
+        ],
+        "uep_hellaswag": [
+            {"query": it.input["query"], "choices": it.input["choices"], "gold": it.reference["gold"]} for it in hellaswag
+        ],
+        "uep_gsm8k": [{"question": it.input["question"], "answer": it.reference["solution"]} for it in gsm8k],
+    }
+    tasks = WORK / "tasks"
+    tasks.mkdir(parents=True, exist_ok=True)
+    for name, yaml in (("uep_mmlu", MMLU_YAML), ("uep_hellaswag", HELLASWAG_YAML), ("uep_gsm8k", GSM8K_YAML)):
+        data = tasks / f"{name}.jsonl"
+        data.write_text("".join(json.dumps(r) + "\n" for r in rows[name]))
+        (tasks / f"{name}.yaml").write_text(yaml.format(data=json.dumps(str(data))))
+    return {"uep_mmlu": mmlu, "uep_hellaswag": hellaswag, "uep_gsm8k": gsm8k}
+
+
+# ---------------------------------------------------------------------------------------------- the two tools
+
+
+def run_lm_eval(python: Path, port: int, tasks: list[str], concurrency: int) -> tuple[dict[str, list[dict[str, Any]]], float]:
+    """``lm_eval`` on ``tasks``; returns each task's logged samples in document order and the wall time."""
+    out = WORK / "lm-eval-out"
+    args = (
+        f"base_url=http://127.0.0.1:{port}/v1/completions,model={MODEL},tokenizer_backend=remote,"
+        f"num_concurrent={concurrency},max_retries=3,timeout=600"
+    )
+    cmd = [str(python), "-m", "lm_eval", "--model", "local-completions", "--model_args", args, "--tasks", ",".join(tasks)]
+    cmd += ["--include_path", str(WORK / "tasks"), "--log_samples", "--output_path", str(out), "--batch_size", "1"]
+    env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    started = time.perf_counter()
+    subprocess.run(cmd, check=True, env=env, stdout=(WORK / "lm-eval.log").open("w"), stderr=subprocess.STDOUT)
+    elapsed = time.perf_counter() - started
+    samples: dict[str, list[dict[str, Any]]] = {}
+    for task in tasks:
+        newest = max(out.rglob(f"samples_{task}_*.jsonl"), key=lambda p: p.stat().st_mtime)
+        docs = [json.loads(line) for line in newest.read_text().splitlines() if line.strip()]
+        samples[task] = sorted(docs, key=lambda d: d["doc_id"])
+    return samples, elapsed
+
+
+async def run_uep(port: int, items: dict[str, list[Any]], concurrency: int) -> tuple[dict[str, list[dict[str, Any]]], float]:
+    """uep's inference and scoring of every item through the ``openai_compatible`` backend; returns each
+    task's per-item metric details in item order and the wall time."""
+    import uuid
+    from datetime import UTC, datetime, timedelta
+
+    from uep_common.builtin import catalog
+    from uep_common.configs import parse_benchmark_config
+    from uep_common.events import ModelTarget, SampleDispatched
+    from uep_inference.backends import Backends
+    from uep_inference.service import generate_output
+    from uep_inference.settings import InferenceSettings
+    from uep_scorer.metrics import get_metric
+
+    slugs = {"uep_mmlu": "mmlu-loglik", "uep_hellaswag": "hellaswag-loglik", "uep_gsm8k": "gsm8k"}
+    target = ModelTarget(
+        model_id=uuid.uuid4(), name=MODEL, backend="openai_compatible", endpoint=f"http://127.0.0.1:{port}", max_tokens=256
+    )
+    backends = Backends(InferenceSettings())
+    sem = asyncio.Semaphore(concurrency)
+    results: dict[str, list[dict[str, Any]]] = {}
+
+    async def one(task: str, item: Any) -> dict[str, Any]:
+        config = parse_benchmark_config(next(b for b in catalog.BENCHMARKS if b.slug == slugs[task]).config)
+        prompt = config.prompt_spec.model_copy(update={"chat": False})  # raw completions, as lm-eval's local-completions
+        event = SampleDispatched(
+            evaluation_id=uuid.uuid4(),
+            tenant_id=uuid.uuid4(),
+            sample_id=uuid.uuid4(),
+            benchmark_id=uuid.uuid4(),
+            sample_ordinal=item.ordinal,
+            input=item.input,
+            prompt=prompt,
+            target=target,
+            lease_expires_at=datetime.now(UTC) + timedelta(hours=1),
+        )
+        async with sem:
+            out = await generate_output(event, backends, 600.0)
+        if out.error is not None or out.output is None:
+            return {"error": f"{out.error.type if out.error else 'none'}: {out.error.message if out.error else ''}"}
+        assert config.metric is not None
+        metric = get_metric(config.metric.name)
+        if task == "uep_gsm8k":
+            strict = metric.score(out.output, item.reference, {"variant": "strict"}).details
+            return {**strict, "output": out.output}
+        return {**metric.score(out.output, item.reference, {}).details, "output": out.output}
+
+    started = time.perf_counter()
+    try:
+        for task, task_items in items.items():
+            results[task] = list(await asyncio.gather(*(one(task, it) for it in task_items)))
+    finally:
+        await backends.close()
+    return results, time.perf_counter() - started
+
+
+# ---------------------------------------------------------------------------------------------- comparison
+
+
+def compare(task: str, lm: list[dict[str, Any]], ue: list[dict[str, Any]]) -> list[str]:
+    """Print agreement, aggregates and differing items of one task; returns its failed targets."""
+    failed = []
+    if task == "uep_gsm8k":  # lm-eval logs one sample per document and filter
+        for key, ue_key, lm_filter in (
+            ("strict", "strict_match", "strict-match"),
+            ("flexible", "flexible_match", "flexible-extract"),
+        ):
+            lm_f = [d for d in lm if d.get("filter") == lm_filter]
+            lm_v = [float(d["exact_match"]) for d in lm_f]
+            ue_v = [float(r[ue_key]) if ue_key in r else float("nan") for r in ue]
+            failed += _report(f"{task} {key}", lm_v, ue_v, lm_v, ue_v, lm_f, ue)
+        return failed
+    lm_acc = [float(d["acc"]) for d in lm]
+    lm_norm = [float(d["acc_norm"]) for d in lm]
+    lm_pred = [int(max(range(len(d["filtered_resps"])), key=lambda i: float(d["filtered_resps"][i][0]))) for d in lm]
+    ue_acc = [float(r.get("acc", float("nan"))) for r in ue]
+    ue_norm = [float(r.get("acc_norm", float("nan"))) for r in ue]
+    ue_pred = [int(r.get("pred", -1)) for r in ue]
+    failed += _report(f"{task} acc", lm_pred, ue_pred, lm_acc, ue_acc, lm, ue)
+    failed += _report(f"{task} acc_norm", lm_norm, ue_norm, lm_norm, ue_norm, lm, ue)
+    return failed
+
+
+def _report(
+    name: str, lm_key: list[Any], ue_key: list[Any], lm_v: list[float], ue_v: list[float], lm: list[Any], ue: list[Any]
+) -> list[str]:
+    n = min(len(lm_key), len(ue_key))
+    same = [i for i in range(n) if lm_key[i] == ue_key[i]]
+    agreement = len(same) / n if n else float("nan")
+    lm_mean, ue_mean = sum(lm_v[:n]) / n, sum(ue_v[:n]) / n
+    delta = (ue_mean - lm_mean) * 100
+    print(f"{name:24s} items {n:4d}  agreement {agreement:7.2%}  lm-eval {lm_mean:.4f}  uep {ue_mean:.4f}  Δ {delta:+.2f} pt")
+    for i in (i for i in range(n) if i not in set(same)):
+        lm_item = {k: lm[i].get(k) for k in ("doc_id", "filtered_resps", "acc", "acc_norm", "exact_match") if k in lm[i]}
+        ue_item = {
+            k: ue[i].get(k)
+            for k in ("pred", "pred_norm", "acc", "acc_norm", "strict_match", "flexible_match", "error")
+            if k in ue[i]
+        }
+        print(f"    differs: item {i}: lm-eval {json.dumps(lm_item)[:400]}  uep {json.dumps(ue_item)[:400]}")
+    failed = []
+    if agreement < 0.99:
+        failed.append(f"{name}: agreement {agreement:.2%} < 99 %")
+    if abs(delta) > 0.5:
+        failed.append(f"{name}: |Δ| {abs(delta):.2f} pt > 0.5")
+    return failed
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the bench (see the module docstring); returns 0 when every target is met, else 1."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command")
+    s = sub.add_parser("serve")
+    s.add_argument("--port", type=int, required=True)
+    s.add_argument("--model-path", required=True)
+    s.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--mmlu", type=int, default=500)
+    parser.add_argument("--hellaswag", type=int, default=100)
+    parser.add_argument("--gsm8k", type=int, default=100)
+    parser.add_argument("--concurrency", type=int, default=1)
+    parser.add_argument("--port", type=int, default=18731)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args(argv)
+    if args.command == "serve":
+        serve(args.port, args.model_path, args.threads)
+        return 0
+    python = ensure_venv()
+    items = write_tasks(args.mmlu, args.hellaswag, args.gsm8k)
+    items = {k: v for k, v in items.items() if v}
+    server = start_server(python, args.port, args.threads)
+    try:
+        print(
+            f"endpoint http://127.0.0.1:{args.port}/v1 (SmolLM2-135M-Instruct Q4_1, llama-cpp-python), concurrency {args.concurrency}"
+        )
+        ue, ue_s = asyncio.run(run_uep(args.port, items, args.concurrency))
+        lm, lm_s = run_lm_eval(python, args.port, list(items), args.concurrency)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    failed = []
+    for task in items:
+        failed += compare(task, lm[task], ue[task])
+    print(f"wall time: uep {ue_s:.1f} s, lm-eval {lm_s:.1f} s (with its start-up), ratio uep/lm-eval {ue_s / lm_s:.2f}")
+    if ue_s > lm_s:
+        failed.append(f"uep slower than lm-eval ({ue_s:.1f} s > {lm_s:.1f} s)")
+    print("targets met" if not failed else "targets missed:\n  " + "\n  ".join(failed))
+    return 0 if not failed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
