@@ -48,11 +48,20 @@ demo: install ## install, start the stack, evaluate the embedded LLM on real ben
 	$(PY) deploy/local/demo.py
 
 # Static checks with the locked tools in .venv (ruff, mypy: configuration in pyproject.toml) and the lock's freshness.
-check: install ## lint, format check, type check (mypy) and uv lock --check
+check: install ## lint, format check, type check (mypy), uv lock --check and check-k8s
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
 	.venv/bin/mypy
 	$(UV) lock --check
+	$(MAKE) --no-print-directory check-k8s
+
+# Every kustomize overlay rendered and validated strictly (Kubernetes schemas of kubernetes-validate, the CRD
+# schemas vendored in deploy/k8s/schemas), and hadolint on every Dockerfile; the tools are dev-group wheels.
+# DL3008 (pin apt package versions) is off: the images take the security updates of their Debian release.
+DOCKERFILES = $(sort $(wildcard libs/*/Dockerfile services/*/Dockerfile deploy/*/Dockerfile))
+check-k8s: install ## validate the Kubernetes overlays and lint the Dockerfiles
+	$(PY) deploy/k8s/validate.py
+	.venv/bin/hadolint --no-color --ignore DL3008 $(DOCKERFILES)
 
 test: install ## run every test (unit, scorer, model server, end to end on a fresh stack)
 	$(PY) -m pytest -q -p no:cacheprovider
@@ -74,6 +83,9 @@ bench: install ## bench/pipeline_overhead: pipeline vs direct Triton throughput 
 bench-scorer: install ## bench/scorer_throughput: our metrics vs the reference libraries, samples/s ratios
 	$(PY) bench/scorer_throughput.py
 
+bench-lm-eval: install ## bench/vs_lm_eval: uep vs lm-evaluation-harness (own cached venv) on one endpoint: agreement, Δ, time ratio
+	$(PY) bench/vs_lm_eval.py
+
 bench-chaos: install ## bench/chaos: kill -9 each service and restart the broker under a 500-sample run, 5 times; prints clean runs x/5
 	$(PY) bench/chaos.py
 
@@ -90,4 +102,4 @@ bench-gateway-auth: install ## bench/gateway_auth: latency the access checks add
 asyncapi: install ## regenerate docs/asyncapi.json from the services' FastStream apps
 	$(PY) docs/generate_asyncapi.py
 
-.PHONY: help install up down status demo check test test-unit test-db test-stack bench bench-scorer bench-chaos asyncapi bench-scheduler bench-report
+.PHONY: help install up down status demo check check-k8s test test-unit test-db test-stack bench bench-scorer bench-chaos asyncapi bench-scheduler bench-report bench-lm-eval

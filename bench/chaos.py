@@ -68,7 +68,8 @@ class Run:
     def __init__(self, client, engine, n: int, in_flight: int) -> None:
         self.c, self.engine, self.n = client, engine, n
         r = client.post(
-            "/v1/evaluations", json={"benchmark": "mmlu", "model": "uep-oracle", "sample_limit": n, "max_in_flight": in_flight}
+            "/v1/evaluations",
+            json={"benchmark": "mmlu", "model": "uep-oracle", "sample_limit": n, "max_in_flight": in_flight, "sampling": "first"},
         )
         r.raise_for_status()
         self.id = r.json()["id"]

@@ -66,7 +66,13 @@ def pipeline(gateway_url: str, n: int, in_flight: int) -> float:
         t0 = time.perf_counter()
         r = c.post(
             "/v1/evaluations",
-            json={"benchmark": "mmlu", "model": "uep-bench-echo", "sample_limit": n, "max_in_flight": in_flight},
+            json={
+                "benchmark": "mmlu",
+                "model": "uep-bench-echo",
+                "sample_limit": n,
+                "max_in_flight": in_flight,
+                "sampling": "first",
+            },
         )
         r.raise_for_status()
         eid = r.json()["id"]

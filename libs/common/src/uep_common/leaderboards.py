@@ -186,10 +186,14 @@ def _rank_key(e: BoardEntry) -> tuple[float, float, str, str]:
     return (-e.score, -e.ci_low, e.model, e.model_version)
 
 
-def item_set_key(benchmark_version: str, samples: int | None) -> str:
+def item_set_key(benchmark_version: str, samples: int | None, sampling: str | None = None, seed: int | None = None) -> str:
     """The key of an item set: ``"<benchmark version>:<samples>"`` (the first ``samples`` samples of that
-    version; see the module docstring)."""
-    return f"{benchmark_version}:{samples}" if samples is not None else benchmark_version
+    version; see the module docstring), ``"<version>:<samples>:<sampling>:<seed>"`` for a ``random`` or
+    ``stratified`` choice of samples (:mod:`uep_common.sampling`: the same method and seed choose the same
+    samples)."""
+    if samples is None:
+        return benchmark_version
+    return f"{benchmark_version}:{samples}" + (f":{sampling}:{seed or 0}" if sampling not in (None, "first") else "")
 
 
 def item_set_order(entries: Sequence[BoardEntry]) -> list[str]:
@@ -331,7 +335,13 @@ async def load_board(
     (tenant, model version, item set) an entry — the union of every tenant's own board, as snapshots store it."""
     ls = LeaderboardScore
     q = (
-        select(ls, Evaluation.total_items, Evaluation.repeats)
+        select(
+            ls,
+            Evaluation.total_items,
+            Evaluation.repeats,
+            Evaluation.config["sampling"].astext,
+            Evaluation.config["sampling_seed"].astext,
+        )
         .join(Evaluation, Evaluation.id == ls.evaluation_id)
         .where(
             ls.benchmark_slug == benchmark_slug,
@@ -345,9 +355,9 @@ async def load_board(
         q = q.where(ls.benchmark_version == benchmark_version)
     entries: list[BoardEntry] = []
     at: dict[tuple[Any, ...], int] = {}
-    for row, total_items, repeats in (await session.execute(q)).all():
-        samples = total_items // max(repeats, 1)  # the first `samples` samples, each `repeats` times
-        key_of_set = item_set_key(row.benchmark_version, samples)
+    for row, total_items, repeats, sampling, seed in (await session.execute(q)).all():
+        samples = total_items // max(repeats, 1)  # `samples` samples (the first, unless sampled), each `repeats` times
+        key_of_set = item_set_key(row.benchmark_version, samples, sampling, int(seed) if seed else None)
         if item_set is not None and key_of_set != item_set:
             continue
         key = (row.model_name, row.model_version, key_of_set, row.tenant_id if per_tenant else None)

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from uep_common.events import EvaluationSummary, Priority, PromptSpec
+from uep_common.sampling import MAX_SAMPLED
 from uep_gateway.validation import INT32_MAX
 
 MAX_MONEY = 10**13
@@ -42,7 +43,16 @@ class EvaluationOptions(BaseModel):
 
     benchmark_version: str | None = Field(None, max_length=64, description="Content hash; default: the newest active version.")
     model_version: str | None = Field(None, max_length=100, description="Default: the most recently registered version.")
-    sample_limit: int | None = Field(None, ge=1, le=INT32_MAX, description="Evaluate the first N samples (benchmark order).")
+    sample_limit: int | None = Field(
+        None, ge=1, le=INT32_MAX, description="Evaluate N samples (which ones: `sampling`; default the first N)."
+    )
+    sampling: Literal["first", "random", "stratified"] | None = Field(
+        None,
+        description="Which samples a limited run takes: the first N (benchmark order), a seeded random N, or N "
+        "stratified by category in proportion (uep_common.sampling); default: the benchmark's default_sampling "
+        f"(stratified for MMLU), else first. random/stratified take at most {MAX_SAMPLED:,} samples.",
+    )
+    sampling_seed: int = Field(0, ge=0, le=INT32_MAX, description="Seed of random and stratified sampling.")
     repeats: int = Field(1, ge=1, le=INT32_MAX, description="Attempts per sample (for pass@k and stability).")
     priority: Priority = Priority.normal
     max_parallel: int | None = Field(

@@ -26,6 +26,7 @@ from uep_common.costs import currency
 from uep_common.db.budgets import SpendEntry
 from uep_common.db.models import Benchmark, Evaluation, Model
 from uep_common.judge_config import JudgeConfig
+from uep_common.sampling import CATEGORY_KEYS
 from uep_reporter.report_model import (
     ArmInfo,
     Breakdown,
@@ -51,15 +52,6 @@ from uep_reporter.report_model import (
     TrendPoint,
 )
 
-CATEGORY_KEYS = (
-    ("metadata", "category"),
-    ("metadata", "subject"),
-    ("input", "subject"),
-    ("input", "category"),
-    ("metadata", "subset"),
-    ("input", "activity"),
-)
-"""Where an item's category comes from, first present wins (MMLU: ``input.subject``)."""
 DIMENSION_KEYS = (("metadata", "dimension"), ("metadata", "capability"))
 MAX_FAILURES = 200
 """Failures listed in a report (the results API pages through all of them)."""

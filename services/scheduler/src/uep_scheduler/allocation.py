@@ -15,8 +15,12 @@ One pass runs in one transaction:
    was lost between the two consumers, e.g. by a broker that lost its log), so the item is dispatched again
    as if its lease had expired unscored.
 3. Free slots are given one at a time by two-level start-time fair queuing (:mod:`uep_scheduler.fairness`):
-   tenants, then flows (evaluations; the arms of an A/B experiment as one flow, so item ``i`` of every arm
-   goes out together), urgent class first, aging, under the bounds of :mod:`uep_scheduler.capacity`.
+   tenants, then flows (evaluations; the arms of an A/B experiment as one flow), urgent class first, aging,
+   under the bounds of :mod:`uep_scheduler.capacity`. An experiment's packet is the next item of each arm
+   that is furthest behind (:func:`arm_packet`): item ``i`` of every arm together when the slots and bounds
+   allow, else as many of those arms as fit, so arms take turns and never drift more than one item apart.
+   No rule needs more free slots at once than one: a packet never waits for room it may never get (a
+   capacity-1 model, a global bound below the number of arms, or slots that free one at a time).
 4. The budget hook ``reserve_for_dispatch`` is asked once per evaluation for its planned items; the fair
    queuing tags are then charged for what was allowed, in the order the slots were given.
 5. Leases and their SampleDispatched events (outbox) are written; the tags are stored. The outbox rows are
@@ -37,6 +41,7 @@ from sqlalchemy import and_, func, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common import budget
+from uep_common.configs import parse_evaluation_config
 from uep_common.db.models import Benchmark, Evaluation, Model, OutboxMessage, Sample, SampleLease
 from uep_common.db.scheduling import SchedModel
 from uep_common.lifecycle import admit
@@ -81,6 +86,47 @@ def flow_id_of(ev: Evaluation) -> uuid.UUID:
     return ev.experiment_id or ev.id
 
 
+def arm_packet(
+    evs: list[Evaluation],
+    planned: dict[uuid.UUID, int],
+    free: int,
+    ev_used: dict[uuid.UUID, int],
+    ev_cap: dict[uuid.UUID, int],
+    model_used: dict[uuid.UUID, int],
+    model_cap: dict[uuid.UUID, int | None],
+) -> list[Evaluation]:
+    """The evaluations of one flow that get an item in its next packet (empty: the flow cannot be served now).
+
+    ``evs``: the flow's running evaluations (one, or the arms of an A/B experiment); ``planned``: items
+    already planned per evaluation in this pass; ``free``: global slots left; ``ev_used``/``ev_cap`` and
+    ``model_used``/``model_cap``: open leases and bounds per evaluation and per model (None = unbounded).
+
+    Only the arms furthest behind (fewest items dispatched or planned) take part, in arm order, and each only
+    while the global slots, its own bound and its model's bound leave room. So item ``i`` of every arm goes out
+    together when it all fits; when it does not (a capacity-1 model, fewer free slots than arms) the arms take
+    turns, one item each, and no arm is ever more than one item ahead of another — a packet never needs more
+    room than a single item.
+    """
+    position = {e.id: e.dispatched_items + planned.get(e.id, 0) for e in evs}
+    needing = [e for e in evs if position[e.id] < e.total_items]
+    if not needing:
+        return []
+    behind = min(position[e.id] for e in needing)
+    out: list[Evaluation] = []
+    want: dict[uuid.UUID, int] = defaultdict(int)
+    for e in sorted(needing, key=lambda e: (e.arm, e.id)):
+        if len(out) >= free:
+            break
+        if position[e.id] > behind or ev_used[e.id] >= ev_cap[e.id]:
+            continue
+        cap = model_cap[e.model_id]
+        if cap is not None and model_used.get(e.model_id, 0) + want[e.model_id] + 1 > cap:
+            continue
+        want[e.model_id] += 1
+        out.append(e)
+    return out
+
+
 async def _in_flight(session: AsyncSession, now: datetime) -> tuple[dict[uuid.UUID, int], dict[uuid.UUID, int], int]:
     """Open leases ``(per evaluation, per model, total)``. A lease of an evaluation that is not running any
     more counts only until it expires (it will never be dispatched again)."""
@@ -102,12 +148,21 @@ async def _in_flight(session: AsyncSession, now: datetime) -> tuple[dict[uuid.UU
     return per_ev, per_model, total
 
 
-async def _samples_for(session: AsyncSession, ranges: list[tuple[uuid.UUID, int, int]]) -> dict[tuple[uuid.UUID, int], Sample]:
-    """Samples of ``(benchmark_id, first ordinal, last ordinal)`` ranges, by ``(benchmark_id, ordinal)`` (one query)."""
-    if not ranges:
+async def _samples_for(session: AsyncSession, wanted: list[tuple[uuid.UUID, list[int]]]) -> dict[tuple[uuid.UUID, int], Sample]:
+    """Samples of ``(benchmark_id, distinct ordinals)`` pairs, by ``(benchmark_id, ordinal)`` (one query; a
+    contiguous run of ordinals, the first-N case, as a range)."""
+    conds = []
+    for b, ordinals in wanted:
+        if not ordinals:
+            continue
+        lo, hi = min(ordinals), max(ordinals)
+        contiguous = hi - lo + 1 == len(ordinals)
+        conds.append(
+            and_(Sample.benchmark_id == b, Sample.ordinal.between(lo, hi) if contiguous else Sample.ordinal.in_(ordinals))
+        )
+    if not conds:
         return {}
-    cond = or_(*(and_(Sample.benchmark_id == b, Sample.ordinal.between(lo, hi)) for b, lo, hi in ranges))
-    return {(s.benchmark_id, s.ordinal): s for s in await session.scalars(select(Sample).where(cond))}
+    return {(s.benchmark_id, s.ordinal): s for s in await session.scalars(select(Sample).where(or_(*conds)))}
 
 
 async def _reconcile_leases(
@@ -313,28 +368,17 @@ async def allocate(
     ev_used = {i: per_ev.get(i, 0) for i in waiting}
     model_used = dict(per_model)
 
-    def needing(flow: FlowTag) -> list[Evaluation]:
+    def packet(flow: FlowTag) -> list[Evaluation]:
         evs = cast("list[Evaluation]", flow.payload)  # _queue puts each flow's evaluations there
-        return [e for e in evs if e.dispatched_items + planned[e.id] < e.total_items]
-
-    def eligible(flow: FlowTag) -> bool:
-        arms = needing(flow)
-        if not arms or len(arms) > free:
-            return False
-        want: dict[uuid.UUID, int] = defaultdict(int)
-        for e in arms:
-            if ev_used[e.id] >= ev_cap[e.id]:
-                return False
-            want[e.model_id] += 1
-        return all((cap := model_cap[m]) is None or model_used.get(m, 0) + n <= cap for m, n in want.items())
+        return arm_packet(evs, planned, free, ev_used, ev_cap, model_used, model_cap)
 
     queue = _queue(clock, tenant_rows, flow_rows, groups, now, settings.aging_seconds)
     slots: list[tuple[uuid.UUID, list[uuid.UUID]]] = []
     while free > 0:
-        flow = queue.pick(eligible)
+        flow = queue.pick(lambda f: bool(packet(f)))
         if flow is None:
             break
-        arms = needing(flow)
+        arms = packet(flow)
         for e in arms:
             planned[e.id] += 1
             ev_used[e.id] += 1
@@ -384,15 +428,20 @@ async def allocate(
     # leases and events (one query for the samples of every evaluation)
     todo = {ev_id: n for ev_id, n in allowed.items() if n > 0}
     ranges = {ev_id: (locked[ev_id].dispatched_items, locked[ev_id].dispatched_items + n) for ev_id, n in todo.items()}
-    by_key = await _samples_for(
-        session, [(locked[i].benchmark_id, a // locked[i].repeats, (b - 1) // locked[i].repeats) for i, (a, b) in ranges.items()]
-    )
+    # item i is the evaluation's (i // repeats)-th sample: the first N, or its sampled ordinals (uep_common.sampling)
+    configs = {ev_id: parse_evaluation_config(locked[ev_id].config) for ev_id in ranges}
+
+    def ordinals(ev_id: uuid.UUID, start: int, end: int) -> list[int]:
+        r = locked[ev_id].repeats
+        return [configs[ev_id].ordinal(p) for p in range(start // r, (end - 1) // r + 1)]
+
+    by_key = await _samples_for(session, [(locked[i].benchmark_id, ordinals(i, a, b)) for i, (a, b) in ranges.items()])
     for ev_id, (start, end) in ranges.items():
         ev = locked[ev_id]
         fresh = [
             SampleLease(
                 evaluation_id=ev.id,
-                sample_id=by_key[(ev.benchmark_id, i // ev.repeats)].id,
+                sample_id=by_key[(ev.benchmark_id, configs[ev_id].ordinal(i // ev.repeats))].id,
                 repeat=i % ev.repeats,
                 arm=ev.arm,
                 state="leased",
@@ -404,10 +453,7 @@ async def allocate(
         ]
         session.add_all(fresh)
         ev.dispatched_items = end
-        samples = {
-            by_key[(ev.benchmark_id, o)].id: by_key[(ev.benchmark_id, o)]
-            for o in range(start // ev.repeats, (end - 1) // ev.repeats + 1)
-        }
+        samples = {by_key[(ev.benchmark_id, o)].id: by_key[(ev.benchmark_id, o)] for o in ordinals(ev_id, start, end)}
         result.outbox += await dispatch_events(
             session, ev, benchmarks[ev.benchmark_id], model_target(models[ev.model_id]), samples, fresh, expires, claim
         )

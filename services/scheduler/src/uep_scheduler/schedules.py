@@ -27,6 +27,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from uep_common import budget
+from uep_common.configs import parse_benchmark_config
 from uep_common.creation import (
     WorkLimitRefused,
     WorkLimits,
@@ -40,6 +41,7 @@ from uep_common.creation import (
 from uep_common.db.models import Tenant
 from uep_common.db.scheduling import Schedule, ScheduleRun
 from uep_common.outbox import add_to_outbox
+from uep_common.sampling import MAX_SAMPLED, choose_ordinals
 from uep_common.settings import CommonSettings
 from uep_common.telemetry import tracer
 
@@ -96,6 +98,14 @@ async def _create_run(s: AsyncSession, sch: Schedule, scheduled_for: datetime, t
                     "evaluation",
                     attributes={"uep.benchmark": bench.slug, "uep.model": model.name, "uep.schedule_id": str(sch.id)},
                 ):
+                    method = o.get("sampling") or parse_benchmark_config(bench.config).default_sampling or "first"
+                    n = min(o.get("sample_limit") or bench.sample_count, bench.sample_count)
+                    seed = int(o.get("sampling_seed") or 0)
+                    if method != "first" and MAX_SAMPLED < n < bench.sample_count:
+                        raise WorkLimitRefused(
+                            422, "sampling", f"{method} sampling takes at most {MAX_SAMPLED:,} samples", "too_many_sampled"
+                        )
+                    chosen = await choose_ordinals(s, bench.id, bench.sample_count, n, method, seed)
                     ev, event = new_evaluation(
                         tenant_id=sch.tenant_id,
                         bench=bench,
@@ -108,6 +118,9 @@ async def _create_run(s: AsyncSession, sch: Schedule, scheduled_for: datetime, t
                             o.get("fewshot_k"),
                             o.get("chat_template"),
                             sample_timeout_s=o.get("sample_timeout_s"),
+                            sampling=method,
+                            sampling_seed=seed,
+                            sample_ordinals=chosen,
                         ),
                         schedule_id=sch.id,
                     )

@@ -17,7 +17,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common import budget, lifecycle
-from uep_common.configs import check_evaluation_config, parse_evaluation_config
+from uep_common.configs import check_evaluation_config, parse_benchmark_config, parse_evaluation_config
 from uep_common.creation import (
     WorkLimitRefused,
     WorkLimits,
@@ -32,6 +32,7 @@ from uep_common.events import EvaluationRequested, EvaluationStatus, EvaluationS
 from uep_common.outbox import add_to_outbox
 from uep_common.progress import progress_key
 from uep_common.prompts import PromptRenderError, check_prompt_template
+from uep_common.sampling import MAX_SAMPLED, choose_ordinals
 from uep_common.stats import wilson_interval
 from uep_common.telemetry import tracer
 from uep_common.wakeups import notify_waiting
@@ -193,6 +194,7 @@ async def plan_evaluations(
         "fewshot_k": body.fewshot_k,
         "chat_template": body.chat_template,
         "sample_timeout_s": body.sample_timeout_s,
+        **await _sampling(session, bench, body),  # one choice of samples for every evaluation of the request
     }
     plans: list[tuple[Model, str, dict[str, Any]]] = []  # (model, arm, config)
     batch_id = experiment_id = None
@@ -269,6 +271,23 @@ async def plan_evaluations(
         for ev in evaluations:
             ev.config = check_evaluation_config({**ev.config, "max_cost": body.max_cost})
     return evaluations, events
+
+
+async def _sampling(session: AsyncSession, bench: Benchmark, body: EvaluationOptions) -> dict[str, Any]:
+    """The sampling options of a request on ``bench`` (:mod:`uep_common.sampling`): method (the request's,
+    else the benchmark's ``default_sampling``, else ``first``), seed and the chosen ordinals. 422 naming
+    ``sampling`` when a random or stratified run would take more than :data:`MAX_SAMPLED` samples."""
+    method = body.sampling or parse_benchmark_config(bench.config).default_sampling or "first"
+    n = min(body.sample_limit or bench.sample_count, bench.sample_count)
+    if method != "first" and n < bench.sample_count and n > MAX_SAMPLED:
+        raise FieldError(
+            422,
+            ("body", "sampling"),
+            f"{method} sampling takes at most {MAX_SAMPLED:,} samples ({n:,} asked): use first, or run the whole benchmark",
+            "too_many_sampled",
+        )
+    ordinals = await choose_ordinals(session, bench.id, bench.sample_count, n, method, body.sampling_seed)
+    return {"sampling": method, "sampling_seed": body.sampling_seed, "sample_ordinals": ordinals}
 
 
 def check_options(options: EvaluationOptions, settings: GatewaySettings, loc: tuple[Any, ...] = ("body",)) -> None:

@@ -1,0 +1,95 @@
+"""A thin client of the platform's REST API: one :class:`Api` per command, errors as one line.
+
+Every non-2xx answer becomes :class:`ApiError` whose message names the status, the field (the ``loc`` of
+the API's error body, e.g. ``body.sample_limit``) and the reason, so the command line prints one clear line
+instead of a traceback. Connection failures are an ``ApiError`` with status 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+
+from uep_cli.config import Credentials
+
+
+class ApiError(Exception):
+    """A refused request (``status`` ≥ 400) or an unreachable gateway (``status`` 0); ``str()`` is one line."""
+
+    def __init__(self, status: int, message: str, body: Any = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+
+
+def error_line(status: int, body: Any, fallback: str) -> str:
+    """One line for an error answer: ``"422 body.sample_limit: Input should be … (greater_than_equal)"``.
+
+    ``body``: the decoded JSON error (the API's ``{"detail": [{"loc", "msg", "type"}]}`` or FastAPI's
+    ``{"detail": "text"}``), or None; ``fallback``: the raw text when the body is not JSON.
+    """
+    detail = body.get("detail") if isinstance(body, dict) else None
+    if isinstance(detail, list) and detail and isinstance(detail[0], dict):
+        parts = []
+        for d in detail[:3]:
+            loc = ".".join(str(x) for x in d.get("loc", []))
+            kind = f" ({d['type']})" if d.get("type") else ""
+            parts.append(f"{loc}: {d.get('msg', '')}{kind}" if loc else f"{d.get('msg', '')}{kind}")
+        more = f" (+{len(detail) - 3} more)" if len(detail) > 3 else ""
+        return f"{status} " + "; ".join(parts) + more
+    if isinstance(detail, str):
+        return f"{status} {detail}"
+    text = " ".join(fallback.split())[:300]
+    return f"{status} {text}" if text else f"{status} (no body)"
+
+
+class Api:
+    """HTTP calls to one gateway with one set of credentials. Use as a context manager.
+
+    ``timeout``: seconds per request (connect, read, write).
+    """
+
+    def __init__(self, creds: Credentials, timeout: float = 30.0) -> None:
+        self.creds = creds
+        self._client = httpx.Client(base_url=creds.url, headers=creds.headers(), timeout=timeout)
+
+    def __enter__(self) -> Api:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._client.close()
+
+    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """Send one request; the answer when it is 2xx. Raises :class:`ApiError` otherwise."""
+        try:
+            r = self._client.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise ApiError(0, f"cannot reach {self.creds.url}: {exc.__class__.__name__}: {exc}") from None
+        if r.status_code >= 400:
+            try:
+                body = r.json()
+            except ValueError:
+                body = None
+            raise ApiError(r.status_code, error_line(r.status_code, body, r.text), body)
+        return r
+
+    def get(self, path: str, **params: Any) -> Any:
+        """``GET path`` with the non-None ``params`` as the query; the decoded JSON body."""
+        return self.request("GET", path, params={k: v for k, v in params.items() if v is not None}).json()
+
+    def post(self, path: str, json: Any = None, **kwargs: Any) -> Any:
+        """``POST path`` with a JSON body; the decoded JSON body (None when empty)."""
+        r = self.request("POST", path, json=json, **kwargs)
+        return r.json() if r.content else None
+
+    def pages(self, path: str, limit: int, **params: Any) -> Iterator[dict[str, Any]]:
+        """Every item of a keyset-paginated list (``{"items", "next_cursor"}``), page by page of ``limit``."""
+        cursor: str | None = None
+        while True:
+            page = self.get(path, limit=limit, cursor=cursor, **params)
+            yield from page["items"]
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return
