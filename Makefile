@@ -44,8 +44,8 @@ down: ## stop the local stack (by PID)
 status: ## show the local stack's processes and health
 	@if [ -x $(PY) ]; then $(STACK) status; else echo "not installed: run make install"; fi
 
-demo: install ## install, start the stack, evaluate the embedded LLM on real benchmarks, print the summary, stop
-	$(PY) deploy/local/demo.py
+demo: install ## install, start the stack, evaluate the embedded LLM on real benchmarks, print the summary and the web UI's address, stop (KEEP=1: leave it up)
+	KEEP=$(KEEP) $(PY) deploy/local/demo.py
 
 # Static checks with the locked tools in .venv (ruff, mypy: configuration in pyproject.toml) and the lock's freshness.
 check: install ## lint, format check, type check (mypy), uv lock --check and check-k8s

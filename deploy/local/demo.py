@@ -2,8 +2,10 @@
 
 Starts the local stack (unless one is already running), submits evaluations of the embedded default model
 (SmolLM2-135M-Instruct served by Triton on CPU) on real MMLU, GSM8K and HumanEval items through the
-gateway, follows their progress, prints the summary table and a few answers, and stops the stack it
-started. Sizes can be changed with ``UEP_DEMO_MMLU``, ``UEP_DEMO_GSM8K`` and ``UEP_DEMO_HUMANEVAL``.
+gateway, follows their progress, prints the summary table and a few answers, says where the web UI is and
+how to sign in, and stops the stack it started — unless ``KEEP=1`` (``make demo KEEP=1``) asks to leave it
+up for a look around (``make down`` stops it). Sizes can be changed with ``UEP_DEMO_MMLU``,
+``UEP_DEMO_GSM8K`` and ``UEP_DEMO_HUMANEVAL``.
 """
 
 from __future__ import annotations
@@ -133,7 +135,17 @@ def main() -> int:
                 print(f"submitted {slug} ({n} items): evaluation {evaluations[slug]}")
             final = follow(client, evaluations)
             report(client, final)
-            return 0 if all(b["status"] == "completed" for b in final.values()) else 1
+            ok = all(b["status"] == "completed" for b in final.values())
+        keep = os.environ.get("KEEP", "") not in ("", "0")
+        print(
+            f"\nWeb UI: {cfg.gateway_url}/ui/ — sign in as 'admin' with the password in {cfg.credentials_path}"
+            + ("" if keep or not started else "\n  (the stack stops now: `make demo KEEP=1` leaves it up to look around)")
+            + f"\nCommand line: .venv/bin/uep login --url {cfg.gateway_url} --username admin"
+        )
+        if keep:
+            started = False  # leave it up
+            print("the stack stays up (KEEP=1): `make down` stops it")
+        return 0 if ok else 1
     finally:
         if started:
             print("\nstopping the stack …")

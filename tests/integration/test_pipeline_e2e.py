@@ -138,3 +138,33 @@ def test_few_shot_demonstrations_reach_the_model(gateway):
 def test_fewshot_k_is_validated(gateway):
     r = gateway.post("/v1/evaluations", json={"benchmark": "gsm8k", "model": "uep-oracle", "fewshot_k": 99})
     assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "fewshot_k"]
+
+
+def test_a_limited_mmlu_run_is_stratified_by_subject(gateway, db):
+    """MMLU's default sampling is stratified (uep_common.sampling): 30 items of 14,042 come from many subjects
+    (the first 30 would all be abstract_algebra), and exactly the ordinals the Hamilton quotas choose with
+    seed 0 run (recomputed here from the samples' subjects)."""
+    from sqlalchemy import text
+
+    from uep_common.sampling import stratified_ordinals
+
+    evaluation_id = submit(gateway, benchmark="mmlu", model="uep-oracle", sample_limit=30)
+    assert wait_done(gateway, evaluation_id)["status"] == "completed"
+    ran = sorted(r["sample_ordinal"] for r in all_results(gateway, evaluation_id))
+    with db.connect() as c:
+        subjects = dict(
+            c.execute(
+                text(
+                    "SELECT s.ordinal, s.input->>'subject' FROM samples s JOIN evaluations e ON e.benchmark_id = s.benchmark_id "
+                    "WHERE e.id = :e"
+                ),
+                {"e": evaluation_id},
+            ).all()
+        )
+    assert ran == stratified_ordinals(subjects, 30, seed=0)
+    assert len({subjects[o] for o in ran}) >= 20  # 57 subjects; the largest ones get one item each or more
+    first = submit(gateway, benchmark="mmlu", model="uep-oracle", sample_limit=3, sampling="random", sampling_seed=4)
+    assert wait_done(gateway, first)["status"] == "completed"
+    from uep_common.sampling import random_ordinals
+
+    assert sorted(r["sample_ordinal"] for r in all_results(gateway, first)) == random_ordinals(len(subjects), 3, seed=4)

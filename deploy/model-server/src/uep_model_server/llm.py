@@ -22,11 +22,6 @@ Settings (environment):
 
 A batch from Triton is fanned out to a thread pool; the llama.cpp server queues the requests across its
 slots.
-
-Log-likelihood requests (:meth:`SmolLM2.loglikelihood`) are answered exactly by llama-cpp-python
-(:mod:`.loglik`): llama.cpp's server, which xllamacpp wraps, returns log-probabilities of generated tokens
-only (top-N, no prompt log-probabilities). That second llama.cpp context over the same GGUF is created on the
-first such request (about 0.5 s, 100 MB), with ``UEP_LLM_N_CTX`` tokens and ``UEP_LLM_THREADS`` threads.
 """
 
 from __future__ import annotations
@@ -34,14 +29,13 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .io import MAX_BATCH_SIZE, GenerationRequest, GenerationResult, LoglikRequest, LoglikResult
+from .io import MAX_BATCH_SIZE, GenerationRequest, GenerationResult
 
 LOGGER = logging.getLogger(__name__)
 
@@ -136,8 +130,6 @@ class SmolLM2:
             self.settings.cache_prompt,
         )
         self._pool = ThreadPoolExecutor(max(MAX_BATCH_SIZE, self.settings.n_parallel), thread_name_prefix="smollm2")
-        self._loglik: Any = None
-        self._loglik_lock = threading.Lock()
 
     def request_body(self, request: GenerationRequest) -> dict[str, Any]:
         """The body sent to llama.cpp: chat completions (the prompt as one user message, through the
@@ -181,24 +173,6 @@ class SmolLM2:
         """Generate for a batch: fan out to the thread pool, results in request order."""
         return list(self._pool.map(self.generate_one, requests))
 
-    def loglikelihood(self, requests: list[LoglikRequest]) -> list[LoglikResult]:
-        """Exact log-likelihoods of the requests' continuations (:class:`.loglik.LlamaLoglik`), in order.
-
-        Raises:
-            RuntimeError: a request does not fit the context size, or llama.cpp failed.
-        """
-        with self._loglik_lock:
-            if self._loglik is None:
-                from .loglik import LlamaLoglik
-
-                self._loglik = LlamaLoglik(gguf_path(), n_ctx=self.settings.n_ctx_per_slot, n_threads=self.settings.n_threads)
-        try:
-            return list(self._loglik(requests))
-        except ValueError as exc:
-            raise RuntimeError(f"{MODEL_NAME}: {exc}") from exc
-
     def close(self) -> None:
         """Stop the worker threads (the llama.cpp server is freed with the object)."""
         self._pool.shutdown(wait=False, cancel_futures=True)
-        if self._loglik is not None:
-            self._loglik.close()

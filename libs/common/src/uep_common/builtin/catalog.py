@@ -282,7 +282,8 @@ LOCAL_MODELS: list[LocalModel] = [
         triton_model_name="smollm2_135m_instruct",
         decoding_defaults={"max_tokens": 256, "temperature": 0.0, "stop": []},
         max_in_flight=1,  # one llama.cpp slot (UEP_LLM_N_PARALLEL=1): latency is then model time, not queueing
-        supports_logprobs=True,  # exact log-likelihoods through llama-cpp-python (uep_model_server.loglik)
+        # no log-likelihoods yet: llama.cpp's server (xllamacpp) returns no prompt log-probabilities
+        supports_logprobs=False,
     ),
     LocalModel(
         name="uep-oracle",

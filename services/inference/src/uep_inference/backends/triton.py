@@ -140,7 +140,8 @@ class TritonBackend:
                 )
             except (InferenceServerException, OSError, TimeoutError) as exc:
                 err = self._error(exc)
-                if err.kind == "triton_error" and "continuation" in str(err):
+                # a model without the tensors: Triton names the unknown input or one of the requested outputs
+                if err.kind == "triton_error" and any(n in str(err) for n in ("continuation", "logprob", "is_greedy")):
                     raise BackendError(
                         "loglik_unsupported", f"model {target.name!r} takes no log-likelihood requests: {err}"
                     ) from exc
