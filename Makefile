@@ -99,7 +99,10 @@ bench-report: install ## bench/report: build the report (and leaderboard) of a 1
 bench-gateway-auth: install ## bench/gateway_auth: latency the access checks add to GET /v1/models, p50/p99 (target < 1 ms at p50)
 	$(PY) bench/gateway_auth.py
 
+bench-cli: install ## bench/cli_startup: `uep --help` start-up time against the bare interpreter's (target < 0.5 s)
+	$(PY) bench/cli_startup.py
+
 asyncapi: install ## regenerate docs/asyncapi.json from the services' FastStream apps
 	$(PY) docs/generate_asyncapi.py
 
-.PHONY: help install up down status demo check check-k8s test test-unit test-db test-stack bench bench-scorer bench-chaos asyncapi bench-scheduler bench-report bench-lm-eval
+.PHONY: help install up down status demo check check-k8s test test-unit test-db test-stack bench bench-scorer bench-chaos asyncapi bench-scheduler bench-report bench-lm-eval bench-cli

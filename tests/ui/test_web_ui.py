@@ -5,7 +5,8 @@ A user signs in through the form, creates an evaluation from the create form (``
 items), watches it finish, opens its report, filters the item browser (wrong only: the oracle answers an
 item wrong exactly when its ordinal ≡ 2 (mod 3), so items 2 and 5 of 0..5), compares it with an earlier
 identical run (no item changes), downloads the items as CSV, views a leaderboard and the radar, uploads a
-benchmark with a row error (shown next to the file field) and then a valid one, and switches tenant. A
+benchmark with a row error (shown next to the file field) and then a valid one, uploads a judged benchmark
+through the judge editor (a bad scale and a bad template shown next to their parts), and switches tenant. A
 viewer sees no create or action controls, an annotator only the annotation queue, and tenant B's user
 never sees tenant A's evaluations. Screenshots of every page go to ``UEP_UI_SCREENSHOTS`` (default: the
 test's tmp dir) at 1280 px, and one at 390 px.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import re
 import shutil
@@ -230,6 +232,54 @@ def test_sign_in_create_watch_report_items_compare_boards_upload(gateway, stack,
             assert page.locator("main img").count() == 0
             _shot(page, shots, "11-benchmark-preview")
 
+            # a judged benchmark through the judge editor: a bad scale is caught in the page (nothing sent), a
+            # template that does not compile by the API (422 at spec.judge.template_text), both next to their part
+            page.goto(f"{base}/ui/benchmarks/upload")
+            judged = f"ui-judged-{uuid.uuid4().hex[:6]}"
+            expect(page.locator("#judge-editor")).to_be_hidden()
+            page.get_by_label("Slug").fill(judged)
+            page.get_by_label("Name", exact=True).fill("UI judged QA")
+            page.get_by_label("Prompt template (Jinja2 over each row's input fields)").fill("Q: {{ question }}")
+            page.get_by_label("Evaluation type").select_option("llm_judge")
+            expect(page.locator("#judge-models input[data-judge='uep-judge']")).to_be_checked()
+            page.locator("#judge-add-dimension").click()
+            row = page.locator("#judge-dimensions .dimension").nth(1)
+            row.get_by_label("Dimension name").fill("fluency")
+            row.get_by_label("from", exact=True).fill("5")
+            row.get_by_label("to", exact=True).fill("1")
+            page.get_by_label("Data file (JSONL, CSV or Parquet)").set_input_files(
+                {"name": "qa.jsonl", "mimeType": "application/json", "buffer": good}
+            )
+            posts: list[int] = []
+            page.on(
+                "response",
+                lambda r: posts.append(r.status) if r.request.method == "POST" and r.url.endswith("/v1/benchmarks") else None,
+            )
+            page.locator("#upload-submit").click()
+            scale_error = page.locator(".field[data-field='spec.judge.dimensions.1'] .field-error")
+            expect(scale_error).to_contain_text("min (5) must be below max (1)")
+            assert posts == []
+            _shot(page, shots, "18-upload-judge-editor")
+            row.get_by_label("from", exact=True).fill("1")
+            row.get_by_label("to", exact=True).fill("5")
+            row.get_by_label("integer", exact=True).check()
+            expect(scale_error).to_be_empty()
+            page.get_by_label("Judge template (Jinja2, optional)").fill("{{ question ")
+            page.locator("#upload-submit").click()
+            expect(page.locator(".field[data-field='spec.judge.template_text'] .field-error")).to_contain_text(
+                "judge template refused"
+            )
+            page.get_by_label("Judge template (Jinja2, optional)").fill("")
+            with page.expect_response(lambda r: r.request.method == "POST" and r.url.endswith("/v1/benchmarks")) as sent:
+                page.locator("#upload-submit").click()
+            assert sent.value.status == 201
+            expect(page.locator("#upload-ok")).to_contain_text(f"Uploaded {judged}")
+            assert posts == [422, 201]
+            spec = json.loads(page.locator("#spec-json").input_value())
+            assert spec["evaluation_type"] == "llm_judge"
+            assert spec["judge"]["judges"] == ["uep-judge"]
+            assert spec["judge"]["dimensions"][1] == {"name": "fluency", "description": "", "min": 1, "max": 5, "integer": True}
+
             page.locator("#nav a", has_text="Models").click()
             expect(page.locator("main table")).to_contain_text("uep-oracle")
             _shot(page, shots, "12-models")
@@ -273,6 +323,8 @@ def test_sign_in_create_watch_report_items_compare_boards_upload(gateway, stack,
         6,
     )
     assert len(list(shots.glob("*.png"))) >= 15
+    listed = {b["slug"]: b for b in gateway.get("/v1/benchmarks").json()}
+    assert listed[judged]["evaluation_type"] == "llm_judge"
 
 
 def test_viewer_annotator_and_other_tenant(gateway, stack, db, people, baseline, shots):

@@ -152,7 +152,8 @@ export function showErrors(form, err, summary) {
   if (summary) {
     const placed = details.length - rest.length;
     replace(summary, h("div", { class: "alert", role: "alert" },
-      h("strong", {}, `The API refused this (${err.status || "error"})`),
+      // status "form": the page's own checks found it, nothing was sent
+      h("strong", {}, err.status === "form" ? "Not sent: fix the form first" : `The API refused this (${err.status || "error"})`),
       placed ? ` — ${placed === 1 ? "one problem is" : `${placed} problems are`} shown next to ${placed === 1 ? "its field" : "their fields"}.` : ":",
       rest.length ? h("ul", {}, rest.map((t) => h("li", {}, t))) : null,
     ));
