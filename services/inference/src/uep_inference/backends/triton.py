@@ -71,12 +71,26 @@ class TritonBackend:
             return BackendError("triton_error", str(exc))
         return BackendError("triton_unavailable", repr(exc))
 
+    async def _infer(self, request: GenerationRequest, inputs: list[Any], outputs: list[str]) -> Any:
+        """One ``infer`` call on the request's model (name, version, timeout); the tritonclient result.
+        Raises what tritonclient raises (the callers map it with :meth:`_error`)."""
+        target = request.target
+        protocol, mod, client = self._client(target.endpoint)
+        kwargs = {"client_timeout": request.timeout_s} if protocol == "grpc" else {"timeout": int(request.timeout_s * 1_000_000)}
+        return await client.infer(
+            target.triton_model_name or target.name,
+            inputs,
+            model_version=target.triton_model_version or "",
+            outputs=[mod.InferRequestedOutput(n) for n in outputs],
+            **kwargs,
+        )
+
     async def generate(self, request: GenerationRequest) -> Generation:
         """One inference call with the tensor contract above. Raises :class:`BackendError`."""
         from tritonclient.utils import InferenceServerException
 
         target, chat = request.target, request.chat
-        protocol, mod, client = self._client(target.endpoint)
+        mod = self._client(target.endpoint)[1]
 
         def tensor(name: str, value: np.ndarray[Any, Any], dtype: str) -> Any:  # an InferInput of the untyped tritonclient
             t = mod.InferInput(name, list(value.shape), dtype)
@@ -90,16 +104,8 @@ class TritonBackend:
             tensor("stop", np.array([[json.dumps(list(request.stop)).encode()]], dtype=np.object_), "BYTES"),
             tensor("chat", np.array([[-1 if chat is None else int(chat)]], dtype=np.int32), "INT32"),
         ]
-        outputs = [mod.InferRequestedOutput(n) for n in ("text_output", "prompt_tokens", "completion_tokens")]
-        kwargs = {"client_timeout": request.timeout_s} if protocol == "grpc" else {"timeout": int(request.timeout_s * 1_000_000)}
         try:
-            result = await client.infer(
-                target.triton_model_name or target.name,
-                inputs,
-                model_version=target.triton_model_version or "",
-                outputs=outputs,
-                **kwargs,
-            )
+            result = await self._infer(request, inputs, ["text_output", "prompt_tokens", "completion_tokens"])
         except (InferenceServerException, OSError, TimeoutError) as exc:
             raise self._error(exc) from exc
         text = result.as_numpy("text_output").reshape(-1)[0]
@@ -117,9 +123,8 @@ class TritonBackend:
         from tritonclient.utils import InferenceServerException
 
         target = request.target
-        protocol, mod, client = self._client(target.endpoint)
-        kwargs = {"client_timeout": request.timeout_s} if protocol == "grpc" else {"timeout": int(request.timeout_s * 1_000_000)}
-        outputs = [mod.InferRequestedOutput(n) for n in ("logprob", "is_greedy", "prompt_tokens", "completion_tokens")]
+        mod = self._client(target.endpoint)[1]
+        outputs = ["logprob", "is_greedy", "prompt_tokens", "completion_tokens"]
         logliks: list[Loglik] = []
         context_tokens = 0
         conts = request.continuations
@@ -131,13 +136,7 @@ class TritonBackend:
                 t.set_data_from_numpy(np.array([[r.encode()] for r in rows], dtype=np.object_))
                 inputs.append(t)
             try:
-                result = await client.infer(
-                    target.triton_model_name or target.name,
-                    inputs,
-                    model_version=target.triton_model_version or "",
-                    outputs=outputs,
-                    **kwargs,
-                )
+                result = await self._infer(request, inputs, outputs)
             except (InferenceServerException, OSError, TimeoutError) as exc:
                 err = self._error(exc)
                 # a model without the tensors: Triton names the unknown input or one of the requested outputs
@@ -146,7 +145,7 @@ class TritonBackend:
                         "loglik_unsupported", f"model {target.name!r} takes no log-likelihood requests: {err}"
                     ) from exc
                 raise err from exc
-            values = [result.as_numpy(n).reshape(-1) for n in ("logprob", "is_greedy", "prompt_tokens", "completion_tokens")]
+            values = [result.as_numpy(n).reshape(-1) for n in outputs]
             for lp, greedy, _ctx, n in zip(*values, strict=True):
                 logliks.append(Loglik(float(lp), int(n), bool(greedy)))
             context_tokens = int(values[2][0])
