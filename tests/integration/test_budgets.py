@@ -94,7 +94,9 @@ def test_cap_between_two_items_stops_at_the_right_item(gateway, db, priced_model
     exactly items 0 and 1 run; the evaluation ends budget_exhausted with both results and reserved = settled."""
     hdr = bearer(keys["budget-a"]["builder"])
     r = gateway.post(
-        "/v1/evaluations", headers=hdr, json={"benchmark": "mmlu", "model": priced_model, "sample_limit": 5, "max_cost": 2.5}
+        "/v1/evaluations",
+        headers=hdr,
+        json={"benchmark": "mmlu", "sampling": "first", "model": priced_model, "sample_limit": 5, "max_cost": 2.5},
     )
     assert r.status_code == 202, r.text
     est = r.json()["estimated_cost"]
@@ -145,17 +147,25 @@ def test_daily_cap_stops_a_running_evaluation(gateway, priced_model, keys):
     its own cap 0 ends budget_exhausted with nothing dispatched (summary n = 0)."""
     hdr = bearer(keys["budget-d"]["builder"])
     assert gateway.put("/v1/caps/tenant/day", json={"amount": 4}, headers=hdr).status_code == 200
-    first = gateway.post("/v1/evaluations", headers=hdr, json={"benchmark": "mmlu", "model": priced_model, "sample_limit": 3})
+    first = gateway.post(
+        "/v1/evaluations", headers=hdr, json={"benchmark": "mmlu", "sampling": "first", "model": priced_model, "sample_limit": 3}
+    )
     assert first.status_code == 202, first.text
     assert wait_terminal(gateway, first.json()["id"], hdr)["status"] == "completed"
-    second = gateway.post("/v1/evaluations", headers=hdr, json={"benchmark": "mmlu", "model": priced_model, "sample_limit": 1})
+    second = gateway.post(
+        "/v1/evaluations", headers=hdr, json={"benchmark": "mmlu", "sampling": "first", "model": priced_model, "sample_limit": 1}
+    )
     assert second.status_code == 202, second.text
     assert wait_terminal(gateway, second.json()["id"], hdr)["status"] == "completed"
-    third = gateway.post("/v1/evaluations", headers=hdr, json={"benchmark": "mmlu", "model": priced_model, "sample_limit": 1})
+    third = gateway.post(
+        "/v1/evaluations", headers=hdr, json={"benchmark": "mmlu", "sampling": "first", "model": priced_model, "sample_limit": 1}
+    )
     assert third.status_code == 402 and third.json()["detail"][0]["type"] == "over_daily_cap"
     assert "0 USD left, 4 USD spent or reserved" in third.json()["detail"][0]["msg"]
     fourth = gateway.post(
-        "/v1/evaluations", headers=hdr, json={"benchmark": "mmlu", "model": priced_model, "sample_limit": 2, "max_cost": 0}
+        "/v1/evaluations",
+        headers=hdr,
+        json={"benchmark": "mmlu", "sampling": "first", "model": priced_model, "sample_limit": 2, "max_cost": 0},
     )
     assert fourth.status_code == 202, fourth.text
     final = wait_terminal(gateway, fourth.json()["id"], hdr)
@@ -325,7 +335,9 @@ def test_redelivered_score_never_settles_twice(gateway, db, stack, priced_model,
     from uep_common.events import ScoreComputed
 
     hdr = bearer(keys["budget-a"]["builder"])
-    r = gateway.post("/v1/evaluations", headers=hdr, json={"benchmark": "mmlu", "model": priced_model, "sample_limit": 2})
+    r = gateway.post(
+        "/v1/evaluations", headers=hdr, json={"benchmark": "mmlu", "sampling": "first", "model": priced_model, "sample_limit": 2}
+    )
     assert r.status_code == 202, r.text
     evaluation_id = r.json()["id"]
     assert wait_terminal(gateway, evaluation_id, hdr)["status"] == "completed"
@@ -376,7 +388,9 @@ def test_evaluation_caps_target_only_the_callers_evaluations(gateway, db, priced
     """An evaluation cap of another tenant's evaluation is a 404 naming evaluation_id (as for an unknown one),
     for its admin and the site admin not acting as one alike; no cap row is written. Its owner may set one."""
     own = bearer(keys["budget-c"]["admin"])
-    r = gateway.post("/v1/evaluations", headers=own, json={"benchmark": "mmlu", "model": priced_model, "sample_limit": 1})
+    r = gateway.post(
+        "/v1/evaluations", headers=own, json={"benchmark": "mmlu", "sampling": "first", "model": priced_model, "sample_limit": 1}
+    )
     assert r.status_code == 202, r.text
     evaluation_id = r.json()["id"]
     wait_terminal(gateway, evaluation_id, own)

@@ -169,12 +169,13 @@ def test_graded_metric_runs_through_the_pipeline(gateway):
     assert final["status"] == "completed"
     s = final["summary"]
     assert (s["n"], s["scored"], s["errors"], s["accuracy"]) == (2, 0, 0, None)
-    expected = [sacrebleu.metrics.BLEU(effective_order=False).sentence_score("I do not know.", [r]).score for r in refs]
+    # the metric's defaults are sacrebleu.sentence_bleu's (effective order on)
+    expected = [sacrebleu.sentence_bleu("I do not know.", [r]).score for r in refs]
     assert expected[0] == pytest.approx(100.0)
     results = all_results(gateway, evaluation_id)
     assert [r["score"] for r in results] == [pytest.approx(e, abs=1e-9) for e in expected]
     assert s["metric_means"]["sentence_bleu"] == pytest.approx(sum(expected) / 2, abs=1e-9)
-    assert results[0]["metrics"]["signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
+    assert results[0]["metrics"]["signature"].startswith("nrefs:1|case:mixed|eff:yes|tok:13a")
 
 
 # --------------------------------------------------------------------------- ownership and visibility
