@@ -9,6 +9,7 @@ Expected values are those of aiokafka's and FastStream's parameters (``security_
 from __future__ import annotations
 
 import asyncio
+import os
 import ssl
 
 import certifi
@@ -24,6 +25,13 @@ pytestmark = pytest.mark.unit
 
 CA = certifi.where()
 """A real PEM bundle to load as the CA file."""
+
+
+@pytest.fixture(autouse=True)
+def _no_uep_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The settings' own defaults: a test session that started a stack has UEP_* variables (tansu mode) set."""
+    for name in [n for n in os.environ if n.startswith("UEP_")]:
+        monkeypatch.delenv(name)
 
 
 def _settings(**kwargs: object) -> CommonSettings:
