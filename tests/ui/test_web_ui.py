@@ -133,7 +133,10 @@ def test_sign_in_create_watch_report_items_compare_boards_upload(gateway, stack,
 
             # create from the form: the estimate and the budget check come before the submit
             page.locator("#new-evaluation").click()
+            # the list's own "Benchmark" filter is on the page until the form has loaded: wait for the form
+            expect(page.locator("#create-submit")).to_be_visible()
             page.get_by_label("Benchmark").select_option("gsm8k")
+            expect(page.get_by_label("Benchmark")).to_have_value("gsm8k")
             page.locator("input[data-model='uep-oracle']").check()
             page.get_by_label("Sample limit").fill("6")
             expect(page.locator("#estimate-total")).to_contain_text("Estimated cost")
