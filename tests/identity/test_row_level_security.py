@@ -124,7 +124,7 @@ def test_every_table_with_a_tenant_column_is_under_row_level_security(engine):
     assert set(rls.TENANT_OWNED) <= protected, set(rls.TENANT_OWNED) - protected
 
 
-@pytest.mark.parametrize("table", [t for t in rls.TENANT_OWNED if t not in ("benchmarks", "samples", "budget_caps")])
+@pytest.mark.parametrize("table", [t for t in rls.TENANT_OWNED if t not in ("benchmarks", "samples", "budget_caps", "models")])
 def test_a_tenant_sees_none_of_another_tenants_rows(engine, world, table):
     conn = scoped(engine, world["tenant_a"])
     try:

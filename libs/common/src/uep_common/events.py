@@ -114,6 +114,20 @@ class Backend(StrEnum):
     openai_compatible = "openai_compatible"
 
 
+class ModelKind(StrEnum):
+    """What a model does, and so which request the inference service sends it (contracts: docs/models.md).
+
+    ``generation``: text in, text out (LLMs). ``classification``: text or a feature vector in, a label and one
+    probability per class out. ``ranking``: a query and candidates in, one score per candidate out (the
+    platform sorts). ``embedding``: text in, a vector out; the platform ranks candidates by cosine similarity.
+    """
+
+    generation = "generation"
+    classification = "classification"
+    ranking = "ranking"
+    embedding = "embedding"
+
+
 class EvaluationStatus(StrEnum):
     """Lifecycle: pending → running → completed | failed | cancelled | stopped.
 
@@ -230,6 +244,18 @@ class ModelTarget(BaseModel):
     max_concurrency: int | None = Field(
         None, ge=1, description="Serving capacity: calls in flight to this model per inference replica."
     )
+    kind: ModelKind = Field(ModelKind.generation, description="What the model does (ModelKind).")
+    contract: str = Field(
+        "uep",
+        max_length=40,
+        description="The tensor or API contract the model speaks, e.g. 'uep', 'vllm', 'trtllm' for generation "
+        "(the registry's model contracts, docs/models.md).",
+    )
+    spec: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Kind-specific details from the registry: class_names (classification), input "
+        "('text' | 'features'), tensor names, embedding dimension.",
+    )
 
 
 class LoglikSpec(BaseModel):
@@ -313,6 +339,22 @@ class ErrorInfo(BaseModel):
     message: str
 
 
+class Prediction(BaseModel):
+    """A non-generative model's answer to one item (classification, ranking, embedding retrieval).
+
+    Classification: ``label`` and ``probabilities`` (class name -> probability, summing to 1). Ranking and
+    retrieval: ``ranking`` (candidate ids, best first) and ``scores`` (one per candidate, in the sample's
+    candidate order). An LLM evaluated as a classifier gets ``label`` from the scorer's extraction.
+    """
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    label: str | None = Field(None, max_length=200)
+    probabilities: dict[str, float] | None = Field(None, description="Class name -> probability in [0, 1].")
+    ranking: list[str] | None = Field(None, description="Candidate ids, best first.")
+    scores: list[float] | None = Field(None, description="One score per candidate, in the sample's candidate order.")
+
+
 class OutputGenerated(ItemEvent):
     """The model answered one item, or failed to (``error`` set, ``output`` None)."""
 
@@ -330,6 +372,9 @@ class OutputGenerated(ItemEvent):
         False,
         description="The model endpoint refused an attempt for overload (rate limited, unavailable, timed out) before "
         "this outcome, even if a retry then answered: the scheduler's adaptive concurrency counts it as overload.",
+    )
+    prediction: Prediction | None = Field(
+        None, description="A classifier's or ranker's structured answer (``output`` then holds its label or top id)."
     )
 
 
@@ -358,6 +403,9 @@ class ScoreComputed(ItemEvent):
         False,
         description="The model endpoint refused an attempt for overload (rate limited, unavailable, timed out) before "
         "this outcome, even if a retry then answered: the scheduler's adaptive concurrency counts it as overload.",
+    )
+    prediction: Prediction | None = Field(
+        None, description="The item's structured prediction (from the model, or the label the scorer extracted)."
     )
 
 

@@ -35,7 +35,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from uep_common.costs import COST_UNITS
 from uep_common.db.base import Base, created_column, in_list, uuid_pk
-from uep_common.events import Backend
+from uep_common.events import Backend, ModelKind
 
 BENCHMARK_CATEGORIES = ("nlp", "code", "math", "reasoning", "safety", "custom")
 BENCHMARK_STATUSES = ("active", "deprecated", "draft")
@@ -45,6 +45,8 @@ EVALUATION_STATUSES = ("pending", "running", "completed", "failed", "cancelled",
 PRIORITIES = ("urgent", "high", "normal", "low")
 BACKENDS = tuple(b.value for b in Backend)  # the one list of backend names is the event contract's enum
 LEASE_STATES = ("leased", "released")
+MODEL_KINDS = tuple(k.value for k in ModelKind)
+MODEL_VISIBILITIES = ("private", "shared")
 
 
 TENANT_LIMIT_COLUMNS = ("max_items_per_evaluation", "max_queued_items", "max_evaluations_per_minute", "min_schedule_interval_s")
@@ -124,9 +126,20 @@ class Model(Base):
 
     __tablename__ = "models"
     __table_args__ = (
-        UniqueConstraint("name", "version", name="uq_models_name_version"),
+        # (name, version) is unique among site models and within each tenant's own models
+        Index("uq_models_site_name_version", "name", "version", unique=True, postgresql_where="owner_tenant_id IS NULL"),
+        Index(
+            "uq_models_owner_name_version",
+            "owner_tenant_id",
+            "name",
+            "version",
+            unique=True,
+            postgresql_where="owner_tenant_id IS NOT NULL",
+        ),
         CheckConstraint(in_list("backend", BACKENDS), name="ck_models_backend"),
         CheckConstraint(in_list("cost_unit", COST_UNITS), name="ck_models_cost_unit"),
+        CheckConstraint(in_list("kind", MODEL_KINDS), name="ck_models_kind"),
+        CheckConstraint(in_list("visibility", MODEL_VISIBILITIES), name="ck_models_visibility"),
     )
     id: Mapped[uuid.UUID] = uuid_pk()
     name: Mapped[str] = mapped_column(String(200), nullable=False)
@@ -155,6 +168,32 @@ class Model(Base):
     expected_output_tokens: Mapped[int] = mapped_column(Integer, nullable=False, default=256, server_default="256")
     expected_latency_ms: Mapped[float] = mapped_column(Float, nullable=False, default=1000.0, server_default="1000")
     created_at: Mapped[datetime] = created_column()
+    # Registry (migration 0016): what the model does, the contract it speaks, who owns it.
+    kind: Mapped[str] = mapped_column(
+        String(20), nullable=False, default="generation", server_default="generation", doc="ModelKind."
+    )
+    contract: Mapped[str] = mapped_column(
+        String(40), nullable=False, default="uep", server_default="uep", doc="Tensor/API contract (docs/models.md)."
+    )
+    spec: Mapped[dict[str, Any]] = mapped_column(
+        JSONB, nullable=False, default=dict, server_default="{}", doc="class_names, input, tensor names, dimension…"
+    )
+    owner_tenant_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("tenants.id", ondelete="CASCADE"), doc="The registering tenant; null for site models."
+    )
+    visibility: Mapped[str] = mapped_column(
+        String(10), nullable=False, default="private", server_default="private", doc="private | shared (site: no owner)."
+    )
+    active: Mapped[bool] = mapped_column(
+        Boolean, nullable=False, default=True, server_default="true", doc="False once deactivated: no new evaluations."
+    )
+    api_key_encrypted: Mapped[bytes | None] = mapped_column(
+        LargeBinary, doc="The endpoint's API key, encrypted with the site key; never returned."
+    )
+    api_key_ref: Mapped[str | None] = mapped_column(
+        String(200), doc="Or the name of the environment variable / Secret key holding it."
+    )
+    created_by: Mapped[str] = mapped_column(String(200), nullable=False, default="", server_default="")
 
 
 class Evaluation(Base):
@@ -311,6 +350,9 @@ class SampleResult(Base):
     )
     rescored_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = created_column()
+    prediction: Mapped[dict[str, Any] | None] = mapped_column(
+        JSONB(none_as_null=True), doc="The item's Prediction (label, probabilities, ranking, scores) or SQL NULL."
+    )
 
 
 RESCORE_STATUSES = ("pending", "completed", "failed")

@@ -65,7 +65,10 @@ SPECIAL_TABLES = ("budget_caps", "benchmarks", "samples")
 """Own policies: site caps readable by all; the site catalogue and shared benchmarks (and their samples)
 readable by all, writable by the owner only."""
 
-TENANT_OWNED = DIRECT_TABLES + FROM_EVALUATION + FROM_TASK + FROM_SCHEDULE + SPECIAL_TABLES
+REGISTRY_TABLES = ("models",)
+"""Migration 0016's policies: site models and shared ones readable by all, a tenant's own writable by it only."""
+
+TENANT_OWNED = DIRECT_TABLES + FROM_EVALUATION + FROM_TASK + FROM_SCHEDULE + SPECIAL_TABLES + REGISTRY_TABLES
 """Every table under row-level security."""
 
 

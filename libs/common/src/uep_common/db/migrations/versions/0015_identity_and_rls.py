@@ -16,6 +16,7 @@ from uep_common.db.rls import (
     FROM_EVALUATION,
     FROM_SCHEDULE,
     FROM_TASK,
+    REGISTRY_TABLES,
     SCOPED_ROLE,
     TENANT_OWNED,
     TENANT_SETTING,
@@ -196,7 +197,7 @@ def _policies() -> None:
     )
     owned = "EXISTS (SELECT 1 FROM benchmarks b WHERE b.id = benchmark_id AND b.owner_tenant_id = uep_current_tenant())"
     op.execute(f"CREATE POLICY owner_write ON samples TO {SCOPED_ROLE} USING ({owned}) WITH CHECK ({owned})")
-    assert set(TENANT_OWNED) == set(DIRECT_TABLES + FROM_EVALUATION + FROM_TASK + FROM_SCHEDULE) | {
+    assert set(TENANT_OWNED) - set(REGISTRY_TABLES) == set(DIRECT_TABLES + FROM_EVALUATION + FROM_TASK + FROM_SCHEDULE) | {
         "budget_caps",
         "benchmarks",
         "samples",
