@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from datetime import UTC, datetime
 
 from faststream.kafka import KafkaBroker
@@ -22,6 +23,7 @@ from uep_common.background import BackgroundLoop
 from uep_common.db.models import OutboxMessage
 from uep_common.events import Event
 from uep_common.messaging import publish
+from uep_common.outbox_retention import DEFAULT_RETAIN_S, prune_published
 from uep_common.telemetry import context_from_headers, current_trace_headers
 
 log = logging.getLogger(__name__)
@@ -55,22 +57,31 @@ class OutboxRelay:
     Args:
         sessionmaker: async session factory of the system-of-record database.
         broker: a started FastStream Kafka broker.
-        poll_interval_s: seconds between backstop polls (rows left by a crashed writer or relay).
+        poll_interval_s: seconds between backstop polls (rows left by a crashed writer or relay, claims that
+            expired); writers kick the relay after each commit, so the poll is only the safety net.
         batch_size: rows per transaction.
+        retain_s: published rows older than this are deleted (:mod:`uep_common.outbox_retention`); None keeps them.
+        prune_interval_s: seconds between pruning rounds.
     """
 
     def __init__(
         self,
         sessionmaker: async_sessionmaker[AsyncSession],
         broker: KafkaBroker,
-        poll_interval_s: float = 0.5,
+        poll_interval_s: float = 2.0,
         batch_size: int = 500,
+        retain_s: float | None = DEFAULT_RETAIN_S,
+        prune_interval_s: float = 30.0,
     ) -> None:
         self._sessionmaker = sessionmaker
         self._broker = broker
         self._batch = batch_size
         self._loop = BackgroundLoop("outbox-relay", self._drain, poll_interval_s)
+        self._retain_s = retain_s
+        self._prune_interval_s = prune_interval_s
+        self._next_prune = time.monotonic() + prune_interval_s
         self.published = 0
+        self.pruned = 0
 
     def kick(self) -> None:
         """Ask the relay to run now (call after committing outbox rows)."""
@@ -87,6 +98,24 @@ class OutboxRelay:
     async def _drain(self) -> None:
         while await self.relay_once() == self._batch:
             pass
+        if self._retain_s is not None and time.monotonic() >= self._next_prune:
+            self._next_prune = time.monotonic() + self._prune_interval_s
+            await self.prune_once()
+
+    async def prune_once(self) -> int:
+        """Delete published rows past their retention, one batch per transaction until none is left; returns
+        how many were deleted."""
+        if self._retain_s is None:
+            return 0
+        deleted = 0
+        while True:
+            async with self._sessionmaker() as session, session.begin():
+                n = await prune_published(session, self._retain_s)
+            deleted += n
+            if n < 5000:
+                break
+        self.pruned += deleted
+        return deleted
 
     async def relay_once(self) -> int:
         """Publish one batch of unpublished rows; returns how many were published."""

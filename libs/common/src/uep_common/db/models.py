@@ -432,7 +432,10 @@ class OutboxMessage(Base):
     """
 
     __tablename__ = "outbox"
-    __table_args__ = (Index("ix_outbox_unpublished", "id", postgresql_where="published_at IS NULL"),)
+    __table_args__ = (
+        Index("ix_outbox_unpublished", "id", postgresql_where="published_at IS NULL"),
+        Index("ix_outbox_published", "published_at", postgresql_where="published_at IS NOT NULL"),
+    )
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
     event_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), unique=True, nullable=False)
     event_type: Mapped[str] = mapped_column(String(100), nullable=False)

@@ -1,7 +1,8 @@
 """model registry: model kind (generation, classification, ranking, embedding), the contract it speaks and its
 kind-specific spec, owner tenant and visibility, deactivation, the endpoint's API key (encrypted or by
 reference); (name, version) unique among site models and within each tenant; row-level security on models;
-``sample_results.prediction`` (a classifier's or ranker's structured answer)
+``sample_results.prediction`` (a classifier's or ranker's structured answer); an index of published outbox rows by
+publication time (outbox retention)
 
 Revision ID: 0016
 Revises: 0015
@@ -57,9 +58,11 @@ def upgrade() -> None:
         "USING (owner_tenant_id = uep_current_tenant()) WITH CHECK (owner_tenant_id = uep_current_tenant())"
     )
     op.add_column("sample_results", sa.Column("prediction", JSONB()))
+    op.create_index("ix_outbox_published", "outbox", ["published_at"], postgresql_where=sa.text("published_at IS NOT NULL"))
 
 
 def downgrade() -> None:
+    op.drop_index("ix_outbox_published", "outbox")
     op.drop_column("sample_results", "prediction")
     op.execute("DROP POLICY IF EXISTS owner_write ON models")
     op.execute("DROP POLICY IF EXISTS catalogue_read ON models")
