@@ -152,6 +152,8 @@ KAFKA, REDIS, OTLP = (_port_of(CONFIG[k]) for k in ("UEP_KAFKA_BOOTSTRAP", "UEP_
 POSTGRES = 5432  # the port of every database URL of the overlays (a Secret, not in the base)
 REDIS_USERS = {"uep-gateway", "uep-reporter"}  # ServiceRuntime(use_redis=True) or the gateway's own client
 TRITON, HTTPS = {8000, 8001}, 443
+ARTIFACT_USERS = {"uep-gateway", "uep-reporter"}  # UEP_ARTIFACT_BACKEND=s3: the reporter writes, the gateway serves
+OBJECT_STORE = {HTTPS, 9000}  # S3 over HTTPS, or an S3-compatible store on its usual port (MinIO)
 
 
 def expected_egress(w: Peer) -> set[int]:
@@ -161,6 +163,7 @@ def expected_egress(w: Peer) -> set[int]:
     ports |= {REDIS} if w.name in REDIS_USERS else set()
     ports |= {OTLP} if w.name != "uep-migrate" else set()
     ports |= TRITON | {HTTPS} if w.name == "uep-inference" else set()
+    ports |= OBJECT_STORE if w.name in ARTIFACT_USERS else set()
     return ports
 
 
@@ -194,7 +197,7 @@ def test_who_reaches_each_workload(name: str) -> None:
 def test_each_workload_reaches_only_its_backing_services(name: str) -> None:
     src, internet = WORKLOADS[name], OUTSIDE["internet"]
     assert allowed(src, internet, 53, "UDP") and allowed(src, internet, 53, "TCP")  # DNS
-    probe = {KAFKA, REDIS, OTLP, POSTGRES, *TRITON, HTTPS, 22, 80, 8080, 8092, 9093}
+    probe = {KAFKA, REDIS, OTLP, POSTGRES, *TRITON, *OBJECT_STORE, 22, 80, 8080, 8092, 9093}
     assert {port for port in probe if allowed(src, internet, port)} == expected_egress(src)
 
 

@@ -23,7 +23,7 @@ from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from uep_common.artifacts import ArtifactStore, artifact_dir
+from uep_common.artifacts import ArtifactStore, artifact_store
 from uep_common.consuming import consume
 from uep_common.db.models import Evaluation
 from uep_common.db.reports import Report as ReportRow
@@ -204,7 +204,7 @@ def register_report_handlers(
     """
     writer = ReportWriter(
         sessionmaker,
-        ArtifactStore(artifact_dir(settings)),
+        artifact_store(settings),
         render_pdf=settings.report_pdf,
         on_written=relay.kick if relay is not None else None,
     )

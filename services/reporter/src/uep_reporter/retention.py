@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from uep_common.artifacts import artifact_dir
+from uep_common.artifacts import ArtifactStore, artifact_store
 from uep_common.background import BackgroundLoop
 from uep_common.db.leaderboards import RetentionRun
 from uep_reporter import retention_policy
@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 
 async def execute_requested(
-    sessionmaker: async_sessionmaker[AsyncSession], default_keep_last: int, artifact_root: Path | None
+    sessionmaker: async_sessionmaker[AsyncSession], default_keep_last: int, artifact_root: Path | ArtifactStore | None
 ) -> int:
     """Claim and execute every requested run, oldest first; returns how many ran."""
     done = 0
@@ -69,7 +69,7 @@ class RetentionWorker:
     def __init__(self, sessionmaker: async_sessionmaker[AsyncSession], settings) -> None:
         self._sessionmaker = sessionmaker
         self._settings = settings
-        self._root = artifact_dir(settings)
+        self._root = artifact_store(settings)
         self._next_periodic = time.monotonic() + settings.retention_initial_delay_s
         self._loop = BackgroundLoop("retention", self._round, settings.retention_poll_s)
 

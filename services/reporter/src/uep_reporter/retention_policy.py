@@ -22,6 +22,7 @@ state checked again before anything is deleted, so a concurrent status change or
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections import Counter
@@ -34,6 +35,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from uep_common import leaderboards
+from uep_common.artifacts import ArtifactStore
 from uep_common.lifecycle import TERMINAL
 
 log = logging.getLogger(__name__)
@@ -216,8 +218,11 @@ async def clean_evaluation(session: AsyncSession, evaluation_id: uuid.UUID, with
     return {"rows": deleted, "files": files}
 
 
-def delete_file(path: str, root: Path | None) -> bool:
-    """Remove an artifact file (a relative path is taken under ``root``); False when it was not there."""
+def delete_file(path: str, root: Path | ArtifactStore | None) -> bool:
+    """Remove an artifact file: through ``root`` when it is an :class:`ArtifactStore` (any backend), else as a
+    file (a relative path taken under the directory ``root``); False when it was not there."""
+    if isinstance(root, ArtifactStore):
+        return root.delete(path)
     p = Path(path)
     if not p.is_absolute() and root is not None:
         p = root / p
@@ -228,7 +233,7 @@ def delete_file(path: str, root: Path | None) -> bool:
         return False
 
 
-async def _delete_files(sessionmaker, paths: list[str], root: Path | None) -> int:
+async def _delete_files(sessionmaker, paths: list[str], root: Path | ArtifactStore | None) -> int:
     """Unlink the files of deleted artifact rows, after the commit; a path that a new ``artifacts`` row took
     again in the meantime (the same content written again) is left alone. Returns the files removed."""
     removed = 0
@@ -236,7 +241,7 @@ async def _delete_files(sessionmaker, paths: list[str], root: Path | None) -> in
         async with sessionmaker() as session:
             if await session.scalar(text("SELECT EXISTS (SELECT 1 FROM artifacts WHERE path = :p)"), {"p": path}):
                 continue
-        removed += delete_file(path, root)
+        removed += await asyncio.to_thread(delete_file, path, root)
     return removed
 
 
@@ -244,7 +249,7 @@ async def run(
     sessionmaker: async_sessionmaker[AsyncSession],
     keep_last: int,
     dry_run: bool = False,
-    artifact_root: Path | None = None,
+    artifact_root: Path | ArtifactStore | None = None,
     wait_for_lock: bool = False,
     max_evaluations: int = 1000,
     benchmark: str | None = None,
@@ -256,7 +261,7 @@ async def run(
         sessionmaker: async session factory on the uep database.
         keep_last: evaluations kept per (benchmark slug, model name), ≥ 1.
         dry_run: only plan; nothing is deleted.
-        artifact_root: directory that relative artifact paths are under.
+        artifact_root: the artifact store (or a directory that relative artifact paths are under).
         wait_for_lock: wait for a concurrent run instead of skipping.
         max_evaluations: at most this many evaluations are cleaned per run (the rest next run).
         benchmark, model: clean only evaluations of this benchmark slug / model name (the plan still looks
@@ -289,7 +294,7 @@ async def _run_locked(
     sessionmaker,
     keep_last: int,
     dry_run: bool,
-    artifact_root: Path | None,
+    artifact_root: Path | ArtifactStore | None,
     max_evaluations: int,
     benchmark: str | None,
     model: str | None,

@@ -1,14 +1,12 @@
 """Reporter settings (``UEP_*`` environment variables)."""
 
-from pathlib import Path
-
 from pydantic import Field
 
-from uep_common.settings import CommonSettings
+from uep_common.artifacts import ArtifactSettings
 
 
-class ReporterSettings(CommonSettings):
-    """Settings of the reporter service."""
+class ReporterSettings(ArtifactSettings):
+    """Settings of the reporter service (with the artifact store's: ``UEP_ARTIFACT_*``)."""
 
     service_name: str = "reporter"
     reporter_batch_size: int = Field(500, ge=1, description="ScoreComputed events stored per transaction.")
@@ -17,7 +15,6 @@ class ReporterSettings(CommonSettings):
         0.5, ge=0, le=1, description="An evaluation whose error rate exceeds this stops itself (failed)..."
     )
     stop_loss_min_items: int = Field(20, ge=1, description="... once at least this many results are in.")
-    artifact_dir: Path = Field(Path(".run/dev/artifacts"), description="Report files (content-addressed artifacts).")
     report_pdf: bool = Field(True, description="Render each report's PDF with headless Chromium.")
     reports_enabled: bool = Field(True, description="Write a report when an evaluation completes.")
     retention_keep_last: int = Field(20, ge=1, description="Evaluations whose per-item details are kept per benchmark and model.")

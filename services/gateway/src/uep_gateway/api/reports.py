@@ -14,17 +14,17 @@ tenant: another tenant's evaluation answers 404 with the body of an unknown one.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import datetime
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request, Response
-from fastapi.responses import FileResponse
 from pydantic import BaseModel, Field
 from sqlalchemy import exists, func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.artifacts import ArtifactStore, artifact_dir
+from uep_common.artifacts import ArtifactStore, artifact_store
 from uep_common.comparison import Comparison, compare, find_baseline
 from uep_common.db.models import Benchmark, Evaluation, Model, SampleResult
 from uep_common.db.reports import Artifact
@@ -256,7 +256,7 @@ async def get_report(evaluation_id: uuid.UUID, report_id: uuid.UUID, session: As
 
 
 @router.get(
-    "/{evaluation_id}/report.{fmt}", response_class=FileResponse, responses={200: {"content": {m: {} for m in MEDIA.values()}}}
+    "/{evaluation_id}/report.{fmt}", response_class=Response, responses={200: {"content": {m: {} for m in MEDIA.values()}}}
 )
 async def report_file(
     evaluation_id: uuid.UUID,
@@ -264,7 +264,7 @@ async def report_file(
     request: Request,
     report_id: uuid.UUID | None = Query(None, description="A specific report; default: the newest ready one."),
     session: AsyncSession = Depends(db_session),
-) -> FileResponse:
+) -> Response:
     """The file of the newest ready report (or ``report_id``). 404 ``no_report`` when none is ready yet,
     ``no_pdf`` when Chromium could not render the PDF (the reason is given); 410 when retention deleted it;
     404 naming ``evaluation_id`` when the evaluation is unknown or another tenant's."""
@@ -291,10 +291,18 @@ async def report_file(
             raise FieldError(404, ("path", "fmt"), f"this report has no PDF: {row.pdf_error or 'not rendered'}", "no_pdf")
         raise FieldError(410, ("path", "fmt"), f"the {fmt} file of this report was deleted by retention", "artifact_deleted")
     artifact = await session.get(Artifact, artifact_id)
-    path = ArtifactStore(artifact_dir(request.app.state.settings)).path_of(artifact) if artifact else None
-    if artifact is None or path is None or not path.exists():
+    data = await asyncio.to_thread(_store(request).read, artifact) if artifact else None
+    if artifact is None or data is None:
         raise FieldError(410, ("path", "fmt"), f"the {fmt} file of this report is gone", "artifact_deleted")
     headers = {"ETag": f'"{artifact.sha256}"', "X-UEP-Report-Id": str(row.id)}
     if fmt == "pdf":
         headers["Content-Disposition"] = f'inline; filename="report-{evaluation_id}.pdf"'
-    return FileResponse(path, media_type=MEDIA[fmt], headers=headers)
+    return Response(data, media_type=MEDIA[fmt], headers=headers)
+
+
+def _store(request: Request) -> ArtifactStore:
+    """The app's artifact store (made on first use from the settings and the environment)."""
+    store: ArtifactStore | None = getattr(request.app.state, "artifact_store", None)
+    if store is None:
+        store = request.app.state.artifact_store = artifact_store(request.app.state.settings)
+    return store
