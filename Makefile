@@ -80,6 +80,9 @@ test-stack: install ## run the tests on a fresh test stack and in headless Chrom
 bench: install ## bench/pipeline_overhead: pipeline vs direct Triton throughput ratio
 	$(PY) bench/pipeline_overhead.py
 
+bench-classifier: install ## bench/classifier_throughput: a classifier's and a ranker's throughput, pipeline vs direct Triton, ratios
+	$(PY) bench/classifier_throughput.py
+
 bench-scorer: install ## bench/scorer_throughput: our metrics vs the reference libraries, samples/s ratios
 	$(PY) bench/scorer_throughput.py
 
@@ -105,4 +108,4 @@ bench-cli: install ## bench/cli_startup: `uep --help` start-up time against the 
 asyncapi: install ## regenerate docs/asyncapi.json from the services' FastStream apps
 	$(PY) docs/generate_asyncapi.py
 
-.PHONY: help install up down status demo check check-k8s test test-unit test-db test-stack bench bench-scorer bench-chaos asyncapi bench-scheduler bench-report bench-lm-eval bench-cli
+.PHONY: help install up down status demo check check-k8s test test-unit test-db test-stack bench bench-classifier bench-scorer bench-chaos asyncapi bench-scheduler bench-report bench-lm-eval bench-cli

@@ -1,24 +1,49 @@
-"""bench/pipeline_overhead: throughput of the whole uep pipeline vs. calling Triton directly.
+"""bench/pipeline_overhead: what a user gets from the whole uep pipeline vs. calling Triton directly.
 
-The same N requests (the first N MMLU prompts, rendered with the benchmark's template) go to the same cheap
-Triton model (``uep_bench_echo``: a fixed service time per batch, default 20 ms, like a small model on an
-accelerator) at the same concurrency C:
+For each case (a model and its number of slots, the registry capacity ``models.max_in_flight``), the same N
+requests — the first N MMLU prompts, rendered with the benchmark's template, with its ``max_tokens`` (32) and
+the model's temperature — go to the same Triton model at the same concurrency:
 
-- direct: C asyncio workers call Triton with tritonclient's gRPC client;
-- pipeline: one evaluation through the gateway → scheduler → inference (C concurrent calls) → scorer →
-  reporter, timed from the POST until the evaluation is completed (every item stored in PostgreSQL).
+- direct: as many asyncio workers as the model has slots call Triton with tritonclient's gRPC client;
+- pipeline: one evaluation (``POST /v1/evaluations``, nothing but benchmark, model, limit and first-N
+  sampling) through gateway → scheduler → inference → scorer → reporter, timed from the POST until it is
+  completed (every item stored in PostgreSQL).
 
-Both runs happen in this one process on a private stack (ports +20000, database ``uep_bench``), so the ratio
-is measured under the same machine conditions. Target for the project: ratio ≥ 0.95.
+Everything runs at its defaults: no tuned inference concurrency, lease factor or ``max_parallel``; only the
+model's slots are set (the registry capacity, and the model server's ``UEP_LLM_N_PARALLEL=4``, so the LLM has
+4 llama.cpp slots of which a 1-slot case uses one). Models: ``echo`` (``uep-bench-echo``: a fixed service
+time per batch, default 20 ms, like a small model on an accelerator) and ``llm`` (``smollm2-135m-instruct``,
+the embedded LLM on CPU). Cases (``--cases``, default ``echo:1,llm:1,echo:4,llm:4``: inference is restarted when a model's
+capacity changes, since a replica sizes a model's semaphore at its first call) run ``--rounds`` rounds
+(default 3) of direct and pipeline, interleaved A,B then B,A, so drift of a shared machine weighs on both
+alike; per case the bench prints each round's throughput, the median of the per-round ratios
+pipeline/direct and their spread (min–max). Target for the project: ratio ≥ 0.95 in every case.
 
-Usage: ``python bench/pipeline_overhead.py [--n 400] [--concurrency 8] [--service-ms 20]``
+Both sides share this machine (2 cores in CI): the pipeline's six services compete with the model for CPU,
+which the direct run does not have to — on a CPU-bound model (``llm``) that contention is part of the ratio.
+
+``--compare-instrumentation``: the cost of observability. The pipeline run (echo, the first case's slots) is
+repeated with the services restarted in two modes, interleaved (off, on, on, off, off, on, … for
+``--rounds`` rounds): *on* — Prometheus metrics recorded and served (``UEP_METRICS_ENABLED=true``) and
+every span exported (``UEP_OTEL_EXPORTER=console``, one JSON line per span to the run directory's traces/);
+*off* — no metrics (every hook a no-op) and no span export (``none``). Spans are still made in both modes: the
+trace context they carry across Kafka is what puts one trace id on an evaluation's log lines. Prints each
+mode's throughput per round and the ratio of the medians on/off (target ≥ 0.97).
+
+Usage: ``python bench/pipeline_overhead.py [--cases echo:1,llm:1,echo:4,llm:4] [--rounds 3] [--n-echo 1000]
+[--n-llm 30] [--service-ms 20] [--compare-instrumentation] [--port-base 20000] [--database uep_bench]
+[--redis-db 14] [--run-dir .run/bench]``
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
+import json
 import os
+import signal
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -27,25 +52,60 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "deploy" / "local"))
 
 
-async def direct(grpc_url: str, prompts: list[str], concurrency: int) -> float:
-    """Seconds to answer every prompt with ``concurrency`` workers calling Triton directly."""
+@dataclasses.dataclass(frozen=True)
+class BenchModel:
+    """A model of the bench: registry name, Triton name, and the model server's name in ``UEP_TRITON_MODELS``."""
+
+    name: str
+    triton_name: str
+    server_name: str
+
+
+MODELS = {
+    "echo": BenchModel("uep-bench-echo", "uep_bench_echo", "bench_echo"),
+    "llm": BenchModel("smollm2-135m-instruct", "smollm2_135m_instruct", "smollm2"),
+}
+LLM_SLOTS = 4
+"""llama.cpp slots the model server opens for the LLM (``UEP_LLM_N_PARALLEL``): the most any case may use."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Request:
+    """One generation request as inference sends it (contract ``uep``)."""
+
+    prompt: str
+    max_tokens: int
+    temperature: float
+    stop: list[str]
+
+
+async def direct(grpc_url: str, model: BenchModel, requests: list[Request], concurrency: int) -> float:
+    """Seconds to answer every request with ``concurrency`` workers calling Triton directly."""
     import numpy as np
     import tritonclient.grpc.aio as g
 
     client = g.InferenceServerClient(grpc_url)
-    queue: asyncio.Queue[str] = asyncio.Queue()
-    for p in prompts:
-        queue.put_nowait(p)
+    queue: asyncio.Queue[Request] = asyncio.Queue()
+    for r in requests:
+        queue.put_nowait(r)
+
+    def tensor(name: str, datatype: str, value: object) -> object:
+        t = g.InferInput(name, [1, 1], datatype)
+        t.set_data_from_numpy(np.array([[value]], dtype={"BYTES": np.object_, "INT32": np.int32, "FP32": np.float32}[datatype]))
+        return t
 
     async def worker() -> None:
         while not queue.empty():
-            prompt = queue.get_nowait()
-            t = g.InferInput("text_input", [1, 1], "BYTES")
-            t.set_data_from_numpy(np.array([[prompt.encode()]], dtype=np.object_))
-            m = g.InferInput("max_tokens", [1, 1], "INT32")
-            m.set_data_from_numpy(np.array([[32]], dtype=np.int32))
-            r = await client.infer("uep_bench_echo", [t, m])
-            assert r.as_numpy("text_output").reshape(-1)[0] == b"ok"
+            r = queue.get_nowait()
+            inputs = [
+                tensor("text_input", "BYTES", r.prompt.encode()),
+                tensor("max_tokens", "INT32", r.max_tokens),
+                tensor("temperature", "FP32", r.temperature),
+                tensor("stop", "BYTES", json.dumps(r.stop).encode()),
+                tensor("chat", "INT32", -1),  # the model's default, as for a prompt without a chat setting
+            ]
+            result = await client.infer(model.triton_name, inputs)
+            assert result.as_numpy("text_output") is not None
 
     t0 = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
@@ -58,99 +118,211 @@ AUTH: dict[str, str] = {}
 """Authorization header of the bench stack's admin key (set once the stack is up)."""
 
 
-def pipeline(gateway_url: str, n: int, in_flight: int) -> float:
-    """Seconds from POST /v1/evaluations to status completed for ``n`` MMLU items on uep-bench-echo."""
+def pipeline(gateway_url: str, model: str, n: int) -> float:
+    """Seconds from POST /v1/evaluations to status completed for the first ``n`` MMLU items on ``model``,
+    every other setting at its default."""
     import httpx
 
     with httpx.Client(base_url=gateway_url, timeout=30, headers=AUTH) as c:
         t0 = time.perf_counter()
-        r = c.post(
-            "/v1/evaluations",
-            json={
-                "benchmark": "mmlu",
-                "model": "uep-bench-echo",
-                "sample_limit": n,
-                "max_in_flight": in_flight,
-                "sampling": "first",
-            },
-        )
+        r = c.post("/v1/evaluations", json={"benchmark": "mmlu", "model": model, "sample_limit": n, "sampling": "first"})
         r.raise_for_status()
         eid = r.json()["id"]
         while True:
             body = c.get(f"/v1/evaluations/{eid}").json()
             if body["status"] in ("completed", "failed", "cancelled"):
                 break
-            time.sleep(0.05)
+            time.sleep(0.02)
         elapsed = time.perf_counter() - t0
     assert body["status"] == "completed" and body["summary"]["n"] == n and body["summary"]["errors"] == 0, body
     return elapsed
 
 
-def _set_capacity(database_url: str, concurrency: int) -> None:
-    """Registry capacity of uep-bench-echo = the direct run's concurrency (calls in flight per replica)."""
+def _set_capacity(database_url: str, model: str, slots: int) -> None:
+    """Registry capacity of ``model`` = ``slots`` calls in flight (the scheduler and inference read it per item)."""
     from sqlalchemy import text
 
     from uep_common.db.session import make_sync_engine
 
     engine = make_sync_engine(database_url)
     with engine.begin() as c:
-        c.execute(text("UPDATE models SET max_in_flight = :c WHERE name = 'uep-bench-echo'"), {"c": concurrency})
+        c.execute(text("UPDATE models SET max_in_flight = :c WHERE name = :m"), {"c": slots, "m": model})
     engine.dispose()
+
+
+def _requests(n: int, model: BenchModel) -> list[Request]:
+    """The first ``n`` MMLU items as inference renders them for ``model`` (benchmark template and max_tokens,
+    the model's temperature and stop strings)."""
+    from uep_common.builtin.catalog import BENCHMARKS, LOCAL_MODELS
+    from uep_common.builtin.datasets import load_mmlu
+    from uep_common.prompts import render_prompt
+
+    prompt = next(b for b in BENCHMARKS if b.slug == "mmlu").config["prompt"]
+    decoding = next(m for m in LOCAL_MODELS if m.name == model.name).decoding_defaults
+    return [
+        Request(
+            render_prompt(prompt["template"], it.input),
+            prompt.get("max_tokens") or decoding.get("max_tokens", 256),
+            float(decoding.get("temperature", 0.0)),
+            [*decoding.get("stop", []), *prompt.get("stop", [])],
+        )
+        for it in load_mmlu()[:n]
+    ]
+
+
+@dataclasses.dataclass
+class CaseResult:
+    """Throughputs (items/s) of one case, one entry per round."""
+
+    case: str
+    n: int
+    direct: list[float] = dataclasses.field(default_factory=list)
+    pipeline: list[float] = dataclasses.field(default_factory=list)
+
+    @property
+    def ratios(self) -> list[float]:
+        return [p / d for p, d in zip(self.pipeline, self.direct, strict=True)]
+
+
+SIZED: dict[str, int] = {}
+"""Capacity each model had when inference sized its semaphore (the first call after inference started)."""
+
+
+def _size(cfg, model: str, slots: int) -> None:
+    """Set ``model``'s capacity to ``slots``; restart inference when it already sized that model's semaphore
+    at another capacity (a replica sizes a model's semaphore once, at its first call)."""
+    import uep_stack
+
+    if SIZED.get(model, slots) != slots:
+        uep_stack.stop(cfg, ["inference"])
+        uep_stack.start_service(cfg, "inference")
+        SIZED.clear()
+    _set_capacity(cfg.database_url, model, slots)
+    SIZED[model] = slots
+
+
+def run_case(cfg, kind: str, slots: int, n: int, rounds: int) -> CaseResult:
+    """``rounds`` rounds of direct and pipeline on ``kind`` at ``slots``, interleaved (A,B then B,A)."""
+    model = MODELS[kind]
+    requests = _requests(n, model)
+    _size(cfg, model.name, slots)
+    grpc_url = f"127.0.0.1:{cfg.triton_grpc}"
+    warm = min(n, 8 * slots)
+    asyncio.run(direct(grpc_url, model, requests[:warm], slots))  # warm-up of both sides at this capacity
+    pipeline(cfg.gateway_url, model.name, warm)
+    out = CaseResult(f"{kind}:{slots}", n)
+    for r in range(rounds):
+        for side in ("direct", "pipeline") if r % 2 == 0 else ("pipeline", "direct"):
+            if side == "direct":
+                elapsed = asyncio.run(direct(grpc_url, model, requests, slots))
+                out.direct.append(n / elapsed)
+            else:
+                elapsed = pipeline(cfg.gateway_url, model.name, n)
+                out.pipeline.append(n / elapsed)
+            print(f"  {out.case:<7} round {r + 1} {side:>8}: {n / elapsed:8.1f} items/s ({elapsed:.2f} s)", flush=True)
+    return out
+
+
+MODES = {
+    "off": {"UEP_METRICS_ENABLED": "false", "UEP_OTEL_EXPORTER": "none"},
+    "on": {"UEP_METRICS_ENABLED": "true", "UEP_OTEL_EXPORTER": "console"},
+}
+"""Service environment of each instrumentation mode of ``--compare-instrumentation``."""
+
+
+def compare_instrumentation(cfg, n: int, slots: int, rounds: int) -> dict[str, list[float]]:
+    """Throughput (items/s, POST → completed) of the pipeline on the echo model at ``slots`` in each mode of
+    :data:`MODES`, ``rounds`` times, interleaved off/on, on/off, …; the six services are restarted in the mode's
+    environment before each run."""
+    import uep_stack
+
+    model = MODELS["echo"].name
+    _set_capacity(cfg.database_url, model, slots)  # the services restart below: every semaphore sized afresh
+    order = [m for r in range(rounds) for m in (("off", "on") if r % 2 == 0 else ("on", "off"))]
+    results: dict[str, list[float]] = {m: [] for m in MODES}
+    for i, mode in enumerate(order):
+        if i == 0 or order[i - 1] != mode:  # at a round boundary the mode repeats: the services keep running
+            uep_stack.stop(cfg, uep_stack.SERVICES)
+            uep_stack.start_services(dataclasses.replace(cfg, extra_env={**cfg.extra_env, **MODES[mode]}))
+            pipeline(cfg.gateway_url, model, 20)  # warm-up after the restart: groups joined, caches filled
+        elapsed = pipeline(cfg.gateway_url, model, n)
+        results[mode].append(n / elapsed)
+        print(f"  round {i // 2 + 1} instrumentation {mode:>3}: {n / elapsed:8.1f} items/s ({elapsed:.2f} s)", flush=True)
+    return results
+
+
+def _cases(spec: str) -> list[tuple[str, int]]:
+    out = []
+    for part in spec.split(","):
+        kind, _, slots = part.strip().partition(":")
+        if kind not in MODELS or not slots.isdigit() or int(slots) < 1:
+            raise SystemExit(f"--cases: {part!r} is not MODEL:SLOTS with MODEL one of {sorted(MODELS)}")
+        if kind == "llm" and int(slots) > LLM_SLOTS:
+            raise SystemExit(f"--cases: {part!r}: the model server opens {LLM_SLOTS} LLM slots at most")
+        out.append((kind, int(slots)))
+    return out
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--n", type=int, default=400)
-    ap.add_argument("--concurrency", type=int, default=8)
-    ap.add_argument("--service-ms", type=int, default=20)
-    ap.add_argument("--in-flight", type=int, default=0, help="scheduler window per evaluation (default 16 × concurrency)")
+    ap.add_argument("--cases", default="echo:1,llm:1,echo:4,llm:4", help="MODEL:SLOTS,… (models: echo, llm)")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of direct and pipeline per case (and of each mode)")
+    ap.add_argument("--n-echo", type=int, default=1000, help="items per run on the echo model")
+    ap.add_argument("--n-llm", type=int, default=30, help="items per run on the LLM")
+    ap.add_argument("--service-ms", type=int, default=20, help="the echo model's service time per batch")
+    ap.add_argument("--compare-instrumentation", action="store_true", help="pipeline with metrics and span export on vs off")
+    ap.add_argument("--port-base", type=int, default=20000, help="UEP_STACK_PORT_BASE of the bench's private stack")
+    ap.add_argument("--database", default="uep_bench", help="PostgreSQL database of the bench's stack (made if missing)")
+    ap.add_argument("--redis-db", type=int, default=14, help="Redis database number of the bench's stack")
+    ap.add_argument("--run-dir", default=str(ROOT / ".run" / "bench"), help="run directory of the bench's stack")
     args = ap.parse_args()
-    window = args.in_flight or 16 * args.concurrency
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the stack (finally) on kill too
+    cases = _cases(args.cases)
+    kinds = {k for k, _ in cases} | ({"echo"} if args.compare_instrumentation else set())
     os.environ.update(
         {
-            "UEP_STACK_PORT_BASE": "20000",
-            "UEP_STACK_RUN_DIR": str(ROOT / ".run" / "bench"),
-            "UEP_DATABASE_URL": "postgresql+psycopg://postgres@127.0.0.1:5432/uep_bench",
-            "UEP_REDIS_URL": "redis://127.0.0.1:6379/14",
-            "UEP_TRITON_MODELS": "bench_echo",
+            "UEP_STACK_PORT_BASE": str(args.port_base),
+            "UEP_STACK_RUN_DIR": args.run_dir,
+            "UEP_DATABASE_URL": f"postgresql+psycopg://postgres@127.0.0.1:5432/{args.database}",
+            "UEP_REDIS_URL": f"redis://127.0.0.1:6379/{args.redis_db}",
+            "UEP_TRITON_MODELS": ",".join(sorted(MODELS[k].server_name for k in kinds)),
             "UEP_BENCH_SERVICE_MS": str(args.service_ms),
-            # handler workers > model slots, so decoding and publishing overlap the model calls; the model's
-            # registry capacity (set below) keeps exactly `concurrency` calls in flight at Triton.
-            "UEP_INFERENCE_CONCURRENCY": str(4 * args.concurrency),
-            # the scheduler leases at most factor × the model's capacity across evaluations: keep the window
-            "UEP_MODEL_LEASE_FACTOR": str(max(1, window // args.concurrency)),
+            "UEP_LLM_N_PARALLEL": str(LLM_SLOTS),  # the model server's slots; a case's capacity uses some of them
             "UEP_OTEL_EXPORTER": "none",
             "UEP_LOG_LEVEL": "WARNING",
         }
     )
     import uep_stack
-    from uep_common.builtin.catalog import BENCHMARKS
-    from uep_common.builtin.datasets import load_mmlu
-    from uep_common.prompts import render_prompt
 
-    template = next(b for b in BENCHMARKS if b.slug == "mmlu").config["prompt"]["template"]
-    prompts = [render_prompt(template, it.input) for it in load_mmlu()[: args.n]]
     cfg = uep_stack.config()
     uep_stack.down(cfg)
     uep_stack.up(cfg)
     AUTH.update(cfg.auth_headers())
+    results: list[CaseResult] = []
     try:
-        _set_capacity(cfg.database_url, args.concurrency)
-        grpc_url = f"127.0.0.1:{cfg.triton_grpc}"
-        asyncio.run(direct(grpc_url, prompts[: args.concurrency * 4], args.concurrency))  # warm-up
-        pipeline(cfg.gateway_url, 20, window)  # warm-up: consumers joined, caches filled
-        t_direct = asyncio.run(direct(grpc_url, prompts, args.concurrency))
-        t_pipe = pipeline(cfg.gateway_url, args.n, window)
+        for kind, slots in cases:
+            results.append(run_case(cfg, kind, slots, args.n_llm if kind == "llm" else args.n_echo, args.rounds))
+        modes = (
+            compare_instrumentation(cfg, args.n_echo, next((s for k, s in cases if k == "echo"), 4), args.rounds)
+            if args.compare_instrumentation
+            else None
+        )
     finally:
         uep_stack.down(cfg)
-    d, p = args.n / t_direct, args.n / t_pipe
-    print(
-        f"\nN={args.n} requests, concurrency {args.concurrency}, uep_bench_echo service time {args.service_ms} ms/batch, "
-        f"scheduler window {window}"
-    )
-    print(f"direct tritonclient (gRPC):   {d:8.1f} req/s  ({t_direct:.2f} s)")
-    print(f"whole pipeline (6 services):  {p:8.1f} req/s  ({t_pipe:.2f} s, POST → completed, all stored)")
-    print(f"ratio pipeline/direct:        {p / d:8.3f}   (target ≥ 0.95)")
+    print(f"\nMMLU prompts, defaults everywhere, echo service time {args.service_ms} ms/batch, {args.rounds} rounds per case")
+    print(f"{'case':<8} {'N':>5} {'direct items/s':>15} {'pipeline items/s':>17} {'ratio (median)':>15} {'spread':>14}")
+    for c in results:
+        ratios = c.ratios
+        print(
+            f"{c.case:<8} {c.n:>5} {statistics.median(c.direct):>15.1f} {statistics.median(c.pipeline):>17.1f} "
+            f"{statistics.median(ratios):>15.3f} {min(ratios):>6.3f}–{max(ratios):.3f}"
+        )
+    print("target: ratio ≥ 0.95 in every case (pipeline POST → completed, every item stored; direct = tritonclient gRPC)")
+    if modes is not None:
+        on, off = statistics.median(modes["on"]), statistics.median(modes["off"])
+        print(f"instrumentation off (no metrics, no span export): {off:8.1f} items/s  (median of {len(modes['off'])})")
+        print(f"instrumentation on (metrics, spans exported):     {on:8.1f} items/s  (median of {len(modes['on'])})")
+        print(f"ratio on/off:                                     {on / off:8.3f}   (target ≥ 0.97)")
     return 0
 
 

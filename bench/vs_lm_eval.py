@@ -63,6 +63,9 @@ def serve(port: int, model_path: str, n_threads: int) -> None:
     from fastapi import FastAPI, Request
     from llama_cpp import Llama
 
+    # The handlers' annotations are strings (``from __future__ import annotations``), which FastAPI resolves in
+    # this module's globals: Request must be found there, or it is taken for a query parameter.
+    globals()["Request"] = Request
     llm = Llama(model_path=model_path, n_ctx=2048, n_batch=512, n_threads=n_threads, logits_all=True, verbose=False)
     lock = threading.Lock()
     bos = llm.token_bos()
@@ -173,8 +176,9 @@ def ensure_venv() -> Path:
     uv = ROOT / ".tools" / "bin" / "uv"
     started = time.perf_counter()
     print(f"installing {', '.join(REQUIREMENTS)} into {VENV} (llama-cpp-python builds from source: minutes)", flush=True)
-    subprocess.run([str(uv), "venv", "-q", "--allow-existing", str(VENV), "--python", "3.11"], check=True)
-    subprocess.run([str(uv), "pip", "install", "-q", "--python", str(python), *REQUIREMENTS], check=True)
+    # --no-config: the workspace's own uv settings (its numpy<2 constraint for nvidia-pytriton) are not lm-eval's
+    subprocess.run([str(uv), "venv", "-q", "--no-config", "--allow-existing", str(VENV), "--python", "3.11"], check=True)
+    subprocess.run([str(uv), "pip", "install", "-q", "--no-config", "--python", str(python), *REQUIREMENTS], check=True)
     marker.write_text("\n".join(REQUIREMENTS))
     print(f"installed in {time.perf_counter() - started:.0f} s", flush=True)
     return python

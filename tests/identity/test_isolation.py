@@ -49,6 +49,9 @@ ENDING = {
     "deleteSchedule",
     "logout",
     "unpinEvaluation",
+    "deactivateModel",
+    "reactivateModel",
+    "deleteModel",
 }
 # Bodies that pass validation, so that B's write reaches the lookup of A's object (else a 422 hides it).
 VALID_BODIES: dict[str, Any] = {
@@ -70,6 +73,7 @@ CONTROLS = {
     "getAnnotationTask",
     "getDeadLetter",
     "previewSamples",
+    "getModel",
 }
 # Catalogue pages (path parameters of the site catalogue) also searched for A's ids in step 2.
 EXTRA_LISTS = {
@@ -224,6 +228,13 @@ def _build_world(stack, db) -> World:
         params["ref"] = params["slug"] = params["benchmark"] = slug
         made.append("private benchmark")
 
+        model_name = f"iso-model-{suffix}"
+        body = {"name": model_name, "endpoint": "grpc://127.0.0.1:1", "triton_model_name": "uep_oracle"}
+        r = client.post("/v1/models", params={"probe": "false"}, json=body)
+        assert r.status_code == 201, r.text
+        params["model_ref"] = f"{model_name}@1"
+        made.append("private model")
+
     dead = uuid.uuid4()
     with db.begin() as c:
         c.execute(
@@ -236,7 +247,13 @@ def _build_world(stack, db) -> World:
     params["dead_letter_id"] = str(dead)
     made.append("dead letter")
     secrets = {k: v for k, v in params.items() if k.endswith("_id") and k != "run_id"}
-    secrets |= {"benchmark slug": params["ref"], "tenant": a, "tenant id": str(tenant_a), "user": f"iso-{suffix}"}
+    secrets |= {
+        "benchmark slug": params["ref"],
+        "model name": params["model_ref"].split("@")[0],
+        "tenant": a,
+        "tenant id": str(tenant_a),
+        "user": f"iso-{suffix}",
+    }
     secrets |= {f"{role} key prefix": keys[a][role][:12] for role in ROLES} | {"spare key prefix": spare_key[:12]}
     return World(a, b, keys, params, secrets, made, skipped)
 

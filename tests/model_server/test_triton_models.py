@@ -1,32 +1,22 @@
 """End-to-end tests of ``uep-model-server`` (a real tritonserver on CPU) plus the built-in dataset loaders.
 
 The server is started ONCE for the module as a subprocess on free ports, in its own session/process group
-(killed in teardown), with the models these tests need.
+(killed in teardown), with the models these tests need (:mod:`.server_process`).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
-import tempfile
-import time
-import urllib.error
-import urllib.request
 import uuid
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from uep_common.builtin.datasets import LICENSES, load_gsm8k, load_humaneval, load_mmlu
 
-READY_TIMEOUT_S = 120.0
+from .server_process import model_server
+
 MODELS = ("smollm2_135m_instruct", "uep_oracle", "uep_bench_echo")
-SERVER_BIN = Path(sys.executable).with_name("uep-model-server")
 
 
 # --------------------------------------------------------------------------- dataset loaders (no server)
@@ -78,9 +68,10 @@ def test_humaneval_order_and_fields():
 
 
 def test_licences():
-    assert set(LICENSES) == {"mmlu", "gsm8k", "humaneval", "hellaswag", "truthfulqa_mc1"}
+    assert set(LICENSES) == {"mmlu", "gsm8k", "humaneval", "hellaswag", "truthfulqa_mc1", "breast_cancer"}
+    spdx = {"truthfulqa_mc1": "Apache-2.0", "breast_cancer": "CC-BY-4.0"}
     for key, lic in LICENSES.items():
-        assert lic.spdx == ("Apache-2.0" if key == "truthfulqa_mc1" else "MIT") and lic.package and lic.source
+        assert lic.spdx == spdx.get(key, "MIT") and lic.package and lic.source
 
 
 # --------------------------------------------------------------------------- oracle and contract (in-process)
@@ -126,92 +117,10 @@ def test_contract_decoding():
 # --------------------------------------------------------------------------- server fixture
 
 
-def _free_ports(n: int) -> list[int]:
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
-def _http_ok(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as resp:
-            return resp.status == 200
-    except (urllib.error.URLError, ConnectionError, OSError):
-        return False
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-
-
 @pytest.fixture(scope="module")
 def server():
-    http_port, grpc_port, metrics_port = _free_ports(3)
-    # the server writes to it for the whole module; the fixture's finally closes and removes it
-    log = tempfile.NamedTemporaryFile(prefix="uep-model-server-", suffix=".log", delete=False)  # noqa: SIM115
-    cmd = [
-        str(SERVER_BIN),
-        "--http-port",
-        str(http_port),
-        "--grpc-port",
-        str(grpc_port),
-        "--metrics-port",
-        str(metrics_port),
-        "--models",
-        ",".join(MODELS),
-    ]
-    started = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-
-    def log_tail() -> str:
-        return Path(log.name).read_text(errors="replace")[-4000:]
-
-    try:
-        base = f"http://127.0.0.1:{http_port}"
-        urls = [f"{base}/v2/health/ready"] + [f"{base}/v2/models/{m}/ready" for m in MODELS]
-        deadline = started + READY_TIMEOUT_S
-        while not all(_http_ok(u) for u in urls):
-            if proc.poll() is not None:
-                pytest.fail(f"uep-model-server exited with {proc.returncode} before ready:\n{log_tail()}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"uep-model-server not ready after {READY_TIMEOUT_S:.0f} s:\n{log_tail()}")
-            time.sleep(0.25)
-        ready_s = time.monotonic() - started
-        print(f"\nuep-model-server ready in {ready_s:.1f} s", file=sys.stderr)
-        yield {"http": f"127.0.0.1:{http_port}", "grpc": f"127.0.0.1:{grpc_port}", "ready_s": ready_s, "proc": proc}
-    finally:
-        exited_cleanly = None
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                exited_cleanly = proc.wait(timeout=30) == 0
-            except subprocess.TimeoutExpired:
-                exited_cleanly = False
-        # tritonserver and its backend stubs must go with the parent; give them a moment, then force.
-        deadline = time.monotonic() + 10
-        while _group_alive(proc.pid) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        leftovers = _group_alive(proc.pid)
-        if leftovers:
-            os.killpg(proc.pid, signal.SIGKILL)
-        if proc.poll() is None:
-            proc.wait(timeout=10)
-        text = log_tail()
-        log.close()
-        os.unlink(log.name)
-        assert exited_cleanly in (None, True), f"SIGTERM did not stop the server cleanly:\n{text}"
-        assert not leftovers, "processes of the server's group survived SIGTERM"
+    with model_server(MODELS) as running:
+        yield running
 
 
 # --------------------------------------------------------------------------- helpers

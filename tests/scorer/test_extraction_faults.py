@@ -396,6 +396,7 @@ EXTRACTING = {
     "regex_match": ({"answer": "Paris"}, {"pattern": r"answer: (\w+)"}),
     "fuzzy_match": ({"answer": "Paris"}, {}),
     "token_f1": ({"answer": "Paris"}, {}),
+    "ndcg": ({"relevant": ["Paris"]}, {}),
 }
 """Every registered metric that reads an answer from the output, with a valid reference and params."""
 GRADED = {"sentence_bleu", "sentence_chrf", "rouge", "pass_at_k", "loglik_multiple_choice", "humaneval_pass_at_1"}

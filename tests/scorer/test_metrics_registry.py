@@ -22,6 +22,7 @@ EXPECTED = [
     "label_match",
     "loglik_multiple_choice",
     "multiple_choice_letter",
+    "ndcg",
     "pass_at_k",
     "regex_match",
     "rouge",
@@ -74,6 +75,7 @@ def test_metric_result_is_frozen_and_serialisable():
         "score": 1.0,
         "extracted": "B",
         "details": {"extraction": "bare", "cue": "B", "choices": "ABCD", "reference": "B"},
+        "prediction": None,
     }
 
 

@@ -186,9 +186,9 @@ def test_who_reaches_each_workload(name: str) -> None:
     dst = WORKLOADS[name]
     expected = {
         "uep-gateway": set(OUTSIDE),  # the API, through the cluster's ingress (no uep workload calls it)
-        "uep-inference": {"uep-judge"},
+        "uep-inference": {"uep-judge", "scraper"},  # the scraper on the metrics port only (see below)
         "uep-migrate": set(),
-    }.get(name, {"scraper"})  # the other services: their health ports, from a scraping namespace only
+    }.get(name, {"scraper"})  # the other services: their health and metrics ports, from a scraping namespace only
     reached = {p.name for p in [*WORKLOADS.values(), *OUTSIDE.values()] for port in dst.ports.values() if allowed(p, dst, port)}
     assert reached == expected
 
@@ -199,6 +199,19 @@ def test_each_workload_reaches_only_its_backing_services(name: str) -> None:
     assert allowed(src, internet, 53, "UDP") and allowed(src, internet, 53, "TCP")  # DNS
     probe = {KAFKA, REDIS, OTLP, POSTGRES, *TRITON, *OBJECT_STORE, 22, 80, 8080, 8092, 9093}
     assert {port for port in probe if allowed(src, internet, port)} == expected_egress(src)
+
+
+@pytest.mark.parametrize("name", sorted(n for n in WORKLOADS if n != "uep-migrate"))
+def test_scrapers_reach_every_service_on_its_metrics_port(name: str) -> None:
+    """Prometheus reaches GET /metrics of all six services on the port ``metrics`` (UEP_METRICS_PORT), and through
+    it neither inference's internal endpoint (its health port) nor anything from outside a scraping namespace."""
+    dst, scraper = WORKLOADS[name], OUTSIDE["scraper"]
+    assert dst.ports["metrics"] == int(CONFIG["UEP_METRICS_PORT"])
+    assert allowed(scraper, dst, dst.ports["metrics"])
+    assert not allowed(OUTSIDE["other-namespace pod"], dst, dst.ports["metrics"])
+    assert not allowed(OUTSIDE["internet"], dst, dst.ports["metrics"])
+    if name == "uep-inference":
+        assert not allowed(scraper, dst, dst.ports["health"])
 
 
 def test_the_judge_reaches_inference_on_its_configured_port() -> None:

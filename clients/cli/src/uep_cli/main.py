@@ -1,7 +1,8 @@
 """``uep``: evaluate models on the platform from a terminal or a CI pipeline.
 
 Commands (each takes ``--json`` for scripts, and ``--url`` to name another gateway):
-``login``, ``logout``, ``whoami``; ``benchmarks list|show|upload``; ``models list|show``;
+``login``, ``logout``, ``whoami``; ``benchmarks list|show|upload``; ``models list|show|add|disable|enable``
+(:mod:`uep_cli.models`);
 ``run`` (``--follow`` draws a progress bar; ``--fail-under X`` gates on the score); ``status``, ``list``,
 ``results`` (every item, JSON Lines or CSV), ``report``, ``compare``, ``leaderboard``; ``cancel``,
 ``stop``, ``retry``.
@@ -22,6 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
+
+from uep_cli import models
 
 if TYPE_CHECKING:
     from uep_cli.api import Api
@@ -46,9 +49,8 @@ app = typer.Typer(
     rich_markup_mode=None,  # plain help: rendering it with rich would import rich (~0.3 s) for every --help
 )
 benchmarks_app = typer.Typer(help="The benchmark catalogue.", no_args_is_help=True, rich_markup_mode=None)
-models_app = typer.Typer(help="The model registry.", no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(benchmarks_app, name="benchmarks")
-app.add_typer(models_app, name="models")
+app.add_typer(models.app, name="models")
 
 Json = Annotated[bool, typer.Option("--json", help="Print the API's JSON instead of tables.")]
 Url = Annotated[str | None, typer.Option("--url", help="Gateway base URL (default: UEP_URL, then the stored login).")]
@@ -251,36 +253,6 @@ def benchmarks_upload(
     _print_json(body) if json else typer.echo(
         f"uploaded {body['slug']} version {body['version'][:12]} ({body['sample_count']} samples)"
     )
-
-
-@models_app.command("list")
-def models_list(url: Url = None, json: Json = False) -> None:
-    """Every registered model the caller sees."""
-    with _api(url) as api:
-        rows = _call(api.get, "/v1/models")
-    if json:
-        return _print_json(rows)
-    _table(
-        "models",
-        ["name", "version", "backend", "triton model", "endpoint"],
-        [[m["name"], m["version"], m["backend"], m.get("triton_model_name"), m["endpoint"]] for m in rows],
-    )
-
-
-@models_app.command("show")
-def models_show(
-    name: Annotated[str, typer.Argument(help="Model name (or name@version).")], url: Url = None, json: Json = False
-) -> None:
-    """One model's registry entries (every version)."""
-    base, _, version = name.partition("@")
-    with _api(url) as api:
-        rows = [m for m in _call(api.get, "/v1/models") if m["name"] == base and (not version or m["version"] == version)]
-    if not rows:
-        _fail(f"404 path.name: unknown model {name!r}")
-    if json:
-        return _print_json(rows)
-    for m in rows:
-        typer.echo("\n".join(f"{k}: {v}" for k, v in m.items()) + "\n")
 
 
 # ---------------------------------------------------------------- evaluations

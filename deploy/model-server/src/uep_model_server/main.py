@@ -3,7 +3,7 @@
 Usage::
 
     uep-model-server [--host 127.0.0.1] [--http-port 8000] [--grpc-port 8001] [--metrics-port 8002]
-                     [--models smollm2,oracle,bench_echo] [--log-level INFO]
+                     [--models smollm2,oracle,bench_echo,mmlu_topic] [--log-level INFO]
 
 Every flag falls back to an environment variable: ``UEP_TRITON_HOST``, ``UEP_TRITON_HTTP_PORT``,
 ``UEP_TRITON_GRPC_PORT``, ``UEP_TRITON_METRICS_PORT``, ``UEP_TRITON_MODELS``, ``UEP_LOG_LEVEL``; also
@@ -11,8 +11,13 @@ Every flag falls back to an environment variable: ``UEP_TRITON_HOST``, ``UEP_TRI
 
 ``--models`` takes short names or Triton names: ``smollm2`` (``smollm2_135m_instruct``), ``oracle``
 (``uep_oracle``), ``bench_echo`` (``uep_bench_echo``), ``judge`` (``uep_judge``) and ``judge_first``
-(``uep_judge_first``), the deterministic judges of :mod:`uep_model_server.judge_stub`. All share the tensor contract in
-:mod:`uep_model_server.io`.
+(``uep_judge_first``), the deterministic judges of :mod:`uep_model_server.judge_stub`. These share the tensor contract
+in :mod:`uep_model_server.io`. Models of the other contracts bind themselves (their ``bind(triton, name)``):
+``mmlu_topic`` (``uep_mmlu_topic``) and ``breast_cancer`` (``uep_breast_cancer``), scikit-learn classifiers
+(:mod:`uep_model_server.classifiers`); ``e5_rank`` (``uep_e5_rank``) and ``e5_embed`` (``uep_e5_embed``), the e5
+ranker and embedder (:mod:`uep_model_server.ranker`); ``vllm_echo`` (``uep_vllm_echo``) and ``trtllm_echo``
+(``uep_trtllm_echo``), stand-ins speaking the vLLM and TensorRT-LLM contracts
+(:mod:`uep_model_server.contract_standins`).
 
 Lifetime: models are loaded, bound and Triton started; the server is ready once
 ``GET /v2/health/ready`` returns 200. SIGTERM or SIGINT stops Triton cleanly (``triton.stop()``) and
@@ -34,13 +39,19 @@ from pathlib import Path
 
 LOGGER = logging.getLogger("uep_model_server")
 
-DEFAULT_MODELS = "smollm2,oracle,bench_echo,judge,judge_first"
+DEFAULT_MODELS = "smollm2,oracle,bench_echo,judge,judge_first,mmlu_topic,breast_cancer,e5_rank,e5_embed"
 MODEL_ALIASES = {
     "smollm2": "smollm2_135m_instruct",
     "oracle": "uep_oracle",
     "bench_echo": "uep_bench_echo",
     "judge": "uep_judge",
     "judge_first": "uep_judge_first",
+    "mmlu_topic": "uep_mmlu_topic",
+    "breast_cancer": "uep_breast_cancer",
+    "e5_rank": "uep_e5_rank",
+    "e5_embed": "uep_e5_embed",
+    "vllm_echo": "uep_vllm_echo",
+    "trtllm_echo": "uep_trtllm_echo",
 }
 """Short name -> Triton model name."""
 
@@ -100,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The CLI parser (defaults come from the ``UEP_TRITON_*`` environment variables)."""
     parser = argparse.ArgumentParser(
         prog="uep-model-server",
-        description="Serve uep's built-in models (SmolLM2, oracle, bench echo) through a real Triton on CPU.",
+        description="Serve uep's built-in models (SmolLM2, oracle, classifiers, e5 ranker, …) through a real Triton on CPU.",
     )
     parser.add_argument(
         "--host",
@@ -166,12 +177,42 @@ def _model_factories() -> dict[str, Callable[[], object]]:
 
         return make
 
+    def classifier(name: str):
+        def make():
+            from . import classifiers
+
+            return getattr(classifiers, name)()
+
+        return make
+
+    def e5(name: str):
+        def make():
+            from . import ranker
+
+            return getattr(ranker, name)()
+
+        return make
+
+    def standin(name: str):
+        def make():
+            from . import contract_standins
+
+            return getattr(contract_standins, name)()
+
+        return make
+
     return {
         "smollm2_135m_instruct": smollm2,
         "uep_oracle": oracle,
         "uep_bench_echo": bench_echo,
         "uep_judge": judge("consistent"),
         "uep_judge_first": judge("first"),
+        "uep_mmlu_topic": classifier("MmluTopicClassifier"),
+        "uep_breast_cancer": classifier("BreastCancerClassifier"),
+        "uep_e5_rank": e5("E5Ranker"),
+        "uep_e5_embed": e5("E5Embedder"),
+        "uep_vllm_echo": standin("VllmEcho"),
+        "uep_trtllm_echo": standin("TrtllmEcho"),
     }
 
 
@@ -232,7 +273,11 @@ def serve(args: argparse.Namespace, model_names: list[str]) -> int:
         )
         triton = Triton(config=config)
         for name, model in loaded:
-            bind_text_model(triton, name, model)
+            bind = getattr(model, "bind", None)
+            if bind is not None:  # a model of another contract than the text one binds itself
+                bind(triton, name)
+            else:
+                bind_text_model(triton, name, model)
         LOGGER.info(
             "starting tritonserver (http %s:%d, grpc %s:%d, metrics %s:%d)",
             args.host,
@@ -243,6 +288,10 @@ def serve(args: argparse.Namespace, model_names: list[str]) -> int:
             args.metrics_port,
         )
         triton.run()
+        for _, model in loaded:
+            wait_ready = getattr(model, "wait_ready", None)
+            if wait_ready is not None:  # a model that trains in the background while Triton starts
+                wait_ready()
         watchdog.cancel()
         LOGGER.info(
             "READY in %.1f s: models %s; http://%s:%d  grpc %s:%d  metrics http://%s:%d/metrics",

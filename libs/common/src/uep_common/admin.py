@@ -16,6 +16,13 @@ Commands::
     uep-admin bootstrap --credentials FILE
                                # local stack: user 'admin' (site admin, admin of 'default') and an admin
                                # API key, written to FILE (mode 600); kept when FILE still holds valid ones
+    uep-admin models add --name N --endpoint URL [--kind K] [--backend B] [--contract C] [--triton-name T]
+                         [--class-names a,b,…] [--n-features N] [--dimension D] [--capacity N]
+                         [--tenant SLUG [--shared]] [--no-probe]
+                               # register a model (a site model unless --tenant); the rules and the probe
+                               # are the API's (uep_common.model_registry; docs/models.md)
+    uep-admin models list [--tenant SLUG]
+    uep-admin models disable|enable NAME@VERSION [--tenant SLUG]
 """
 
 from __future__ import annotations
@@ -28,17 +35,29 @@ import logging
 import os
 import secrets
 import sys
+import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
 from sqlalchemy import select, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from uep_common.db.identity import ROLES, ApiKey, Membership, User, hash_api_key, new_api_key
-from uep_common.db.models import Tenant
+from uep_common.db.models import Model, Tenant
 from uep_common.db.session import make_sync_engine
+from uep_common.model_registry import (
+    ModelCreate,
+    RegistryError,
+    check_registration,
+    probe,
+    registration_values,
+    site_name_taken,
+    split_ref,
+)
 from uep_common.settings import CommonSettings
 
 if TYPE_CHECKING:
@@ -78,6 +97,9 @@ def migrate(database_url: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point; returns the process exit status."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["models"]:
+        return models_command(CommonSettings().database_url, argv[1:])
     parser = argparse.ArgumentParser(prog="uep-admin", description=__doc__.split("\n")[0])
     parser.add_argument(
         "command",
@@ -92,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
             "create-user",
             "add-member",
             "bootstrap",
+            "models",
         ],
     )
     parser.add_argument("--tenant", help="tenant slug (create-tenant, create-api-key, add-member)")
@@ -304,6 +327,106 @@ def bootstrap(database_url: str, credentials: Path, tenant_slug: str = "default"
         return f"bootstrap: user admin and an admin API key written to {credentials}"
     finally:
         engine.dispose()
+
+
+def _models_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="uep-admin models", description="The model registry (docs/models.md).")
+    sub = parser.add_subparsers(dest="action", required=True)
+    add = sub.add_parser("add", help="register a model (a site model unless --tenant)")
+    add.add_argument("--name", required=True)
+    add.add_argument("--version", default="1")
+    add.add_argument("--endpoint", required=True, help="Triton http(s)://host:port (or gRPC host:port with --no-probe)")
+    add.add_argument("--kind", default="generation", help="generation | classification | ranking | embedding")
+    add.add_argument("--backend", default="triton", help="triton | openai_compatible")
+    add.add_argument("--contract", help="default: by kind and backend")
+    add.add_argument("--triton-name", help="the served model's name (default: --name)")
+    add.add_argument("--triton-version")
+    add.add_argument("--class-names", help="classification: the class names, comma-separated, in output order")
+    add.add_argument("--n-features", type=int, help="classification/features: the input vector's length")
+    add.add_argument("--dimension", type=int, help="embedding: the vector's length")
+    add.add_argument("--capacity", type=int, help="max_in_flight: calls in flight per inference replica")
+    add.add_argument("--description", default="")
+    add.add_argument("--api-key-ref", help="openai_compatible: the inference service's UEP_MODEL_KEY_… variable")
+    add.add_argument("--shared", action="store_true", help="with --tenant: every tenant may see and evaluate it")
+    add.add_argument("--no-probe", action="store_true", help="register without checking the endpoint")
+    for name in ("add", "list"):
+        (add if name == "add" else sub.add_parser("list", help="every model, or a tenant's own")).add_argument(
+            "--tenant", help="the owner tenant's slug (add: default a site model)"
+        )
+    for name in ("disable", "enable"):
+        cmd = sub.add_parser(name, help=f"{name} NAME@VERSION (a site model unless --tenant)")
+        cmd.add_argument("ref")
+        cmd.add_argument("--tenant")
+    return parser
+
+
+def _add_model(s: Session, args: argparse.Namespace, owner: uuid.UUID | None) -> str:
+    """``models add``: check (the API's rules, as a site admin), probe unless ``--no-probe``, insert."""
+    spec: dict[str, Any] = {k: v for k, v in (("n_features", args.n_features), ("dimension", args.dimension)) if v}
+    if args.class_names:
+        spec["class_names"] = [c.strip() for c in args.class_names.split(",")]
+    reg = ModelCreate(
+        name=args.name, version=args.version, description=args.description, kind=args.kind, backend=args.backend,
+        endpoint=args.endpoint, contract=args.contract, triton_model_name=args.triton_name,
+        triton_model_version=args.triton_version, spec=spec, max_in_flight=args.capacity,
+        visibility="shared" if args.shared else "private", owner="tenant" if owner else "site",
+        api_key_ref=args.api_key_ref,
+    )  # fmt: skip
+    contract, stored = check_registration(reg, site_act=True)
+    if owner is not None and s.scalar(site_name_taken(reg.name)) is not None:
+        raise RegistryError(409, ("body", "name"), f"{reg.name!r} is a site model's name", "name_taken")
+    if not args.no_probe:
+        key = os.environ.get(args.api_key_ref) if args.api_key_ref else None
+        probe_call = probe(
+            backend=reg.backend, endpoint=reg.endpoint, served_name=reg.triton_model_name or reg.name,
+            served_version=reg.triton_model_version, kind=reg.kind, contract=contract, spec=stored, api_key=key,
+        )  # fmt: skip
+        asyncio.run(probe_call)
+    values = registration_values(reg, contract, stored, owner_tenant_id=owner, created_by="uep-admin", secret_key=None)
+    s.add(Model(**values))
+    s.flush()
+    return f"{reg.name}@{reg.version} ({reg.kind.value}/{contract}, {args.tenant or 'site'}): registered"
+
+
+def models_command(database_url: str, argv: list[str]) -> int:
+    """``uep-admin models add|list|disable|enable`` (module docstring) on ``database_url``, as a site admin;
+    the registration rules and the probe are :mod:`uep_common.model_registry`'s. Prints one line per model;
+    returns the exit status (2 when refused: the line names the field and the reason)."""
+    args = _models_parser().parse_args(argv)
+    engine = make_sync_engine(database_url)
+    try:
+        with Session(engine) as s, s.begin():
+            owner = s.scalar(select(Tenant.id).where(Tenant.slug == args.tenant)) if args.tenant else None
+            if args.tenant and owner is None:
+                raise LookupError(f"unknown tenant {args.tenant!r}")
+            mine = Model.owner_tenant_id == owner if owner else Model.owner_tenant_id.is_(None)
+            if args.action == "add":
+                print(_add_model(s, args, owner))
+            elif args.action == "list":
+                q = select(Model).order_by(Model.name, Model.created_at.desc())
+                for m in s.scalars(q.where(mine) if owner else q):
+                    state = "active" if m.active else "disabled"
+                    print(f"{m.name}@{m.version}\t{m.kind}/{m.contract}\t{m.backend}\t{m.endpoint}\t{state}")
+            else:
+                name, version = split_ref(args.ref)
+                found = s.scalar(select(Model).where(Model.name == name, Model.version == (version or "1"), mine))
+                if found is None:
+                    raise LookupError(f"unknown model {args.ref!r} of {args.tenant or 'the site'}")
+                found.active = args.action == "enable"
+                print(f"{found.name}@{found.version}: {'active' if found.active else 'disabled'}")
+        return 0
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        print(f"error: {'.'.join(str(x) for x in first['loc'])}: {first['msg']}", file=sys.stderr)
+    except RegistryError as exc:
+        print(f"error: {'.'.join(str(x) for x in exc.loc[1:])}: {'; '.join(exc.problems)}", file=sys.stderr)
+    except LookupError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+    except IntegrityError:
+        print(f"error: {args.name}@{args.version} is registered already", file=sys.stderr)
+    finally:
+        engine.dispose()
+    return 2
 
 
 if __name__ == "__main__":

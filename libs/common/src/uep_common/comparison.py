@@ -11,6 +11,15 @@ bootstrap of the difference of means with one index vector for both sides
 (:func:`uep_common.stats.paired_bootstrap_diff`). The pairing and the transition kinds are computed in
 PostgreSQL (one full outer join), so 100,000-item evaluations compare in well under a second.
 
+Set-level metrics (:func:`set_comparison`): when both evaluations are classification (``label_match``) or
+ranking (``ndcg``) evaluations of the same benchmark version, every set-level headline metric (F1, ROC-AUC,
+log loss, NDCG@k, MRR…; :mod:`uep_common.set_metrics`) of both over their paired items, and the paired bootstrap
+of the difference: both sides are recomputed on the same resamples of the paired items (one count vector per
+resample for both, :func:`uep_common.stats.bootstrap_weights`), the interval is the percentile interval of the
+differences. ROC-AUCs (the positive class, or each class against the rest) also get DeLong's test for two
+correlated AUCs (:func:`uep_common.stats.delong_test`: DeLong, DeLong & Clarke-Pearson 1988, with the fast
+algorithm of Sun & Xu 2014).
+
 Transitions per item, listed regressions first: ``regression`` (pass → fail), ``newly_errored`` (a verdict →
 an error), ``improvement`` (fail → pass), ``error_fixed`` (error → a verdict), ``still_failing``,
 ``still_passing``, ``still_erroring``, ``only_in_current`` / ``only_in_baseline``.
@@ -18,6 +27,7 @@ an error), ``improvement`` (fail → pass), ``error_fixed`` (error → a verdict
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import datetime
 from typing import Any
@@ -27,10 +37,29 @@ from pydantic import BaseModel, Field
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.configs import parse_evaluation_config
+from uep_common.configs import SET_KIND_OF_METRIC, parse_evaluation_config
 from uep_common.db.models import Benchmark, Evaluation, Model
 from uep_common.fingerprint import FingerprintDiff, diff_fingerprints, fingerprint
-from uep_common.stats import mcnemar_exact, paired_bootstrap_binary, paired_bootstrap_diff
+from uep_common.set_metrics import (
+    CLASSIFICATION_HEADLINE,
+    MAX_BOOTSTRAP_CURVES,
+    PROBABILITY_HEADLINE,
+    classification_items,
+    classification_replicates,
+    classification_values,
+    headline_name,
+    method_text,
+    ranking_replicates,
+)
+from uep_common.stats import (
+    delong_test,
+    mcnemar_exact,
+    paired_bootstrap_binary,
+    paired_bootstrap_diff,
+    percentile_interval,
+    set_resamples,
+)
+from uep_common.summary import benchmark_config_of, load_classification, load_ranking
 
 TRANSITION_ORDER = (
     "regression",
@@ -92,6 +121,46 @@ class DiffView(BaseModel):
     method: str | None
 
 
+class SetMetricDiff(BaseModel):
+    """A set-level metric of both evaluations over their paired items, and the paired bootstrap interval of
+    ``difference`` = current − baseline (None when undefined on either side)."""
+
+    name: str
+    current: float | None
+    baseline: float | None
+    difference: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+
+class DeLongView(BaseModel):
+    """DeLong's test of current − baseline ROC-AUC of one class (against the rest) over the paired items."""
+
+    label: str
+    auc_current: float
+    auc_baseline: float
+    difference: float
+    se: float
+    z: float | None
+    p_value: float
+    ci_low: float
+    ci_high: float
+    significant: bool = Field(description="p < 0.05.")
+    method: str
+
+
+class SetComparison(BaseModel):
+    """Set-level metrics of two classification or ranking evaluations over their paired items."""
+
+    kind: str = Field(description="classification | ranking")
+    n_paired: int = Field(description="Items entering both sides' set-level metrics.")
+    confidence: float = 0.95
+    method: str
+    metrics: list[SetMetricDiff]
+    delong: list[DeLongView] = Field(default_factory=list, description="ROC-AUC: the positive class, or each class vs the rest.")
+    note: str = ""
+
+
 class Comparison(BaseModel):
     """Paired comparison of ``current`` against ``baseline``."""
 
@@ -116,6 +185,9 @@ class Comparison(BaseModel):
     transitions: list[Transition] = Field(description="Changed items first (regressions first), at most `limit`.")
     transitions_truncated: bool
     fingerprint_diff: FingerprintDiff
+    set_metrics: SetComparison | None = Field(
+        None, description="Classification and ranking evaluations: set-level metrics of both, paired bootstrap, DeLong."
+    )
 
 
 async def find_baseline(session: AsyncSession, ev: Evaluation) -> tuple[Evaluation | None, str | None]:
@@ -340,6 +412,156 @@ async def compare(
         transitions=transitions,
         transitions_truncated=len(rows) > limit,
         fingerprint_diff=diff_fingerprints(await fingerprint(session, baseline_id), await fingerprint(session, current_id)),
+        set_metrics=await set_comparison(session, cur_ev, base_ev) if by_sample else None,
+    )
+
+
+def _diffs(
+    names: list[str],
+    cur: dict[str, Any],
+    base: dict[str, Any],
+    reps_c: dict[str, np.ndarray[Any, Any]],
+    reps_b: dict[str, np.ndarray[Any, Any]],
+    confidence: float,
+) -> list[SetMetricDiff]:
+    out = []
+    for name in names:
+        c, b = cur.get(name), base.get(name)
+        diff = None if c is None or b is None else float(c - b)
+        ci = percentile_interval(reps_c[name] - reps_b[name], confidence) if diff is not None and name in reps_c else None
+        out.append(
+            SetMetricDiff(
+                name=name, current=c, baseline=b, difference=diff, ci_low=ci[0] if ci else None, ci_high=ci[1] if ci else None
+            )
+        )
+    return out
+
+
+def _paired(keys_c: list[Any], keys_b: list[Any]) -> tuple[list[int], list[int]]:
+    at_b = {k: i for i, k in enumerate(keys_b)}
+    cur = [i for i, k in enumerate(keys_c) if k in at_b]
+    return cur, [at_b[keys_c[i]] for i in cur]
+
+
+def classification_comparison(
+    gold: list[str],
+    predicted_c: list[str | None],
+    predicted_b: list[str | None],
+    probabilities_c: list[Any] | None,
+    probabilities_b: list[Any] | None,
+    class_names: list[str] | None = None,
+    confidence: float = 0.95,
+) -> SetComparison:
+    """Set-level classification metrics of two models on the same items (``gold[i]`` is item i's gold label,
+    ``predicted_*[i]`` each model's label, ``probabilities_*[i]`` its class probabilities or None): each
+    headline metric of both, the paired bootstrap interval of the difference (current − baseline), and
+    DeLong's test of each ROC-AUC when both sides have probabilities (see the module docstring).
+
+    Raises:
+        ValueError: no item, or lists of different lengths.
+    """
+    names = class_names or sorted(set(gold))
+    items_c = classification_items(gold, predicted_c, probabilities_c, names)
+    items_b = classification_items(gold, predicted_b, probabilities_b, names)
+    k = len(items_c.labels)
+    both_proba = items_c.proba is not None and items_b.proba is not None
+    curves = (1 if k == 2 else k if k <= MAX_BOOTSTRAP_CURVES else 0) if both_proba else 0
+    resamples = set_resamples(items_c.n, 2 * (1 + curves))
+    reps_c = classification_replicates(items_c, resamples)
+    reps_b = classification_replicates(items_b, resamples)
+    values_c, values_b = classification_values(items_c), classification_values(items_b)
+    shown = list(CLASSIFICATION_HEADLINE) + (list(PROBABILITY_HEADLINE) if both_proba else [])
+    delong: list[DeLongView] = []
+    if both_proba:
+        assert items_c.proba is not None and items_b.proba is not None
+        for c in ([1] if k == 2 else range(k)) if curves else []:
+            positive = items_c.y_true == c
+            if not positive.any() or positive.all():
+                continue
+            r = delong_test(positive, items_c.proba[:, c], items_b.proba[:, c], confidence)
+            delong.append(
+                DeLongView(
+                    label=items_c.labels[c],
+                    auc_current=r.auc_a,
+                    auc_baseline=r.auc_b,
+                    difference=r.difference,
+                    se=r.se,
+                    z=r.z,
+                    p_value=r.p_value,
+                    ci_low=r.ci_low,
+                    ci_high=r.ci_high,
+                    significant=r.p_value < 0.05,
+                    method=r.method,
+                )
+            )
+    note = "" if both_proba else "ROC-AUC, PR-AUC and calibration need probabilities on both sides"
+    return SetComparison(
+        kind="classification",
+        n_paired=items_c.n,
+        confidence=confidence,
+        method="paired " + method_text(resamples, confidence) + ": both sides on the same resamples",
+        metrics=_diffs(shown, values_c, values_b, reps_c, reps_b, confidence),
+        delong=delong,
+        note=note,
+    )
+
+
+def ranking_comparison(
+    values_c: dict[str, np.ndarray[Any, Any]], values_b: dict[str, np.ndarray[Any, Any]], confidence: float = 0.95
+) -> SetComparison:
+    """Set-level ranking metrics (means of the per-query values both sides have, e.g. ``ndcg@10``, ``rr``) of
+    two rankers on the same queries (row i of both = query i), with the paired bootstrap of each difference."""
+    keys = [k for k in values_c if k in values_b]
+    n = len(values_c[keys[0]]) if keys else 0
+    if n == 0:
+        return SetComparison(
+            kind="ranking", n_paired=0, method="no paired query", metrics=[], note="no query evaluated on both sides"
+        )
+    resamples = set_resamples(n, 2)
+    reps_c = ranking_replicates({k: values_c[k] for k in keys}, resamples)
+    reps_b = ranking_replicates({k: values_b[k] for k in keys}, resamples)
+    cur = {headline_name(k): float(np.mean(values_c[k])) for k in keys}
+    base = {headline_name(k): float(np.mean(values_b[k])) for k in keys}
+    reps_cn = {headline_name(k): v for k, v in reps_c.items()}
+    reps_bn = {headline_name(k): v for k, v in reps_b.items()}
+    return SetComparison(
+        kind="ranking",
+        n_paired=n,
+        confidence=confidence,
+        method="paired " + method_text(resamples, confidence) + ": both sides on the same resamples",
+        metrics=_diffs(list(cur), cur, base, reps_cn, reps_bn, confidence),
+    )
+
+
+async def set_comparison(session: AsyncSession, cur_ev: Evaluation, base_ev: Evaluation) -> SetComparison | None:
+    """Set-level comparison of two evaluations of the same benchmark version (see the module docstring): None
+    unless both are classification or both ranking evaluations with a paired item. The bootstrap runs in a
+    worker thread."""
+    kinds = {SET_KIND_OF_METRIC.get(str((ev.summary or {}).get("metric_name") or "")) for ev in (cur_ev, base_ev)}
+    if len(kinds) != 1 or None in kinds:
+        return None
+    if kinds == {"classification"}:
+        config = await benchmark_config_of(session, cur_ev.id)
+        c = await load_classification(session, cur_ev.id, config.class_names)
+        b = await load_classification(session, base_ev.id, config.class_names)
+        ic, ib = _paired(c.keys, b.keys)
+        if not ic:
+            return None
+        return await asyncio.to_thread(
+            classification_comparison,
+            [c.gold[i] for i in ic],
+            [c.predicted[i] for i in ic],
+            [b.predicted[i] for i in ib],
+            [c.probabilities[i] for i in ic],
+            [b.probabilities[i] for i in ib],
+            list(config.class_names) if config.class_names else (c.items.labels if c.items is not None else None),
+        )
+    rc, rb = await load_ranking(session, cur_ev.id), await load_ranking(session, base_ev.id)
+    ic, ib = _paired(rc.keys, rb.keys)
+    if not ic:
+        return None
+    return await asyncio.to_thread(
+        ranking_comparison, {k: v[ic] for k, v in rc.values.items()}, {k: v[ib] for k, v in rb.values.items()}
     )
 
 

@@ -20,6 +20,17 @@ Example (``benchmarks.config`` of the built-in GSM8K)::
      "metric": {"name": "gsm8k_numeric_exact_match", "params": {"variant": "flexible"}},
      "language": "en"}
 
+Several metrics, one primary (``metrics``, beside or instead of ``metric``)::
+
+    {"metric": {"name": "label_match"}, "class_names": ["benign", "malignant"],
+     "metrics": [{"name": "f1_macro", "primary": true}, {"name": "roc_auc"}]}
+
+Each entry of ``metrics`` names either a per-item metric of the scorer's registry (every item is scored
+with it; the first per-item metric, ``metric`` when given, decides each item's verdict) or a set-level
+metric computed over the evaluation's items (:data:`SET_METRICS`, :func:`is_set_metric`: ``f1_macro``,
+``roc_auc``, ``ndcg@10``, ``mrr``…; ``uep_common.set_metrics``). The primary one
+(:attr:`BenchmarkConfig.primary_score`) is what leaderboards rank by default.
+
 Example (``evaluations.config`` of an A/B arm with a cap, after the budget check)::
 
     {"max_in_flight": 4, "fewshot_k": 2, "prompt_template": "...", "max_cost": 1.5,
@@ -28,11 +39,12 @@ Example (``evaluations.config`` of an A/B arm with a cap, after the budget check
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Mapping
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from uep_common.events import PromptSpec
 from uep_common.judge_config import JudgeConfig
@@ -58,6 +70,51 @@ class MetricConfig(BaseModel):
         return {} if v is None else v
 
 
+CLASSIFICATION_SET_METRICS = (
+    "accuracy",
+    "balanced_accuracy",
+    "precision_macro",
+    "recall_macro",
+    "f1_macro",
+    "precision_micro",
+    "recall_micro",
+    "f1_micro",
+    "precision_weighted",
+    "recall_weighted",
+    "f1_weighted",
+    "roc_auc",
+    "pr_auc",
+    "log_loss",
+    "brier",
+    "ece",
+)
+"""Set-level metrics of a classification evaluation (definitions: ``uep_common.set_metrics``)."""
+RANKING_AT_K = ("ndcg", "map", "recall", "precision", "hit")
+"""Ranking set-level metrics taken at a cut-off: ``<name>@<k>`` (``ndcg@10``); ``mrr`` has none."""
+SET_METRICS = (*CLASSIFICATION_SET_METRICS, "mrr", *(f"{m}@k" for m in RANKING_AT_K))
+"""Every set-level metric name (``@k`` stands for a cut-off, an integer from 1 to 1000)."""
+LOWER_IS_BETTER = frozenset({"log_loss", "brier", "ece"})
+"""Set-level metrics where a lower value is better (every other one: higher is better)."""
+_AT_K = re.compile(r"^(ndcg|map|recall|precision|hit)@([1-9][0-9]{0,2}|1000)$")
+SET_KIND_OF_METRIC = {"label_match": "classification", "ndcg": "ranking"}
+"""Per-item metrics whose items make a set-level classification or ranking evaluation."""
+
+
+def is_set_metric(name: str) -> bool:
+    """Whether ``name`` is a set-level metric (:data:`SET_METRICS`; ``ndcg@10`` for ``ndcg@k``)."""
+    return name in CLASSIFICATION_SET_METRICS or name == "mrr" or _AT_K.match(name) is not None
+
+
+class MetricSpec(MetricConfig):
+    """One entry of ``metrics``: a per-item metric (``{name, params}``) or a set-level one (``{name}``), and
+    whether it is the primary (what leaderboards rank)."""
+
+    primary: bool = False
+
+
+ClassName = Annotated[str, Field(min_length=1, max_length=200)]
+
+
 class BenchmarkConfig(BaseModel):
     """``benchmarks.config`` (see the module docstring).
 
@@ -71,6 +128,9 @@ class BenchmarkConfig(BaseModel):
             their override, in :attr:`EvaluationConfig.judge`).
         default_sampling: how a limited evaluation picks its samples when the request does not say
             (:mod:`uep_common.sampling`); None = ``first``.
+        metrics: several metrics, at most one ``primary`` (see the module docstring); None = ``metric`` only.
+        class_names: a classification benchmark's classes, in order (the order of per-class tables and of
+            the confusion matrix; an LLM's answer is read as the class it names).
     """
 
     model_config = ConfigDict(extra="allow", frozen=True)
@@ -81,6 +141,52 @@ class BenchmarkConfig(BaseModel):
     language: str | None = Field(None, max_length=35)
     judge: JudgeConfig | None = None
     default_sampling: Literal["first", "random", "stratified"] | None = None
+    metrics: list[MetricSpec] | None = Field(None, min_length=1, max_length=16)
+    class_names: list[ClassName] | None = Field(None, min_length=2, max_length=1000)
+
+    @model_validator(mode="after")
+    def _one_primary(self) -> BenchmarkConfig:
+        if self.metrics and sum(m.primary for m in self.metrics) > 1:
+            raise ValueError("metrics: at most one entry may be primary")
+        if self.class_names and len(set(self.class_names)) != len(self.class_names):
+            raise ValueError("class_names must be distinct")
+        return self
+
+    @property
+    def item_metrics(self) -> list[MetricConfig]:
+        """The per-item metrics every item is scored with: ``metric`` (when set), then each entry of ``metrics``
+        that is not a set-level metric, without repeats. The first decides an item's verdict."""
+        out: list[MetricConfig] = [self.metric] if self.metric is not None else []
+        for m in self.metrics or []:
+            if is_set_metric(m.name):
+                continue
+            plain = MetricConfig(name=m.name, params=m.params)
+            if all((o.name, o.params) != (plain.name, plain.params) for o in out):
+                out.append(plain)
+        return out
+
+    @property
+    def scoring_metric(self) -> MetricConfig | None:
+        """The metric that decides each item's verdict (the first of :attr:`item_metrics`); None = no metric."""
+        items = self.item_metrics
+        return items[0] if items else None
+
+    @property
+    def primary_score(self) -> str | None:
+        """The set-level metric leaderboards rank by default: the ``primary`` entry of ``metrics`` (else its
+        first entry) when it is a set-level name; ``ndcg@<k>`` when it is the per-item ``ndcg`` metric. None
+        when the primary is another per-item metric (its accuracy or mean score is ranked, as before
+        ``metrics`` existed)."""
+        entries = self.metrics or []
+        chosen: MetricConfig | None = next((m for m in entries if m.primary), entries[0] if entries else self.metric)
+        if chosen is None:
+            return None
+        if is_set_metric(chosen.name):
+            return chosen.name
+        if SET_KIND_OF_METRIC.get(chosen.name) == "ranking":
+            k = chosen.params.get("k", 10)
+            return f"ndcg@{k}"
+        return None
 
     @property
     def prompt_spec(self) -> PromptSpec:
@@ -89,8 +195,10 @@ class BenchmarkConfig(BaseModel):
 
     @property
     def metric_name(self) -> str | None:
-        """The metric's registry name; None when no metric is configured."""
-        return self.metric.name if self.metric is not None else None
+        """The registry name of the metric deciding each item's verdict (:attr:`scoring_metric`); None when no
+        metric is configured."""
+        chosen = self.scoring_metric
+        return chosen.name if chosen is not None else None
 
     @property
     def template(self) -> str | None:

@@ -18,10 +18,14 @@ What the wrapper does with each Kafka record behind the FastStream message:
 * opens the consumer span ``span`` (none when ``span`` is None): for one record, inside the current context,
   which FastStream's telemetry middleware has made the ``<topic> process`` span continuing the producer's
   trace, or, on a broker without that middleware, a child of the producer's ``traceparent`` header; for a
-  batch, a span linked to each decoded record's producer span;
+  batch, a span linked to each decoded record's producer span, and (``item_span``) one span per record in
+  that record's own trace (:func:`item_spans`), so every span of an evaluation's items has its trace id;
 * calls the handler with the event (a batch: the list of decoded events, never empty), plus the FastStream
   message when the handler takes a second parameter (to reach the raw records, e.g. to dead-letter one
-  after processing). Exceptions of the handler propagate, so the subscriber's ``ack_policy`` applies.
+  after processing). Exceptions of the handler propagate, so the subscriber's ``ack_policy`` applies;
+* counts what it sees (:mod:`uep_common.metrics`: records in per topic and handler, the handler's time and
+  its exceptions by class) and binds the event's ``evaluation_id`` and ``tenant_id`` to the handler's log
+  lines (:mod:`uep_common.logs`; a batch: those its events share).
 
 Why a decorator and not a FastStream middleware: FastStream 0.7 has only broker- and router-level
 middlewares, which wrap every subscriber of a broker alike and know neither the event model of one
@@ -32,13 +36,17 @@ subscriber nor its span; the wrapper keeps the signature ``(msg: KafkaMessage)``
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Mapping
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from faststream.kafka import KafkaBroker, KafkaMessage
 from opentelemetry import trace
+from opentelemetry.trace import Status, StatusCode
 
-from uep_common import tenant_guard
+from uep_common import logs, metrics, tenant_guard
 from uep_common.events import Event
 from uep_common.messaging import UndecodableEvent, dead_letter, decode_event, raw_records
 from uep_common.telemetry import context_from_headers
@@ -46,11 +54,72 @@ from uep_common.telemetry import tracer as make_tracer
 
 Attributes = Mapping[str, str | int | float | bool]
 
+_ITEM_SPANS: ContextVar[dict[int, trace.Span] | None] = ContextVar("uep_item_spans", default=None)
+
 
 def producer_link(headers: Mapping[str, str | bytes]) -> trace.Link | None:
     """A span link to the producer's span named by a record's ``traceparent`` header, or None without one."""
     ctx = trace.get_current_span(context_from_headers(headers)).get_span_context()
     return trace.Link(ctx) if ctx.is_valid else None
+
+
+@contextmanager
+def item_spans(
+    tracer: trace.Tracer,
+    name: str,
+    items: Sequence[tuple[object, Mapping[str, str | bytes]]],
+    attributes: Callable[[Any], Attributes] | None = None,
+) -> Iterator[list[trace.Span]]:
+    """One span ``name`` per item of a batch, in the item's own trace, for the duration of the block.
+
+    ``items`` are ``(item, headers)``: the parent of an item's span is the span its W3C ``traceparent``
+    header names (an item without one: the current span, i.e. the batch's). Every span starts when the block
+    starts and ends when it ends — the batch's work the item took part in — with the attribute
+    ``uep.batch_size`` (+ ``attributes(item)``) and a link to the current (batch) span; when the block raises,
+    each is marked ERROR with the exception's class and the exception propagates. Inside the block,
+    :func:`within_item` makes one item's span current (for work done for that item alone). Yields the spans
+    in item order.
+    """
+    batch = trace.get_current_span().get_span_context()
+    links = [trace.Link(batch)] if batch.is_valid else None
+    spans: dict[int, trace.Span] = {}
+    for item, headers in items:
+        remote = context_from_headers(headers)
+        parent = remote if trace.get_current_span(remote).get_span_context().is_valid else None
+        attrs = {"uep.batch_size": len(items), **(attributes(item) if attributes else {})}
+        spans[id(item)] = tracer.start_span(name, context=parent, links=links, attributes=attrs)
+    token = _ITEM_SPANS.set(spans)
+    try:
+        yield list(spans.values())
+    except BaseException as exc:
+        for span in spans.values():
+            span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
+        raise
+    finally:
+        _ITEM_SPANS.reset(token)
+        for span in spans.values():
+            span.end()
+
+
+@contextmanager
+def within_item(item: object) -> Iterator[None]:
+    """Make ``item``'s span (:func:`item_spans`, the enclosing block's) the current span; outside such a
+    block, or for an item it does not hold, change nothing."""
+    span = (_ITEM_SPANS.get() or {}).get(id(item))
+    if span is None:
+        yield
+        return
+    with trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
+        yield
+
+
+def _shared_ids(payload: Event | list[Event]) -> tuple[object | None, object | None]:
+    """``(evaluation_id, tenant_id)`` of an event, or those every event of a batch shares (else None)."""
+    if isinstance(payload, Event):
+        return payload.evaluation_id, payload.tenant_id
+    evaluations = {e.evaluation_id for e in payload}
+    tenants = {e.tenant_id for e in payload}
+    return (next(iter(evaluations)) if len(evaluations) == 1 else None), (next(iter(tenants)) if len(tenants) == 1 else None)
 
 
 def _takes_message(handler: Callable[..., Any]) -> bool:
@@ -68,6 +137,8 @@ def consume(
     batch: bool = False,
     dead_letter_undecodable: bool = True,
     topic: str | None = None,
+    item_span: str | None = None,
+    item_attributes: Callable[[Any], Attributes] | None = None,
 ) -> Callable[[Callable[..., Awaitable[None]]], Callable[[KafkaMessage], Awaitable[None]]]:
     """Decorator: turn a handler of decoded ``cls`` events into a FastStream subscriber function.
 
@@ -80,6 +151,9 @@ def consume(
         batch: the subscriber is a batch subscriber; the handler gets ``list[cls]``.
         dead_letter_undecodable: dead-letter undecodable records (False: skip them silently).
         topic: the source topic named in dead letters (default ``cls.topic``).
+        item_span: a batch subscriber's span per event, in the event's own trace (:func:`item_spans`;
+            the handler reaches one with :func:`within_item`). None: none.
+        item_attributes: the attributes of an event's ``item_span``.
 
     Returns:
         a decorator whose result is ``async (msg: KafkaMessage) -> None``, to be decorated with
@@ -90,9 +164,19 @@ def consume(
 
     def decorate(handler: Callable[..., Awaitable[None]]) -> Callable[[KafkaMessage], Awaitable[None]]:
         pass_message = _takes_message(handler)
+        name = handler.__name__
 
         async def call(payload: Any, msg: KafkaMessage) -> None:
-            await (handler(payload, msg) if pass_message else handler(payload))
+            tokens = logs.bind(*_shared_ids(payload))
+            start = time.perf_counter()
+            try:
+                await (handler(payload, msg) if pass_message else handler(payload))
+            except Exception as exc:
+                metrics.HANDLER_ERRORS.labels(source, name, type(exc).__name__).inc()
+                raise
+            finally:
+                metrics.HANDLER_SECONDS.labels(source, name).observe(time.perf_counter() - start)
+                logs.unbind(tokens)
 
         async def decoded(body: bytes) -> Event | None:
             try:
@@ -110,6 +194,7 @@ def consume(
 
         async def on_message(msg: KafkaMessage) -> None:
             records = raw_records(msg)
+            metrics.MESSAGES_IN.labels(source, name).inc(len(records))
             if not batch:
                 body, headers = records[0]
                 event = await decoded(body)
@@ -123,21 +208,23 @@ def consume(
                 with span_tracer.start_as_current_span(span, context=parent, attributes=attrs):
                     await call(event, msg)
                 return
-            events, links = [], []
+            events, links, items = [], [], []
             for body, headers in records:
                 event = await decoded(body)
                 if event is None:
                     continue
                 events.append(event)
+                items.append((event, headers))
                 if (link := producer_link(headers)) is not None:
                     links.append(link)
             if not events:
                 return
-            if span is None:
-                await call(events, msg)
-                return
-            attrs = attributes(events) if attributes else None
-            with span_tracer.start_as_current_span(span, links=links, attributes=attrs):
+            with ExitStack() as scope:
+                if span is not None:
+                    attrs = attributes(events) if attributes else None
+                    scope.enter_context(span_tracer.start_as_current_span(span, links=links, attributes=attrs))
+                if item_span is not None:
+                    scope.enter_context(item_spans(span_tracer, item_span, items, item_attributes))
                 await call(events, msg)
 
         on_message.__name__ = handler.__name__

@@ -29,10 +29,11 @@ from croniter import croniter
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.configs import EvaluationConfig, check_evaluation_config, parse_benchmark_config
+from uep_common.configs import SET_KIND_OF_METRIC, EvaluationConfig, check_evaluation_config, parse_benchmark_config
 from uep_common.db.models import TENANT_LIMIT_COLUMNS, Benchmark, Evaluation, Model, Tenant
 from uep_common.events import EvaluationRequested, EvaluationStatus, Priority
 from uep_common.lifecycle import UNFINISHED
+from uep_common.model_registry import model_query, split_ref, visible_models
 from uep_common.telemetry import current_trace_headers
 
 if TYPE_CHECKING:
@@ -55,8 +56,61 @@ async def find_benchmark(session: AsyncSession, ref: str, version: str | None = 
     return await session.scalar(q.where(Benchmark.status != "draft").order_by(Benchmark.created_at.desc()).limit(1))
 
 
-async def find_model(session: AsyncSession, ref: str, version: str | None = None) -> Model | None:
-    """Model by name or id, the most recently registered version unless ``version``; None if none."""
+class ModelUnusableError(Exception):
+    """The model an evaluation names cannot be evaluated by the tenant: ``field`` (``model`` or
+    ``model_version``), ``reason`` and ``kind`` (``unknown_model``, ``model_inactive``, ``conflicting_fields``)."""
+
+    def __init__(self, field: str, reason: str, kind: str) -> None:
+        super().__init__(reason)
+        self.field, self.reason, self.kind = field, reason, kind
+
+
+async def usable_model(session: AsyncSession, ref: str, version: str | None, tenant_id: uuid.UUID) -> Model:
+    """The model tenant ``tenant_id`` means by ``ref`` (a name, ``name@version`` or an id) and ``version``,
+    among the models it may see (:func:`uep_common.model_registry.visible_models`): its own before a site
+    model before another tenant's shared one (:func:`~uep_common.model_registry.model_query`); without a
+    version, the newest active one.
+
+    Raises:
+        ModelUnusableError: none is visible (``unknown_model``, naming ``model_version`` when only the version
+            is unknown), it is deactivated (``model_inactive``), or ``ref``'s ``@version`` differs from
+            ``version`` (``conflicting_fields``).
+    """
+    as_id = _as_uuid(ref)
+    name, at_version = (ref, None) if as_id else split_ref(ref)
+    if at_version is not None and version is not None and at_version != version:
+        raise ModelUnusableError(
+            "model_version", f"model {ref!r} names version {at_version!r}, model_version {version!r}", "conflicting_fields"
+        )
+    version = version or at_version
+    if as_id:
+        q = select(Model).where(Model.id == as_id, visible_models(tenant_id))
+        model = await session.scalar(q.where(Model.version == version) if version else q)
+    else:
+        model = await session.scalar(model_query(name, version, tenant_id))
+    if model is None:
+        field = "model_version" if version and not at_version else "model"
+        raise ModelUnusableError(field, f"unknown model {name!r}" + (f" version {version!r}" if version else ""), "unknown_model")
+    if not model.active:
+        raise ModelUnusableError(
+            "model",
+            f"model {model.name}@{model.version} is deactivated: it takes no new evaluations",
+            "model_inactive",
+        )
+    return model
+
+
+async def find_model(
+    session: AsyncSession, ref: str, version: str | None = None, tenant_id: uuid.UUID | None = None
+) -> Model | None:
+    """The model :func:`usable_model` gives tenant ``tenant_id``, or None when there is none it may evaluate.
+    Without ``tenant_id`` (callers that act for no tenant): by name or id among every model, the most
+    recently registered version unless ``version``."""
+    if tenant_id is not None:
+        try:
+            return await usable_model(session, ref, version, tenant_id)
+        except ModelUnusableError:
+            return None
     as_id = _as_uuid(ref)
     q = select(Model).where(Model.id == as_id) if as_id else select(Model).where(Model.name == ref)
     if version:
@@ -169,9 +223,13 @@ def check_model_fits(bench: Benchmark, model: Model) -> None:
     log-likelihood requests: a Triton model with the ``continuation`` input, an OpenAI-compatible
     completions endpoint returning echoed prompt log-probabilities).
 
+    It must also be of a kind the benchmark takes (:func:`check_model_kind`).
+
     Raises:
-        WorkLimitRefused: 422, field ``model``, kind ``model_lacks_loglikelihood``.
+        WorkLimitRefused: 422, field ``model``, kind ``model_lacks_loglikelihood`` (or one of
+            :func:`check_model_kind`'s).
     """
+    check_model_kind(bench, model)
     if parse_benchmark_config(bench.config).prompt_spec.loglik is not None and not model.supports_logprobs:
         raise WorkLimitRefused(
             422,
@@ -180,6 +238,59 @@ def check_model_fits(bench: Benchmark, model: Model) -> None:
             "log-likelihood requests (its registry row does not declare supports_logprobs)",
             "model_lacks_loglikelihood",
         )
+
+
+def benchmark_task(bench: Benchmark) -> str:
+    """What a benchmark asks of a model: ``"classification"`` (it lists ``class_names`` or is scored by
+    ``label_match``), ``"ranking"`` (scored by ``ndcg``) or ``"generation"`` (any other metric)."""
+    cfg = parse_benchmark_config(bench.config)
+    if cfg.class_names:
+        return "classification"
+    return SET_KIND_OF_METRIC.get(cfg.metric_name or "", "generation")
+
+
+def check_model_kind(bench: Benchmark, model: Model) -> None:
+    """Refuse a model whose kind cannot answer the benchmark's items (:func:`benchmark_task`): a generation
+    model (an LLM) answers generation benchmarks, and classification ones that have a prompt template (it is
+    then evaluated as a classifier: its reply names a class); a classifier answers classification benchmarks
+    whose classes it has (``spec.class_names`` includes the benchmark's ``class_names``); a ranking or
+    embedding model answers ranking benchmarks.
+
+    Raises:
+        WorkLimitRefused: 422, field ``model``, kind ``model_kind_mismatch`` or ``model_classes_mismatch``.
+    """
+    task, kind = benchmark_task(bench), str(model.kind or "generation")
+    cfg = parse_benchmark_config(bench.config)
+    fits = {
+        "generation": task == "generation" or (task == "classification" and cfg.prompt is not None),
+        "classification": task == "classification",
+        "ranking": task == "ranking",
+        "embedding": task == "ranking",
+    }.get(kind, False)
+    if not fits:
+        needs = {
+            "generation": "a generation model",
+            "classification": "a classifier, or an LLM when the benchmark has a prompt template",
+            "ranking": "a ranking or embedding model",
+        }[task]
+        raise WorkLimitRefused(
+            422,
+            "model",
+            f"benchmark {bench.slug!r} is a {task} benchmark, which needs {needs}; model {model.name!r} is a {kind} model"
+            + (" and the benchmark has no prompt template" if kind == "generation" and task == "classification" else ""),
+            "model_kind_mismatch",
+        )
+    classes = (model.spec or {}).get("class_names")
+    if kind == "classification" and cfg.class_names and isinstance(classes, list):
+        missing = [c for c in cfg.class_names if c not in classes]
+        if missing:
+            raise WorkLimitRefused(
+                422,
+                "model",
+                f"benchmark {bench.slug!r} has the classes {cfg.class_names}; model {model.name!r} predicts {classes}, "
+                f"without {missing}",
+                "model_classes_mismatch",
+            )
 
 
 # ---------------------------------------------------------------------------------------------- work limits

@@ -256,6 +256,17 @@ class ModelTarget(BaseModel):
         description="Kind-specific details from the registry: class_names (classification), input "
         "('text' | 'features'), tensor names, embedding dimension.",
     )
+    api_key_encrypted: str | None = Field(
+        None,
+        repr=False,
+        description="The endpoint's API key as the registry stores it: a Fernet token under the site key "
+        "(UEP_MODEL_SECRET_KEY), which only the inference service holds to decrypt; never the key itself.",
+    )
+    api_key_ref: str | None = Field(
+        None,
+        pattern=r"^UEP_MODEL_KEY_[A-Z0-9_]{1,186}$",
+        description="Or the name of the inference service's environment variable holding it (site models).",
+    )
 
 
 class LoglikSpec(BaseModel):
@@ -409,6 +420,42 @@ class ScoreComputed(ItemEvent):
     )
 
 
+class SetMetricValue(BaseModel):
+    """One set-level metric: its value and bootstrap interval (None when undefined, e.g. ROC-AUC with one class)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    value: float | None
+    ci_low: float | None = None
+    ci_high: float | None = None
+
+
+class SetMetrics(BaseModel):
+    """Set-level metrics of a classification or ranking evaluation (``uep_common.set_metrics``).
+
+    ``headline``: metric name → value with its 95 % interval: classification ``accuracy``,
+    ``balanced_accuracy``, ``precision_|recall_|f1_`` ``macro|micro|weighted`` and, from the model's
+    probabilities, ``roc_auc``, ``pr_auc``, ``log_loss``, ``brier``, ``ece``; ranking ``mrr`` and ``ndcg@k``,
+    ``map@k``, ``recall@k``, ``precision@k``, ``hit@k`` (k in 1, 3, 5, 10). ``n`` items entered (scored, with a
+    gold label / an evaluated query); ``excluded`` items did not (errors, no gold label, queries without a
+    relevant item). ``primary`` is what leaderboards rank (the benchmark's primary metric), None when the
+    benchmark names none. ``classification`` / ``ranking`` hold the details: per-class rows, confusion matrix,
+    reliability bins; values at each cut-off.
+    """
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    kind: Literal["classification", "ranking"]
+    n: int = Field(ge=0)
+    excluded: int = Field(0, ge=0)
+    primary: str | None = None
+    confidence: float = 0.95
+    method: str
+    headline: dict[str, SetMetricValue] = Field(default_factory=dict)
+    classification: dict[str, Any] | None = None
+    ranking: dict[str, Any] | None = None
+
+
 class EvaluationSummary(BaseModel):
     """Aggregate of one evaluation, as stored in ``evaluations.summary``.
 
@@ -417,7 +464,8 @@ class EvaluationSummary(BaseModel):
     (BLEU, ROUGE, …) give no verdict: their means are in ``metric_means`` and ``accuracy`` is None. The
     interval is the Wilson score interval at 95 % (Wilson 1927), None when scored = 0.
     ``extraction_failure_rate`` = items whose answer could not be extracted / items whose metric extracts
-    (None when the metric does not extract).
+    (None when the metric does not extract). ``set_metrics``: :class:`SetMetrics` of a classification
+    (``label_match``) or ranking (``ndcg``) evaluation, None otherwise.
     """
 
     model_config = ConfigDict(extra="ignore", frozen=True)
@@ -437,6 +485,9 @@ class EvaluationSummary(BaseModel):
     metric_name: str | None
     metric_means: dict[str, float | None] = Field(default_factory=dict)
     extraction_failure_rate: float | None = None
+    set_metrics: SetMetrics | None = Field(
+        None, description="Set-level metrics of a classification or ranking evaluation, with bootstrap intervals."
+    )
 
 
 class EvaluationCompleted(Event):

@@ -2,9 +2,20 @@
 
 Score type
     ``judge`` for LLM-as-judge evaluations, ``human`` for human evaluations, ``hybrid`` for hybrid ones, and
-    otherwise the automatic metric's name (e.g. ``gsm8k_numeric_exact_match``). The evaluation type is
+    otherwise the automatic metric's name (e.g. ``gsm8k_numeric_exact_match``) — or, for a classification or
+    ranking benchmark whose config names a primary set-level metric (``metrics: [{"name": "f1_macro",
+    "primary": true}]``; a ranking benchmark's ``ndcg`` metric is ``ndcg@<k>``:
+    :attr:`uep_common.configs.BenchmarkConfig.primary_score`), that metric. The evaluation type is
     ``evaluations.config["evaluation_type"]`` when set, else ``human`` when the evaluation re-scores another
     one (``config["source_evaluation_id"]``), else the benchmark's ``evaluation_type``.
+
+Set-level score types (``f1_macro``, ``roc_auc``, ``ndcg@10``, ``mrr``… :data:`uep_common.configs.SET_METRICS`)
+    Every set-level metric in an evaluation's summary (``summary.set_metrics.headline``: value and bootstrap 95 %
+    interval) can rank a board of its benchmark, not only the primary one the evaluation is recorded under
+    (:func:`score_types` lists them after the recorded ones; :func:`load_board` reads them from the summaries of
+    the evaluations recorded on the benchmark's boards). Only the recorded (primary) score type has snapshots and
+    a history. ``log_loss``, ``brier`` and ``ece`` are lower-is-better: their boards rank in increasing order
+    (:data:`uep_common.configs.LOWER_IS_BETTER`).
 
 Score of an evaluation (:func:`compute_score`, stored once in ``leaderboard_scores`` when it completes)
     Accuracy = correct / scored from its summary with the Wilson 95 % score interval (Wilson 1927); a
@@ -40,8 +51,8 @@ A/B arms
     ordinary runs and enter boards.
 
 Tie groups (:func:`rank_entries`, within one item set)
-    Entries are ordered by score (descending), then by the interval's lower bound (descending), then by
-    model name and version. The first entry leads group 1. Walking down the list, an entry whose interval's
+    Entries are ordered by score (descending; ascending for a lower-is-better score, where every rule below
+    holds mirrored), then by the interval's lower bound (descending), then by model name and version. The first entry leads group 1. Walking down the list, an entry whose interval's
     UPPER bound is below the current group leader's LOWER bound starts a new group and leads it; any other
     entry joins the current group (its interval reaches the leader's, so the two are not separable at 95 %).
     ``rank`` is competition ranking over groups: 1 + the number of entries in better groups (1, 1, 3, …);
@@ -71,12 +82,12 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import ColumnElement, and_, exists, func, or_, select, text
+from sqlalchemy import ColumnElement, and_, exists, func, or_, select, text, true
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common import stats
-from uep_common.configs import EvaluationConfig, parse_evaluation_config
+from uep_common.configs import LOWER_IS_BETTER, EvaluationConfig, is_set_metric, parse_evaluation_config
 from uep_common.db.leaderboards import LeaderboardScore, LeaderboardSnapshot
 from uep_common.db.models import Benchmark, Evaluation, Model, SampleResult
 
@@ -100,21 +111,51 @@ def evaluation_type_of(config: Mapping[str, Any] | EvaluationConfig | None, benc
     return benchmark_type
 
 
-def score_type_of(evaluation_type: str, metric_name: str | None) -> str:
-    """Board score type: 'judge' | 'human' | 'hybrid' | the automatic metric's name ('automatic' if unknown)."""
+def score_type_of(evaluation_type: str, metric_name: str | None, primary: str | None = None) -> str:
+    """Board score type: 'judge' | 'human' | 'hybrid' | the primary set-level metric (``primary``, e.g.
+    ``f1_macro``) | the automatic metric's name ('automatic' if unknown)."""
     if evaluation_type == "llm_judge":
         return "judge"
     if evaluation_type in ("human", "hybrid"):
         return evaluation_type
-    return metric_name or "automatic"
+    return primary or metric_name or "automatic"
 
 
-async def compute_score(session: AsyncSession, ev: Evaluation) -> dict[str, Any]:
+def set_metric_of(summary: Mapping[str, Any] | None, name: str) -> dict[str, Any] | None:
+    """``{value, ci_low, ci_high, n, method}`` of the set-level metric ``name`` in an evaluation's stored summary
+    (``summary.set_metrics.headline``); None when it has none (or no value)."""
+    sm = (summary or {}).get("set_metrics") or {}
+    value = (sm.get("headline") or {}).get(name)
+    if not value or value.get("value") is None:
+        return None
+    return {**value, "n": int(sm.get("n") or 0), "method": str(sm.get("method") or "")}
+
+
+def primary_of(summary: Mapping[str, Any] | None) -> str | None:
+    """The primary set-level metric of an evaluation's summary when its value is there, else None."""
+    primary = ((summary or {}).get("set_metrics") or {}).get("primary")
+    return primary if primary and set_metric_of(summary, primary) is not None else None
+
+
+async def compute_score(session: AsyncSession, ev: Evaluation, score_type: str | None = None) -> dict[str, Any]:
     """``{score, ci_low, ci_high, n, method, method_detail}`` of one evaluation (see the module docstring).
 
-    Uses the summary's correct/scored when it has an accuracy; otherwise the stored items' scores (after
+    A set-level ``score_type`` (``f1_macro``, ``ndcg@10``…) takes the summary's value and bootstrap interval.
+    Otherwise: the summary's correct/scored when it has an accuracy; else the stored items' scores (after
     retention cleaned the details only the summary is left: ``method`` 'none', ``score`` None)."""
     s = ev.summary or {}
+    if score_type is not None and is_set_metric(score_type):
+        v = set_metric_of(s, score_type)
+        if v is None:
+            return {"score": None, "ci_low": None, "ci_high": None, "n": 0, "method": "none", "method_detail": "no score"}
+        return {
+            "score": v["value"],
+            "ci_low": v["ci_low"],
+            "ci_high": v["ci_high"],
+            "n": v["n"],
+            "method": "bootstrap",
+            "method_detail": v["method"],
+        }
     if s.get("accuracy") is not None and s.get("scored"):
         k, n = int(s["correct"]), int(s["scored"])
         wci = wilson(k, n)
@@ -186,6 +227,15 @@ def _rank_key(e: BoardEntry) -> tuple[float, float, str, str]:
     return (-e.score, -e.ci_low, e.model, e.model_version)
 
 
+def _flipped(e: BoardEntry) -> BoardEntry:
+    """``e`` with its score and interval negated: a lower-is-better board ranked by the higher-is-better rule."""
+    return replace(e, score=_neg(e.score), ci_low=_neg(e.ci_high), ci_high=_neg(e.ci_low))
+
+
+def _neg(v: float | None) -> float | None:
+    return None if v is None else -v
+
+
 def item_set_key(benchmark_version: str, samples: int | None, sampling: str | None = None, seed: int | None = None) -> str:
     """The key of an item set: ``"<benchmark version>:<samples>"`` (the first ``samples`` samples of that
     version; see the module docstring), ``"<version>:<samples>:<sampling>:<seed>"`` for a ``random`` or
@@ -209,11 +259,14 @@ def item_set_order(entries: Sequence[BoardEntry]) -> list[str]:
     return sorted(count, key=lambda k: (-count[k], -samples[k], -latest[k], k))
 
 
-def rank_entries(entries: Sequence[BoardEntry]) -> list[BoardEntry]:
+def rank_entries(entries: Sequence[BoardEntry], lower_is_better: bool = False) -> list[BoardEntry]:
     """Rank each item set of ``entries`` on its own (see the module docstring: no tie group spans two item
     sets) and return them item set after item set in :func:`item_set_order`. Within an item set, order the
-    entries and assign ``position``, ``tie_group`` and ``rank`` by the tie-group rule; unrankable ones come
-    last with rank/tie_group None. Returns new entries."""
+    entries and assign ``position``, ``tie_group`` and ``rank`` by the tie-group rule (mirrored when
+    ``lower_is_better``: the lowest score first); unrankable ones come last with rank/tie_group None.
+    Returns new entries."""
+    if lower_is_better:
+        return [_flipped(e) for e in rank_entries([_flipped(e) for e in entries])]
     by_set: dict[str, list[BoardEntry]] = {}
     for e in entries:
         by_set.setdefault(e.item_set, []).append(e)
@@ -306,7 +359,9 @@ async def list_boards(session: AsyncSession, scope: BoardScope = SITE_SCOPE) -> 
 
 
 async def score_types(session: AsyncSession, benchmark_slug: str, scope: BoardScope = SITE_SCOPE) -> list[tuple[str, int]]:
-    """``[(score type, evaluations)]`` of a benchmark's boards in ``scope``, most evaluations first."""
+    """``[(score type, evaluations)]`` of a benchmark's boards in ``scope``: the recorded ones, most evaluations
+    first, then the set-level metrics the summaries of those evaluations carry (``f1_macro``, ``ndcg@10``…; see
+    the module docstring), most evaluations first."""
     ls = LeaderboardScore
     rows = (
         await session.execute(
@@ -317,7 +372,27 @@ async def score_types(session: AsyncSession, benchmark_slug: str, scope: BoardSc
             .order_by(func.count().desc(), ls.score_type)
         )
     ).all()
-    return [(t, n) for t, n in rows]
+    keys = func.jsonb_object_keys(Evaluation.summary["set_metrics"]["headline"]).table_valued("k").render_derived(name="keys")
+    key = keys.c.k
+    derived = (
+        await session.execute(
+            select(key, func.count())
+            .select_from(ls)
+            .join(Evaluation, Evaluation.id == ls.evaluation_id)
+            .join(keys, true())  # a set-returning function in FROM sees the evaluation (implicitly LATERAL)
+            .where(
+                ls.benchmark_slug == benchmark_slug,
+                on_board(),
+                *scope.clauses(ls),
+                func.jsonb_typeof(Evaluation.summary["set_metrics"]["headline"]) == "object",
+            )
+            .group_by(key)
+            .order_by(func.count().desc(), key)
+        )
+    ).all()
+    recorded = [(t, n) for t, n in rows]
+    known = {t for t, _ in recorded}
+    return recorded + [(str(t), n) for t, n in derived if t not in known]
 
 
 async def load_board(
@@ -332,8 +407,13 @@ async def load_board(
     """The ranked board (all entries in ``scope``, each item set ranked on its own, in
     :func:`item_set_order`; see the module docstring). ``benchmark_version`` restricts it to evaluations of
     that benchmark version, ``item_set`` to one item set (:func:`item_set_key`). ``per_tenant`` makes each
-    (tenant, model version, item set) an entry — the union of every tenant's own board, as snapshots store it."""
+    (tenant, model version, item set) an entry — the union of every tenant's own board, as snapshots store it.
+
+    A set-level score type (:func:`uep_common.configs.is_set_metric`) ranks every evaluation recorded on the
+    benchmark's boards whose summary has that metric, with the summary's value and interval."""
     ls = LeaderboardScore
+    derived = is_set_metric(score_type)
+    headline = Evaluation.summary["set_metrics"]["headline"]
     q = (
         select(
             ls,
@@ -341,11 +421,12 @@ async def load_board(
             Evaluation.repeats,
             Evaluation.config["sampling"].astext,
             Evaluation.config["sampling_seed"].astext,
+            Evaluation.summary if derived else Evaluation.total_items,
         )
         .join(Evaluation, Evaluation.id == ls.evaluation_id)
         .where(
             ls.benchmark_slug == benchmark_slug,
-            ls.score_type == score_type,
+            headline[score_type]["value"].as_float().is_not(None) if derived else ls.score_type == score_type,
             on_board(),
             *scope.clauses(ls),
         )
@@ -355,7 +436,11 @@ async def load_board(
         q = q.where(ls.benchmark_version == benchmark_version)
     entries: list[BoardEntry] = []
     at: dict[tuple[Any, ...], int] = {}
-    for row, total_items, repeats, sampling, seed in (await session.execute(q)).all():
+    for row, total_items, repeats, sampling, seed, summary in (await session.execute(q)).all():
+        if derived:
+            v = set_metric_of(summary, score_type) or {}
+            values = {"score": v.get("value"), "ci_low": v.get("ci_low"), "ci_high": v.get("ci_high"), "n": v.get("n", 0)}
+            row = _Scored(row, values, "bootstrap", str(v.get("method") or ""))
         samples = total_items // max(repeats, 1)  # `samples` samples (the first, unless sampled), each `repeats` times
         key_of_set = item_set_key(row.benchmark_version, samples, sampling, int(seed) if seed else None)
         if item_set is not None and key_of_set != item_set:
@@ -384,7 +469,20 @@ async def load_board(
             )
         i = at[key]
         entries[i] = replace(entries[i], evaluations=entries[i].evaluations + 1)
-    return rank_entries(entries)
+    return rank_entries(entries, lower_is_better=score_type in LOWER_IS_BETTER)
+
+
+class _Scored:
+    """A leaderboard_scores row seen with another score (a set-level metric of its evaluation's summary)."""
+
+    def __init__(self, row: LeaderboardScore, values: Mapping[str, Any], method: str, method_detail: str) -> None:
+        self._row, self._values = row, values
+        self.method, self.method_detail = method, method_detail
+
+    def __getattr__(self, name: str) -> Any:
+        if name in self._values:
+            return self._values[name]
+        return getattr(self._row, name)
 
 
 def _snapshot_entry(e: BoardEntry) -> dict[str, Any]:
@@ -431,8 +529,8 @@ async def record_evaluation(session: AsyncSession, evaluation_id: uuid.UUID) -> 
     model = await session.get(Model, ev.model_id)
     assert model is not None and bench is not None  # foreign keys of the evaluation
     s = ev.summary or {}
-    score_type = score_type_of(evaluation_type_of(ev.config, bench.evaluation_type), s.get("metric_name"))
-    values = await compute_score(session, ev)
+    score_type = score_type_of(evaluation_type_of(ev.config, bench.evaluation_type), s.get("metric_name"), primary_of(s))
+    values = await compute_score(session, ev, score_type)
     await _lock_board(session, bench.slug, score_type)
     old = await session.get(LeaderboardScore, evaluation_id, populate_existing=True)
     if old is not None and old.score_type == score_type and all(getattr(old, k) == v for k, v in values.items()):
@@ -483,7 +581,7 @@ async def unrecorded_evaluations(session: AsyncSession, limit: int = 100) -> lis
     return list(rows.all())
 
 
-def rank_snapshot_entries(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def rank_snapshot_entries(entries: Sequence[Mapping[str, Any]], lower_is_better: bool = False) -> list[dict[str, Any]]:
     """Snapshot entries (``{model, model_version, item_set, score, ci_low, ci_high, …}``; snapshots written
     before item sets have none: one item set) ranked again among themselves by :func:`rank_entries`: new
     dicts in board order with ``position``, ``rank`` and ``tie_group`` recomputed, other keys kept."""
@@ -507,7 +605,8 @@ def rank_snapshot_entries(entries: Sequence[Mapping[str, Any]]) -> list[dict[str
                 item_set=e.get("item_set") or "",
             )
             for e in entries
-        ]
+        ],
+        lower_is_better,
     )
     return [
         {**by_key[(r.model, r.model_version, r.item_set)], "position": r.position, "rank": r.rank, "tie_group": r.tie_group}
@@ -516,7 +615,7 @@ def rank_snapshot_entries(entries: Sequence[Mapping[str, Any]]) -> list[dict[str
 
 
 def _scoped_snapshot(
-    entries: Sequence[Mapping[str, Any]], tenant_id: uuid.UUID | None, tenant_of: Mapping[str, str]
+    entries: Sequence[Mapping[str, Any]], tenant_id: uuid.UUID | None, tenant_of: Mapping[str, str], lower_is_better: bool = False
 ) -> list[dict[str, Any]]:
     """A stored snapshot's entries as a reader in scope sees them: only ``tenant_id``'s (None: all; an entry
     without its own ``tenant_id`` is looked up in ``tenant_of``, evaluation id → tenant id), the latest per
@@ -528,7 +627,9 @@ def _scoped_snapshot(
         key = (e["model"], e["model_version"], e.get("item_set") or "")
         if key not in latest or str(e.get("last_evaluated") or "") > str(latest[key].get("last_evaluated") or ""):
             latest[key] = e
-    return [{k: v for k, v in e.items() if k != "tenant_id"} for e in rank_snapshot_entries(list(latest.values()))]
+    return [
+        {k: v for k, v in e.items() if k != "tenant_id"} for e in rank_snapshot_entries(list(latest.values()), lower_is_better)
+    ]
 
 
 async def board_history(
@@ -562,7 +663,7 @@ async def board_history(
             )
         )
         tenant_of = {str(e): str(t) for e, t in rows.all()}
-    entries_of = [_scoped_snapshot(s.entries, scope.tenant_id, tenant_of) for s in snaps]
+    entries_of = [_scoped_snapshot(s.entries, scope.tenant_id, tenant_of, score_type in LOWER_IS_BETTER) for s in snaps]
     out: list[dict[str, Any]] = []
     for i, snap in enumerate(snaps):
         if i == 0 and len(snaps) > limit:

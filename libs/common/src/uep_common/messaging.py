@@ -25,7 +25,9 @@ from faststream.message import StreamMessage
 from faststream.security import BaseSecurity, SASLPlaintext, SASLScram256, SASLScram512
 from opentelemetry.sdk.trace import TracerProvider
 
+from uep_common import metrics
 from uep_common.events import Event, Topics
+from uep_common.fetch_pacing import FetchPacer
 from uep_common.settings import CommonSettings
 
 log = logging.getLogger(__name__)
@@ -86,9 +88,13 @@ def make_admin(settings: CommonSettings) -> AIOKafkaAdminClient:
 def make_broker(settings: CommonSettings, tracer_provider: TracerProvider | None = None) -> KafkaBroker:
     """FastStream Kafka broker with uep's producer settings, the settings' security and the OpenTelemetry middleware.
 
-    ``acks="all"``; the idempotent producer unless ``kafka_tansu_compat`` (tansu refuses it)."""
-    middlewares = [KafkaTelemetryMiddleware(tracer_provider=tracer_provider)] if tracer_provider else []
-    return KafkaBroker(
+    ``acks="all"``; the idempotent producer unless ``kafka_tansu_compat`` (tansu refuses it). FastStream logs
+    through the logger ``faststream.access.kafka`` without handlers of its own (:mod:`uep_common.logs` formats it)."""
+    middlewares: list[Any] = [KafkaTelemetryMiddleware(tracer_provider=tracer_provider)] if tracer_provider else []
+    pacer = fetch_pacer(settings)
+    if pacer is not None:
+        middlewares.append(pacer.middleware())
+    broker = KafkaBroker(
         settings.kafka_bootstrap,
         acks="all",
         enable_idempotence=not settings.kafka_tansu_compat,
@@ -97,11 +103,24 @@ def make_broker(settings: CommonSettings, tracer_provider: TracerProvider | None
         middlewares=middlewares,
         client_id=f"uep-{settings.service_name}",
         security=security(settings),
+        logger=logging.getLogger("faststream.access.kafka"),
     )
+    if pacer is not None:
+        pacer.broker = broker
+    return broker
+
+
+def fetch_pacer(settings: CommonSettings) -> FetchPacer | None:
+    """The settings' :class:`uep_common.fetch_pacing.FetchPacer`, or None when the idle wait is no longer than
+    the busy one (no pacing)."""
+    if settings.kafka_idle_fetch_max_wait_ms <= settings.kafka_fetch_max_wait_ms:
+        return None
+    return FetchPacer(settings.kafka_fetch_max_wait_ms, settings.kafka_idle_fetch_max_wait_ms, settings.kafka_idle_after_s)
 
 
 def consumer_options(settings: CommonSettings, service: str) -> dict[str, Any]:
-    """Keyword arguments for ``broker.subscriber``: group ``<prefix>.<service>`` and fast-join timings.
+    """Keyword arguments for ``broker.subscriber``: group ``<prefix>.<service>``, fast-join timings, the
+    starting fetch wait (:func:`start_fetch_wait_ms`) and the fetch loop's idle wake-up period.
 
     Give every subscriber of a process its own group: two members of one group leaving together can
     wedge the group on tansu (a "ghost leader" the group waits for).
@@ -111,8 +130,15 @@ def consumer_options(settings: CommonSettings, service: str) -> dict[str, Any]:
         "auto_offset_reset": "earliest",
         "session_timeout_ms": settings.kafka_session_timeout_ms,
         "heartbeat_interval_ms": settings.kafka_heartbeat_interval_ms,
-        "fetch_max_wait_ms": settings.kafka_fetch_max_wait_ms,
+        "fetch_max_wait_ms": start_fetch_wait_ms(settings),
+        "consumer_timeout_ms": settings.kafka_consumer_timeout_ms,
     }
+
+
+def start_fetch_wait_ms(settings: CommonSettings) -> int:
+    """Fetch wait a consumer of a broker from :func:`make_broker` starts with: the idle wait when the settings
+    pace consumers (the first message shortens it, :mod:`uep_common.fetch_pacing`), else ``kafka_fetch_max_wait_ms``."""
+    return max(settings.kafka_fetch_max_wait_ms, settings.kafka_idle_fetch_max_wait_ms)
 
 
 def topic_spec(settings: CommonSettings, name: str) -> NewTopic:
@@ -168,13 +194,16 @@ def refresh_metadata(broker: KafkaBroker) -> bool:
 
 async def publish(broker: KafkaBroker, body: Any, *, topic: str, key: bytes | str | None, headers: dict[str, str]) -> None:
     """``broker.publish`` with the ack awaited; on a Kafka error refresh the metadata and try again, up to
-    :data:`PUBLISH_ATTEMPTS` times in all (0.1 s, then 0.2 s apart). Raises the last error."""
+    :data:`PUBLISH_ATTEMPTS` times in all (0.1 s, then 0.2 s apart). Raises the last error. Counted in
+    ``uep_messages_out_total`` / ``uep_publish_errors_total``."""
     for attempt in range(PUBLISH_ATTEMPTS):
         try:
             await broker.publish(body, topic=topic, key=key, headers=headers)
+            metrics.MESSAGES_OUT.labels(topic).inc()
             return
         except KafkaError as exc:
             if attempt == PUBLISH_ATTEMPTS - 1:
+                metrics.PUBLISH_ERRORS.labels(topic).inc()
                 raise
             log.warning("publish to %s failed (%r); refreshing metadata and retrying", topic, exc)
             refresh_metadata(broker)
@@ -201,13 +230,16 @@ async def dead_letter(
 ) -> None:
     """Send a message that could not be processed to the dead-letter topic with the reason (never silently
     dropped). ``key``/``headers`` are the original message's (a redrive re-publishes them); ``dlq_id``
-    (header ``uep-dlq-id``) is a deterministic id that makes the stored record idempotent."""
+    (header ``uep-dlq-id``) is a deterministic id that makes the stored record idempotent. Counted in
+    ``uep_messages_dead_lettered_total`` by source topic and :func:`uep_common.metrics.reason_kind`."""
     log.error("dead-lettering a message from %s: %s", source_topic, reason[:300])
     out = {k: (v.decode("utf-8", "replace") if isinstance(v, bytes | bytearray) else str(v)) for k, v in (headers or {}).items()}
     out.update({"uep-dlq-reason": reason[:1000], "uep-dlq-source-topic": source_topic})
     if dlq_id:
         out["uep-dlq-id"] = dlq_id
     await broker.publish(body, topic=DEAD_LETTER_TOPIC, key=key, headers=out)
+    metrics.DEAD_LETTERED.labels(source_topic, metrics.reason_kind(reason)).inc()
+    metrics.MESSAGES_OUT.labels(DEAD_LETTER_TOPIC).inc()
 
 
 class UndecodableEvent(ValueError):  # noqa: N818 - a public name that callers and tests catch; renaming it breaks them

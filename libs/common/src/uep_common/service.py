@@ -2,8 +2,10 @@
 
 Each service builds a :class:`ServiceRuntime` (settings, tracer provider, broker, optional database and
 Redis), registers its handlers on ``runtime.broker``, and calls :func:`serve`, which runs the FastStream
-app inside uvicorn with ``/healthz`` (liveness: the process and its event loop answer) and ``/readyz``
-(readiness: the broker, and the database/Redis where used, answer).
+app inside uvicorn with ``/healthz`` (liveness: the process and its event loop answer), ``/readyz``
+(readiness: the broker, and the database/Redis where used, answer) and ``/metrics`` (Prometheus: every
+metric of the process, :mod:`uep_common.metrics`; on ``UEP_METRICS_PORT`` instead when that is set). Logs are
+one format for the service, uvicorn and FastStream (:mod:`uep_common.logs`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import uvicorn
 from faststream.asgi import AsgiFastStream, AsgiResponse, get
@@ -22,8 +25,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from uep_common import tenant_guard
+from uep_common import metrics, tenant_guard
 from uep_common.db.session import make_async_engine, make_sessionmaker
+from uep_common.logs import configure_logging
 from uep_common.messaging import make_broker
 from uep_common.offsets import OffsetWatchdog
 from uep_common.settings import CommonSettings
@@ -60,7 +64,8 @@ class ServiceRuntime:
     server answer before that, so readiness must not rely on the server answering)."""
 
     def __post_init__(self) -> None:
-        logging.basicConfig(level=self.settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        configure_logging(self.settings)
+        metrics.configure(self.settings)
         self.tracer_provider = setup_telemetry(self.settings)
         self.broker = make_broker(self.settings, self.tracer_provider)
         self.ready_checks["broker"] = lambda: self.broker.ping(2.0)
@@ -107,10 +112,13 @@ def build_app(
     runtime: ServiceRuntime,
     on_startup: list[Callable[[], Awaitable[None]]] | None = None,
     on_shutdown: list[Callable[[], Awaitable[None]]] | None = None,
+    samplers: list[metrics.SampleFn] | None = None,
 ) -> AsgiFastStream:
-    """FastStream ASGI app with ``/healthz`` and ``/readyz`` (JSON: each check's result; 503 if any fails).
+    """FastStream ASGI app with ``/healthz`` and ``/readyz`` (JSON: each check's result; 503 if any fails) and
+    ``/metrics`` (see the module docstring).
 
     ``on_startup`` hooks run after the broker has started; ``/readyz`` reports ready only after all of them.
+    ``samplers``: the service's sampled gauges, run with the consumer-lag sample every ``UEP_METRICS_SAMPLE_S``.
     """
 
     @get
@@ -129,8 +137,13 @@ def build_app(
         OffsetWatchdog(runtime.broker, runtime.settings.kafka_offset_watchdog_s) if runtime.settings.kafka_tansu_compat else None
     )
     runtime.watchdog = watchdog
+    sampler = metrics.Sampler(runtime.settings.metrics_sample_s, [metrics.consumer_lag(runtime.broker), *(samplers or [])])
+    routes: list[tuple[str, Any]] = [("/healthz", healthz), ("/readyz", readyz)]
+    if metrics.on_health_port(runtime.settings):
+        routes.append(("/metrics", metrics.asgi_app()))
 
     async def _close() -> None:
+        await sampler.stop()
         if watchdog is not None:
             await watchdog.stop()
         await runtime.close()
@@ -138,11 +151,13 @@ def build_app(
     async def _mark_started() -> None:
         if watchdog is not None:
             watchdog.start()
+        metrics.start_server(runtime.settings)
+        sampler.start()
         runtime.started = True
 
     return AsgiFastStream(
         runtime.broker,
-        asgi_routes=[("/healthz", healthz), ("/readyz", readyz)],
+        asgi_routes=routes,
         after_startup=[*(on_startup or []), _mark_started],
         on_shutdown=list(on_shutdown or []),
         after_shutdown=[_close],
@@ -150,12 +165,15 @@ def build_app(
 
 
 def serve(app: AsgiFastStream, settings: CommonSettings, default_port: int) -> None:
-    """Run ``app`` in uvicorn on ``settings.health_host``:``settings.health_port or default_port``."""
+    """Run ``app`` in uvicorn on ``settings.health_host``:``settings.health_port or default_port`` (its log lines
+    in the format of :func:`uep_common.logs.configure_logging`)."""
+    configure_logging(settings, force=True)
     uvicorn.run(
         app,
         host=settings.health_host,
         port=settings.health_port or default_port,
         log_level=settings.log_level.lower(),
+        log_config=None,
         lifespan="on",
         timeout_graceful_shutdown=10,
     )

@@ -32,7 +32,26 @@ class CommonSettings(BaseSettings):
         6000, ge=1000, description="Consumer session timeout; tansu holds a join for half of it."
     )
     kafka_heartbeat_interval_ms: int = 1000
-    kafka_fetch_max_wait_ms: int = Field(100, ge=1, description="Long-poll wait; latency ~ half of it on tansu.")
+    kafka_fetch_max_wait_ms: int = Field(
+        100, ge=1, description="Long-poll wait while messages flow; latency ~ half of it on tansu (uep_common.fetch_pacing)."
+    )
+    kafka_idle_fetch_max_wait_ms: int = Field(
+        2000,
+        ge=1,
+        description="Long-poll wait after kafka_idle_after_s without a message received or published by the process "
+        "(fewer idle fetches); the first message brings every consumer back to kafka_fetch_max_wait_ms. Kafka answers "
+        "a waiting fetch when data arrives, so this costs no latency there; on tansu the first message after an idle "
+        "period waits up to about half of it per hop. At most kafka_fetch_max_wait_ms: no pacing.",
+    )
+    kafka_consumer_timeout_ms: int = Field(
+        1000,
+        ge=10,
+        description="Longest sleep of a consumer's background fetch loop (aiokafka consumer_timeout_ms, default 200): "
+        "it wakes at once for new data, consumed data and rebalances, so this only paces its idle wake-ups.",
+    )
+    kafka_idle_after_s: float = Field(
+        10.0, gt=0, description="Seconds without a message before consumers switch to kafka_idle_fetch_max_wait_ms."
+    )
     kafka_request_timeout_ms: int = 10_000
     kafka_min_insync_replicas: int = Field(
         1,
@@ -78,7 +97,33 @@ class CommonSettings(BaseSettings):
         None, description="With the console exporter: append one JSON span per line to this file instead of stdout."
     )
     otel_otlp_endpoint: str = "http://127.0.0.1:4318/v1/traces"
+    otel_instrument_db: bool = Field(
+        True,
+        description="With an exporter: a span per SQL statement (SQLAlchemy) and per Redis command, made only "
+        "inside a span the service already has (uep_common.telemetry).",
+    )
+    otel_instrument_http: bool = Field(
+        True, description="With an exporter: a client span per httpx request, with traceparent sent on it."
+    )
     log_level: str = "INFO"
+    log_format: Literal["json", "text", "auto"] = Field(
+        "auto",
+        description="Log lines: one JSON object per line (json), plain text (text), or text when stderr is a terminal "
+        "and JSON otherwise (auto). Neither has ANSI colour codes (uep_common.logs).",
+    )
+    metrics_enabled: bool = Field(
+        True, description="Record Prometheus metrics and serve GET /metrics (off: every metric hook does nothing)."
+    )
+    metrics_port: int = Field(
+        0,
+        ge=0,
+        le=65535,
+        description="Serve /metrics on this port of health_host instead of the health port (0: on the health port; "
+        "the gateway's health port is its API port). Kubernetes sets it, so scrapers reach no API or internal route.",
+    )
+    metrics_sample_s: float = Field(
+        10.0, gt=0, description="Seconds between samples of the sampled gauges (consumer lag, queue depths, outbox)."
+    )
     # Work limits per tenant (uep_common.creation.WorkLimits; a tenant's own value in the tenants table wins).
     max_items_per_evaluation: int = Field(
         100_000, ge=1, le=2**31 - 1, description="Most items (samples × repeats) one evaluation may have."

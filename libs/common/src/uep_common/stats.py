@@ -20,16 +20,31 @@ Sources of the formulas:
   replacement gives Multinomial(n, cell shares) cell counts (:func:`paired_bootstrap_binary`).
 - Percentiles: linear interpolation between order statistics (``numpy.percentile`` default, the same as
   PostgreSQL's ``percentile_cont``).
+- Bootstrap of many statistics at once (:func:`bootstrap_weights`, :func:`percentile_interval`): a statistic of
+  a resample of n items drawn with replacement equals the statistic of the original items weighted by how many
+  times each was drawn (a Multinomial(n, 1/n) count vector). One set of count vectors (fixed seed) serves every
+  statistic of a set of items (set-level metrics: F1, ROC-AUC, calibration, ranking means;
+  :mod:`uep_common.set_metrics`), each computed for a whole batch of resamples as matrix products; the interval
+  is the percentile interval (Efron & Tibshirani 1993, ch. 13). Two evaluations of the same n paired items draw
+  the same count vectors, so the difference of their replicates is the paired bootstrap of a difference.
+- DeLong's test of two correlated ROC-AUCs (the two models scored the same items): DeLong, DeLong &
+  Clarke-Pearson (1988), "Comparing the areas under two or more correlated receiver operating characteristic
+  curves: a nonparametric approach", Biometrics 44:837–845 (the structural components V10, V01 and their
+  covariance); computed with the fast algorithm of Sun & Xu (2014), "Fast implementation of DeLong's algorithm
+  for comparing the areas under correlated receiver operating characteristic curves", IEEE Signal Processing
+  Letters 21(11):1389–1393 (midranks, O(n log n) per model instead of O(m·n)); two-sided p from the normal
+  distribution (:func:`delong_test`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import math
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from scipy.stats import binomtest, bootstrap
+from scipy.stats import binomtest, bootstrap, norm, rankdata
 
 BOOTSTRAP_SEED = 20240611
 """Seed of every bootstrap: the same data give the same interval."""
@@ -262,3 +277,154 @@ def percentiles(values: Iterable[float] | np.ndarray[Any, Any], qs: Sequence[flo
         return {f"p{q:g}": None for q in qs}
     out = np.percentile(x, qs)
     return {f"p{q:g}": float(v) for q, v in zip(qs, out, strict=True)}
+
+
+SET_RESAMPLES = 1000
+"""Most resamples of the shared bootstrap of set-level metrics (:func:`set_resamples`)."""
+SET_WORK = 80_000_000
+"""Work bound of that bootstrap: resamples × items × passes (:func:`set_resamples`)."""
+
+
+def set_resamples(n: int, passes: int = 1) -> int:
+    """Resamples of the shared bootstrap of set-level metrics over ``n`` items whose statistics take ``passes``
+    passes over the items per resample (1 for means and confusion counts, plus one per ROC/PR curve):
+    ``SET_WORK / (n · passes)`` within [200, :data:`SET_RESAMPLES`] — 1000 up to 40,000 items with one curve,
+    400 at 100,000. The work stays bounded, and at such n the percentile interval's Monte-Carlo error is small
+    next to its width."""
+    return max(200, min(SET_RESAMPLES, SET_WORK // max(1, n * passes)))
+
+
+def bootstrap_weights(
+    n: int, n_resamples: int, seed: int = BOOTSTRAP_SEED, batch: int | None = None
+) -> Iterator[np.ndarray[Any, Any]]:
+    """Bootstrap resamples of ``n`` items as count matrices, ``batch`` resamples at a time.
+
+    Each yielded array has shape ``(b, n)`` (``b`` ≤ ``batch``; ``n_resamples`` rows in all), float64:
+    entry ``[r, i]`` is how many times resample ``r`` drew item ``i`` (each row sums to ``n``: n draws with
+    replacement, uniform indices from ``numpy.random.default_rng(seed)``). The same ``(n, n_resamples, seed,
+    batch)`` always give the same matrices. Default batch: about 2·10⁶ counts per array (16 MB).
+
+    Raises:
+        ValueError: ``n`` < 1 or ``n_resamples`` < 1.
+    """
+    if n < 1 or n_resamples < 1:
+        raise ValueError(f"need n >= 1 and n_resamples >= 1, got n={n}, n_resamples={n_resamples}")
+    step = batch or max(1, min(n_resamples, 2_000_000 // n))
+    rng = np.random.default_rng(seed)
+    done = 0
+    while done < n_resamples:
+        b = min(step, n_resamples - done)
+        idx = rng.integers(0, n, size=(b, n))
+        idx += (np.arange(b) * n)[:, None]
+        yield np.bincount(idx.ravel(), minlength=b * n).reshape(b, n).astype(np.float64)
+        done += b
+
+
+def percentile_interval(
+    replicates: np.ndarray[Any, Any], confidence: float = 0.95, min_defined: float = 0.5
+) -> tuple[float, float] | None:
+    """Percentile bootstrap interval (Efron & Tibshirani 1993, ch. 13) of ``replicates`` (1-d; NaN = a resample
+    on which the statistic is undefined, e.g. ROC-AUC of a resample without a positive item): the
+    ``(1 − confidence) / 2`` and ``(1 + confidence) / 2`` percentiles (linear interpolation) of the defined ones.
+
+    Returns:
+        ``(low, high)``, or None when fewer than ``min_defined`` of the replicates are defined.
+    """
+    x = np.asarray(replicates, dtype=float)
+    ok = x[~np.isnan(x)]
+    if x.size == 0 or ok.size < min_defined * x.size or ok.size == 0:
+        return None
+    alpha = (1 - confidence) / 2
+    low, high = np.percentile(ok, [100 * alpha, 100 * (1 - alpha)])
+    return float(low), float(high)
+
+
+DELONG = (
+    "DeLong's test of two correlated ROC-AUCs (DeLong, DeLong & Clarke-Pearson 1988), fast midrank algorithm "
+    "(Sun & Xu 2014); two-sided p from the normal distribution"
+)
+
+
+@dataclass(frozen=True)
+class DeLongResult:
+    """DeLong's test of ``auc_a − auc_b`` on the same items: the two AUCs, the difference, its standard error,
+    ``z`` = difference / se, the two-sided ``p_value`` and the normal ``confidence`` interval of the
+    difference (``ci_low``, ``ci_high``). With se = 0 (e.g. identical scores), ``z`` is None and ``p_value``
+    1.0 when the difference is 0, else 0.0."""
+
+    auc_a: float
+    auc_b: float
+    difference: float
+    se: float
+    z: float | None
+    p_value: float
+    ci_low: float
+    ci_high: float
+    confidence: float = 0.95
+    method: str = DELONG
+
+
+def delong_components(
+    positive: np.ndarray[Any, Any], scores: np.ndarray[Any, Any]
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """AUCs and DeLong's structural components of ``k`` models on the same items (Sun & Xu 2014, Algorithm 1).
+
+    Args:
+        positive: ``(n,)`` bool, the items of the positive class (m of them; n − m negatives).
+        scores: ``(k, n)`` scores, higher = more positive.
+
+    Returns:
+        ``(auc (k,), v10 (k, m), v01 (k, n − m))``: ``v10[r, i]`` = the share of negatives that positive ``i``
+        outscores under model ``r`` (ties half), ``v01[r, j]`` = the share of positives that outscore negative
+        ``j``; ``auc = mean(v10) = mean(v01)``.
+
+    Raises:
+        ValueError: no positive or no negative item, or a shape mismatch.
+    """
+    pos = np.asarray(positive, dtype=bool)
+    s = np.atleast_2d(np.asarray(scores, dtype=float))
+    if s.shape[1] != pos.size:
+        raise ValueError(f"scores must be (k, {pos.size}), got {s.shape}")
+    m, n = int(pos.sum()), int((~pos).sum())
+    if m == 0 or n == 0:
+        raise ValueError("DeLong's test needs positive and negative items")
+    x, y = s[:, pos], s[:, ~pos]
+    tx = rankdata(x, axis=1)  # midranks among the positives
+    ty = rankdata(y, axis=1)  # among the negatives
+    tz = rankdata(np.hstack([x, y]), axis=1)  # among all items
+    auc = (tz[:, :m].sum(axis=1) - m * (m + 1) / 2) / (m * n)
+    v10 = (tz[:, :m] - tx) / n
+    v01 = 1.0 - (tz[:, m:] - ty) / m
+    return auc, v10, v01
+
+
+def delong_test(
+    positive: np.ndarray[Any, Any] | Sequence[bool],
+    scores_a: np.ndarray[Any, Any] | Sequence[float],
+    scores_b: np.ndarray[Any, Any] | Sequence[float],
+    confidence: float = 0.95,
+) -> DeLongResult:
+    """DeLong's test of the difference of two ROC-AUCs computed on the same items (see the module docstring).
+
+    ``var(auc_a − auc_b) = S[a,a] + S[b,b] − 2 S[a,b]`` with ``S = S10 / m + S01 / n`` (``S10``, ``S01``: the
+    sample covariances of the structural components over the m positives and n negatives, DeLong et al. 1988).
+
+    Raises:
+        ValueError: as :func:`delong_components`.
+    """
+    pos = np.asarray(positive, dtype=bool)
+    auc, v10, v01 = delong_components(pos, np.vstack([np.asarray(scores_a, dtype=float), np.asarray(scores_b, dtype=float)]))
+    m, n = v10.shape[1], v01.shape[1]
+    s10 = np.cov(v10) if m > 1 else np.zeros((2, 2))
+    s01 = np.cov(v01) if n > 1 else np.zeros((2, 2))
+    cov = s10 / m + s01 / n
+    var = float(cov[0, 0] + cov[1, 1] - 2 * cov[0, 1])
+    diff = float(auc[0] - auc[1])
+    se = math.sqrt(var) if var > 1e-300 else 0.0
+    half = float(norm.ppf(0.5 + confidence / 2)) * se
+    if se == 0.0:
+        return DeLongResult(float(auc[0]), float(auc[1]), diff, 0.0, None, 1.0 if diff == 0 else 0.0, diff, diff, confidence)
+    z = diff / se
+    return DeLongResult(
+        float(auc[0]), float(auc[1]), diff, se, z, float(2 * norm.sf(abs(z))), diff - half, diff + half, confidence
+    )

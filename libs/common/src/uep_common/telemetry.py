@@ -5,15 +5,26 @@ evaluation; every later stage continues it, across Kafka, through the ``tracepar
 message headers (W3C Trace Context, https://www.w3.org/TR/trace-context/).
 
 The exporter is a setting (``UEP_OTEL_EXPORTER``): ``none``, ``console`` (one JSON span per line, to
-stdout or to ``UEP_OTEL_CONSOLE_PATH``) or ``otlp`` (OTLP/HTTP to ``UEP_OTEL_OTLP_ENDPOINT``).
+stdout or to ``UEP_OTEL_CONSOLE_PATH``) or ``otlp`` (OTLP/HTTP to ``UEP_OTEL_OTLP_ENDPOINT``). With ``none``
+no span is recorded (the sampler drops every one; a dropped span is a bare context, no attributes, never
+exported) and no client library is instrumented; the W3C context is still made and carried, so log lines
+keep their trace id.
+
+With an exporter, the clients every service has are instrumented with the OpenTelemetry contrib
+instrumentations: SQLAlchemy engines (a span per statement, :func:`instrument_engine`, no sqlcommenter) and
+Redis commands (``UEP_OTEL_INSTRUMENT_DB``), httpx requests (``UEP_OTEL_INSTRUMENT_HTTP``: a client span,
+whose ``traceparent`` goes out on the request). Their spans are made only inside a span the service already
+has (:class:`ChildOnlyTracerProvider`): a statement of a polling loop outside any span costs no span and
+starts no trace of its own.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -21,10 +32,20 @@ from opentelemetry.propagate import extract, inject
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ALWAYS_ON, ParentBased
+from opentelemetry.util.types import Attributes
 
 from uep_common.settings import CommonSettings
 
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
 _PROVIDER: TracerProvider | None = None
+_QUEUE = 16_384
+"""Finished spans the exporter buffers (the SDK's default, 2,048, drops spans in a burst of a few hundred
+items: a dozen spans each, plus their SQL)."""
+_DB_TRACER: trace.Tracer | None = None
+"""The tracer of SQL statement spans (:func:`instrument_engine`); None while SQL is not instrumented."""
 
 
 def setup_telemetry(settings: CommonSettings) -> TracerProvider:
@@ -35,18 +56,100 @@ def setup_telemetry(settings: CommonSettings) -> TracerProvider:
     global _PROVIDER
     if _PROVIDER is not None:
         return _PROVIDER
-    provider = TracerProvider(resource=Resource.create({"service.name": settings.service_name}))
+    recording = settings.otel_exporter != "none"
+    sampler = ParentBased(ALWAYS_ON) if recording else ALWAYS_OFF
+    provider = TracerProvider(resource=Resource.create({"service.name": settings.service_name}), sampler=sampler)
     if settings.otel_exporter == "console":
         out = open(settings.otel_console_path, "a", buffering=1) if settings.otel_console_path else sys.stdout  # noqa: SIM115
         exporter = ConsoleSpanExporter(out=out, formatter=span_json_line)
-        provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=500))
+        provider.add_span_processor(BatchSpanProcessor(exporter, max_queue_size=_QUEUE, schedule_delay_millis=500))
     elif settings.otel_exporter == "otlp":
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=settings.otel_otlp_endpoint)))
+        provider.add_span_processor(
+            BatchSpanProcessor(OTLPSpanExporter(endpoint=settings.otel_otlp_endpoint), max_queue_size=_QUEUE)
+        )
     trace.set_tracer_provider(provider)
     _PROVIDER = provider
+    if recording:
+        instrument_clients(settings, provider)
     return provider
+
+
+class ChildOnlyTracer(trace.Tracer):
+    """A tracer that makes a span only where its parent context has a valid span; elsewhere it returns
+    :data:`opentelemetry.trace.INVALID_SPAN` (no id, nothing recorded). The contrib instrumentations get it,
+    so a SQL statement or Redis command outside the service's own spans costs no span and starts no trace."""
+
+    def __init__(self, inner: trace.Tracer) -> None:
+        self._inner = inner
+
+    def start_span(self, name: str, context: otel_context.Context | None = None, *args: Any, **kwargs: Any) -> trace.Span:
+        """The inner tracer's span, or INVALID_SPAN without a valid parent."""
+        if not trace.get_current_span(context).get_span_context().is_valid:
+            return trace.INVALID_SPAN
+        return self._inner.start_span(name, context, *args, **kwargs)
+
+    @contextmanager
+    def start_as_current_span(  # type: ignore[override]  # the SDK's signature, passed through
+        self, name: str, context: otel_context.Context | None = None, *args: Any, **kwargs: Any
+    ) -> Iterator[trace.Span]:
+        """The inner tracer's ``start_as_current_span``, or INVALID_SPAN (not made current) without a parent."""
+        if not trace.get_current_span(context).get_span_context().is_valid:
+            yield trace.INVALID_SPAN
+            return
+        with self._inner.start_as_current_span(name, context, *args, **kwargs) as span:
+            yield span
+
+
+class ChildOnlyTracerProvider(trace.TracerProvider):
+    """The tracers of ``inner``, each wrapped in :class:`ChildOnlyTracer`."""
+
+    def __init__(self, inner: trace.TracerProvider) -> None:
+        self._inner = inner
+
+    def get_tracer(
+        self,
+        instrumenting_module_name: str,
+        instrumenting_library_version: str | None = None,
+        schema_url: str | None = None,
+        attributes: Attributes | None = None,
+    ) -> trace.Tracer:
+        """A :class:`ChildOnlyTracer` of ``inner``'s tracer for the module."""
+        return ChildOnlyTracer(
+            self._inner.get_tracer(instrumenting_module_name, instrumenting_library_version, schema_url, attributes)
+        )
+
+
+def instrument_clients(settings: CommonSettings, provider: TracerProvider) -> None:
+    """Instrument Redis (``otel_instrument_db``) and httpx (``otel_instrument_http``) process-wide, and let
+    :func:`instrument_engine` instrument SQLAlchemy engines (``otel_instrument_db``); each span only inside
+    one of the service's (:class:`ChildOnlyTracerProvider`). Called by :func:`setup_telemetry` when spans are
+    exported."""
+    global _DB_TRACER
+    children = ChildOnlyTracerProvider(provider)
+    if settings.otel_instrument_db:
+        from opentelemetry.instrumentation.redis import RedisInstrumentor
+        from opentelemetry.instrumentation.sqlalchemy import SQLAlchemyInstrumentor
+
+        RedisInstrumentor().instrument(tracer_provider=children)
+        _DB_TRACER = children.get_tracer(SQLAlchemyInstrumentor.__module__)
+    if settings.otel_instrument_http:
+        from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
+
+        HTTPXClientInstrumentor().instrument(tracer_provider=children)
+
+
+def instrument_engine(engine: AsyncEngine) -> None:
+    """Record a span per SQL statement of ``engine`` (the contrib SQLAlchemy instrumentation's
+    ``EngineTracer``: statement, ``db.system``, no sqlcommenter) when SQL is instrumented, else nothing.
+    :func:`uep_common.db.session.make_async_engine` calls it for every engine it makes."""
+    if _DB_TRACER is None:
+        return
+    from opentelemetry.instrumentation.sqlalchemy.engine import EngineTracer
+    from opentelemetry.metrics import NoOpUpDownCounter
+
+    EngineTracer(_DB_TRACER, engine.sync_engine, NoOpUpDownCounter("db.client.connections.usage"))  # type: ignore[no-untyped-call]
 
 
 def _plain(value: Any) -> Any:
@@ -72,6 +175,7 @@ def span_json_line(span: ReadableSpan) -> str:
                 "start_time": span.start_time,
                 "end_time": span.end_time,
                 "status": span.status.status_code.name,
+                "scope": span.instrumentation_scope.name if span.instrumentation_scope else None,
                 "attributes": {k: _plain(v) for k, v in (span.attributes or {}).items()},
                 "links": [
                     {"context": {"trace_id": f"0x{link.context.trace_id:032x}", "span_id": f"0x{link.context.span_id:016x}"}}

@@ -60,6 +60,7 @@ def _w(op: str, roles: frozenset[str], limit: str = "write") -> Access:
 
 E = "/v1/evaluations/{evaluation_id}"
 T = "/v1/annotation-tasks/{task_id}"
+M = "/v1/models/{model_ref}"
 ROUTES: dict[tuple[str, str], Access] = {
     ("GET", "/healthz"): _r("healthz", PUBLIC),
     ("GET", "/readyz"): _r("readyz", PUBLIC),
@@ -103,7 +104,14 @@ ROUTES: dict[tuple[str, str], Access] = {
     ("GET", "/v1/benchmarks"): _r("listBenchmarks", READ),
     ("POST", "/v1/benchmarks"): _w("uploadBenchmark", BUILD, "upload"),
     ("GET", "/v1/benchmarks/{ref}/samples"): _r("previewSamples", READ),
+    # the model registry
     ("GET", "/v1/models"): _r("listModels", READ),
+    ("POST", "/v1/models"): _w("registerModel", BUILD),
+    ("GET", M): _r("getModel", READ),
+    ("PATCH", M): _w("updateModel", BUILD),
+    ("DELETE", M): _w("deleteModel", BUILD),
+    ("POST", M + "/deactivate"): _w("deactivateModel", BUILD),
+    ("POST", M + "/reactivate"): _w("reactivateModel", BUILD),
     ("GET", "/v1/metrics"): _r("listMetrics", READ),
     # schedules
     ("POST", "/v1/schedules"): _w("createSchedule", BUILD),

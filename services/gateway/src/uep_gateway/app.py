@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute, iter_route_contexts
 from sqlalchemy import text
 
+from uep_common import metrics
 from uep_common.db.session import make_async_engine, make_sessionmaker
 from uep_common.messaging import make_broker
 from uep_common.outbox import OutboxRelay
@@ -28,6 +29,7 @@ from uep_gateway.api import (
     judges,
     leaderboards,
     lifecycle,
+    models,
     reports,
     rescores,
     schedules,
@@ -36,6 +38,7 @@ from uep_gateway.api import (
 from uep_gateway.audit import AuditMiddleware
 from uep_gateway.auth import AuthCache
 from uep_gateway.body_limit import BodyLimitMiddleware
+from uep_gateway.observability import HttpMetricsMiddleware, bind_log_context, metrics_endpoint
 from uep_gateway.openapi_contract import install as install_contract
 from uep_gateway.ratelimit import RateLimiter
 from uep_gateway.settings import GatewaySettings
@@ -46,6 +49,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     """Build the app; resources (database pool, Redis, Kafka producer, relay) live in its lifespan."""
     settings = settings or GatewaySettings()
     provider = setup_telemetry(settings)
+    metrics.configure(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -61,6 +65,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         await asyncio.wait_for(app.state.broker.start(), 30)
         app.state.relay = OutboxRelay(app.state.sessionmaker, app.state.broker)
         app.state.relay.start()
+        metrics.start_server(settings)  # only with UEP_METRICS_PORT; else /metrics below
         try:
             yield
         finally:
@@ -78,7 +83,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         generate_unique_id_function=operation_id,
         docs_url=None,
         redoc_url=None,
-        dependencies=[Depends(authorize)],
+        dependencies=[Depends(authorize), Depends(bind_log_context)],
     )
 
     def body_limit(scope: MutableMapping[str, Any]) -> int:
@@ -88,6 +93,9 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
 
     app.add_middleware(BodyLimitMiddleware, limit_for=body_limit)
     app.add_middleware(AuditMiddleware)
+    app.add_middleware(HttpMetricsMiddleware)  # outermost: times everything, 429s and 413s included
+    if metrics.on_health_port(settings):
+        app.add_route("/metrics", metrics_endpoint, methods=["GET"], include_in_schema=False)
 
     @app.get("/healthz", tags=["health"])
     async def healthz() -> dict[str, Any]:
@@ -120,6 +128,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     app.include_router(evaluations.router)
     app.include_router(rescores.router)
     app.include_router(catalog.router)
+    app.include_router(models.router)
     app.include_router(uploads.router)
     app.include_router(schedules.router)
     app.include_router(budgets.router)

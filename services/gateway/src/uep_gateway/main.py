@@ -2,6 +2,7 @@
 
 import uvicorn
 
+from uep_common.logs import configure_logging
 from uep_gateway.app import create_app
 from uep_gateway.settings import GatewaySettings
 
@@ -9,6 +10,11 @@ from uep_gateway.settings import GatewaySettings
 def main() -> None:
     """Console entry point."""
     settings = GatewaySettings()
+    configure_logging(settings, force=True)  # one format for uvicorn's lines and ours (uep_common.logs)
     uvicorn.run(
-        create_app(settings), host=settings.gateway_host, port=settings.gateway_port, log_level=settings.log_level.lower()
+        create_app(settings),
+        host=settings.gateway_host,
+        port=settings.gateway_port,
+        log_level=settings.log_level.lower(),
+        log_config=None,
     )

@@ -23,7 +23,9 @@ class ArmCreate(BaseModel):
     model_config = ConfigDict(extra="forbid", protected_namespaces=())
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$", description="Arm name, unique in the experiment.")
-    model: str | None = Field(None, min_length=1, max_length=200, description="Default: the request's model.")
+    model: str | None = Field(
+        None, min_length=1, max_length=301, description="Default: the request's model (name, name@version or id)."
+    )
     model_version: str | None = Field(None, max_length=100)
     prompt_template: str | None = Field(
         None, min_length=1, max_length=20_000, description="Jinja2 template replacing the benchmark's for this arm."
@@ -89,7 +91,9 @@ class EvaluationCreate(EvaluationOptions):
     :class:`EvaluationOptions`."""
 
     benchmark: str = Field(min_length=1, max_length=100, description="Benchmark slug or id.")
-    model: str | None = Field(None, min_length=1, max_length=200, description="Model name or id (or give `models` or `arms`).")
+    model: str | None = Field(
+        None, min_length=1, max_length=301, description="Model name, name@version or id (or give `models` or `arms`)."
+    )
     models: list[str] | None = Field(
         None, min_length=1, max_length=20, description="Batch: one evaluation per model (name or id), linked by batch_id."
     )
@@ -232,8 +236,22 @@ class BenchmarkView(BaseModel):
     created_at: datetime
 
 
+class ModelCostView(BaseModel):
+    """A model's cost unit, prices (site currency) and expected item size (uep_common.costs)."""
+
+    cost_unit: str
+    price_per_1k_input_tokens: float
+    price_per_1k_output_tokens: float
+    price_per_gpu_second: float
+    price_per_call: float
+    expected_input_tokens: int
+    expected_output_tokens: int
+    expected_latency_ms: float
+
+
 class ModelView(BaseModel):
-    """A registered model."""
+    """A registered model as the caller sees it (docs/models.md). Its API key is never shown: ``has_api_key``
+    says whether one is stored (encrypted) or referenced (``api_key_ref``)."""
 
     model_config = ConfigDict(protected_namespaces=())
 
@@ -241,12 +259,25 @@ class ModelView(BaseModel):
     name: str
     version: str
     description: str
+    kind: str = Field(description="generation | classification | ranking | embedding")
     backend: str
+    contract: str = Field(description="The tensor or API contract (docs/models.md), e.g. uep, vllm, text.")
     endpoint: str
     triton_model_name: str | None
     triton_model_version: str | None
+    spec: dict[str, Any] = Field(description="class_names, input, n_features (classification); dimension (embedding).")
     decoding_defaults: dict[str, Any]
     supports_logprobs: bool
+    max_in_flight: int | None = Field(description="Serving capacity: calls in flight per inference replica.")
+    visibility: Literal["private", "shared", "site"] = Field(
+        description="private: its owner tenant only; shared: every tenant may see and evaluate it; site: a site model."
+    )
+    owned: bool = Field(description="True when the caller's tenant owns it (may change and deactivate it).")
+    active: bool = Field(description="False once deactivated: no new evaluations.")
+    has_api_key: bool
+    api_key_ref: str | None = Field(None, description="The inference service's variable holding the key (site models).")
+    cost: ModelCostView
+    created_by: str | None = Field(None, description="Who registered it (shown to its owner only).")
     created_at: datetime
 
 
@@ -322,3 +353,6 @@ class MetricView(BaseModel):
     param_types: dict[str, Any]
     required_params: list[str]
     source: str
+    reference_schema: dict[str, Any] = Field(
+        default_factory=dict, description="JSON Schema of the sample reference the metric reads (uploads are checked against it)."
+    )

@@ -1,6 +1,6 @@
 """Gateway settings (``UEP_*`` environment variables)."""
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 
 from uep_common.settings import CommonSettings
 
@@ -79,4 +79,11 @@ class GatewaySettings(CommonSettings):
         description="Per tenant, shared by all its principals: class -> rate.",
     )
     failed_auth_rate_limit: str = Field("60/minute", description="Requests with failing credentials per client address.")
+    # the model registry (uep_common.model_registry)
+    model_secret_key: SecretStr | None = Field(
+        None,
+        description="Fernet key(s) encrypting the API keys models store, comma-separated (the first encrypts, every "
+        "one decrypts: rotation); make one with `python -c 'from cryptography.fernet import Fernet; "
+        "print(Fernet.generate_key().decode())'`. Unset: a registration with an api_key is refused (422).",
+    )
     leaderboards_site_wide: bool = Field(False, description="Boards show every tenant's entries, not only the caller's.")

@@ -8,7 +8,9 @@ Row shapes (any format):
   the answer; ``reference.<field>`` columns go to the reference; every other column is an input field.
 
 Every row must render the benchmark's prompt template (so a template naming a missing field fails at
-upload, not mid-evaluation). Errors name the line (1-based; CSV counts the header as line 1, Parquet rows
+upload, not mid-evaluation), and every reference must fit the reference schema of the benchmark's metrics
+(the JSON Schema each metric publishes in the catalogue, :func:`reference_problems`: a ``label_match``
+benchmark whose rows carry an ``answer`` and no ``label`` is refused here, not failed item by item). Errors name the line (1-based; CSV counts the header as line 1, Parquet rows
 count from 1) and the field; nothing is stored unless every row is valid.
 
 Bounds (:class:`UploadLimits`, from the gateway settings): the row count is checked while reading (Parquet:
@@ -406,15 +408,53 @@ def to_row(ordinal: int, number: int, rec: object) -> Row:
     return Row(ordinal, ext, inp, ref)
 
 
+def reference_problems(number: int, reference: dict[str, Any], schemas: dict[str, dict[str, Any]]) -> list[UploadProblem]:
+    """What in ``reference`` (of the row on line ``number``) the metrics cannot read: each error of the JSON Schema
+    of each metric (``schemas``: metric name → the ``reference_schema`` of its catalogue entry; validated with
+    ``jsonschema``, draft 2020-12), named ``["body", "file", "line N", "reference", field]``. The one check of
+    references against the metrics' schemas; :func:`validate_rows` calls it for every row."""
+    from jsonschema import Draft202012Validator
+
+    out: list[UploadProblem] = []
+    for metric, schema in schemas.items():
+        if not schema:
+            continue
+        for err in sorted(Draft202012Validator(schema).iter_errors(reference), key=lambda e: list(map(str, e.path))):
+            path = [str(p) for p in err.absolute_path]
+            if err.validator == "required":
+                missing = next((m for m in err.validator_value if m not in (err.instance or {})), None)
+                path, reason = [*path, str(missing)], "is required"
+            elif err.validator == "anyOf" and all(set(sub) == {"required"} for sub in err.validator_value):
+                names = [n for sub in err.validator_value for n in sub["required"]]
+                path, reason = [*path, names[0]], "is required (or " + ", ".join(repr(n) for n in names[1:]) + ")"
+            else:
+                reason = err.message
+            fld = ".".join(["reference", *path])
+            out.append(
+                UploadProblem(
+                    [*FILE_LOC, f"line {number}", "reference", *path],
+                    f"line {number}: field {fld!r} {reason}: metric {metric!r} reads references of the form "
+                    f"{json.dumps(schema.get('properties', {}), ensure_ascii=False)[:300]}",
+                    "bad_reference",
+                )
+            )
+    return out
+
+
 def _template_problem(number: int, msg: str, kind: str) -> UploadProblem:
     return UploadProblem(list(TEMPLATE_LOC), f"line {number}: {msg}", kind)
 
 
 def validate_rows(
-    records: list[tuple[int, object]], template: str, max_rows: int, limits: UploadLimits | None = None
+    records: list[tuple[int, object]],
+    template: str,
+    max_rows: int,
+    limits: UploadLimits | None = None,
+    reference_schemas: dict[str, dict[str, Any]] | None = None,
 ) -> list[Row]:
-    """Rows of ``records``, each checked (storable, within ``limits.max_row_bytes``) and rendered through
-    ``template`` (each prompt within ``limits.max_prompt_chars``; default :class:`UploadLimits`).
+    """Rows of ``records``, each checked (storable, within ``limits.max_row_bytes``, its reference fitting
+    ``reference_schemas``: :func:`reference_problems`) and rendered through ``template`` (each prompt within
+    ``limits.max_prompt_chars``; default :class:`UploadLimits`).
 
     A render failure that depends on the row (a field it lacks, a type error) names the row's line; one of
     the template itself (syntax, sandbox refusal, a work or output limit, a prompt over the bound) names
@@ -437,6 +477,8 @@ def validate_rows(
             stored = _row_problem(number, rec, limits)
             if stored:
                 raise UploadInvalid([stored])
+            if reference_schemas and (bad_reference := reference_problems(number, row.reference, reference_schemas)):
+                raise UploadInvalid(bad_reference)
             prompt = render_prompt(template, row.input)
         except UploadInvalid as exc:
             problems += exc.problems
@@ -488,11 +530,17 @@ def validate_rows(
 
 
 def check_upload(
-    data: bytes, fmt: str, template: str, limits: UploadLimits, config: dict[str, Any] | None = None
+    data: bytes,
+    fmt: str,
+    template: str,
+    limits: UploadLimits,
+    config: dict[str, Any] | None = None,
+    reference_schemas: dict[str, dict[str, Any]] | None = None,
 ) -> tuple[list[Row], str | None]:
-    """Read ``data`` (format ``fmt``), validate and render every row, and, given the benchmark's
-    ``config``, compute its version (:func:`uep_common.benchmarks.content_hash`); the worker job of an
-    upload. Returns ``(rows, version or None)``.
+    """Read ``data`` (format ``fmt``), validate and render every row (references checked against
+    ``reference_schemas``, metric name → JSON Schema), and, given the benchmark's ``config``, compute its
+    version (:func:`uep_common.benchmarks.content_hash`); the worker job of an upload. Returns ``(rows,
+    version or None)``.
 
     Raises:
         UploadInvalid: as :func:`read_records` and :func:`validate_rows`.
@@ -500,7 +548,7 @@ def check_upload(
     set_phase("parse")
     records = read_records(data, fmt, limits)
     set_phase("render")
-    rows = validate_rows(records, template, limits.max_rows, limits)
+    rows = validate_rows(records, template, limits.max_rows, limits, reference_schemas)
     if config is None:
         return rows, None
     from uep_common.benchmarks import content_hash

@@ -15,6 +15,9 @@ compared in constant time; anything else is 401 before the body is read. With no
 call is refused (503), so a deployment that forgot the secret is closed rather than open.
 
 Request (JSON): ``{"target": ModelTarget, "prompt": str, "max_tokens": int?, "stop": [str]?, "chat": bool?}``.
+Each call is a server span ``POST /internal/generate`` continuing the caller's W3C ``traceparent`` header
+(the judge's httpx client span), with the response status as ``http.response.status_code``.
+
 Responses (JSON): 401 for a missing or wrong service credential, 503 when none is configured; 200 ``{"text", "prompt_tokens", "completion_tokens", "latency_ms", "attempts"}``;
 422 ``{"detail": [{"loc", "msg", "type"}]}`` for a malformed request; 502 ``{"error": {"type", "message"},
 "latency_ms", "attempts"}`` when the model call failed (after the retries of transient failures).
@@ -26,15 +29,19 @@ import hmac
 import json
 from typing import Any
 
-from faststream.asgi.types import ASGIApp, Receive, Scope, Send
+from faststream.asgi.types import ASGIApp, Message, Receive, Scope, Send
+from opentelemetry import trace
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from uep_common.events import ModelTarget
+from uep_common.telemetry import context_from_headers, tracer
 from uep_inference.backends import Backends
 from uep_inference.service import ModelLimits, call_model
 from uep_inference.settings import InferenceSettings
 
 PATH = "/internal/generate"
+_tracer = tracer("uep.inference")
+_TRACE_HEADERS = (b"traceparent", b"tracestate")
 MAX_BODY_BYTES = 4 * 1024 * 1024
 
 
@@ -94,6 +101,22 @@ def make_generate_endpoint(backends: Backends, limits: ModelLimits, settings: In
     """The raw ASGI app of ``POST /internal/generate`` (mounted on the service's FastStream ASGI app)."""
 
     async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
+        carrier = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers") or [] if k in _TRACE_HEADERS}
+        with _tracer.start_as_current_span(
+            f"POST {PATH}",
+            context=context_from_headers(carrier),
+            kind=trace.SpanKind.SERVER,
+            attributes={"http.request.method": str(scope.get("method", "")), "http.route": PATH},
+        ) as span:
+
+            async def traced_send(message: Message) -> None:
+                if message["type"] == "http.response.start":
+                    span.set_attribute("http.response.status_code", message["status"])
+                await send(message)
+
+            await handle(scope, receive, traced_send)
+
+    async def handle(scope: Scope, receive: Receive, send: Send) -> None:
         problem = service_credential_problem(scope, settings.internal_token)
         if problem is not None:
             status, reason = problem

@@ -1,5 +1,8 @@
 """Inference service: SampleDispatched → render prompt → call the model → OutputGenerated.
 
+A classifier, ranker or embedding model (``target.kind``) gets no prompt: the sample's input becomes its
+request and its answer the OutputGenerated's ``prediction`` (:mod:`uep_inference.predictions`).
+
 A failed render or model call still produces an OutputGenerated, with ``error`` set and no output.
 Samples are processed concurrently (``UEP_INFERENCE_CONCURRENCY`` per replica); the subscriber commits
 on receipt, and a sample lost to a crash is re-dispatched by the scheduler when its lease expires.
@@ -20,13 +23,31 @@ from faststream import AckPolicy
 from faststream.kafka import KafkaBroker, KafkaMessage
 
 from uep_common.consuming import consume
-from uep_common.events import ErrorInfo, EvaluationCompleted, ModelTarget, OutputGenerated, SampleDispatched, Topics
+from uep_common.events import (
+    ErrorInfo,
+    EvaluationCompleted,
+    ModelKind,
+    ModelTarget,
+    OutputGenerated,
+    SampleDispatched,
+    Topics,
+)
 from uep_common.messaging import consumer_options, dead_letter, publish_event, raw_records
 from uep_common.prompts import PromptRenderError, render_prompt
 from uep_common.telemetry import tracer
-from uep_inference.backends import BackendError, Backends, Generation, GenerationRequest, transient_errors
+from uep_inference import instruments
+from uep_inference.backends import (
+    BackendError,
+    Backends,
+    Generation,
+    GenerationRequest,
+    PredictionOutput,
+    PredictionRequest,
+    transient_errors,
+)
 from uep_inference.ended import EndedEvaluations, ItemWatch
 from uep_inference.loglik import loglik_continuations, loglik_output
+from uep_inference.predictions import BadInputError, BadOutputError, build_request, render_input, to_prediction
 from uep_inference.settings import InferenceSettings
 
 log = logging.getLogger(__name__)
@@ -70,7 +91,8 @@ the item ends with this error, is not dead-lettered, and a retry of the evaluati
 class ModelCall:
     """Outcome of :func:`call_model`: the generation or the error, the last call's wall time, calls made, and
     ``ended``: the status of the item's evaluation when its end cut the attempts short (else None), and
-    ``throttled``: an attempt failed with a transient (overload) error, whether or not a retry then answered."""
+    ``throttled``: an attempt failed with a transient (overload) error, whether or not a retry then answered;
+    ``predicted``: a non-generative model's answer (a call with ``prediction``), ``generation`` then None."""
 
     generation: Generation | None
     error: ErrorInfo | None
@@ -78,6 +100,7 @@ class ModelCall:
     attempts: int
     ended: str | None = None
     throttled: bool = False
+    predicted: PredictionOutput | None = None
 
 
 async def call_model(
@@ -94,9 +117,12 @@ async def call_model(
     continuations: tuple[str, ...] = (),
     max_retry_after_s: float = 60.0,
     watch: ItemWatch | None = None,
+    prediction: PredictionRequest | None = None,
 ) -> ModelCall:
     """Call the model of ``target`` (inside its capacity semaphore); never raises for model failures.
-    With ``continuations``, a log-likelihood request of each after ``prompt`` (``backend.loglikelihood``).
+    With ``continuations``, a log-likelihood request of each after ``prompt`` (``backend.loglikelihood``);
+    with ``prediction``, that request of a classifier, ranker or embedding model (``backend.predict``; the
+    answer in ``ModelCall.predicted``).
 
     A transient failure (:data:`TRANSIENT`) is retried up to ``max_attempts`` calls in all, waiting a random
     0–``backoff_s`` × 2^(attempt−1) seconds in between, and at least the endpoint's ``Retry-After``
@@ -112,8 +138,13 @@ async def call_model(
     backend = backends.for_target(target)
     slot = (limits.for_target(target, backend.capacity(target)) if limits else None) or contextlib.nullcontext()
     request = GenerationRequest(target, prompt, max_tokens, timeout_s, target.temperature, tuple(stop), chat, continuations)
-    method = backend.loglikelihood if continuations else backend.generate
-    gen = None
+
+    def invoke() -> Awaitable[Generation | PredictionOutput]:
+        if prediction is not None:
+            return backend.predict(prediction)
+        return backend.loglikelihood(request) if continuations else backend.generate(request)
+
+    gen: Generation | PredictionOutput | None = None
     err: ErrorInfo | None = None
     latency_ms = 0.0
     made = 0
@@ -127,7 +158,7 @@ async def call_model(
             made += 1
             start = time.perf_counter()
             try:
-                gen = await asyncio.wait_for(method(request), timeout_s + 5)
+                gen = await asyncio.wait_for(invoke(), timeout_s + 5)
             except BackendError as exc:
                 err = ErrorInfo(stage="inference", type=exc.kind, message=str(exc)[:2000])
                 retry_after = exc.retry_after_s
@@ -154,7 +185,10 @@ async def call_model(
         err = err.model_copy(update={"message": f"{err.message} (no further attempt: the evaluation was {ended})"})
     if err is not None and made > 1:
         err = err.model_copy(update={"message": f"{err.message} (after {made} attempts)"})
-    return ModelCall(gen if err is None else None, err, latency_ms, made, ended if err is not None else None, throttled)
+    ended = ended if err is not None else None
+    if isinstance(gen, PredictionOutput):
+        return ModelCall(None, err, latency_ms, made, ended, throttled, gen if err is None else None)
+    return ModelCall(gen if err is None else None, err, latency_ms, made, ended, throttled)
 
 
 async def generate_output(
@@ -168,8 +202,11 @@ async def generate_output(
     watch: ItemWatch | None = None,
 ) -> OutputGenerated:
     """Render the prompt and call the model of ``event.target`` (:func:`call_model`, with ``watch`` on the
-    item's evaluation); never raises for model failures: a failure is an OutputGenerated with ``error`` set."""
+    item's evaluation); never raises for model failures: a failure is an OutputGenerated with ``error`` set.
+    A non-generative model gets the sample's input instead (:func:`predict_output`)."""
     common = {**event.item_fields(), "benchmark_id": event.benchmark_id, "model_id": event.target.model_id}
+    if event.target.kind != ModelKind.generation:
+        return await predict_output(event, backends, timeout_s, limits, max_attempts, backoff_s, max_retry_after_s, watch)
     try:
         prompt = render_prompt(event.prompt.template, event.input, event.fewshot)
     except PromptRenderError as exc:
@@ -215,6 +252,55 @@ async def generate_output(
     log.warning("inference failed for %s: %s %s", event.item_key(), call.error.type, call.error.message[:200])
     return OutputGenerated(
         **common, prompt=prompt, output=None, latency_ms=call.latency_ms, error=call.error, throttled=call.throttled
+    )
+
+
+async def predict_output(
+    event: SampleDispatched,
+    backends: Backends,
+    timeout_s: float,
+    limits: ModelLimits | None = None,
+    max_attempts: int = 1,
+    backoff_s: float = 0.5,
+    max_retry_after_s: float = 60.0,
+    watch: ItemWatch | None = None,
+) -> OutputGenerated:
+    """One item of a classifier, ranker or embedding model: the sample's input as its request
+    (:func:`uep_inference.predictions.build_request`), the answer as ``prediction`` and ``output`` (the label
+    or the top candidate id), ``prompt`` a short rendering of the input. Never raises for model failures or
+    bad samples: ``error`` of type ``bad_input`` (the sample lacks the shape, naming the field), ``bad_output``
+    (the answer does not fit the model's spec) or the call's error."""
+    common = {**event.item_fields(), "benchmark_id": event.benchmark_id, "model_id": event.target.model_id}
+    try:
+        request = build_request(event.target, event.input, timeout_s)
+    except BadInputError as exc:
+        return OutputGenerated(
+            **common, prompt="", output=None, error=ErrorInfo(stage="inference", type="bad_input", message=str(exc))
+        )
+    prompt = render_input(request)
+    call = await call_model(
+        event.target, prompt, 1, [], None, backends, timeout_s, limits, max_attempts, backoff_s,
+        max_retry_after_s=max_retry_after_s, watch=watch, prediction=request,
+    )  # fmt: skip
+    error = call.error
+    if error is None:
+        assert call.predicted is not None  # call_model sets the answer whenever there is no error
+        try:
+            prediction, output = to_prediction(event.target, event.input, call.predicted)
+        except BadOutputError as exc:
+            error = ErrorInfo(stage="inference", type="bad_output", message=str(exc))
+        else:
+            return OutputGenerated(
+                **common,
+                prompt=prompt,
+                output=output,
+                latency_ms=call.latency_ms,
+                throttled=call.throttled,
+                prediction=prediction,
+            )
+    log.warning("inference failed for %s: %s %s", event.item_key(), error.type, error.message[:200])
+    return OutputGenerated(
+        **common, prompt=prompt, output=None, latency_ms=call.latency_ms, error=error, throttled=call.throttled
     )
 
 
@@ -281,6 +367,7 @@ def register(
     )
     async def on_sample(event: SampleDispatched, msg: KafkaMessage) -> None:
         watch = ItemWatch(ended, event.evaluation_id, published_at(msg, event))
+        instruments.observe_queue_wait(published_at(msg, event))
         out = await generate_output(
             event,
             backends,
@@ -291,6 +378,7 @@ def register(
             settings.inference_max_retry_after_s,
             watch,
         )
+        instruments.observe_output(event, out, called=out.error is None or out.error.type != NOT_CALLED)
         await publish_event(broker, out)
         # stored as the item's failed result, and dead-lettered with the reason (not when its evaluation ended)
         if out.error is not None and watch.status() is None:

@@ -1,6 +1,6 @@
 """Inference settings (``UEP_*`` environment variables)."""
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 
 from uep_common.settings import CommonSettings
 
@@ -18,4 +18,12 @@ class InferenceSettings(CommonSettings):
         ge=0,
         description="Longest wait before a retry that an endpoint's Retry-After (429, 5xx) may ask for, seconds.",
     )
-    openai_api_key: str | None = Field(None, description="Bearer token for openai_compatible endpoints.")
+    openai_api_key: str | None = Field(
+        None, description="Bearer token for openai_compatible endpoints whose registry entry has no API key of its own."
+    )
+    model_secret_key: SecretStr | None = Field(
+        None,
+        repr=False,
+        description="Fernet key(s), comma-separated, that decrypt registered models' API keys (the gateway's "
+        "UEP_MODEL_SECRET_KEY). Unset: a model with a stored key fails its calls with 'api_key_unavailable'.",
+    )

@@ -12,6 +12,7 @@ judged at all gets a ScoreComputed with a ``judge`` error and no score — never
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -24,6 +25,7 @@ from uep_common.events import ErrorInfo, JudgeRequested, ScoreComputed, Topics
 from uep_common.messaging import consumer_options
 from uep_common.outbox import OutboxRelay
 from uep_common.telemetry import tracer
+from uep_judge import instruments
 from uep_judge.aggregate import Outcome, pairwise_outcome, rubric_outcome
 from uep_judge.client import Generate
 from uep_judge.modes import Verdict, compare, grade
@@ -174,6 +176,8 @@ def register(
     @subscribe
     @consume(broker, JudgeRequested)  # judge_item opens the item's spans
     async def on_request(event: JudgeRequested) -> None:
+        start = time.perf_counter()
         score = await judge_item(event, sessionmaker, generate)
+        instruments.observe_judged(score, time.perf_counter() - start)
         if score is not None:
             relay.kick()

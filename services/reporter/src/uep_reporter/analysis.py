@@ -85,6 +85,10 @@ METHODS = {
     "reasoning shown for up to 2 judged items of each verdict (wrong, right, none), in benchmark order",
     "stages": "hybrid evaluations: accuracy (Wilson) of the items each stage decided (automatic metric, LLM judge, "
     "human annotators), and how many items were routed to the judge and to people, by reason",
+    "set_metrics": "classification and ranking evaluations: set-level metrics over the items (scikit-learn: "
+    "precision/recall/F1 with zero_division=nan, ROC-AUC and PR-AUC one-vs-rest, log loss, Brier; ECE with 15 "
+    "equal-width confidence bins, Guo et al. 2017), each with a percentile bootstrap interval over items (shared "
+    "resamples, fixed seed; uep_common.set_metrics)",
     "profile": "radar: for each capability dimension, the mean accuracy over the benchmarks carrying it (this "
     "evaluation for its benchmark, the latest completed evaluation of the same model version for the others); "
     "categories of this benchmark when fewer than 3 dimensions are known; a bar chart when fewer than 3 axes remain",

@@ -15,12 +15,12 @@ from datetime import UTC, datetime
 import jinja2
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.charts import bars_svg, radar_svg, trend_svg
+from uep_common.charts import at_k_svg, bars_svg, confusion_svg, pr_svg, radar_svg, reliability_svg, roc_svg, trend_svg
 from uep_common.comparison import compare, find_baseline
 from uep_common.configs import parse_benchmark_config, parse_evaluation_config
 from uep_common.db.models import Benchmark, Evaluation, Model
 from uep_common.fingerprint import fingerprint
-from uep_reporter import analysis
+from uep_reporter import analysis, set_sections
 from uep_reporter.report_model import (
     BaselineInfo,
     BenchmarkInfo,
@@ -109,6 +109,7 @@ async def collect(
             "(pin one with POST /v1/evaluations/{id}/pin)"
         )
     profile = await analysis.profile(session, ev, model, baseline, categories, baseline_categories)
+    classification, ranking = await set_sections.sections(session, ev)
     return Report(
         report_id=report_id or uuid.uuid4(),
         generated_at=datetime.now(UTC),
@@ -147,6 +148,8 @@ async def collect(
         judge=await analysis.judge_section(session, ev.id, judge_cfg) if judge_cfg is not None else None,
         stages=await analysis.stages(session, ev.id, items) if evaluation_type == "hybrid" else None,
         experiment=await analysis.experiment(session, ev, baseline.id if baseline is not None else None),
+        classification=classification,
+        ranking=ranking,
         methods=analysis.METHODS,
     )
 
@@ -212,6 +215,61 @@ def charts(report: Report) -> tuple[str, str, str | None]:
     return radar, trend, bars
 
 
+SET_NAMES = {
+    "accuracy": "accuracy",
+    "balanced_accuracy": "balanced accuracy",
+    "precision_macro": "precision (macro)",
+    "recall_macro": "recall (macro)",
+    "f1_macro": "F1 (macro)",
+    "precision_micro": "precision (micro)",
+    "recall_micro": "recall (micro)",
+    "f1_micro": "F1 (micro)",
+    "precision_weighted": "precision (weighted)",
+    "recall_weighted": "recall (weighted)",
+    "f1_weighted": "F1 (weighted)",
+    "roc_auc": "ROC-AUC",
+    "pr_auc": "PR-AUC (average precision)",
+    "log_loss": "log loss (lower is better)",
+    "brier": "Brier score (lower is better)",
+    "ece": "expected calibration error (lower is better)",
+    "mrr": "MRR",
+}
+"""How the report names each set-level metric (ranking ones at k: ``NDCG@10``, …)."""
+
+
+def set_name(key: str) -> str:
+    """The display name of a set-level metric key (:data:`SET_NAMES`; ``ndcg@10`` → ``NDCG@10``)."""
+    if key in SET_NAMES:
+        return SET_NAMES[key]
+    family, _, k = key.partition("@")
+    shown = {"ndcg": "NDCG", "map": "MAP"}.get(family, family)
+    return f"{shown}@{k}"
+
+
+def set_charts(report: Report) -> dict[str, str]:
+    """The SVG charts of the classification or ranking section (confusion matrix, ROC, precision-recall,
+    reliability; metrics at k), keyed by name; empty for other evaluations."""
+    out: dict[str, str] = {}
+    c = report.classification
+    if c is not None:
+        if c.confusion_matrix is not None:
+            cm = c.confusion_matrix
+            out["confusion"] = confusion_svg(cm.labels, cm.predicted, cm.matrix, f"Confusion matrix ({c.n:,} items)")
+        if c.probabilities:
+            what = f"class {c.positive_label!r}" if c.positive_label else "each class vs the rest"
+            out["roc"] = roc_svg([(x.label, x.area, x.x, x.y) for x in c.roc], f"ROC curve, {what}")
+            out["pr"] = pr_svg([(x.label, x.area, x.x, x.y, x.prevalence or 0.0) for x in c.pr], f"Precision-recall, {what}")
+            if c.reliability:
+                ece = c.headline.get("ece")
+                note = f" (ECE {ece.value:.3f})" if ece and ece.value is not None else ""
+                out["reliability"] = reliability_svg([b.model_dump() for b in c.reliability], f"Reliability diagram{note}")
+    r = report.ranking
+    if r is not None and r.cutoffs:
+        series = {set_sections.RANKING_FAMILIES[f]: r.curves.get(f, []) for f in set_sections.RANKING_FAMILIES if r.curves.get(f)}
+        out["at_k"] = at_k_svg(r.cutoffs, series, f"Ranking metrics at k ({r.n:,} queries)")
+    return out
+
+
 def render_html(report: Report) -> str:
     """The self-contained HTML page of ``report`` (CPU-bound: charts + template)."""
     radar, trend, bars = charts(report)
@@ -225,6 +283,8 @@ def render_html(report: Report) -> str:
         radar=radar,
         trend=trend,
         bars=bars,
+        set_charts=set_charts(report),
+        set_name=set_name,
         changes=changes,
         metric_means=means,
         failure_categories=sorted({f.category for f in report.failures.items if f.category}),

@@ -21,8 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from uep_common.comparison import Comparison
 from uep_common.fingerprint import FingerprintDiff
 
-REPORT_SCHEMA_VERSION = "1.1"
-SCHEMA_ID = "https://uep.example/schemas/report-1.1.json"
+REPORT_SCHEMA_VERSION = "1.2"
+SCHEMA_ID = "https://uep.example/schemas/report-1.2.json"
 
 
 class _M(BaseModel):
@@ -275,6 +275,94 @@ class Experiment(_M):
     arms: list[ArmInfo] = Field(description="The experiment's other arms, offered as baselines.")
 
 
+class SetValue(_M):
+    """A set-level metric with its bootstrap interval (``ci_low``/``ci_high`` None when undefined)."""
+
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+
+class ClassRow(_M):
+    """Precision, recall and F1 of one class (against the rest) with bootstrap intervals, and its support."""
+
+    label: str
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    support: int = Field(description="Items whose gold label is this class.")
+    precision_ci_low: float | None
+    precision_ci_high: float | None
+    recall_ci_low: float | None
+    recall_ci_high: float | None
+    f1_ci_low: float | None
+    f1_ci_high: float | None
+
+
+class ConfusionMatrix(_M):
+    labels: list[str] = Field(description="Rows: the gold classes.")
+    predicted: list[str] = Field(description="Columns: the predicted classes, the last one '(no answer)'.")
+    matrix: list[list[int]]
+
+
+class ClassCurve(_M):
+    """A ROC curve (``x`` false positive rate, ``y`` true positive rate; ``area`` ROC-AUC) or a precision-recall
+    curve (``x`` recall, ``y`` precision; ``area`` average precision) of one class against the rest, thinned to
+    at most 200 points."""
+
+    label: str
+    area: float
+    x: list[float]
+    y: list[float]
+    prevalence: float | None = Field(None, description="Precision-recall: the class's share of the items.")
+
+
+class ReliabilityBin(_M):
+    low: float
+    high: float
+    count: int
+    accuracy: float | None = Field(description="Share of the bin's items whose most probable class is the gold one.")
+    confidence: float | None = Field(description="Mean largest probability of the bin's items.")
+
+
+class ClassificationSection(_M):
+    """Set-level metrics of a classification evaluation (``uep_common.set_metrics``)."""
+
+    n: int = Field(description="Items with a verdict and a gold label.")
+    excluded: int = Field(description="label_match items left out: an error, no gold label.")
+    labels: list[str]
+    positive_label: str | None = Field(description="Two classes: the positive class of ROC/PR (the second class).")
+    primary: str | None = Field(description="The benchmark's primary metric (what leaderboards rank).")
+    method: str
+    headline: dict[str, SetValue] = Field(
+        description="accuracy, balanced_accuracy, precision/recall/f1 _macro/_micro/_weighted and, with probabilities, "
+        "roc_auc, pr_auc, log_loss, brier, ece."
+    )
+    per_class: list[ClassRow]
+    confusion_matrix: ConfusionMatrix | None = Field(description="None above 50 classes.")
+    no_class_predictions: int = Field(description="Items whose predicted label is no class (e.g. an LLM's answer naming none).")
+    probabilities: bool = Field(description="Whether the model gave probabilities (ROC, PR, calibration).")
+    probabilities_note: str
+    roc: list[ClassCurve]
+    pr: list[ClassCurve]
+    reliability: list[ReliabilityBin] | None
+
+
+class RankingSection(_M):
+    """Set-level metrics of a ranking evaluation: means over the evaluated queries."""
+
+    n: int = Field(description="Queries evaluated.")
+    excluded_no_relevant: int = Field(description="Queries without a relevant item: excluded, not averaged in as 0.")
+    errors: int = Field(description="Queries with no score (an error).")
+    primary: str | None
+    method: str
+    cutoffs: list[int]
+    headline: dict[str, SetValue] = Field(description="mrr and ndcg@k, map@k, recall@k, precision@k, hit@k.")
+    curves: dict[str, list[float | None]] = Field(
+        description="Family (ndcg, map, recall, precision, hit) → mean at each cut-off."
+    )
+
+
 class ComparisonSection(_M):
     baseline: BaselineInfo
     comparison: Comparison
@@ -285,7 +373,7 @@ class Report(_M):
 
     model_config = ConfigDict(extra="forbid", title="uep evaluation report", json_schema_serialization_defaults_required=True)
 
-    schema_version: Literal["1.1"] = REPORT_SCHEMA_VERSION
+    schema_version: Literal["1.2"] = REPORT_SCHEMA_VERSION
     report_id: uuid.UUID
     generated_at: datetime
     evaluation: EvaluationInfo
@@ -302,6 +390,10 @@ class Report(_M):
     judge: JudgeSection | None = Field(None, description="LLM-judged and hybrid evaluations: the rubric and sample reasoning.")
     stages: Stages | None = Field(None, description="Hybrid evaluations: items by the stage that decided them.")
     experiment: Experiment | None = Field(None, description="An A/B arm: the experiment's other arms.")
+    classification: ClassificationSection | None = Field(
+        None, description="Classification evaluations (label_match): set-level metrics, confusion matrix, curves."
+    )
+    ranking: RankingSection | None = Field(None, description="Ranking evaluations (ndcg): set-level metrics at each cut-off.")
     methods: dict[str, str] = Field(description="How each kind of figure is computed.")
 
 

@@ -30,6 +30,7 @@ from uep_common.db.reports import Report as ReportRow
 from uep_common.events import EvaluationCompleted, ReportReady, ReportRequested, Topics
 from uep_common.messaging import consumer_options
 from uep_common.outbox import OutboxRelay, add_to_outbox
+from uep_reporter import instruments
 from uep_reporter.pdf import PdfUnavailable, html_to_pdf
 from uep_reporter.report import ReportError, collect, render_html, render_json
 from uep_reporter.report_model import REPORT_SCHEMA_VERSION, Report
@@ -140,9 +141,11 @@ class ReportWriter:
                 evaluation_id,
                 ", ".join(f"{k} {v:.0f} ms" for k, v in timings.items()),
             )
+            instruments.observe_report("ready", time.perf_counter() - t0)
             return "ready"
 
     async def _fail(self, report_id: uuid.UUID, error: str) -> None:
+        instruments.observe_report("failed")
         async with self._sessionmaker() as session, session.begin():
             row = await session.get(ReportRow, report_id)
             if row is not None:

@@ -59,6 +59,7 @@ def _row(ev: ScoreComputed) -> dict[str, Any]:
         "prompt_tokens": ev.prompt_tokens,
         "completion_tokens": ev.completion_tokens,
         "error": ev.error.model_dump() if ev.error else None,
+        "prediction": ev.prediction.model_dump(mode="json", exclude_none=True) if ev.prediction else None,
         "attempt": ev.attempt,
         "score_event_id": ev.event_id,
     }
@@ -235,6 +236,7 @@ async def apply_rescores(session: AsyncSession, events: list[ScoreComputed]) -> 
         row.is_correct, row.score, row.extracted = ev.is_correct, ev.score, ev.extracted
         row.metric_name, row.metric_version, row.metrics = ev.metric_name, ev.metric_version, ev.metrics
         row.error = ev.error.model_dump() if ev.error else None
+        row.prediction = ev.prediction.model_dump(mode="json", exclude_none=True) if ev.prediction else None
         row.rescore_id, row.rescored_at = ev.rescore_id, func.now()
     await session.flush()
     completed: list[uuid.UUID] = []

@@ -9,18 +9,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from faststream import AckPolicy
 from faststream.kafka import KafkaBroker
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from uep_common.consuming import consume
+from uep_common.consuming import consume, within_item
 from uep_common.events import EvaluationCompleted, ScoreComputed, Topics
 from uep_common.messaging import consumer_options
 from uep_common.outbox import OutboxRelay
 from uep_common.progress import write_progress
 from uep_common.telemetry import tracer
+from uep_reporter import instruments
 from uep_reporter.leaderboards import record_completed, record_rescored
 from uep_reporter.reports import Subscribe, register_report_handlers
 from uep_reporter.results import StopLoss, apply_rescores, store_scores
@@ -64,8 +66,11 @@ def register(
         span="store results",  # linked to every stored score's producer span
         attributes=lambda events: {"uep.batch_size": len(events)},
         tracer=_tracer,
+        item_span="store result",  # in each item's own trace, for the batch's duration
+        item_attributes=lambda e: {"uep.item": e.item_key()},
     )
     async def on_scores(events: list[ScoreComputed]) -> None:
+        start = time.perf_counter()
         try:
             async with sessionmaker() as session, session.begin():
                 progress = await store_scores(session, [e for e in events if e.rescore_id is None], stop_loss)
@@ -74,6 +79,9 @@ def register(
             log.exception("storing %d results failed; the batch will be redelivered", len(events))
             await asyncio.sleep(1.0)
             raise
+        instruments.observe_stored(
+            len(events), time.perf_counter() - start, [p.finished.status.value for p in progress if p.finished]
+        )
         if any(p.finished for p in progress):
             relay.kick()
         # Leaderboard score + board snapshot of each newly completed (or rescored) evaluation; the
@@ -85,9 +93,11 @@ def register(
             await record_rescored(sessionmaker, rescored)
         for rescore_id in rescored:
             log.info("rescore %s completed", rescore_id)
+        last = {e.evaluation_id: e for e in events}  # progress is written in its evaluation's trace
         for p in progress:
             try:
-                await write_progress(redis, p.evaluation_id, p.completed, p.errors, p.total)
+                with within_item(last.get(p.evaluation_id)):
+                    await write_progress(redis, p.evaluation_id, p.completed, p.errors, p.total)
             except Exception:
                 log.warning("could not update live progress in Redis", exc_info=True)
             if p.finished:

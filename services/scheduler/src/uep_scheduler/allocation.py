@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
@@ -302,6 +303,7 @@ async def allocate(
     now: datetime | None = None,
     orphans_before: datetime | None = None,
     admit_first: list[uuid.UUID] | None = None,
+    call_seconds: Mapping[uuid.UUID, float] | None = None,
 ) -> PassResult:
     """Run one allocation pass inside the caller's transaction (see the module docstring).
 
@@ -314,6 +316,8 @@ async def allocate(
         admit_first: evaluations to admit (pending → running, :func:`uep_scheduler.dispatch.admit`) in this
             transaction before the pass, so a new evaluation's admission and first dispatch commit together.
         now: the pass's clock (tests pass a simulated one); default the current UTC time.
+        call_seconds: recent call time per model (:class:`uep_scheduler.capacity.CallTimes`), for the items kept
+            queued at inference; a model without one gets no queue.
 
     Returns:
         What was leased and re-dispatched.
@@ -349,12 +353,18 @@ async def allocate(
         return result
 
     limits = aimd if settings.adaptive_concurrency else {}
+    calls = call_seconds or {}
     model_cap = {
-        m: model_bound(models[m], settings.model_lease_factor, limits.get(m)) for m in {e.model_id for e in waiting.values()}
+        m: model_bound(models[m], settings.model_lease_factor, limits.get(m), calls.get(m), settings.model_queue_seconds)
+        for m in {e.model_id for e in waiting.values()}
     }
     ev_cap = {
         i: evaluation_bound(
-            e, settings.max_in_flight_per_evaluation, settings.max_in_flight_global, settings.max_evaluation_share
+            e,
+            settings.max_in_flight_per_evaluation,
+            settings.max_in_flight_global,
+            settings.max_evaluation_share,
+            model_cap[e.model_id],
         )
         for i, e in waiting.items()
     }

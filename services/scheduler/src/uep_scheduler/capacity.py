@@ -4,10 +4,24 @@ Bounds on items leased and not yet scored (open leases in PostgreSQL, so they ho
 evaluation and every scheduler replica):
 
 - per model: ``model_lease_factor`` × its serving capacity (``models.max_in_flight``; no bound when the
-  registry gives none), lowered by the adaptive limit below;
-- per evaluation: its ``max_parallel`` (``config["max_in_flight"]``) or the scheduler's default, and at
-  most ``ceil(max_evaluation_share × max_in_flight_global)``;
+  registry gives none), lowered by the adaptive limit below, plus the items kept queued at inference
+  (:func:`queue_depth`);
+- per evaluation: its ``max_parallel`` (``config["max_in_flight"]``), else the larger of the scheduler's
+  default and its model's bound (an evaluation alone keeps its model busy), and at most
+  ``ceil(max_evaluation_share × max_in_flight_global)``;
 - globally: ``max_in_flight_global``.
+
+The queue at inference: a lease is released only once the item's score has travelled inference → scorer →
+broker → scheduler, and the next item then travels out again (0.1–0.3 s on the local stack). With exactly
+as many leases as slots the model idles for that round trip after every call. So a model with a known call
+time gets ``ceil(slots × model_queue_seconds / call time)`` more leases (at most :data:`MAX_QUEUE_PER_SLOT`
+per slot): those items wait at inference, whose per-replica semaphore (``uep_inference.service.ModelLimits``)
+still admits only ``slots`` calls at once, and take a slot the moment it frees. By Little's law the model then
+stays busy while the round trip is shorter than ``model_queue_seconds``. The costs are bounded by the same
+time: a new urgent evaluation's first item waits behind at most that much queued work (the fair queue still
+decides every lease), and a cancelled or stopped evaluation's queued items are dropped by inference without a
+model call (``uep_inference.ended``). The call time is :class:`CallTimes`, learned from the scores this
+replica sees; before a model's first score there is no queue.
 
 Adaptive concurrency: additive increase, multiplicative decrease (Chiu & Jain, "Analysis of the Increase
 and Decrease Algorithms for Congestion Avoidance in Computer Networks", 1989; TCP congestion avoidance,
@@ -37,22 +51,77 @@ OVERLOAD_ERRORS = frozenset({"triton_unavailable", "openai_unavailable", "timeou
 transient kinds)."""
 
 
-def evaluation_bound(ev: Evaluation, default: int, global_max: int, share: float) -> int:
-    """Open leases allowed for ``ev``: its ``max_parallel`` (stored as ``config["max_in_flight"]``) or
-    ``default``, capped at ``ceil(share × global_max)``."""
+MAX_QUEUE_PER_SLOT = 32
+"""Items queued at inference per model slot, at most, whatever the call time (a model answering errors in
+microseconds must not get thousands of leases)."""
+
+CALL_TIME_WEIGHT = 0.1
+"""Weight of each new call in the moving average of :class:`CallTimes` (about the last 10–20 calls count)."""
+
+
+class CallTimes:
+    """Recent model call time per model (seconds): an exponentially weighted moving average of the
+    ``latency_ms`` of successful scores (the model call's wall time, without the wait for a slot), each call
+    weighing :data:`CALL_TIME_WEIGHT`. In memory, per scheduler replica: a replica that restarts learns it
+    again from the next scores, and until then queues nothing (:func:`queue_depth`)."""
+
+    def __init__(self) -> None:
+        self._seconds: dict[uuid.UUID, float] = {}
+
+    def observe(self, scores: list[ScoreComputed]) -> None:
+        """Fold the call times of ``scores`` in (failed calls and scores without a latency are skipped: a fast
+        error says nothing about how long the model takes)."""
+        for s in scores:
+            if s.error is None and s.latency_ms is not None and s.latency_ms >= 0:
+                seconds = s.latency_ms / 1000.0
+                old = self._seconds.get(s.model_id)
+                self._seconds[s.model_id] = seconds if old is None else old + CALL_TIME_WEIGHT * (seconds - old)
+
+    def get(self, model_id: uuid.UUID) -> float | None:
+        """The model's recent call time in seconds, or None before its first successful score."""
+        return self._seconds.get(model_id)
+
+    def as_dict(self) -> dict[uuid.UUID, float]:
+        """A copy of every model's call time."""
+        return dict(self._seconds)
+
+
+def queue_depth(slots: float, call_seconds: float | None, queue_seconds: float) -> int:
+    """Items to keep queued at inference for a model with ``slots`` calls at once whose calls take
+    ``call_seconds``: ``ceil(slots × queue_seconds / call_seconds)`` — the items the model serves in
+    ``queue_seconds`` — at most ``ceil(slots × MAX_QUEUE_PER_SLOT)``; 0 when the call time is unknown or
+    ``queue_seconds`` is 0."""
+    if queue_seconds <= 0 or call_seconds is None:
+        return 0
+    cap = math.ceil(slots * MAX_QUEUE_PER_SLOT)
+    return min(cap, math.ceil(slots * queue_seconds / max(call_seconds, 1e-4)))
+
+
+def evaluation_bound(ev: Evaluation, default: int, global_max: int, share: float, model_window: int | None = None) -> int:
+    """Open leases allowed for ``ev``: its ``max_parallel`` (stored as ``config["max_in_flight"]``), else the
+    larger of ``default`` and ``model_window`` (its model's bound, :func:`model_bound`; None when the model has
+    none), capped at ``ceil(share × global_max)``."""
     explicit = parse_evaluation_config(ev.config).max_in_flight
-    return max(1, min(int(explicit or default), math.ceil(share * global_max)))
+    wanted = int(explicit) if explicit else max(default, model_window or 0)
+    return max(1, min(wanted, math.ceil(share * global_max)))
 
 
-def model_bound(model: Model, factor: float, adaptive_limit: float | None) -> int | None:
-    """Open leases allowed for ``model`` across every evaluation: ``floor(factor × min(capacity, adaptive
-    limit))`` (at least 1), or None (unbounded) when the registry has no capacity for it."""
+def model_bound(
+    model: Model,
+    factor: float,
+    adaptive_limit: float | None,
+    call_seconds: float | None = None,
+    queue_seconds: float = 0.0,
+) -> int | None:
+    """Open leases allowed for ``model`` across every evaluation: ``floor(factor × slots)`` (at least 1) with
+    ``slots = min(capacity, adaptive limit)``, plus :func:`queue_depth` of those slots; None (unbounded) when the
+    registry has no capacity for it."""
     if not model.max_in_flight:
         return None
     cap = float(model.max_in_flight)
     if adaptive_limit is not None:
         cap = min(cap, max(1.0, adaptive_limit))
-    return max(1, math.floor(factor * cap))
+    return max(1, math.floor(factor * cap)) + queue_depth(cap, call_seconds, queue_seconds)
 
 
 async def adapt(session: AsyncSession, scores: list[ScoreComputed]) -> dict[uuid.UUID, str]:

@@ -46,6 +46,11 @@ def model_target(model: Model) -> ModelTarget:
         temperature=d.get("temperature", 0.0),
         stop=d.get("stop", []),
         max_concurrency=model.max_in_flight,
+        kind=model.kind,
+        contract=model.contract,
+        spec=model.spec or {},
+        api_key_encrypted=model.api_key_encrypted.decode() if model.api_key_encrypted else None,
+        api_key_ref=model.api_key_ref,
     )
 
 
@@ -126,22 +131,28 @@ def stored_result(lease: type[SampleLease] | AliasedClass[SampleLease] = SampleL
     )
 
 
-async def release(session: AsyncSession, items: list[tuple[uuid.UUID, uuid.UUID, int, str]]) -> set[uuid.UUID]:
-    """Release the open leases of scored items ``(evaluation_id, sample_id, repeat, arm)``.
+async def release(
+    session: AsyncSession, items: list[tuple[uuid.UUID, uuid.UUID, int, str]], leased_at: list[datetime] | None = None
+) -> set[uuid.UUID]:
+    """Release the open leases of scored items ``(evaluation_id, sample_id, repeat, arm)``; when ``leased_at`` is
+    given, the lease time of each lease released is appended to it (for the end-to-end latency metric).
 
     Returns the evaluations concerned (to top up). Must run inside a transaction.
     """
     if not items:
         return set()
-    await session.execute(
+    released = await session.execute(
         update(SampleLease)
         .where(
             SampleLease.state == "leased",
             tuple_(SampleLease.evaluation_id, SampleLease.sample_id, SampleLease.repeat, SampleLease.arm).in_(items),
         )
         .values(state="released", released_at=func.now())
+        .returning(SampleLease.leased_at)
         .execution_options(synchronize_session=False)
     )
+    if leased_at is not None:
+        leased_at.extend(released.scalars())
     return {i[0] for i in items}
 
 

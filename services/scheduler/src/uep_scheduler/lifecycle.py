@@ -53,6 +53,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, a
 
 from uep_common.background import BackgroundLoop
 from uep_common.configs import parse_benchmark_config
+from uep_common.consuming import item_spans
 from uep_common.db.lifecycle import LOCK_NAMESPACE, DeadLetter, SchedulerInstance, lock_evaluation
 from uep_common.db.models import Benchmark, OutboxMessage, SampleLease, SampleResult
 from uep_common.events import ErrorInfo, EvaluationStatus, ScoreComputed, Topics
@@ -60,11 +61,13 @@ from uep_common.lifecycle import interrupt_running
 from uep_common.messaging import DEAD_LETTER_TOPIC, consumer_options
 from uep_common.outbox import OutboxRelay, add_to_outbox
 from uep_common.settings import CommonSettings
+from uep_common.telemetry import tracer
 
 if TYPE_CHECKING:
     from uep_common.service import ServiceRuntime
 
 log = logging.getLogger(__name__)
+_tracer = tracer("uep.scheduler")
 
 # What ``broker.subscriber(...)`` returns, as a decorator of a subscriber function: mypy resolves the call to
 # ``Any`` (its overloads are ambiguous given ``**consumer_options(...)``), so it is bound to this type first.
@@ -389,7 +392,7 @@ def register_dead_letters(broker: KafkaBroker, settings: CommonSettings, session
         **consumer_options(settings, "scheduler.dead-letters"),
         batch=True,
         max_records=200,
-        batch_timeout_ms=50,
+        batch_timeout_ms=500,  # dead letters are rare and not urgent: an idle consumer wakes once a second
         ack_policy=AckPolicy.NACK_ON_ERROR,
         title="scheduler:DeadLetter",
         description="Keeps every dead-lettered message, with its reason, in PostgreSQL (dead_letters).",
@@ -400,8 +403,10 @@ def register_dead_letters(broker: KafkaBroker, settings: CommonSettings, session
         raw = msg.raw_message
         records = raw if isinstance(raw, tuple | list) else (raw,)
         batch = [(r.value or b"", dict(r.headers or ()), r.key) for r in records]
-        async with sessionmaker() as s, s.begin():
-            await store_dead_letters(s, batch)
+        # a span per dead letter in its message's trace (the headers are the original message's)
+        with item_spans(_tracer, "store dead letter", [(b, b[1]) for b in batch]):
+            async with sessionmaker() as s, s.begin():
+                await store_dead_letters(s, batch)
         log.info("stored %d dead letter(s)", len(batch))
 
 

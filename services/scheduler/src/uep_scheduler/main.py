@@ -5,6 +5,7 @@ from faststream.asgi import AsgiFastStream
 from uep_common.outbox import OutboxRelay
 from uep_common.service import ServiceRuntime, build_app, serve
 from uep_common.wakeups import WaitingListener
+from uep_scheduler.instruments import sample_database
 from uep_scheduler.lifecycle import install as install_lifecycle
 from uep_scheduler.service import Scheduler, register
 from uep_scheduler.settings import SchedulerSettings
@@ -35,7 +36,8 @@ def create_app() -> tuple[AsgiFastStream, SchedulerSettings]:
         await lifecycle.stop()
         await relay.stop()
 
-    return build_app(runtime, on_startup=[start_loops], on_shutdown=[stop_loops]), settings
+    samplers = [sample_database(runtime.sessionmaker)]  # queue depths, leases, AIMD limits, outbox, budgets
+    return build_app(runtime, on_startup=[start_loops], on_shutdown=[stop_loops], samplers=samplers), settings
 
 
 def main() -> None:

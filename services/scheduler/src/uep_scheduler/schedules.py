@@ -86,7 +86,7 @@ async def _create_run(s: AsyncSession, sch: Schedule, scheduled_for: datetime, t
     error = None
     evaluation_id = None
     bench = await find_benchmark(s, sch.benchmark, o.get("benchmark_version"))
-    model = await find_model(s, sch.model, o.get("model_version"))
+    model = await find_model(s, sch.model, o.get("model_version"), sch.tenant_id)
     if bench is None or bench.sample_count == 0:
         error = f"benchmark {sch.benchmark!r} not found or empty"
     elif model is None:

@@ -24,8 +24,9 @@ from uep_common.db.models import OutboxMessage
 from uep_common.events import EvaluationRequested, SampleDispatched, ScoreComputed, Topics
 from uep_common.messaging import consumer_options
 from uep_common.outbox import OutboxRelay
+from uep_scheduler import instruments
 from uep_scheduler.allocation import PassResult, allocate
-from uep_scheduler.capacity import adapt
+from uep_scheduler.capacity import CallTimes, adapt
 from uep_scheduler.dispatch import evaluations_to_reconcile, release
 from uep_scheduler.schedules import run_due_schedules
 from uep_scheduler.settings import SchedulerSettings
@@ -54,6 +55,8 @@ class Scheduler:
         self._next_orphan_sweep = 0.0
         self._to_admit: set[uuid.UUID] = set()
         self._publishing: set[asyncio.Task[None]] = set()
+        self.call_times = CallTimes()
+        """Recent call time per model, from the scores: how many items to keep queued at inference."""
         self._admitted: OrderedDict[uuid.UUID, None] = OrderedDict()
         """Evaluations this process admitted lately (bounded): their EvaluationRequested, arriving after the
         NOTIFY admitted them, is skipped without a transaction."""
@@ -84,15 +87,24 @@ class Scheduler:
         first; publishes the SampleDispatched rows it claimed, and kicks the relay for an evaluation it ended."""
         async with self._pass_lock:
             to_admit, self._to_admit = sorted(self._to_admit), set()
+            start = time.perf_counter()
             try:
                 async with self.sm() as s, s.begin():
                     result = await allocate(
-                        s, self.settings, reconcile=reconcile, orphans_before=orphans_before, admit_first=to_admit
+                        s,
+                        self.settings,
+                        reconcile=reconcile,
+                        orphans_before=orphans_before,
+                        admit_first=to_admit,
+                        call_seconds=self.call_times.as_dict(),
                     )
             except BaseException:
                 self._to_admit.update(to_admit)  # the next pass tries again
                 raise
             self._remember(result.admitted)
+        instruments.observe_pass(
+            sum(result.leased.values()), sum(result.redispatched.values()), reconcile, time.perf_counter() - start
+        )
         for evaluation_id in set(to_admit) - set(result.admitted):
             log.info("evaluation %s not admitted (not pending or running)", evaluation_id)
         if result.outbox:  # published now, beside the next pass; the relay takes over what fails
@@ -110,25 +122,28 @@ class Scheduler:
             log.exception("publishing %d claimed SampleDispatched rows failed", len(rows))
 
     async def on_scored(self, scores: list[ScoreComputed]) -> None:
-        """Release the leases of scored items, settle their budget reservations, adapt model limits, wake
-        the allocator."""
+        """Release the leases of scored items, settle their budget reservations, adapt model limits, learn the
+        models' call times, wake the allocator."""
+        self.call_times.observe(scores)
         items = [(e.evaluation_id, e.sample_id, e.repeat, e.arm) for e in scores]
+        leased_at: list[datetime] = []
         async with self.sm() as s, s.begin():
-            evaluations = await release(s, items)
+            evaluations = await release(s, items, leased_at)
             await budget.settle_scores(s, scores)
             if self.settings.adaptive_concurrency:
                 moved = await adapt(s, scores)
                 if moved:
                     log.info("adaptive concurrency: %s", moved)
+        instruments.observe_released(leased_at)  # committed: end-to-end latency of each released lease
         if evaluations:
             self.wake()
 
-    async def reconcile_once(self) -> None:
+    async def reconcile_once(self) -> bool:
         """One reconcile pass: admit stale pending evaluations, create due scheduled runs, allocate with
         expired-lease re-dispatch (and, every ``orphan_sweep_seconds``, re-dispatch of items scored but never
-        stored)."""
+        stored). Returns whether anything is under way (an evaluation running or pending, a run created)."""
         async with self.sm() as s:
-            _running, pending = await evaluations_to_reconcile(s, self.settings.admit_pending_after_seconds)
+            running, pending = await evaluations_to_reconcile(s, self.settings.admit_pending_after_seconds)
         self._to_admit.update(pending)  # admitted by the pass below, in its transaction
         created = await run_due_schedules(self.sm)
         if created:
@@ -137,18 +152,24 @@ class Scheduler:
         if time.monotonic() >= self._next_orphan_sweep:
             self._next_orphan_sweep = time.monotonic() + self.settings.orphan_sweep_seconds
             orphans_before = datetime.now(UTC) - timedelta(seconds=self.settings.orphan_grace_seconds)
-        await self.allocate_once(reconcile=True, orphans_before=orphans_before)
+        result = await self.allocate_once(reconcile=True, orphans_before=orphans_before)
+        return bool(running or pending or created or result.dispatched)
 
     def _until_reconcile(self) -> float:
         return self._next_reconcile - time.monotonic()
 
     async def _round(self) -> None:
-        """A reconcile pass when one is due, else an allocation pass."""
+        """A reconcile pass when one is due, else an allocation pass. Reconcile passes come every
+        ``tick_seconds`` while work is under way and every ``idle_tick_seconds`` when there is none; an
+        allocation pass that dispatched or admitted brings the next one back to ``tick_seconds``."""
         if time.monotonic() >= self._next_reconcile:
-            await self.reconcile_once()
-            self._next_reconcile = time.monotonic() + self.settings.tick_seconds
+            busy = await self.reconcile_once()
+            tick = self.settings.tick_seconds if busy else max(self.settings.tick_seconds, self.settings.idle_tick_seconds)
+            self._next_reconcile = time.monotonic() + tick
         else:
-            await self.allocate_once()
+            result = await self.allocate_once()
+            if result.dispatched or result.admitted:
+                self._next_reconcile = min(self._next_reconcile, time.monotonic() + self.settings.tick_seconds)
 
     def start(self) -> None:
         """Start the allocation task."""
@@ -167,7 +188,7 @@ def register(broker: KafkaBroker, settings: SchedulerSettings, scheduler: Schedu
 
     subscribe_requests: _Subscribe = broker.subscriber(
         Topics.EVALUATION_REQUESTED,
-        **(consumer_options(settings, "scheduler.requests") | {"fetch_max_wait_ms": settings.requests_fetch_max_wait_ms}),
+        **consumer_options(settings, "scheduler.requests"),
         ack_policy=AckPolicy.NACK_ON_ERROR,
         title="scheduler:EvaluationRequested",
         description="Admits an evaluation and dispatches its first items.",
@@ -183,7 +204,7 @@ def register(broker: KafkaBroker, settings: SchedulerSettings, scheduler: Schedu
         **consumer_options(settings, "scheduler.scores"),
         batch=True,
         max_records=500,
-        batch_timeout_ms=20,
+        batch_timeout_ms=settings.scores_batch_timeout_ms,
         ack_policy=AckPolicy.NACK_ON_ERROR,
         title="scheduler:ScoreComputed",
         description="Releases the leases of scored items and dispatches the next ones.",
@@ -191,6 +212,15 @@ def register(broker: KafkaBroker, settings: SchedulerSettings, scheduler: Schedu
 
     @subscribe_scores
     # The reporter dead-letters undecodable scores (here they are skipped); their leases expire and re-dispatch.
-    @consume(broker, ScoreComputed, batch=True, dead_letter_undecodable=False)
+    @consume(
+        broker,
+        ScoreComputed,
+        batch=True,
+        dead_letter_undecodable=False,
+        span="release leases",
+        attributes=lambda events: {"uep.batch_size": len(events)},
+        item_span="release lease",  # in each item's own trace, for the batch's duration
+        item_attributes=lambda e: {"uep.item": e.item_key()},
+    )
     async def on_scores(events: list[ScoreComputed]) -> None:
         await scheduler.on_scored([e for e in events if e.rescore_id is None])  # a re-score holds no lease

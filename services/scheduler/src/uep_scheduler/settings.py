@@ -24,6 +24,14 @@ class SchedulerSettings(CommonSettings):
         description="Leases per model at most this × its registered capacity (models.max_in_flight), across every "
         "evaluation and scheduler replica; > 1 keeps items queued at inference while results travel back.",
     )
+    model_queue_seconds: float = Field(
+        0.5,
+        ge=0,
+        description="Work kept queued at inference per model, in seconds of the model's recent call time: that many "
+        "more leases than slots (at most 32 per slot), so a slot that frees takes the next item at once instead of "
+        "idling while a score travels back and a new lease out. A new urgent evaluation waits behind at most this "
+        "much queued work; 0: leases = slots (uep_scheduler.capacity).",
+    )
     adaptive_concurrency: bool = Field(
         True, description="Additive increase / multiplicative decrease of a model's limit on transient errors."
     )
@@ -45,12 +53,19 @@ class SchedulerSettings(CommonSettings):
     )
     orphan_sweep_seconds: float = Field(15.0, gt=0, description="Period of the sweep for such items (a reconcile pass).")
     tick_seconds: float = Field(1.0, gt=0, description="Period of the reconcile loop (allocation, expired leases, schedules).")
-    admit_pending_after_seconds: float = Field(
-        5.0, ge=0, description="Admit a pending evaluation whose EvaluationRequested was not seen after this long."
+    idle_tick_seconds: float = Field(
+        5.0,
+        gt=0,
+        description="Period of the reconcile loop while no evaluation is running or pending (admissions and results "
+        "wake the allocator at once either way; due cron runs start up to this late).",
     )
-    requests_fetch_max_wait_ms: int = Field(
+    scores_batch_timeout_ms: int = Field(
         100,
         ge=1,
-        description="Long-poll wait of the EvaluationRequested consumer. Admission normally comes from the "
-        "gateway's NOTIFY (uep_common.wakeups); the event is the contract and the fallback, so it need not poll fast.",
+        description="Batch wait of the ScoreComputed consumer: a batch is taken as soon as scores are there; with none "
+        "the consumer polls again after twice this (FastStream's batch loop), so it paces idle wake-ups and adds at "
+        "most this to a score arriving after a quiet spell (hidden by the queue at inference).",
+    )
+    admit_pending_after_seconds: float = Field(
+        5.0, ge=0, description="Admit a pending evaluation whose EvaluationRequested was not seen after this long."
     )

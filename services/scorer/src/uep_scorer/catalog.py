@@ -13,7 +13,8 @@ from uep_scorer.metrics import available_metrics, get_metric
 
 
 def catalogue_rows() -> list[dict[str, Any]]:
-    """One row per registered metric: name, version, params (name → description), source, param types."""
+    """One row per registered metric: name, version, params (name → description), source, param types, required
+    params and the JSON Schema of the reference it reads."""
     rows = []
     for name in available_metrics():
         m = get_metric(name)
@@ -25,6 +26,7 @@ def catalogue_rows() -> list[dict[str, Any]]:
                 "source": m.source,
                 "param_types": dict(m.param_types),
                 "required_params": list(m.required_params),
+                "reference_schema": dict(m.reference_schema),
             }
         )
     return rows
@@ -36,7 +38,10 @@ async def register_catalogue(sessionmaker: async_sessionmaker[AsyncSession]) -> 
     stmt = pg_insert(MetricCatalogEntry).values(rows)
     stmt = stmt.on_conflict_do_update(
         index_elements=["name"],
-        set_={k: getattr(stmt.excluded, k) for k in ("version", "params", "source", "param_types", "required_params")},
+        set_={
+            k: getattr(stmt.excluded, k)
+            for k in ("version", "params", "source", "param_types", "required_params", "reference_schema")
+        },
     )
     async with sessionmaker() as s, s.begin():
         await s.execute(stmt)

@@ -1,6 +1,10 @@
 """Rescoring in the scorer: read an evaluation's stored outputs and score them again with the current
 metric versions, publishing one ScoreComputed (``rescore_id`` set) per item. The model is not called; the
-reporter applies the new scores, keeps the replaced ones and records what changed."""
+reporter applies the new scores, keeps the replaced ones and records what changed.
+
+A classifier's or ranker's stored ``prediction`` is its answer and is scored again as it is; an LLM's stored
+prediction is what the metric read from its text, so its text is read again (the metric's rule may have
+changed), never the stored reading."""
 
 from __future__ import annotations
 
@@ -10,8 +14,8 @@ from faststream.kafka import KafkaBroker
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from uep_common.db.models import SampleResult
-from uep_common.events import OutputGenerated, RescoreRequested, ScoreComputed
+from uep_common.db.models import Model, SampleResult
+from uep_common.events import ModelKind, OutputGenerated, Prediction, RescoreRequested, ScoreComputed
 from uep_common.messaging import publish_event
 from uep_scorer.references import ReferenceStore
 from uep_scorer.scoring import score_output
@@ -26,6 +30,9 @@ async def rescore(
     """Publish a re-computed ScoreComputed for every stored result of ``request.evaluation_id`` that has an
     output (rows that only carry an inference error have nothing to score). Returns the number published."""
     published, last_id = 0, 0
+    async with sessionmaker() as s:
+        kind = await s.scalar(select(Model.kind).where(Model.id == request.model_id))
+    structured = kind not in (None, ModelKind.generation)  # the model's own answer, not a reading of text
     while True:
         async with sessionmaker() as s:
             rows = (
@@ -57,6 +64,7 @@ async def rescore(
                 latency_ms=row.latency_ms,
                 prompt_tokens=row.prompt_tokens,
                 completion_tokens=row.completion_tokens,
+                prediction=Prediction.model_validate(row.prediction) if structured and row.prediction else None,
             )
             score = await score_output(output, refs)
             if not isinstance(score, ScoreComputed):  # judge-graded items are re-judged by the judge, not here

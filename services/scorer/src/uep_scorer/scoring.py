@@ -9,8 +9,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from uep_common.events import ErrorInfo, JudgeRequested, OutputGenerated, ScoreComputed
-from uep_scorer.metrics import MetricInputError, get_metric
+from uep_common.configs import BenchmarkConfig, MetricConfig
+from uep_common.events import ErrorInfo, JudgeRequested, OutputGenerated, Prediction, ScoreComputed
+from uep_scorer.metrics import MetricInputError, MetricResult, PredictionMetric, get_metric
 from uep_scorer.metrics.base import NO_ANSWER
 from uep_scorer.references import ReferenceStore
 
@@ -35,8 +36,47 @@ def hybrid_route_reason(is_correct: bool | None, extraction: str | None) -> str 
     return None
 
 
+def metric_params(config: BenchmarkConfig, metric_cfg: MetricConfig) -> dict[str, Any]:
+    """The params a metric is called with: the configured ones, plus the benchmark's ``class_names`` as
+    ``labels`` for ``label_match`` when its params name none."""
+    params = dict(metric_cfg.params)
+    if metric_cfg.name == "label_match" and config.class_names and "labels" not in params:
+        params["labels"] = list(config.class_names)
+    return params
+
+
+def apply_metric(
+    name: str, prediction: Prediction | None, output: str, reference: dict[str, Any], params: dict[str, Any]
+) -> MetricResult:
+    """One metric's result on one output: ``score_prediction`` for a metric that reads structured answers
+    (:class:`~uep_scorer.metrics.PredictionMetric`), else ``score`` on the text. Blocking (run it in a thread).
+
+    Raises:
+        uep_scorer.metrics.UnknownMetricError, MetricInputError: as the metric.
+    """
+    metric = get_metric(name)
+    if isinstance(metric, PredictionMetric):
+        return metric.score_prediction(prediction, output, reference, params)
+    return metric.score(output, reference, params)
+
+
+def _item_metrics(result: MetricResult) -> dict[str, Any]:
+    metric = get_metric(result.name)
+    metrics: dict[str, Any] = {result.name: result.score}
+    metrics.update({k: result.details.get(k) for k in getattr(metric, "submetrics", ())})
+    submetrics = result.details.get("submetrics")
+    if isinstance(submetrics, dict):
+        metrics.update(submetrics)
+    return metrics
+
+
 async def score_output(event: OutputGenerated, refs: ReferenceStore) -> ScoreComputed | JudgeRequested:
-    """Score one output with its benchmark's metric (``config.metric = {name, params}``).
+    """Score one output with its benchmark's metrics (:attr:`~uep_common.configs.BenchmarkConfig.item_metrics`:
+    the first decides the verdict; each other one adds its score and submetrics to ``metrics``).
+
+    A metric that reads structured answers gets the output's ``prediction`` (a classifier's label, a ranker's
+    ranking); the ScoreComputed carries the prediction scored (the model's, or the label or ranking the metric
+    read from an LLM's text).
 
     ``llm_judge`` (and other non-automatic) benchmarks: a JudgeRequested instead. ``hybrid``: the metric
     first; a decided item gets its ScoreComputed with ``metrics["decided_by"] = "automatic"``, an undecided
@@ -64,22 +104,34 @@ async def score_output(event: OutputGenerated, refs: ReferenceStore) -> ScoreCom
             score=None,
             error=ErrorInfo(stage="scoring", type="benchmark_config_error", message=str(exc)[:2000]),
         )
-    metric_cfg = config.metric
+    metric_cfg = config.scoring_metric
     name = config.metric_name or "unknown"
     hybrid = evaluation_type == "hybrid"
     if evaluation_type not in ("automatic", "hybrid") and event.error is None:
         return JudgeRequested(**common, **passthrough, prompt=event.prompt)
     if hybrid and event.error is None and event.output is not None and metric_cfg is None:
         return JudgeRequested(**common, **passthrough, prompt=event.prompt, route_reason="free_form")
-    if event.error is not None or event.output is None:
+    if event.error is not None or (event.output is None and event.prediction is None):
         error = event.error or ErrorInfo(stage="inference", type="no_output", message="model returned no output")
         return ScoreComputed(
             **common, **passthrough, metric_name=name, metric_version="-", is_correct=None, score=None, error=error
         )
     try:
-        metric = get_metric(name)
         reference = await refs.reference(event.sample_id)
-        result = await asyncio.to_thread(metric.score, event.output, reference, metric_cfg.params if metric_cfg else {})
+        result = await asyncio.to_thread(
+            apply_metric,
+            name,
+            event.prediction,
+            event.output or "",
+            reference,
+            metric_params(config, metric_cfg) if metric_cfg else {},
+        )
+        extra = [
+            await asyncio.to_thread(
+                apply_metric, m.name, event.prediction, event.output or "", reference, metric_params(config, m)
+            )
+            for m in config.item_metrics[1:]
+        ]
     except MetricInputError as exc:  # the benchmark's data or metric params are wrong: one line, no traceback
         log.warning("scoring %s: benchmark configuration error: %s", event.item_key(), exc)
         return ScoreComputed(
@@ -102,8 +154,10 @@ async def score_output(event: OutputGenerated, refs: ReferenceStore) -> ScoreCom
             score=None,
             error=ErrorInfo(stage="scoring", type=type(exc).__name__, message=str(exc)[:2000]),
         )
-    metrics: dict[str, Any] = {result.name: result.score}
-    metrics.update({k: result.details.get(k) for k in getattr(metric, "submetrics", ())})
+    metrics: dict[str, Any] = {}
+    for other in extra:
+        metrics.update(_item_metrics(other))
+    metrics.update(_item_metrics(result))
     metrics.update({k: str(result.details[k]) for k in LABELS if k in result.details})
     metrics.update({k: str(result.details[k]) for k in DIAGNOSTICS if result.details.get(k)})
     if hybrid:  # automatic metric first; what it cannot decide goes to the judge (the hybrid evaluation type)
@@ -121,4 +175,5 @@ async def score_output(event: OutputGenerated, refs: ReferenceStore) -> ScoreCom
         score=result.score,
         extracted=result.extracted,
         metrics=metrics,
+        prediction=event.prediction or (Prediction(**result.prediction) if result.prediction else None),
     )

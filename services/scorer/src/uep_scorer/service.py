@@ -7,6 +7,7 @@ a scoring failure becomes a ScoreComputed with a ``scoring`` error. No output is
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
 
 from faststream import AckPolicy
@@ -17,6 +18,7 @@ from uep_common.consuming import consume
 from uep_common.events import JudgeRequested, OutputGenerated, RescoreRequested, ScoreComputed, Topics
 from uep_common.messaging import consumer_options, publish_event
 from uep_common.telemetry import tracer
+from uep_scorer import instruments
 from uep_scorer.references import ReferenceStore
 from uep_scorer.rescoring import rescore
 from uep_scorer.scoring import score_output
@@ -52,7 +54,9 @@ def register(
     @subscribe_outputs
     @consume(broker, OutputGenerated, span="score sample", attributes=lambda e: {"uep.item": e.item_key()}, tracer=_tracer)
     async def on_output(event: OutputGenerated) -> None:
+        start = time.perf_counter()
         out = await score_output(event, refs)
+        instruments.observe_scored(out, time.perf_counter() - start)
         await publish_event(broker, out)
 
     subscribe_rescores: _Subscribe = broker.subscriber(

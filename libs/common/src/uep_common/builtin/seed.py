@@ -97,6 +97,9 @@ def seed(settings: CommonSettings) -> str:
                         decoding_defaults=m.decoding_defaults,
                         max_in_flight=m.max_in_flight,
                         supports_logprobs=m.supports_logprobs,
+                        kind=m.kind,
+                        contract=m.contract,
+                        spec=m.spec,
                     )
                 )
                 added.append(f"model {m.name}")
@@ -108,6 +111,9 @@ def seed(settings: CommonSettings) -> str:
                     "decoding_defaults": m.decoding_defaults,
                     "max_in_flight": m.max_in_flight,
                     "supports_logprobs": m.supports_logprobs,
+                    "kind": m.kind,
+                    "contract": m.contract,
+                    "spec": m.spec,
                 }
                 changed = [k for k, v in wanted.items() if getattr(existing, k) != v]
                 for k in changed:

@@ -417,6 +417,9 @@ class MetricCatalogEntry(Base):
     param_types: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False, default=dict, server_default="{}")
     required_params: Mapped[list[Any]] = mapped_column(JSONB, nullable=False, default=list, server_default="[]")
     source: Mapped[str] = mapped_column(Text, nullable=False, default="")
+    reference_schema: Mapped[dict[str, Any]] = mapped_column(
+        JSONB, nullable=False, default=dict, server_default="{}", doc="JSON Schema of the sample reference the metric reads."
+    )
     registered_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now(), onupdate=func.now(), nullable=False
     )

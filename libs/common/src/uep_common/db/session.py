@@ -9,11 +9,15 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 # Every table on the metadata before any session flushes: a core table's foreign key may point at an area's
 # table (evaluations.schedule_id -> schedules), which SQLAlchemy resolves only if that table is registered.
 from uep_common.db import tables as _tables  # noqa: F401
+from uep_common.telemetry import instrument_engine
 
 
 def make_async_engine(database_url: str, pool_size: int = 10) -> AsyncEngine:
-    """Async engine for ``postgresql+psycopg://…`` URLs (psycopg 3 supports both modes)."""
-    return create_async_engine(database_url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+    """Async engine for ``postgresql+psycopg://…`` URLs (psycopg 3 supports both modes); its statements are
+    traced when the process exports spans (:func:`uep_common.telemetry.instrument_engine`)."""
+    engine = create_async_engine(database_url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+    instrument_engine(engine)
+    return engine
 
 
 def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:

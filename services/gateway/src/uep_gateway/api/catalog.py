@@ -1,4 +1,4 @@
-"""``GET /v1/benchmarks`` and ``GET /v1/models``.
+"""``GET /v1/benchmarks`` (the model registry is :mod:`uep_gateway.api.models`).
 
 A tenant sees the site catalogue (built-ins and benchmarks without an owner), benchmarks other tenants
 share, and its own private ones — row-level security enforces it and :func:`visible_benchmark` says the
@@ -15,9 +15,9 @@ from sqlalchemy import ColumnElement, or_, select, true
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common.configs import parse_benchmark_config
-from uep_common.db.models import BENCHMARK_STATUSES, Benchmark, Model
+from uep_common.db.models import BENCHMARK_STATUSES, Benchmark
 from uep_gateway.deps import db_session
-from uep_gateway.schemas import BenchmarkView, ModelView
+from uep_gateway.schemas import BenchmarkView
 from uep_gateway.tenancy import principal_of_session
 from uep_gateway.validation import NUL_CHECK
 
@@ -68,10 +68,3 @@ async def list_benchmarks(
     if status:
         q = q.where(Benchmark.status == status)
     return [benchmark_view(session, b) for b in await session.scalars(q)]
-
-
-@router.get("/models", response_model=list[ModelView])
-async def list_models(session: AsyncSession = Depends(db_session)) -> list[ModelView]:
-    """Every registered model."""
-    rows = await session.scalars(select(Model).order_by(Model.name, Model.created_at.desc()))
-    return [ModelView.model_validate(m, from_attributes=True) for m in rows]

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from uep_common import budget, lifecycle
 from uep_common.configs import check_evaluation_config, parse_benchmark_config, parse_evaluation_config
 from uep_common.creation import (
+    ModelUnusableError,
     WorkLimitRefused,
     WorkLimits,
     check_model_fits,
@@ -26,6 +27,7 @@ from uep_common.creation import (
     evaluation_config,
     lock_tenant_creations,
     new_evaluation,
+    usable_model,
 )
 from uep_common.db.models import EVALUATION_STATUSES, Benchmark, Evaluation, Model, Sample, SampleResult, Tenant
 from uep_common.events import EvaluationRequested, EvaluationStatus, EvaluationSummary
@@ -52,7 +54,7 @@ from uep_gateway.schemas import (
     ResultsPage,
 )
 from uep_gateway.settings import GatewaySettings
-from uep_gateway.tenancy import owned, tenant_filter
+from uep_gateway.tenancy import caller_tenant_id, owned, tenant_filter
 from uep_gateway.validation import INT32_MAX, NUL_CHECK
 
 router = APIRouter(prefix="/v1/evaluations", tags=["evaluations"], dependencies=NUL_CHECK)
@@ -102,17 +104,15 @@ async def resolve_benchmark(session: AsyncSession, ref: str, version: str | None
 
 
 async def resolve_model(session: AsyncSession, ref: str, version: str | None, loc: tuple[Any, ...] | None = None) -> Model:
-    """Model by name or id (newest version unless ``version``). Raises 422 naming the field (``loc``, default
-    ``body.model`` / ``body.model_version``)."""
-    as_id = _as_uuid(ref)
-    q = select(Model).where(Model.id == as_id) if as_id else select(Model).where(Model.name == ref)
-    if version:
-        q = q.where(Model.version == version)
-    model = await session.scalar(q.order_by(Model.created_at.desc()).limit(1))
-    if model is None:
-        loc = loc or (("body", "model_version") if version else ("body", "model"))
-        raise FieldError(422, loc, f"unknown model {ref!r}" + (f" version {version!r}" if version else ""), "unknown_model")
-    return model
+    """The model the caller means by ``ref`` (name, ``name@version`` or id) among the models its tenant may see
+    and evaluate (:func:`uep_common.creation.usable_model`: its own, then site, then shared; the newest active
+    version unless ``version``). Raises 422 naming the field (``loc``, default ``body.model`` /
+    ``body.model_version``): ``unknown_model``, ``model_inactive`` (deactivated), ``conflicting_fields``."""
+    try:
+        return await usable_model(session, ref, version, caller_tenant_id(session))
+    except ModelUnusableError as exc:
+        where = ("body", exc.field) if loc in (None, ("body", "model")) else loc
+        raise FieldError(422, where, exc.reason, exc.kind) from exc
 
 
 @router.post("", status_code=202, response_model=EvaluationAccepted)

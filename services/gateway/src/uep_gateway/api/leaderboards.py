@@ -6,7 +6,9 @@
 - ``GET /v1/leaderboards/{benchmark}?score_type=&item_set=&top=&benchmark_version=``: the ranked board of one
   item set (benchmark version × samples evaluated: only runs on the same items are ranked together; the
   board's other item sets are listed in ``item_sets``), tie groups. A/B arms are on no board unless created
-  with ``release: true``.
+  with ``release: true``. ``score_type`` may also be any set-level metric the benchmark's evaluations have
+  (``f1_macro``, ``roc_auc``, ``ndcg@10``, ``mrr``…, listed in ``score_types``); the default is the board with
+  most evaluations, which for a benchmark with a primary metric is that metric.
 - ``GET /v1/leaderboards/{benchmark}/history?score_type=&limit=``: snapshots with rank changes.
 - ``POST /v1/retention/run`` ``{"dry_run": bool, "keep_last": int | null, "benchmark"?, "model"?}`` and ``GET /v1/retention/runs/{id}``:
   a retention run executed by a reporter (which owns the artifact files); the POST waits up to ``wait_s``
@@ -72,7 +74,10 @@ class Entry(BaseModel):
     score: float | None
     ci_low: float | None
     ci_high: float | None
-    method: str = Field(description="wilson (accuracy) | bootstrap (mean of a continuous score) | none")
+    method: str = Field(
+        description="wilson (accuracy) | bootstrap (mean of a continuous score, or a set-level metric: F1, ROC-AUC, "
+        "NDCG@k…) | none"
+    )
     method_detail: str = Field(description="How the interval was computed, in words.")
     n: int = Field(description="Scored items of the evaluation.")
     evaluations: int = Field(description="Completed evaluations of this model version on the board.")
@@ -98,7 +103,10 @@ class Board(BaseModel):
 
     benchmark: str
     score_type: str | None
-    score_types: list[str] = Field(description="Every score type this benchmark has a board for.")
+    score_types: list[str] = Field(
+        description="Every score type this benchmark has a board for: the recorded ones, then the set-level metrics "
+        "(f1_macro, roc_auc, ndcg@10, mrr…) its evaluations' summaries carry."
+    )
     tie_rule: str
     item_set: str | None = Field(description="The item set ranked (default: the one with most entries, then most samples).")
     item_sets: list[ItemSet] = Field(description="Every item set of the board in the caller's view, the default first.")
@@ -152,7 +160,7 @@ class RetentionRunView(BaseModel):
 
 TIE_RULE = (
     "only entries evaluated on the same item set (benchmark version and samples) are ranked together; "
-    "sorted by score, then lower bound; an entry whose 95 % upper bound is below the current group leader's "
+    "sorted by score (lowest first for log_loss, brier and ece, with the rule mirrored), then lower bound; an entry whose 95 % upper bound is below the current group leader's "
     "lower bound starts a new group, otherwise it shares the leader's group; rank = 1 + entries in better groups"
 )
 
@@ -289,7 +297,12 @@ async def compare(
 @router.get("/v1/leaderboards/{benchmark}", response_model=Board)
 async def get_board(
     benchmark: str,
-    score_type: str | None = Query(None, max_length=100, description="Default: the benchmark's board with most evaluations."),
+    score_type: str | None = Query(
+        None,
+        max_length=100,
+        description="Default: the benchmark's board with most evaluations (its primary metric); also a set-level "
+        "metric such as f1_macro, roc_auc, ndcg@10 or mrr (see score_types).",
+    ),
     top: int | None = Query(None, ge=1, le=10_000, description="Only the first N entries (by position)."),
     benchmark_version: str | None = Query(None, max_length=64, description="Only evaluations of this benchmark version."),
     item_set: str | None = Query(

@@ -152,7 +152,8 @@ async def _lock_slug(session: AsyncSession, slug: str) -> None:
 
 @router.get("/metrics", response_model=list[MetricView])
 async def list_metrics(session: AsyncSession = Depends(db_session)) -> list[MetricView]:
-    """The metrics the scorer registered (name, version, parameters, source)."""
+    """The metrics the scorer registered (name, version, parameters, source, and the JSON Schema of the reference
+    each reads, which every uploaded row must fit)."""
     rows = await session.scalars(select(MetricCatalogEntry).order_by(MetricCatalogEntry.name))
     return [MetricView.model_validate(r, from_attributes=True) for r in rows]
 
@@ -259,7 +260,9 @@ async def upload_benchmark(
         max_prompt_chars=settings.max_prompt_chars,
     )
     try:
-        rows, version = await workers_of(request.app).run(check_upload, data, fmt, template, limits, config)
+        rows, version = await workers_of(request.app).run(
+            check_upload, data, fmt, template, limits, config, {metric.name: metric.reference_schema or {}}
+        )
     except UploadInvalid as exc:
         raise _invalid(exc) from None
     except BudgetExceeded as exc:

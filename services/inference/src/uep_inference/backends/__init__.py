@@ -10,7 +10,15 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from uep_inference.backends.base import BackendError, Generation, GenerationRequest, ModelBackend, Probe
+from uep_inference.backends.base import (
+    BackendError,
+    Generation,
+    GenerationRequest,
+    ModelBackend,
+    PredictionOutput,
+    PredictionRequest,
+    Probe,
+)
 from uep_inference.backends.registry import (
     Backends,
     check_against_contract,
@@ -19,7 +27,7 @@ from uep_inference.backends.registry import (
     transient_errors,
 )
 
-_FRAMEWORK = {"base", "registry"}
+_FRAMEWORK = {"base", "registry", "triton_contracts"}  # not backends: the triton backend's request builders
 
 for _module in pkgutil.iter_modules(__path__):
     if _module.name not in _FRAMEWORK:
@@ -33,6 +41,8 @@ __all__ = [
     "Generation",
     "GenerationRequest",
     "ModelBackend",
+    "PredictionOutput",
+    "PredictionRequest",
     "Probe",
     "check_against_contract",
     "register_backend",

@@ -68,6 +68,35 @@ class Generation:
 
 
 @dataclass(frozen=True)
+class PredictionRequest:
+    """One call of a non-generative model (``target.kind`` classification, ranking or embedding).
+
+    Classification: ``text`` (contract ``text``) or ``features`` (contract ``features``: finite floats).
+    Ranking and embedding retrieval: ``query`` and the ``candidates``' texts, in the sample's order.
+    ``timeout_s``: the call's deadline, seconds (> 0).
+    """
+
+    target: ModelTarget
+    timeout_s: float
+    text: str | None = None
+    features: tuple[float, ...] | None = None
+    query: str | None = None
+    candidates: tuple[str, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class PredictionOutput:
+    """A non-generative model's raw answer: a classifier's ``probabilities`` (one per class, in the model's
+    class order) and ``label_index`` (the class it predicts); a ranker's or an embedding model's ``scores``
+    (one per candidate, in the request's order; higher = more relevant). The service names the classes and
+    sorts the candidates (:mod:`uep_inference.predictions`)."""
+
+    probabilities: tuple[float, ...] | None = None
+    label_index: int | None = None
+    scores: tuple[float, ...] | None = None
+
+
+@dataclass(frozen=True)
 class Probe:
     """Whether a target answers: ``ok``; on failure ``kind`` (a :class:`BackendError` kind) and ``detail``;
     ``latency_ms``: the probe's wall time, milliseconds."""
@@ -111,6 +140,11 @@ class ModelBackend(Protocol):
     registry's ``models.supports_logprobs`` declares that it can; evaluation creation refuses a
     log-likelihood benchmark for a model that does not declare it).
 
+    ``predict(request)`` → :class:`PredictionOutput`: one call of a classifier, ranker or embedding model
+    (:class:`PredictionRequest`; the target's ``kind`` and ``contract`` say which), within
+    ``request.timeout_s``. Raises :class:`BackendError`; the kind ``contract_unsupported`` when the backend
+    cannot call a model of that kind and contract.
+
     ``probe(target, timeout_s)`` → :class:`Probe`: is the model of ``target`` loaded and answering; never
     raises for an unreachable or failing endpoint (``ok=False`` with the kind and detail).
 
@@ -128,6 +162,8 @@ class ModelBackend(Protocol):
     async def generate(self, request: GenerationRequest) -> Generation: ...
 
     async def loglikelihood(self, request: GenerationRequest) -> Generation: ...
+
+    async def predict(self, request: PredictionRequest) -> PredictionOutput: ...
 
     async def probe(self, target: ModelTarget, timeout_s: float) -> Probe: ...
 

@@ -17,7 +17,17 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import httpx
 
 from uep_common.events import ModelTarget
-from uep_inference.backends.base import BackendError, Generation, GenerationRequest, Loglik, Probe, registry_capacity
+from uep_inference.api_keys import ApiKeys
+from uep_inference.backends.base import (
+    BackendError,
+    Generation,
+    GenerationRequest,
+    Loglik,
+    PredictionOutput,
+    PredictionRequest,
+    Probe,
+    registry_capacity,
+)
 from uep_inference.backends.registry import register_backend
 
 if TYPE_CHECKING:
@@ -35,9 +45,15 @@ class OpenAIBackend:
     transient_errors: ClassVar[frozenset[str]] = frozenset({"openai_unavailable", "rate_limited"})
 
     def __init__(self, settings: InferenceSettings | None = None, transport: httpx.AsyncBaseTransport | None = None) -> None:
-        api_key = settings.openai_api_key if settings is not None else None
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._http = httpx.AsyncClient(headers=headers, transport=transport)
+        secret = settings.model_secret_key.get_secret_value() if settings is not None and settings.model_secret_key else None
+        self._keys = ApiKeys(secret, settings.openai_api_key if settings is not None else None)
+        self._http = httpx.AsyncClient(transport=transport)
+
+    def _headers(self, target: ModelTarget) -> dict[str, str]:
+        """The request headers for ``target``: its bearer token (:class:`uep_inference.api_keys.ApiKeys`), if any.
+        Raises :class:`BackendError` ``api_key_unavailable``."""
+        token = self._keys.for_target(target)
+        return {"Authorization": f"Bearer {token}"} if token else {}
 
     async def generate(self, request: GenerationRequest) -> Generation:
         """A chat completion with the prompt as the user message, or with ``chat=False`` a raw text
@@ -60,7 +76,9 @@ class OpenAIBackend:
         if request.stop:
             body["stop"] = list(request.stop[:MAX_STOP])
         try:
-            r = await self._http.post(target.endpoint.rstrip("/") + path, json=body, timeout=request.timeout_s)
+            r = await self._http.post(
+                target.endpoint.rstrip("/") + path, json=body, timeout=request.timeout_s, headers=self._headers(target)
+            )
         except httpx.HTTPError as exc:
             raise BackendError("openai_unavailable", repr(exc)) from exc
         check_status(r)
@@ -95,7 +113,7 @@ class OpenAIBackend:
             }
             url = target.endpoint.rstrip("/") + "/v1/completions"
             try:
-                r = await self._http.post(url, json=body, timeout=request.timeout_s)
+                r = await self._http.post(url, json=body, timeout=request.timeout_s, headers=self._headers(target))
             except httpx.HTTPError as exc:
                 raise BackendError("openai_unavailable", repr(exc)) from exc
             check_status(r)
@@ -108,12 +126,23 @@ class OpenAIBackend:
             context_tokens = n_context
         return Generation("", context_tokens, sum(x.n_tokens for x in logliks), tuple(logliks))
 
+    async def predict(self, request: PredictionRequest) -> PredictionOutput:
+        """OpenAI-compatible endpoints serve generation only: raises :class:`BackendError`
+        ``contract_unsupported`` for every classifier, ranker or embedding model."""
+        raise BackendError(
+            "contract_unsupported", f"the openai_compatible backend serves generation only, not {request.target.kind} models"
+        )
+
     async def probe(self, target: ModelTarget, timeout_s: float) -> Probe:
         """``GET /v1/models`` answers 200 (the server is up; whether it serves this model is not checked:
         servers differ in what they list)."""
         start = time.perf_counter()
         try:
-            r = await self._http.get(target.endpoint.rstrip("/") + "/v1/models", timeout=timeout_s)
+            headers = self._headers(target)
+        except BackendError as exc:
+            return Probe(False, 0.0, exc.kind, str(exc)[:500])
+        try:
+            r = await self._http.get(target.endpoint.rstrip("/") + "/v1/models", timeout=timeout_s, headers=headers)
         except httpx.HTTPError as exc:
             return Probe(False, (time.perf_counter() - start) * 1000, "openai_unavailable", repr(exc)[:500])
         latency_ms = (time.perf_counter() - start) * 1000

@@ -1,6 +1,11 @@
 """The ``triton`` backend: NVIDIA Triton through tritonclient's asyncio gRPC or HTTP client.
 
-Triton tensor contract (deploy/model-server/README.md): inputs ``text_input`` BYTES[1], optional
+A model's ``kind`` and ``contract`` (``ModelTarget``; the contracts: :mod:`uep_common.model_contracts`) choose
+the tensors: generation ``uep`` (below), ``vllm`` and ``trtllm``, classification ``text`` and ``features``,
+ranking ``uep`` and embedding ``uep``, each built and read by :mod:`uep_inference.backends.triton_contracts`;
+every call goes through one ``infer`` (:meth:`TritonBackend._infer`).
+
+Generation contract ``uep`` (deploy/model-server/README.md): inputs ``text_input`` BYTES[1], optional
 ``max_tokens`` INT32[1], ``temperature`` FP32[1], ``stop`` BYTES[1] (JSON list), ``chat`` INT32[1] (-1 = the
 model's default, 0, 1); outputs ``text_output`` BYTES[1], ``prompt_tokens`` INT32[1], ``completion_tokens``
 INT32[1]; models batch, so every request tensor has a leading batch dimension of 1.
@@ -13,19 +18,31 @@ answers with an error, reported as ``loglik_unsupported``.
 
 Error kinds: ``triton_unavailable`` (nothing listens, or the server is restarting; transient),
 ``timeout`` (the deadline passed), ``triton_error`` (any other Triton error, e.g. an unknown model),
-``loglik_unsupported`` (a log-likelihood request to a model without the ``continuation`` input).
+``loglik_unsupported`` (a log-likelihood request to a model without the ``continuation`` input, or of another
+contract than ``uep``), ``contract_unsupported`` (a kind and contract this backend has no requests for),
+``triton_bad_response`` (an answer without the contract's outputs).
 """
 
 from __future__ import annotations
 
-import json
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from uep_common.events import ModelTarget
-from uep_inference.backends.base import BackendError, Generation, GenerationRequest, Loglik, Probe, registry_capacity
+from uep_common.events import ModelKind, ModelTarget
+from uep_inference.backends import triton_contracts as contracts
+from uep_inference.backends.base import (
+    BackendError,
+    Generation,
+    GenerationRequest,
+    Loglik,
+    PredictionOutput,
+    PredictionRequest,
+    Probe,
+    registry_capacity,
+)
 from uep_inference.backends.registry import register_backend
 
 if TYPE_CHECKING:
@@ -71,85 +88,102 @@ class TritonBackend:
             return BackendError("triton_error", str(exc))
         return BackendError("triton_unavailable", repr(exc))
 
-    async def _infer(self, request: GenerationRequest, inputs: list[Any], outputs: list[str]) -> Any:
-        """One ``infer`` call on the request's model (name, version, timeout); the tritonclient result.
-        Raises what tritonclient raises (the callers map it with :meth:`_error`)."""
-        target = request.target
-        protocol, mod, client = self._client(target.endpoint)
-        kwargs = {"client_timeout": request.timeout_s} if protocol == "grpc" else {"timeout": int(request.timeout_s * 1_000_000)}
-        return await client.infer(
-            target.triton_model_name or target.name,
-            inputs,
-            model_version=target.triton_model_version or "",
-            outputs=[mod.InferRequestedOutput(n) for n in outputs],
-            **kwargs,
-        )
-
-    async def generate(self, request: GenerationRequest) -> Generation:
-        """One inference call with the tensor contract above. Raises :class:`BackendError`."""
+    async def _infer(
+        self, target: ModelTarget, timeout_s: float, inputs: Sequence[contracts.Tensor], outputs: Sequence[str]
+    ) -> Any:
+        """One ``infer`` call on ``target``'s model (name, version) within ``timeout_s``, with ``inputs`` and
+        the ``outputs`` asked for; the tritonclient result. Raises :class:`BackendError` (:meth:`_error`)."""
         from tritonclient.utils import InferenceServerException
 
-        target, chat = request.target, request.chat
-        mod = self._client(target.endpoint)[1]
-
-        def tensor(name: str, value: np.ndarray[Any, Any], dtype: str) -> Any:  # an InferInput of the untyped tritonclient
-            t = mod.InferInput(name, list(value.shape), dtype)
-            t.set_data_from_numpy(value)
-            return t
-
-        inputs = [
-            tensor("text_input", np.array([[request.prompt.encode()]], dtype=np.object_), "BYTES"),
-            tensor("max_tokens", np.array([[request.max_tokens]], dtype=np.int32), "INT32"),
-            tensor("temperature", np.array([[request.temperature]], dtype=np.float32), "FP32"),
-            tensor("stop", np.array([[json.dumps(list(request.stop)).encode()]], dtype=np.object_), "BYTES"),
-            tensor("chat", np.array([[-1 if chat is None else int(chat)]], dtype=np.int32), "INT32"),
-        ]
+        protocol, mod, client = self._client(target.endpoint)
+        infer_inputs = []
+        for tensor in inputs:
+            t = mod.InferInput(tensor.name, list(tensor.value.shape), tensor.datatype)
+            t.set_data_from_numpy(tensor.value)
+            infer_inputs.append(t)
+        kwargs = {"client_timeout": timeout_s} if protocol == "grpc" else {"timeout": int(timeout_s * 1_000_000)}
         try:
-            result = await self._infer(request, inputs, ["text_output", "prompt_tokens", "completion_tokens"])
+            return await client.infer(
+                target.triton_model_name or target.name,
+                infer_inputs,
+                model_version=target.triton_model_version or "",
+                outputs=[mod.InferRequestedOutput(n) for n in outputs],
+                **kwargs,
+            )
         except (InferenceServerException, OSError, TimeoutError) as exc:
             raise self._error(exc) from exc
-        text = result.as_numpy("text_output").reshape(-1)[0]
-        return Generation(
-            text=text.decode("utf-8", errors="replace") if isinstance(text, bytes) else str(text),
-            prompt_tokens=int(result.as_numpy("prompt_tokens").reshape(-1)[0]),
-            completion_tokens=int(result.as_numpy("completion_tokens").reshape(-1)[0]),
-        )
+
+    async def generate(self, request: GenerationRequest) -> Generation:
+        """One inference call with the tensors of the target's generation contract (``uep``, ``vllm``,
+        ``trtllm``). Raises :class:`BackendError`."""
+        contract = contracts.generation_contract(request.target.contract)
+        result = await self._infer(request.target, request.timeout_s, contract.build(request), contract.outputs)
+        return contract.read(request, result.as_numpy)
 
     async def loglikelihood(self, request: GenerationRequest) -> Generation:
         """The log-likelihood of each of ``request.continuations`` after the context ``request.prompt``: one
         call per :data:`LOGLIK_BATCH` continuations, each row ``text_input`` = the context and
         ``continuation``. Raises :class:`BackendError` (``loglik_unsupported`` for a model without the
-        ``continuation`` input)."""
-        from tritonclient.utils import InferenceServerException
-
+        ``continuation`` input, or of another contract than ``uep``)."""
         target = request.target
-        mod = self._client(target.endpoint)[1]
+        if target.contract != "uep":
+            raise BackendError(
+                "loglik_unsupported", f"model {target.name!r} speaks {target.contract!r}: no log-likelihood requests"
+            )
         outputs = ["logprob", "is_greedy", "prompt_tokens", "completion_tokens"]
         logliks: list[Loglik] = []
         context_tokens = 0
         conts = request.continuations
         for start in range(0, len(conts), LOGLIK_BATCH):
             chunk = conts[start : start + LOGLIK_BATCH]
-            inputs = []
-            for name, rows in (("text_input", [request.prompt] * len(chunk)), ("continuation", list(chunk))):
-                t = mod.InferInput(name, [len(rows), 1], "BYTES")
-                t.set_data_from_numpy(np.array([[r.encode()] for r in rows], dtype=np.object_))
-                inputs.append(t)
+            inputs = [
+                contracts.Tensor("text_input", "BYTES", np.array([[request.prompt.encode()]] * len(chunk), dtype=np.object_)),
+                contracts.Tensor("continuation", "BYTES", np.array([[c.encode()] for c in chunk], dtype=np.object_)),
+            ]
             try:
-                result = await self._infer(request, inputs, outputs)
-            except (InferenceServerException, OSError, TimeoutError) as exc:
-                err = self._error(exc)
+                result = await self._infer(target, request.timeout_s, inputs, outputs)
+            except BackendError as err:
                 # a model without the tensors: Triton names the unknown input or one of the requested outputs
                 if err.kind == "triton_error" and any(n in str(err) for n in ("continuation", "logprob", "is_greedy")):
                     raise BackendError(
                         "loglik_unsupported", f"model {target.name!r} takes no log-likelihood requests: {err}"
-                    ) from exc
-                raise err from exc
+                    ) from err
+                raise
             values = [result.as_numpy(n).reshape(-1) for n in outputs]
             for lp, greedy, _ctx, n in zip(*values, strict=True):
                 logliks.append(Loglik(float(lp), int(n), bool(greedy)))
             context_tokens = int(values[2][0])
         return Generation("", context_tokens, sum(x.n_tokens for x in logliks), tuple(logliks))
+
+    async def predict(self, request: PredictionRequest) -> PredictionOutput:
+        """One call of a classifier (``text``, ``features``) or ranker (``uep``); for an embedding model, the
+        query's and the candidates' embeddings (:data:`~uep_inference.backends.triton_contracts.EMBED_BATCH`
+        texts a call) scored by cosine similarity. Raises :class:`BackendError`."""
+        target = request.target
+        kind = ModelKind(target.kind)
+        if kind is ModelKind.classification:
+            inputs = contracts.classification_inputs(request)
+            result = await self._infer(target, request.timeout_s, inputs, ["probabilities", "label"])
+            return contracts.read_classification(result.as_numpy)
+        if kind is ModelKind.ranking and target.contract == "uep":
+            inputs = contracts.ranking_inputs(request)
+            result = await self._infer(target, request.timeout_s, inputs, ["scores"])
+            return contracts.read_scores(result.as_numpy, len(request.candidates))
+        if kind is ModelKind.embedding and target.contract == "uep":
+            prefixes = target.spec.get("query_prefix", ""), target.spec.get("passage_prefix", "")
+            texts = [f"{prefixes[0]}{request.query or ''}", *(f"{prefixes[1]}{c}" for c in request.candidates)]
+            rows: list[np.ndarray[Any, Any]] = []
+            for start in range(0, len(texts), contracts.EMBED_BATCH):
+                chunk = texts[start : start + contracts.EMBED_BATCH]
+                result = await self._infer(target, request.timeout_s, contracts.embedding_inputs(chunk), ["embedding"])
+                vectors = result.as_numpy("embedding")
+                if vectors is None or len(vectors) != len(chunk):
+                    raise BackendError(
+                        "triton_bad_response", f"the embedding model gave no vector for each of {len(chunk)} texts"
+                    )
+                rows.extend(np.asarray(vectors).reshape(len(chunk), -1))
+            return PredictionOutput(scores=contracts.cosine_scores(rows[0], np.array(rows[1:])))
+        raise BackendError("contract_unsupported", f"the triton backend has no {kind.value}/{target.contract} requests")
 
     async def probe(self, target: ModelTarget, timeout_s: float) -> Probe:
         """Triton's model-ready check (``is_model_ready``) for the target's model and version."""

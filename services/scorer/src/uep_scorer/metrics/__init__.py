@@ -13,7 +13,7 @@ its rule and where the rule comes from.
 
 from __future__ import annotations
 
-from .base import Metric, MetricInputError, MetricResult
+from .base import Metric, MetricInputError, MetricResult, PredictionMetric
 from .bleu import SentenceBleu, SentenceChrf
 from .choice import MultipleChoiceLetter
 from .classification import LabelMatch
@@ -23,6 +23,7 @@ from .humaneval import HumanEvalPassAt1
 from .loglik import LoglikMultipleChoice
 from .match import Contains, ExactMatch, RegexMatch
 from .passk import PassAtK
+from .ranking import Ndcg
 from .rouge import Rouge
 from .tokenf1 import TokenF1
 
@@ -30,6 +31,7 @@ __all__ = [
     "Metric",
     "MetricInputError",
     "MetricResult",
+    "PredictionMetric",
     "UnknownMetricError",
     "available_metrics",
     "get_metric",
@@ -43,6 +45,7 @@ _REGISTRY: dict[str, Metric] = {
         HumanEvalPassAt1(),
         PassAtK(),
         LabelMatch(),
+        Ndcg(),
         LoglikMultipleChoice(),
         ExactMatch(),
         Contains(),

@@ -16,12 +16,23 @@ Contract used by every metric module and by the service wiring:
   otherwise; :func:`extraction_label` gives the two. :attr:`MetricResult.no_answer` reads it; it is what the
   summary's extraction failure rate counts and what routes a hybrid evaluation's item to the judge
   (``uep_scorer.scoring.hybrid_route_reason``). Graded metrics that extract nothing (BLEU, ROUGE) leave it out.
+* Every metric publishes ``reference_schema``: the JSON Schema (draft 2020-12) of the sample reference it reads
+  (e.g. ``label_match`` needs ``{"label": string}``). The scorer registers it in the metric catalogue and the
+  gateway checks every row of an upload against it, so a reference the metric cannot read is refused at
+  upload time, naming the line and the field, instead of failing every item at scoring time.
+* A metric that reads a model's structured answer (a classifier's label, a ranker's ranking) has
+  ``score_prediction(prediction, output, reference, params)`` (:class:`PredictionMetric`); the scorer calls it
+  instead of ``score`` with the output's ``prediction`` (None for an LLM: the metric reads the text). Its
+  result's ``prediction`` is the structured answer it scored (the model's, or the one it read from the text).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from uep_common.events import Prediction
 
 NO_ANSWER = "no_answer"
 """``details["extraction"]`` of a result whose output held no answer to extract."""
@@ -51,7 +62,10 @@ class MetricResult:
         extracted: the answer extracted from the output in canonical form (``"1234"``, ``"B"``, the
             code that was executed), ``None`` if none was found.
         details: JSON-serialisable diagnostics, e.g. ``{"extraction": "no_answer"}`` or
-            ``{"status": "timed_out", "stderr_tail": "..."}``.
+            ``{"status": "timed_out", "stderr_tail": "..."}``. ``details["submetrics"]`` (a dict name →
+            number), when present, is stored as per-item metrics of their own (e.g. ``ndcg@10``, ``rr``).
+        prediction: the structured answer scored, as the fields of :class:`uep_common.events.Prediction`
+            (``{"label": "spam"}``, ``{"ranking": ["d3", "d1"]}``); None for metrics that score free text.
     """
 
     name: str
@@ -60,6 +74,7 @@ class MetricResult:
     score: float | None
     extracted: str | None
     details: dict[str, Any] = field(default_factory=dict)
+    prediction: dict[str, Any] | None = None
 
     @property
     def no_answer(self) -> bool:
@@ -86,6 +101,8 @@ class Metric(Protocol):
     ``enum:a|b``), checked before scoring by :func:`uep_common.params.param_problems`."""
     required_params: tuple[str, ...]
     """Parameters without a default."""
+    reference_schema: dict[str, Any]
+    """JSON Schema (draft 2020-12) of the reference this metric reads (see the module docstring)."""
 
     def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:
         """Score ``output`` against ``reference``.
@@ -96,7 +113,40 @@ class Metric(Protocol):
         ...
 
 
-def binary_result(metric: Metric, correct: bool, extracted: str | None, details: dict[str, Any]) -> MetricResult:
+@runtime_checkable
+class PredictionMetric(Metric, Protocol):
+    """A metric that can score a model's structured answer (see the module docstring)."""
+
+    def score_prediction(
+        self, prediction: Prediction | None, output: str, reference: dict[str, Any], params: dict[str, Any]
+    ) -> MetricResult:
+        """Score ``prediction`` (None: read the answer from ``output``) against ``reference``.
+
+        Raises:
+            MetricInputError: malformed ``reference`` or ``params``.
+        """
+        ...
+
+
+def _answer_value() -> dict[str, Any]:
+    return {"type": ["string", "number"]}
+
+
+TEXT_REFERENCE: dict[str, Any] = {
+    "type": "object",
+    "properties": {"answer": _answer_value(), "answers": {"type": "array", "minItems": 1, "items": _answer_value()}},
+    "anyOf": [{"required": ["answer"]}, {"required": ["answers"]}],
+}
+"""Reference of the text metrics: ``{"answer": text}`` and/or ``{"answers": [text, ...]}``."""
+ANSWER_REFERENCE: dict[str, Any] = {"type": "object", "properties": {"answer": _answer_value()}, "required": ["answer"]}
+"""Reference ``{"answer": text or number}``."""
+ANY_REFERENCE: dict[str, Any] = {"type": "object"}
+"""A metric that needs no particular reference key."""
+
+
+def binary_result(
+    metric: Metric, correct: bool, extracted: str | None, details: dict[str, Any], prediction: dict[str, Any] | None = None
+) -> MetricResult:
     """Build a decided binary result (score 1.0/0.0) for ``metric``."""
     return MetricResult(
         name=metric.name,
@@ -105,4 +155,5 @@ def binary_result(metric: Metric, correct: bool, extracted: str | None, details:
         score=1.0 if correct else 0.0,
         extracted=extracted,
         details=details,
+        prediction=prediction,
     )

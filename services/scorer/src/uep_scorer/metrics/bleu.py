@@ -56,7 +56,7 @@ from sacrebleu.metrics.base import Metric as SacreMetric
 from sacrebleu.metrics.bleu import BLEU
 from sacrebleu.metrics.chrf import CHRF
 
-from .base import MetricInputError, MetricResult
+from .base import TEXT_REFERENCE, MetricInputError, MetricResult
 from .normalize import reference_answers
 
 _CHAR_LANGUAGES = frozenset({"ja", "ko", "th", "lo", "km", "my"})
@@ -189,6 +189,7 @@ class SentenceBleu:
         "threshold": "number",
     }
     required_params: tuple[str, ...] = ()
+    reference_schema: dict[str, Any] = TEXT_REFERENCE
     source = "sacrebleu BLEU(...).sentence_score (Post 2018); Papineni et al. 2002"
 
     def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:
@@ -258,6 +259,7 @@ class SentenceChrf:
         "language": "string",
     }
     required_params: tuple[str, ...] = ()
+    reference_schema: dict[str, Any] = TEXT_REFERENCE
     source = "sacrebleu CHRF(...).sentence_score; Popović 2015 (chrF), 2017 (chrF++)"
 
     def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:

@@ -295,6 +295,11 @@ class MultipleChoiceLetter:
     params = {"choices": "the option letters, as a string or list (default 'ABCD')"}
     param_types = {"choices": "letters"}
     required_params: tuple[str, ...] = ()
+    reference_schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {"answer": {"type": ["string", "integer"]}},
+        "required": ["answer"],
+    }
     source = "cue-aware letter extraction in the spirit of OpenCompass first_option_postprocess and lm-eval mmlu_generative"
 
     def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:

@@ -1,7 +1,8 @@
-"""Classification: a per-item exact label match and the set-level report (scikit-learn).
+"""Classification: a per-item label match and a set-level report (scikit-learn).
 
-Per item, ``label_match`` gives each output a verdict (the stripped output equals the reference label,
-optionally ignoring case). Over a set, :func:`classification_report` computes accuracy,
+Per item, ``label_match`` gives each output a verdict: a classifier's predicted label, or the class name an
+LLM's answer names (:func:`find_label`), or else its stripped output, equals the reference label (optionally
+ignoring case). Over a set, :func:`classification_report` computes accuracy,
 precision/recall/F1 (micro, macro, weighted, per class, and for one positive label), the confusion
 matrix and ROC-AUC with ``sklearn.metrics`` (source: scikit-learn's ``accuracy_score``,
 ``precision_recall_fscore_support``, ``confusion_matrix`` and ``roc_auc_score``; definitions as in
@@ -19,12 +20,16 @@ touched, which would not be thread-safe).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Hashable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .base import MetricInputError, MetricResult, binary_result, extraction_label
+from .base import NO_ANSWER, MetricInputError, MetricResult, binary_result, extraction_label
+
+if TYPE_CHECKING:
+    from uep_common.events import Prediction
 
 
 def _skm() -> Any:
@@ -175,41 +180,123 @@ def classification_report(
     return report
 
 
-class LabelMatch:
-    """``label_match``: the model's output, stripped, equals the reference label.
+LABEL_REFERENCE: dict[str, Any] = {
+    "type": "object",
+    "properties": {"label": {"type": ["string", "integer"], "minLength": 1}},
+    "required": ["label"],
+}
+"""The reference of ``label_match``: ``{"label": "<class name>"}`` (an integer label is compared as text)."""
 
-    Reference: ``{"label": "positive"}`` (any value; compared as ``str(label).strip()``). Params:
-    ``{"ignore_case": False}`` (when true, both sides are compared after ``str.casefold``). Result:
-    binary verdict; ``extracted`` = the stripped output (``None`` when empty); ``details``:
-    ``reference``, ``ignore_case``, ``extraction`` (``"ok"`` or ``"no_answer"`` for an empty output).
-    Set-level precision/recall/F1/confusion come from :func:`classification_report` over the items'
-    ``extracted`` and reference labels.
+_EDGE = " \t\r\n\"'`.,;:!?()[]{}<>*_"
+"""Characters stripped from both ends of an output before it is compared with the class names as a whole."""
+
+
+def find_label(output: str, labels: Sequence[str]) -> tuple[str | None, str]:
+    """The class name an LLM's ``output`` answers, and how it was found.
+
+    Rule: (1) the output, stripped of whitespace, quotes, brackets and punctuation at its ends (:data:`_EDGE`),
+    equals a class name (case-insensitively) → ``"exact"``; (2) else every class name is searched as a whole
+    word (not inside a longer word; case-insensitively, except one-character names such as ``A`` or ``1``,
+    matched case-sensitively so that the article "a" is not read as class ``A``), and the name whose last
+    occurrence ends latest wins (an answer usually ends with its conclusion: "not positive, but negative"),
+    the longer name on a tie ("very positive" over "positive") → ``"found"``; (3) else ``(None,
+    "no_answer")``.
+
+    Example: ``find_label("The answer is (B).", ["A", "B", "C", "D"])`` -> ``("B", "found")``.
+    """
+    text = output or ""
+    bare = text.strip(_EDGE).casefold()
+    for label in labels:
+        if bare == label.strip().casefold():
+            return label, "exact"
+    best: tuple[int, int] | None = None
+    found: str | None = None
+    for label in labels:
+        name = label.strip()
+        if not name:
+            continue
+        flags = 0 if len(name) == 1 else re.IGNORECASE
+        ends = [m.end() for m in re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", text, flags)]
+        if ends:
+            key = (ends[-1], len(name))
+            if best is None or key > best:
+                best, found = key, label
+    return (found, "found") if found is not None else (None, NO_ANSWER)
+
+
+class LabelMatch:
+    """``label_match``: the predicted label equals the reference label.
+
+    The predicted label is, in order: a classifier's ``prediction.label`` (else the arg-max of its
+    ``prediction.probabilities``); for an LLM (no prediction), the class name its text answers when the
+    benchmark lists class names (param ``labels``; :func:`find_label`), else the stripped output itself.
+
+    Reference: ``{"label": "positive"}`` (:data:`LABEL_REFERENCE`; compared as ``str(label).strip()``). Params:
+    ``{"ignore_case": False, "labels": [...]}``. Result: binary verdict; ``extracted`` = the predicted label
+    (``None`` when there is none); ``prediction`` = ``{"label": ...}`` (with the model's probabilities when it
+    gave them); ``details``: ``reference``, ``ignore_case``, ``extraction`` (``"prediction"``, ``"exact"``,
+    ``"found"``, ``"ok"`` or ``"no_answer"``). Set-level precision/recall/F1/confusion, ROC and calibration are
+    computed over the items' predictions by ``uep_common.set_metrics`` (the evaluation summary).
 
     Raises:
-        MetricInputError: missing or empty ``label`` in the reference, or a non-boolean ``ignore_case``.
+        MetricInputError: missing or empty ``label`` in the reference, a non-boolean ``ignore_case``, or
+            ``labels`` not a list of strings.
     """
 
     name = "label_match"
     version = "1"
-    params = {"ignore_case": "compare labels case-insensitively (str.casefold), a boolean (default false)"}
-    param_types = {"ignore_case": "bool"}
+    params = {
+        "ignore_case": "compare labels case-insensitively (str.casefold), a boolean (default false)",
+        "labels": "the class names, e.g. ['negative', 'positive']: an LLM's answer is read as the one it names "
+        "(default: the benchmark's class_names; none = the whole output is the label)",
+    }
+    param_types = {"ignore_case": "bool", "labels": "string_list"}
     required_params: tuple[str, ...] = ()
+    reference_schema: dict[str, Any] = LABEL_REFERENCE
     source = "exact label match (accuracy); set-level report with scikit-learn sklearn.metrics"
 
     def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:
-        """Score one model output; see the class docstring for shapes."""
+        """Score one model output (an LLM's text); see the class docstring for shapes."""
+        return self.score_prediction(None, output, reference, params)
+
+    def score_prediction(
+        self, prediction: Prediction | None, output: str, reference: dict[str, Any], params: dict[str, Any]
+    ) -> MetricResult:
+        """Score a classifier's ``prediction`` (None: read the label from ``output``); see the class docstring."""
         if "label" not in reference:
             raise MetricInputError("label_match reference needs a 'label' key, e.g. {'label': 'positive'}")
         ignore_case = params.get("ignore_case", False)
         if not isinstance(ignore_case, bool):
             raise MetricInputError(f"ignore_case must be a boolean, got {ignore_case!r}")
+        labels = params.get("labels") or []
+        if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
+            raise MetricInputError(f"labels must be a list of strings, got {labels!r}")
         expected = str(reference["label"]).strip()
         if not expected:
             raise MetricInputError("label_match reference label is empty")
-        got = (output or "").strip()
-        if ignore_case:
+        probabilities = None
+        if prediction is not None and (prediction.label is not None or prediction.probabilities):
+            probabilities = prediction.probabilities
+            got: str | None = prediction.label
+            if got is None and probabilities:
+                got = max(probabilities, key=probabilities.__getitem__)
+            how = "prediction"
+        elif labels:
+            got, how = find_label(output or "", labels)
+        else:
+            got = (output or "").strip() or None
+            how = extraction_label(got is not None)
+        got = got.strip() if got is not None else None
+        if got is None:
+            correct = False
+        elif ignore_case:
             correct = got.casefold() == expected.casefold()
         else:
             correct = got == expected
-        details = {"reference": expected, "ignore_case": ignore_case, "extraction": extraction_label(bool(got))}
-        return binary_result(self, correct=correct, extracted=got or None, details=details)
+        details = {"reference": expected, "ignore_case": ignore_case, "extraction": how if got is not None else NO_ANSWER}
+        structured: dict[str, Any] | None = None
+        if got is not None:
+            structured = {"label": got}
+            if probabilities:
+                structured["probabilities"] = dict(probabilities)
+        return binary_result(self, correct=correct, extracted=got, details=details, prediction=structured)

@@ -26,7 +26,7 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from .base import MetricInputError, MetricResult, extraction_label
+from .base import TEXT_REFERENCE, MetricInputError, MetricResult, extraction_label
 from .normalize import (
     NORMALIZATION_PARAM_TYPES,
     NORMALIZATION_PARAMS,
@@ -71,6 +71,7 @@ class FuzzyMatch:
     }
     param_types = {"threshold": "number", "partial": "bool", "min_reference_length": "integer", **NORMALIZATION_PARAM_TYPES}
     required_params: tuple[str, ...] = ()
+    reference_schema: dict[str, Any] = TEXT_REFERENCE
     source = "rapidfuzz fuzz.ratio / fuzz.partial_ratio (normalised Indel similarity)"
 
     def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:

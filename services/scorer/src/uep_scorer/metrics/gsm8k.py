@@ -20,7 +20,7 @@ import re
 from decimal import Decimal
 from typing import Any
 
-from .base import MetricInputError, MetricResult, binary_result, extraction_label
+from .base import ANSWER_REFERENCE, MetricInputError, MetricResult, binary_result, extraction_label
 from .numeric import canonical, find_numbers, normalize_digits, parse_single_number
 
 # Verbatim lm-eval strict-match pattern.
@@ -79,6 +79,7 @@ class Gsm8kNumericExactMatch:
     params = {"variant": "which extraction decides is_correct: 'flexible' (last number, default) or 'strict' (after ####)"}
     param_types = {"variant": "enum:" + "|".join(_VARIANTS)}
     required_params: tuple[str, ...] = ()
+    reference_schema: dict[str, Any] = ANSWER_REFERENCE
     source = "lm-evaluation-harness gsm8k task filters (strict-match, flexible-extract); Cobbe et al. 2021"
     submetrics = ("strict_match", "flexible_match")
     """Detail keys reported as metrics of their own (lm-eval reports both GSM8K variants as rows)."""

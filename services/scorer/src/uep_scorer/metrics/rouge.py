@@ -42,7 +42,7 @@ import unicodedata
 from functools import lru_cache
 from typing import Any
 
-from .base import MetricInputError, MetricResult
+from .base import TEXT_REFERENCE, MetricInputError, MetricResult
 from .bleu import primary_language
 from .normalize import reference_answers
 
@@ -194,6 +194,7 @@ class Rouge:
     }
     param_types = {"types": "string_list", "language": "string", "use_stemmer": "bool", "threshold": "number"}
     required_params: tuple[str, ...] = ()
+    reference_schema: dict[str, Any] = TEXT_REFERENCE
     source = "google-research rouge_score RougeScorer (Lin 2004), with a script-aware tokenizer and sentence split"
     submetrics = tuple(f"{t}_f" for t in DEFAULT_TYPES)
     """Detail keys reported as metrics of their own (``None`` for a type that was not requested)."""

@@ -44,7 +44,7 @@ import string
 from collections import Counter
 from typing import Any
 
-from .base import MetricInputError, MetricResult, extraction_label
+from .base import TEXT_REFERENCE, MetricInputError, MetricResult, extraction_label
 from .normalize import MAX_RELAX, reference_answers, squad_normalize
 
 _STYLES = ("squad", "drop")
@@ -164,6 +164,7 @@ class TokenF1:
         "threshold": "number",
     }
     required_params: tuple[str, ...] = ()
+    reference_schema: dict[str, Any] = TEXT_REFERENCE
     source = "SQuAD v1.1 evaluate-v1.1.py f1_score (Rajpurkar et al. 2016); DROP drop_eval.py get_metrics (Dua et al. 2019)"
     submetrics = ("precision", "recall", "exact_match")
     """Detail keys reported as metrics of their own (SQuAD and DROP report exact match beside F1)."""

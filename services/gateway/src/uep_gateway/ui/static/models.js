@@ -1,4 +1,4 @@
-// The model registry: GET /v1/models (backend, endpoint, serving capacity) with each model's cost model
+// The model registry: GET /v1/models (kind/contract, visibility, backend, endpoint, serving capacity) with each model's cost model
 // from GET /v1/costs/models.
 
 import * as api from "./api.js";
@@ -27,7 +27,8 @@ export async function models(ctx, view) {
     table([
       { label: "Model", cell: (m) => [h("strong", {}, m.name), m.description ? h("div", { class: "muted" }, m.description) : null] },
       { label: "Version", cell: (m) => m.version },
-      { label: "Kind", class: "hide-narrow", cell: (m) => m.kind || (m.supports_logprobs ? "generative + log-probs" : "generative") },
+      { label: "Kind", class: "hide-narrow", cell: (m) => `${m.kind}/${m.contract}` + (m.supports_logprobs ? " + log-probs" : "") },
+      { label: "Visibility", class: "hide-narrow", cell: (m) => m.visibility + (m.owned ? " (yours)" : "") + (m.active ? "" : ", deactivated") },
       { label: "Backend", cell: (m) => m.backend },
       { label: "Endpoint", cell: (m) => h("span", { class: "mono" }, [m.endpoint, m.triton_model_name ? ` · ${m.triton_model_name}` : ""].join("")) },
       { label: "Capacity (in flight)", class: "num", cell: (m) => (m.max_in_flight ?? m.capacity ?? "—") },

@@ -1,0 +1,190 @@
+"""bench/idle_cost: CPU an idle local stack burns, per process, from /proc.
+
+Starts a private stack (or, with ``--attach RUN_DIR``, measures one already running, e.g. ``.run/dev``), lets it
+settle (``--settle`` seconds with no evaluation: consumers joined, first reconcile passes done), then reads the
+CPU time (``utime + stime`` of ``/proc/<pid>/stat``, in clock ticks) of each stack process and all its
+descendants — the broker, Triton (with its Python backend stubs), the six services — twice, ``--seconds`` apart
+(default 30), and prints each one's share of one core over that window and the total. The stack's PIDs are
+the files ``<run dir>/pids/<name>.pid``.
+
+Target for the project: the six services and the broker together under 2 % of a core (Triton is listed but is
+the model server, not uep's overhead; the total is printed with and without it).
+
+``--variant NAME:K=V,K=V`` (repeatable) measures the services in each environment in turn, restarting the six
+services before each (e.g. ``--variant before:UEP_KAFKA_IDLE_FETCH_MAX_WAIT_MS=100 --variant after:``), and
+prints one table per variant.
+
+Usage: ``python bench/idle_cost.py [--seconds 30] [--settle 20] [--attach RUN_DIR] [--variant NAME:K=V,…]
+[--port-base 20000] [--database uep_bench_idle] [--redis-db 14] [--run-dir .run/bench-idle]
+[--triton-models bench_echo]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import signal
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "deploy" / "local"))
+
+TICKS = os.sysconf("SC_CLK_TCK")
+MODEL_SERVER = "triton"
+
+
+def _stat(pid: int) -> tuple[int, int] | None:
+    """``(ppid, utime + stime)`` of ``pid`` in clock ticks, or None when it is gone."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = raw[raw.rindex(")") + 2 :].split()  # after "pid (comm) ": state is field 3 of proc(5)
+    return int(fields[1]), int(fields[11]) + int(fields[12])
+
+
+def _switches(pid: int) -> int:
+    """Voluntary context switches of every thread of ``pid`` (each is the thread going to sleep: a wake-up)."""
+    total = 0
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    for tid in tids:
+        try:
+            for line in Path(f"/proc/{pid}/task/{tid}/status").read_text().splitlines():
+                if line.startswith("voluntary_ctxt_switches:"):
+                    total += int(line.split()[1])
+        except OSError:
+            continue
+    return total
+
+
+def tree_ticks(roots: dict[str, int]) -> dict[str, tuple[int, int]]:
+    """``(CPU ticks, voluntary context switches)`` of each root PID plus all its live descendants."""
+    children: dict[int, list[int]] = defaultdict(list)
+    ticks: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            st = _stat(int(entry))
+            if st is not None:
+                children[st[0]].append(int(entry))
+                ticks[int(entry)] = st[1]
+    out: dict[str, tuple[int, int]] = {}
+    for name, root in roots.items():
+        total, switches, todo = 0, 0, [root]
+        while todo:
+            pid = todo.pop()
+            total += ticks.get(pid, 0)
+            switches += _switches(pid)
+            todo.extend(children.get(pid, ()))
+        out[name] = (total, switches)
+    return out
+
+
+def stack_pids(run_dir: Path) -> dict[str, int]:
+    """``{name: pid}`` from ``<run_dir>/pids/*.pid`` (processes alive only)."""
+    out = {}
+    for f in sorted((run_dir / "pids").glob("*.pid")):
+        pid = int(f.read_text().strip())
+        if _stat(pid) is not None:
+            out[f.stem] = pid
+    return out
+
+
+def measure(run_dir: Path, seconds: float) -> dict[str, tuple[float, float]]:
+    """``(percent of one core, wake-ups per second)`` of each stack process (with its descendants) over
+    ``seconds``; wake-ups are voluntary context switches, a count that machine load does not inflate as it
+    does tick-sampled CPU time."""
+    pids = stack_pids(run_dir)
+    if not pids:
+        raise SystemExit(f"no live process under {run_dir / 'pids'}")
+    t0, before = time.monotonic(), tree_ticks(pids)
+    time.sleep(seconds)
+    t1, after = time.monotonic(), tree_ticks(pids)
+    dt = t1 - t0
+    return {
+        name: (100.0 * (after[name][0] - before[name][0]) / TICKS / dt, (after[name][1] - before[name][1]) / dt) for name in pids
+    }
+
+
+def report(usage: dict[str, tuple[float, float]], seconds: float, name: str = "") -> None:
+    """Print the table of :func:`measure`."""
+    label = f" [{name}]" if name else ""
+    print(f"\nidle CPU{label} over {seconds:.0f} s: % of one core (utime + stime) and wake-ups/s (voluntary context")
+    print("switches), each process with its descendants")
+    for proc, (pct, wakes) in sorted(usage.items(), key=lambda kv: -kv[1][0]):
+        print(f"  {proc:<10} {pct:6.2f} %  {wakes:7.0f}/s")
+    ours = [v for k, v in usage.items() if k != MODEL_SERVER]
+    total = (sum(p for p, _w in usage.values()), sum(w for _p, w in usage.values()))
+    print(f"  {'total':<10} {total[0]:6.2f} %  {total[1]:7.0f}/s")
+    print(
+        f"  {'uep+broker':<10} {sum(p for p, _w in ours):6.2f} %  {sum(w for _p, w in ours):7.0f}/s"
+        "   (without the model server; target < 2 %)"
+    )
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seconds", type=float, default=30.0, help="measuring window")
+    ap.add_argument("--settle", type=float, default=20.0, help="idle seconds before the window (own stack only)")
+    ap.add_argument("--attach", type=Path, help="measure the stack of this run directory instead of starting one")
+    ap.add_argument("--port-base", type=int, default=20000, help="UEP_STACK_PORT_BASE of the bench's private stack")
+    ap.add_argument("--database", default="uep_bench_idle", help="PostgreSQL database of the bench's stack")
+    ap.add_argument("--redis-db", type=int, default=14, help="Redis database number of the bench's stack")
+    ap.add_argument("--run-dir", default=str(ROOT / ".run" / "bench-idle"), help="run directory of the bench's stack")
+    ap.add_argument("--triton-models", default="bench_echo", help="models the private stack's Triton loads")
+    ap.add_argument("--variant", action="append", default=[], help="NAME:K=V,K=V — services' environment to measure")
+    args = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the stack (finally) on kill too
+    if args.attach:
+        report(measure(args.attach.resolve(), args.seconds), args.seconds)
+        return 0
+    os.environ.update(
+        {
+            "UEP_STACK_PORT_BASE": str(args.port_base),
+            "UEP_STACK_RUN_DIR": args.run_dir,
+            "UEP_DATABASE_URL": f"postgresql+psycopg://postgres@127.0.0.1:5432/{args.database}",
+            "UEP_REDIS_URL": f"redis://127.0.0.1:6379/{args.redis_db}",
+            "UEP_TRITON_MODELS": args.triton_models,
+        }
+    )
+    import uep_stack
+
+    variants = [_variant(v) for v in args.variant] or [("", {})]
+    cfg = uep_stack.config()
+    uep_stack.down(cfg)
+    uep_stack.up(cfg)
+    results = []
+    try:
+        for i, (name, env) in enumerate(variants):
+            if env or i > 0:  # `up` started the services with the stack's own environment
+                uep_stack.stop(cfg, uep_stack.SERVICES)
+                uep_stack.start_services(dataclasses.replace(cfg, extra_env={**cfg.extra_env, **env}))
+            time.sleep(args.settle)
+            results.append((name, measure(cfg.run_dir, args.seconds)))
+            report(results[-1][1], args.seconds, name)
+    finally:
+        uep_stack.down(cfg)
+    for name, usage in results:
+        report(usage, args.seconds, name)
+    return 0
+
+
+def _variant(spec: str) -> tuple[str, dict[str, str]]:
+    name, _, pairs = spec.partition(":")
+    env = {}
+    for pair in filter(None, pairs.split(",")):
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise SystemExit(f"--variant {spec!r}: {pair!r} is not K=V")
+        env[key] = value
+    return name, env
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,184 @@
+"""bench/scale: does per-item cost grow with the size of an evaluation? Echo-model evaluations of 1k, 10k and
+100k items (``--million``: also 1M) through the whole pipeline, at default settings.
+
+For each size, one evaluation of the first MMLU items on ``uep-bench-echo`` (a fixed 20 ms per batch of up to 8;
+``repeats`` make up sizes past the 14,042 MMLU items: 100k = 12,500 × 8) is posted and followed in PostgreSQL
+(``evaluations.completed_items`` every 0.5 s) until it completes. Printed per size:
+
+- items/s over the whole run and per decile of it (the time between 10 % steps of ``completed_items``), and the
+  last decile's rate over the first's;
+- RSS of each stack process with its descendants (``/proc/<pid>/status`` VmRSS; PIDs from ``<run dir>/pids``),
+  at the end of the run — the broker (tansu keeps every event in memory) among them;
+- database bytes per item: the growth of ``pg_total_relation_size`` of each table the pipeline writes over the
+  run, divided by the items.
+
+Target for the project: items/s at 100k within 10 % of items/s at 1k. Each size runs on the same stack, one
+after the other (the broker and the tables keep what the smaller runs left). Takes about 15–25 minutes on 2
+cores for the three default sizes.
+
+Usage: ``python bench/scale.py [--sizes 1000,10000,100000] [--million] [--port-base 20000] [--database
+uep_bench_scale] [--redis-db 14] [--run-dir .run/bench-scale]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "deploy" / "local"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+MMLU_ITEMS = 14_042
+TABLES = ("sample_leases", "sample_results", "outbox", "spend_ledger", "evaluations", "sched_flows")
+"""Tables the pipeline writes per item or per evaluation (their growth over a run is divided by its items)."""
+
+
+def _rss_kib(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def tree_rss_mib(run_dir: Path) -> dict[str, float]:
+    """RSS (MiB) of each stack process plus its descendants."""
+    from idle_cost import stack_pids
+
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                raw = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            ppid = int(raw[raw.rindex(")") + 2 :].split()[1])
+            children.setdefault(ppid, []).append(int(entry))
+    out = {}
+    for name, root in stack_pids(run_dir).items():
+        total, todo = 0, [root]
+        while todo:
+            pid = todo.pop()
+            total += _rss_kib(pid)
+            todo.extend(children.get(pid, ()))
+        out[name] = total / 1024
+    return out
+
+
+def table_bytes(engine) -> dict[str, int]:
+    """``pg_total_relation_size`` of each of :data:`TABLES`."""
+    from sqlalchemy import text
+
+    with engine.connect() as c:
+        return {t: int(c.execute(text("SELECT pg_total_relation_size(CAST(:t AS regclass))"), {"t": t}).scalar()) for t in TABLES}
+
+
+def run(cfg, engine, auth: dict[str, str], n: int) -> tuple[float, list[float]]:
+    """Post an n-item echo evaluation and follow it: ``(seconds POST → completed, the 10 decile rates)``."""
+    import httpx
+    from sqlalchemy import text
+
+    repeats = max(1, math.ceil(n / MMLU_ITEMS))
+    while n % repeats:
+        repeats += 1
+    body = {"benchmark": "mmlu", "model": "uep-bench-echo", "sample_limit": n // repeats, "sampling": "first"}
+    if repeats > 1:
+        body["repeats"] = repeats
+    with httpx.Client(base_url=cfg.gateway_url, timeout=60, headers=auth) as c:
+        t0 = time.perf_counter()
+        r = c.post("/v1/evaluations", json=body)
+        r.raise_for_status()
+        eid = r.json()["id"]
+    marks = [t0]
+    step = n / 10
+    while True:
+        with engine.connect() as c:
+            done, status = c.execute(text("SELECT completed_items, status FROM evaluations WHERE id = :e"), {"e": eid}).one()
+        now = time.perf_counter()
+        while len(marks) <= 10 and done >= step * len(marks) - 1e-9:
+            marks.append(now)
+        if status in ("completed", "failed", "cancelled", "stopped", "budget_exhausted"):
+            break
+        time.sleep(0.5)
+    assert status == "completed" and done == n, (status, done, n)
+    while len(marks) <= 10:
+        marks.append(marks[-1])
+    rates = [step / max(b - a, 1e-6) for a, b in zip(marks, marks[1:], strict=False)]
+    return marks[-1] - t0, rates
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sizes", default="1000,10000,100000", help="items per evaluation, in order")
+    ap.add_argument("--million", action="store_true", help="also a 1,000,000-item evaluation")
+    ap.add_argument("--port-base", type=int, default=20000, help="UEP_STACK_PORT_BASE of the bench's private stack")
+    ap.add_argument("--database", default="uep_bench_scale", help="PostgreSQL database of the bench's stack")
+    ap.add_argument("--redis-db", type=int, default=14, help="Redis database number of the bench's stack")
+    ap.add_argument("--run-dir", default=str(ROOT / ".run" / "bench-scale"), help="run directory of the bench's stack")
+    args = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the stack (finally) on kill too
+    sizes = [int(x) for x in args.sizes.split(",") if x.strip()] + ([1_000_000] if args.million else [])
+    os.environ.update(
+        {
+            "UEP_STACK_PORT_BASE": str(args.port_base),
+            "UEP_STACK_RUN_DIR": args.run_dir,
+            "UEP_DATABASE_URL": f"postgresql+psycopg://postgres@127.0.0.1:5432/{args.database}",
+            "UEP_REDIS_URL": f"redis://127.0.0.1:6379/{args.redis_db}",
+            "UEP_TRITON_MODELS": "bench_echo",
+            "UEP_OTEL_EXPORTER": "none",
+            "UEP_LOG_LEVEL": "WARNING",
+            # the work limits of the default tenant: one evaluation of the largest size may be created and queued
+            "UEP_MAX_ITEMS_PER_EVALUATION": str(max(100_000, *sizes)),
+            "UEP_MAX_QUEUED_ITEMS": str(max(1_000_000, 2 * max(sizes))),
+        }
+    )
+    import uep_stack
+    from uep_common.db.session import make_sync_engine
+
+    cfg = uep_stack.config()
+    uep_stack.down(cfg)
+    uep_stack.up(cfg)
+    engine = make_sync_engine(cfg.database_url)
+    results = []
+    try:
+        run(cfg, engine, cfg.auth_headers(), 200)  # warm-up: consumers joined, call times learned
+        for n in sizes:
+            before = table_bytes(engine)
+            seconds, rates = run(cfg, engine, cfg.auth_headers(), n)
+            after = table_bytes(engine)
+            rss = tree_rss_mib(cfg.run_dir)
+            per_item = {t: (after[t] - before[t]) / n for t in TABLES}
+            results.append((n, seconds, rates, rss, per_item))
+            print(f"  {n:>9,} items: {n / seconds:7.1f} items/s ({seconds:.1f} s)", flush=True)
+    finally:
+        engine.dispose()
+        uep_stack.down(cfg)
+    print("\nitems/s per decile of each run (POST → completed, polled every 0.5 s)")
+    for n, seconds, rates, _rss, _b in results:
+        deciles = " ".join(f"{r:6.0f}" for r in rates)
+        print(f"  {n:>9,}: {n / seconds:7.1f} overall | {deciles} | last/first {rates[-1] / rates[0]:.2f}")
+    base = results[0][0] / results[0][1]
+    for n, seconds, *_ in results[1:]:
+        print(f"  {n:,} vs {results[0][0]:,}: items/s ratio {n / seconds / base:.3f}   (target ≥ 0.90)")
+    names = sorted({k for *_x, rss, _b in results for k in rss})
+    print("\nRSS at the end of each run, MiB (process and its descendants)")
+    print("  " + " " * 11 + "".join(f"{k:>11}" for k in names))
+    for n, _s, _r, rss, _b in results:
+        print(f"  {n:>9,}: " + "".join(f"{rss.get(k, 0):11.1f}" for k in names))
+    print("\ndatabase bytes per item (growth of pg_total_relation_size over the run / items)")
+    print("  " + " " * 11 + "".join(f"{t:>15}" for t in TABLES) + f"{'total':>10}")
+    for n, _s, _r, _rss, per_item in results:
+        print(f"  {n:>9,}: " + "".join(f"{per_item[t]:15.0f}" for t in TABLES) + f"{sum(per_item.values()):10.0f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""Long-poll pacing of a process's Kafka consumers: short fetch waits while messages flow, long ones when idle.
+
+A consumer's fetch is a long poll: the broker holds it up to ``fetch_max_wait_ms`` when there is nothing to
+return. Every idle consumer therefore costs one fetch round trip per wait, on both sides. Apache Kafka answers a
+waiting fetch as soon as data arrives, so there the wait costs no latency; tansu (the local stack's broker)
+answers only when the wait ends, so there a long wait is latency (about half of it per hop, measured in the
+broker research note). Pacing gets both: while this process receives or publishes messages its consumers
+fetch with ``kafka_fetch_max_wait_ms``; after ``kafka_idle_after_s`` with neither, every consumer's wait becomes
+``kafka_idle_fetch_max_wait_ms``, and the first message received or published brings them all back at once.
+On tansu the first message after an idle period therefore waits up to about half the idle wait per hop; on
+Kafka nothing is lost.
+
+:class:`FetchPacer` is fed by a broker middleware (:meth:`FetchPacer.middleware`, installed by
+:func:`uep_common.messaging.make_broker`) and sets the wait on each consumer of the broker's subscribers. The
+wait of a running aiokafka consumer is not a public setting: it is the attribute ``_fetch_max_wait_ms`` of the
+consumer and of its fetcher, which reads it for every fetch request it builds (aiokafka 0.14;
+``tests/unit/test_fetch_pacing.py`` fails when an upgrade moves it). Consumers start with the idle wait, so an
+idle process that never sees a message never polls fast.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from faststream import BaseMiddleware
+
+if TYPE_CHECKING:
+    from faststream.kafka import KafkaBroker
+
+
+class FetchPacer:
+    """Sets the fetch wait of every consumer of ``broker`` to ``busy_ms`` while messages flow and to ``idle_ms``
+    after ``idle_after_s`` seconds without one (see the module docstring). ``broker`` may be given after
+    construction (the broker takes the pacer's middleware when it is built)."""
+
+    def __init__(self, busy_ms: int, idle_ms: int, idle_after_s: float, broker: KafkaBroker | None = None) -> None:
+        self.busy_ms = busy_ms
+        self.idle_ms = idle_ms
+        self.idle_after_s = idle_after_s
+        self.broker = broker
+        self.idle = True
+        """Consumers have the idle wait (the state at start)."""
+        self._last = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+
+    def consumers(self) -> Iterator[Any]:
+        """The aiokafka consumers of the broker's subscribers (started or not)."""
+        for sub in self.broker.subscribers if self.broker is not None else ():
+            for consumer in (getattr(sub, "consumer", None), *getattr(sub, "consumer_subgroup", ())):
+                if consumer is not None:
+                    yield consumer
+
+    def apply(self, wait_ms: int) -> int:
+        """Give every consumer the fetch wait ``wait_ms``; returns how many were set."""
+        n = 0
+        for consumer in self.consumers():
+            for holder in (consumer, getattr(consumer, "_fetcher", None)):
+                if holder is not None and hasattr(holder, "_fetch_max_wait_ms"):
+                    holder._fetch_max_wait_ms = wait_ms
+            n += 1
+        return n
+
+    def touch(self) -> None:
+        """A message was received or published: back to the busy wait if idle, and idle again only after
+        ``idle_after_s`` without another."""
+        self._last = time.monotonic()
+        if self.idle:
+            self.idle = False
+            self.apply(self.busy_ms)
+        if self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(self.idle_after_s, self._check)
+
+    def _check(self) -> None:
+        self._timer = None
+        quiet = time.monotonic() - self._last
+        if quiet >= self.idle_after_s:
+            self.idle = True
+            self.apply(self.idle_ms)
+        else:
+            self._timer = asyncio.get_running_loop().call_later(self.idle_after_s - quiet, self._check)
+
+    def middleware(self) -> Callable[..., BaseMiddleware]:
+        """A FastStream broker middleware (factory) that calls :meth:`touch` for every message received and
+        every publish."""
+        pacer = self
+
+        class Pace(BaseMiddleware):
+            async def on_receive(self) -> None:
+                pacer.touch()
+
+            async def publish_scope(self, call_next: Callable[[Any], Awaitable[Any]], cmd: Any) -> Any:
+                pacer.touch()
+                return await call_next(cmd)
+
+        return Pace

@@ -1,0 +1,53 @@
+"""Long-poll pacing of consumers (uep_common.fetch_pacing): consumers start with the idle wait, the first message
+gives every consumer of the broker the busy wait, and ``idle_after_s`` without one gives them the idle wait again.
+The consumers are real (unstarted) aiokafka consumers; the attribute the pacer sets is checked to be the one
+aiokafka's fetcher reads for each fetch request, so an aiokafka upgrade that moves it fails here."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from types import SimpleNamespace
+
+from aiokafka import AIOKafkaConsumer
+from aiokafka.consumer.fetcher import Fetcher
+
+from uep_common.fetch_pacing import FetchPacer
+from uep_common.messaging import consumer_options, make_broker
+from uep_common.settings import CommonSettings
+
+
+def test_the_attribute_set_is_the_one_aiokafka_reads_for_every_fetch():
+    assert "self._fetch_max_wait_ms" in inspect.getsource(Fetcher._get_actions_per_node)  # each fetch request
+    assert "fetch_max_wait_ms=self._fetch_max_wait_ms" in inspect.getsource(AIOKafkaConsumer.start)  # its fetcher
+
+
+async def test_busy_on_a_message_idle_after_the_quiet_period():
+    consumers = [AIOKafkaConsumer(bootstrap_servers="127.0.0.1:1", fetch_max_wait_ms=2000) for _ in range(2)]
+    fetcher = SimpleNamespace(_fetch_max_wait_ms=2000)  # a started consumer's fetcher
+    consumers[1]._fetcher = fetcher
+    broker = SimpleNamespace(subscribers=[SimpleNamespace(consumer=consumers[0]), SimpleNamespace(consumer=consumers[1])])
+    pacer = FetchPacer(busy_ms=100, idle_ms=2000, idle_after_s=0.2, broker=broker)
+    assert pacer.idle
+
+    pacer.touch()
+    assert not pacer.idle
+    assert [c._fetch_max_wait_ms for c in consumers] == [100, 100] and fetcher._fetch_max_wait_ms == 100
+    await asyncio.sleep(0.12)
+    pacer.touch()  # a second message restarts the quiet period
+    await asyncio.sleep(0.12)
+    assert not pacer.idle and consumers[0]._fetch_max_wait_ms == 100  # 0.24 s since the first, 0.12 s since the last
+    await asyncio.sleep(0.2)
+    assert pacer.idle
+    assert [c._fetch_max_wait_ms for c in consumers] == [2000, 2000] and fetcher._fetch_max_wait_ms == 2000
+
+
+def test_make_broker_paces_its_consumers_unless_the_waits_are_equal():
+    settings = CommonSettings(kafka_fetch_max_wait_ms=100, kafka_idle_fetch_max_wait_ms=2000)
+    broker = make_broker(settings)
+    assert any(getattr(m, "__name__", "") == "Pace" for m in broker.middlewares)
+    assert consumer_options(settings, "x")["fetch_max_wait_ms"] == 2000  # consumers start idle
+
+    flat = CommonSettings(kafka_fetch_max_wait_ms=100, kafka_idle_fetch_max_wait_ms=100)
+    assert not any(getattr(m, "__name__", "") == "Pace" for m in make_broker(flat).middlewares)
+    assert consumer_options(flat, "x")["fetch_max_wait_ms"] == 100
