@@ -77,8 +77,14 @@ test-db: install ## run the tests that need PostgreSQL and/or Redis only (no bro
 test-stack: install ## run the tests on a fresh test stack and in headless Chromium (-m "stack or ui")
 	$(PY) -m pytest -q -p no:cacheprovider -m "stack or ui"
 
-bench: install ## bench/pipeline_overhead: pipeline vs direct Triton throughput ratio
+bench: install ## bench/pipeline_overhead: pipeline vs direct Triton throughput, echo model and LLM at 1 and 4 slots, at defaults
 	$(PY) bench/pipeline_overhead.py
+
+bench-scale: install ## bench/scale: echo evaluations of 1k, 10k, 100k items: items/s per decile, RSS per process, database bytes per item
+	$(PY) bench/scale.py
+
+bench-idle: install ## bench/idle_cost: CPU of an idle stack per process over 30 s (target < 2 % of a core in total)
+	$(PY) bench/idle_cost.py
 
 bench-classifier: install ## bench/classifier_throughput: a classifier's and a ranker's throughput, pipeline vs direct Triton, ratios
 	$(PY) bench/classifier_throughput.py
@@ -108,4 +114,4 @@ bench-cli: install ## bench/cli_startup: `uep --help` start-up time against the 
 asyncapi: install ## regenerate docs/asyncapi.json from the services' FastStream apps
 	$(PY) docs/generate_asyncapi.py
 
-.PHONY: help install up down status demo check check-k8s test test-unit test-db test-stack bench bench-classifier bench-scorer bench-chaos asyncapi bench-scheduler bench-report bench-lm-eval bench-cli
+.PHONY: help install up down status demo check check-k8s test test-unit test-db test-stack bench bench-scale bench-idle bench-classifier bench-scorer bench-chaos asyncapi bench-scheduler bench-report bench-lm-eval bench-cli

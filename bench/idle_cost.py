@@ -154,10 +154,12 @@ def main() -> int:
         }
     )
     import uep_stack
+    from free_ports import stack_ports, wait_until_free
 
     variants = [_variant(v) for v in args.variant] or [("", {})]
     cfg = uep_stack.config()
     uep_stack.down(cfg)
+    wait_until_free(stack_ports(cfg))  # a stack stopped just before leaves TIME_WAIT sockets
     uep_stack.up(cfg)
     results = []
     try:

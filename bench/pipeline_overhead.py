@@ -79,12 +79,14 @@ class Request:
     stop: list[str]
 
 
-async def direct(grpc_url: str, model: BenchModel, requests: list[Request], concurrency: int) -> float:
-    """Seconds to answer every request with ``concurrency`` workers calling Triton directly."""
+async def direct(grpc_url: str, model: BenchModel, requests: list[Request], concurrency: int) -> tuple[float, float]:
+    """``(seconds to answer every request with concurrency workers calling Triton directly, mean completion
+    tokens)``."""
     import numpy as np
     import tritonclient.grpc.aio as g
 
     client = g.InferenceServerClient(grpc_url)
+    tokens: list[int] = []
     queue: asyncio.Queue[Request] = asyncio.Queue()
     for r in requests:
         queue.put_nowait(r)
@@ -106,36 +108,50 @@ async def direct(grpc_url: str, model: BenchModel, requests: list[Request], conc
             ]
             result = await client.infer(model.triton_name, inputs)
             assert result.as_numpy("text_output") is not None
+            tokens.append(int(result.as_numpy("completion_tokens").reshape(-1)[0]))
 
     t0 = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     elapsed = time.perf_counter() - t0
     await client.close()
-    return elapsed
+    return elapsed, statistics.mean(tokens)
 
 
 AUTH: dict[str, str] = {}
 """Authorization header of the bench stack's admin key (set once the stack is up)."""
 
 
-def pipeline(gateway_url: str, model: str, n: int) -> float:
-    """Seconds from POST /v1/evaluations to status completed for the first ``n`` MMLU items on ``model``,
-    every other setting at its default."""
+def pipeline(gateway_url: str, database_url: str, model: str, n: int) -> tuple[float, float]:
+    """``(seconds from POST /v1/evaluations to status completed, mean completion tokens)`` for the first ``n``
+    MMLU items on ``model``, every other setting at its default. Completion is read from PostgreSQL every 20 ms (the gateway's read rate limit
+    would refuse polling that fast)."""
     import httpx
+    from sqlalchemy import text
 
-    with httpx.Client(base_url=gateway_url, timeout=30, headers=AUTH) as c:
-        t0 = time.perf_counter()
-        r = c.post("/v1/evaluations", json={"benchmark": "mmlu", "model": model, "sample_limit": n, "sampling": "first"})
-        r.raise_for_status()
-        eid = r.json()["id"]
-        while True:
-            body = c.get(f"/v1/evaluations/{eid}").json()
-            if body["status"] in ("completed", "failed", "cancelled"):
-                break
-            time.sleep(0.02)
-        elapsed = time.perf_counter() - t0
-    assert body["status"] == "completed" and body["summary"]["n"] == n and body["summary"]["errors"] == 0, body
-    return elapsed
+    from uep_common.db.session import make_sync_engine
+
+    engine = make_sync_engine(database_url)
+    try:
+        with httpx.Client(base_url=gateway_url, timeout=30, headers=AUTH) as c:
+            t0 = time.perf_counter()
+            r = c.post("/v1/evaluations", json={"benchmark": "mmlu", "model": model, "sample_limit": n, "sampling": "first"})
+            r.raise_for_status()
+            eid = r.json()["id"]
+        query = text("SELECT status, completed_items, error_items FROM evaluations WHERE id = :e")
+        with engine.connect() as db:
+            while True:
+                status, done, errors = db.execute(query, {"e": eid}).one()
+                db.rollback()  # a fresh snapshot for the next read
+                if status not in ("pending", "running"):
+                    break
+                time.sleep(0.02)
+            elapsed = time.perf_counter() - t0
+            tokens = db.execute(text("SELECT avg(completion_tokens) FROM sample_results WHERE evaluation_id = :e"), {"e": eid})
+            mean_tokens = float(tokens.scalar() or 0)
+    finally:
+        engine.dispose()
+    assert (status, done, errors) == ("completed", n, 0), (eid, status, done, errors)
+    return elapsed, mean_tokens
 
 
 def _set_capacity(database_url: str, model: str, slots: int) -> None:
@@ -209,17 +225,21 @@ def run_case(cfg, kind: str, slots: int, n: int, rounds: int) -> CaseResult:
     grpc_url = f"127.0.0.1:{cfg.triton_grpc}"
     warm = min(n, 8 * slots)
     asyncio.run(direct(grpc_url, model, requests[:warm], slots))  # warm-up of both sides at this capacity
-    pipeline(cfg.gateway_url, model.name, warm)
+    pipeline(cfg.gateway_url, cfg.database_url, model.name, warm)
     out = CaseResult(f"{kind}:{slots}", n)
     for r in range(rounds):
         for side in ("direct", "pipeline") if r % 2 == 0 else ("pipeline", "direct"):
             if side == "direct":
-                elapsed = asyncio.run(direct(grpc_url, model, requests, slots))
+                elapsed, tokens = asyncio.run(direct(grpc_url, model, requests, slots))
                 out.direct.append(n / elapsed)
             else:
-                elapsed = pipeline(cfg.gateway_url, model.name, n)
+                elapsed, tokens = pipeline(cfg.gateway_url, cfg.database_url, model.name, n)
                 out.pipeline.append(n / elapsed)
-            print(f"  {out.case:<7} round {r + 1} {side:>8}: {n / elapsed:8.1f} items/s ({elapsed:.2f} s)", flush=True)
+            print(
+                f"  {out.case:<7} round {r + 1} {side:>8}: {n / elapsed:8.2f} items/s ({elapsed:.2f} s, "
+                f"{tokens:.1f} completion tokens/item)",
+                flush=True,
+            )
     return out
 
 
@@ -244,8 +264,8 @@ def compare_instrumentation(cfg, n: int, slots: int, rounds: int) -> dict[str, l
         if i == 0 or order[i - 1] != mode:  # at a round boundary the mode repeats: the services keep running
             uep_stack.stop(cfg, uep_stack.SERVICES)
             uep_stack.start_services(dataclasses.replace(cfg, extra_env={**cfg.extra_env, **MODES[mode]}))
-            pipeline(cfg.gateway_url, model, 20)  # warm-up after the restart: groups joined, caches filled
-        elapsed = pipeline(cfg.gateway_url, model, n)
+            pipeline(cfg.gateway_url, cfg.database_url, model, 20)  # warm-up after the restart: groups joined, caches filled
+        elapsed, _tokens = pipeline(cfg.gateway_url, cfg.database_url, model, n)
         results[mode].append(n / elapsed)
         print(f"  round {i // 2 + 1} instrumentation {mode:>3}: {n / elapsed:8.1f} items/s ({elapsed:.2f} s)", flush=True)
     return results
@@ -293,9 +313,11 @@ def main() -> int:
         }
     )
     import uep_stack
+    from free_ports import stack_ports, wait_until_free
 
     cfg = uep_stack.config()
     uep_stack.down(cfg)
+    wait_until_free(stack_ports(cfg))  # a stack stopped just before leaves TIME_WAIT sockets
     uep_stack.up(cfg)
     AUTH.update(cfg.auth_headers())
     results: list[CaseResult] = []

@@ -141,10 +141,12 @@ def main() -> int:
         }
     )
     import uep_stack
+    from free_ports import stack_ports, wait_until_free
     from uep_common.db.session import make_sync_engine
 
     cfg = uep_stack.config()
     uep_stack.down(cfg)
+    wait_until_free(stack_ports(cfg))  # a stack stopped just before leaves TIME_WAIT sockets
     uep_stack.up(cfg)
     engine = make_sync_engine(cfg.database_url)
     results = []

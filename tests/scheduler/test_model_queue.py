@@ -2,7 +2,7 @@
 bounds), the rules and then allocation passes on a real PostgreSQL.
 
 Expected values follow queue_depth's docstring: ceil(slots × model_queue_seconds / call time), at most
-MAX_QUEUE_PER_SLOT (32) per slot — e.g. 1 slot, 20 ms calls, 0.5 s → 25 items; 2 slots, 50 ms, 0.5 s → 20.
+MAX_QUEUE_PER_SLOT (64) per slot — e.g. 1 slot, 20 ms calls, 0.5 s → 25 items; 2 slots, 50 ms, 0.5 s → 20.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def _score(model_id: uuid.UUID, latency_ms: float | None, error: str | None = No
         (4, 1.0, 0.5, 2),  # slow calls: two more than the slots
         (1, 3.0, 0.5, 1),  # at least one item waits while the call runs
         (1, 0.0001, 0.5, MAX_QUEUE_PER_SLOT),  # capped per slot
-        (2.5, 0.0001, 0.5, 80),  # an adaptive (fractional) limit: ceil(2.5 × 32)
+        (2.5, 0.0001, 0.5, 160),  # an adaptive (fractional) limit: ceil(2.5 × 64)
         (4, None, 0.5, 0),  # no call time known yet: no queue
         (4, 0.02, 0.0, 0),  # switched off
     ],

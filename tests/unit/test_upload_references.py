@@ -43,3 +43,16 @@ def test_ranking_and_text_references_are_checked_too():
     text = b'{"id": "q1", "input": {"text": "q"}, "reference": {"label": "x"}}\n'
     ((loc, _, _),) = _problems(text, "jsonl", "exact_match")
     assert loc == ["body", "file", "line 1", "reference", "answer"]
+
+
+def test_a_gold_label_outside_the_benchmarks_class_names_is_refused():
+    from uep_gateway.uploads import with_class_names
+
+    schema = with_class_names(SCHEMAS["label_match"], ["negative", "positive"])
+    data = b"id,text,reference.label\n1,great film,positive\n2,so-so,neutral\n"
+    with pytest.raises(UploadInvalid) as info:
+        check_upload(data, "csv", TEMPLATE, UploadLimits(), None, {"label_match": schema})
+    [problem] = info.value.problems
+    assert problem.loc == ["body", "file", "line 3", "reference", "label"]
+    assert "'neutral' is not one of ['negative', 'positive']" in problem.msg
+    assert with_class_names(SCHEMAS["label_match"], None) is SCHEMAS["label_match"]  # no classes: unchanged

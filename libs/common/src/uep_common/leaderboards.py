@@ -90,6 +90,7 @@ from uep_common import stats
 from uep_common.configs import LOWER_IS_BETTER, EvaluationConfig, is_set_metric, parse_evaluation_config
 from uep_common.db.leaderboards import LeaderboardScore, LeaderboardSnapshot
 from uep_common.db.models import Benchmark, Evaluation, Model, SampleResult
+from uep_common.model_registry import visible_models
 
 
 def wilson(successes: int, n: int) -> tuple[float, float] | None:
@@ -298,7 +299,9 @@ def _rank_item_set(entries: Sequence[BoardEntry]) -> list[BoardEntry]:
 class BoardScope:
     """What of the boards a reader sees: ``tenant_id`` — only that tenant's entries (None: every tenant's);
     ``viewer_tenant_id`` — only boards of benchmark slugs that tenant may read (the site catalogue, shared
-    benchmarks and its own; None: every board)."""
+    benchmarks and its own; None: every board) and, with every tenant's entries (site-wide boards), only
+    entries of models that tenant may see (:func:`uep_common.model_registry.visible_models`: another tenant's
+    private model is no entry, nor its name)."""
 
     tenant_id: uuid.UUID | None = None
     viewer_tenant_id: uuid.UUID | None = None
@@ -320,6 +323,14 @@ class BoardScope:
                     ),
                 )
             )
+            if self.tenant_id is None and model is LeaderboardScore:
+                out.append(
+                    exists().where(
+                        Evaluation.id == model.evaluation_id,
+                        Model.id == Evaluation.model_id,
+                        visible_models(self.viewer_tenant_id),
+                    )
+                )
         return out
 
 
@@ -615,14 +626,21 @@ def rank_snapshot_entries(entries: Sequence[Mapping[str, Any]], lower_is_better:
 
 
 def _scoped_snapshot(
-    entries: Sequence[Mapping[str, Any]], tenant_id: uuid.UUID | None, tenant_of: Mapping[str, str], lower_is_better: bool = False
+    entries: Sequence[Mapping[str, Any]],
+    tenant_id: uuid.UUID | None,
+    tenant_of: Mapping[str, str],
+    lower_is_better: bool = False,
+    visible: set[str] | None = None,
 ) -> list[dict[str, Any]]:
     """A stored snapshot's entries as a reader in scope sees them: only ``tenant_id``'s (None: all; an entry
-    without its own ``tenant_id`` is looked up in ``tenant_of``, evaluation id → tenant id), the latest per
-    model version and item set, ranked again among themselves; without the ``tenant_id`` key."""
+    without its own ``tenant_id`` is looked up in ``tenant_of``, evaluation id → tenant id) and, with
+    ``visible``, only entries of those evaluation ids; the latest per model version and item set, ranked
+    again among themselves; without the ``tenant_id`` key."""
     latest: dict[tuple[str, str, str], Mapping[str, Any]] = {}
     for e in entries:
         if tenant_id is not None and (e.get("tenant_id") or tenant_of.get(str(e.get("evaluation_id")))) != str(tenant_id):
+            continue
+        if visible is not None and str(e.get("evaluation_id")) not in visible:
             continue
         key = (e["model"], e["model_version"], e.get("item_set") or "")
         if key not in latest or str(e.get("last_evaluated") or "") > str(latest[key].get("last_evaluated") or ""):
@@ -663,7 +681,14 @@ async def board_history(
             )
         )
         tenant_of = {str(e): str(t) for e, t in rows.all()}
-    entries_of = [_scoped_snapshot(s.entries, scope.tenant_id, tenant_of, score_type in LOWER_IS_BETTER) for s in snaps]
+    visible: set[str] | None = None
+    if scope.tenant_id is None and scope.viewer_tenant_id is not None:  # site-wide: entries of models it may see
+        ls = LeaderboardScore
+        ids = await session.scalars(
+            select(ls.evaluation_id).where(ls.benchmark_slug == benchmark_slug, ls.score_type == score_type, *scope.clauses(ls))
+        )
+        visible = {str(e) for e in ids}
+    entries_of = [_scoped_snapshot(s.entries, scope.tenant_id, tenant_of, score_type in LOWER_IS_BETTER, visible) for s in snaps]
     out: list[dict[str, Any]] = []
     for i, snap in enumerate(snaps):
         if i == 0 and len(snaps) > limit:

@@ -18,6 +18,7 @@ an output the platform reads only when the model has it. Datatypes are Triton's 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -210,9 +211,26 @@ def resolve_dim(dim: Dim, spec: Mapping[str, Any]) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else -1
 
 
+MAX_DIM_DIGITS = 18
+"""A metadata dimension is an int64 (KServe v2): at most 18 digits, as an int or a decimal string."""
+
+
+def _dim(value: Any) -> int | None:
+    """A dimension of a model's metadata shape as an int: an int (not a bool) or a string of ASCII digits
+    with an optional minus sign (Triton's HTTP metadata sends int64 as either); None otherwise."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if abs(value) < 10**MAX_DIM_DIGITS else None
+    if isinstance(value, str) and re.fullmatch(rf"-?[0-9]{{1,{MAX_DIM_DIGITS}}}", value):
+        return int(value)
+    return None
+
+
 def _shape_problem(want: tuple[Dim, ...], got: list[Any], spec: Mapping[str, Any], batched: bool | None) -> str | None:
-    """Why a model's metadata shape ``got`` does not match the contract shape ``want``, or ``None``."""
-    dims = [int(d) for d in got]
+    """Why a model's metadata shape ``got`` (dimensions checked by :func:`_dim`) does not match the contract
+    shape ``want``, or ``None``."""
+    dims = [int(d) for d in (_dim(g) for g in got) if d is not None]
     expected = [resolve_dim(d, spec) for d in want]
     # a batching model reports a leading -1 (the batch); strip it when the lengths say so
     if batched is True or (batched is None and len(dims) == len(expected) + 1 and dims[:1] == [-1]):
@@ -255,8 +273,8 @@ def check_metadata(
     if found is None:
         return [f"no contract {contract!r} for kind {str(kind)!r}"]
     batched: bool | None = None
-    if config is not None and isinstance(config.get("max_batch_size"), int):
-        batched = config["max_batch_size"] > 0
+    if config is not None and _dim(config.get("max_batch_size")) is not None:
+        batched = int(config["max_batch_size"]) > 0
     problems: list[str] = []
     for role, want_list, got in (
         ("input", found.inputs, _tensors(metadata, "inputs")),
@@ -272,16 +290,17 @@ def check_metadata(
             if datatype.upper() != want.datatype:
                 problems.append(f"tensor {want.name!r}: datatype {datatype}, expected {want.datatype}")
             shape = tensor.get("shape")
-            if not isinstance(shape, list) or not all(isinstance(d, int) or str(d).lstrip("-").isdigit() for d in shape):
-                problems.append(f"tensor {want.name!r}: no shape in the metadata")
+            if not isinstance(shape, list) or len(shape) > 64 or any(_dim(d) is None for d in shape):
+                problems.append(f"tensor {want.name!r}: no shape of int64 dimensions in the metadata")
                 continue
             why = _shape_problem(want.shape, shape, spec, batched)
             if why:
                 problems.append(f"tensor {want.name!r}: {why}")
     if config is not None:
         known = {t.name for t in found.inputs}
-        cfg_inputs = {str(t.get("name")): t for t in config.get("input", []) if isinstance(t, Mapping)}
+        listed = config.get("input")
+        cfg_inputs = {str(t.get("name")): t for t in (listed if isinstance(listed, list) else []) if isinstance(t, Mapping)}
         for name in _tensors(metadata, "inputs"):
-            if name not in known and not cfg_inputs.get(name, {}).get("optional", False):
+            if name not in known and cfg_inputs.get(name, {}).get("optional") is not True:
                 problems.append(f"tensor {name!r}: the model requires input {name!r}, which contract {contract!r} does not send")
     return problems

@@ -26,8 +26,8 @@ from decimal import Decimal
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, StringConstraints
-from sqlalchemy import ColumnElement, Select, case, or_, select
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr, StringConstraints
+from sqlalchemy import ColumnElement, Select, case, func, or_, select
 
 from uep_common.db.models import Model
 from uep_common.events import Backend, ModelKind
@@ -45,6 +45,9 @@ MAX_CLASS_NAME = 200
 MAX_FEATURES = 1_000_000
 MAX_DIMENSION = 65_536
 MAX_STOP = 16
+MAX_TENANT_MODELS = 1000
+"""Models (every version counts) one tenant may own: what every tenant's model list and name look-ups read
+grows with other tenants' shared models, so their number is bounded."""
 PROBE_CONNECT_S = 3.0
 """Connect (and name resolution) timeout of the registration probe, seconds."""
 PROBE_READ_S = 5.0
@@ -62,6 +65,7 @@ BLOCKED_NETWORKS = tuple(
         "fd00:ec2::254/128",  # AWS's IPv6 metadata address
         "100.100.100.200/32",  # Alibaba Cloud's metadata address
         "0.0.0.0/8",
+        "::/128",  # IPv6's unspecified address, as 0.0.0.0
         "224.0.0.0/4",  # multicast
         "ff00::/8",
     )
@@ -69,6 +73,25 @@ BLOCKED_NETWORKS = tuple(
 """Addresses the platform never calls (cloud metadata, link-local, multicast). Loopback and private networks
 are allowed: a local stack and an in-cluster Triton live there."""
 
+
+def _no_dot_segment(value: str) -> str:
+    """A name, version or served name is one path segment: ``.`` and ``..`` would be resolved away by URL
+    normalisation (``/v2/models/..`` is ``/v2``)."""
+    if value.strip(".") == "":
+        raise ValueError("'.' and '..' are not names")
+    return value
+
+
+def _not_an_id(value: str) -> str:
+    """A model name that parses as a UUID would be read as a model id where a model is named (evaluations)."""
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return value
+    raise ValueError("a model name may not be a UUID (it would be read as a model id)")
+
+
+Segment = AfterValidator(_no_dot_segment)
 Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
 ClassName = Annotated[str, StringConstraints(min_length=1, max_length=MAX_CLASS_NAME)]
 StopString = Annotated[str, StringConstraints(min_length=1, max_length=200)]
@@ -100,8 +123,8 @@ class ModelSpec(BaseModel):
 
     class_names: list[ClassName] | None = Field(None, min_length=2, max_length=MAX_CLASSES)
     input: Literal["text", "features"] | None = None
-    n_features: int | None = Field(None, ge=1, le=MAX_FEATURES)
-    dimension: int | None = Field(None, ge=1, le=MAX_DIMENSION)
+    n_features: int | None = Field(None, ge=1, le=MAX_FEATURES, strict=True)
+    dimension: int | None = Field(None, ge=1, le=MAX_DIMENSION, strict=True)
 
 
 class DecodingDefaults(BaseModel):
@@ -151,14 +174,16 @@ class ModelCreate(BaseModel):
 
     model_config = ConfigDict(extra="forbid", protected_namespaces=())
 
-    name: str = Field(pattern=NAME_PATTERN, description="1..200 of A-Z a-z 0-9 . _ -")
-    version: str = Field("1", pattern=VERSION_PATTERN)
+    name: Annotated[str, Segment, AfterValidator(_not_an_id)] = Field(
+        pattern=NAME_PATTERN, description="1..200 of A-Z a-z 0-9 . _ - (not '.', '..' or a UUID)"
+    )
+    version: Annotated[str, Segment] = Field("1", pattern=VERSION_PATTERN)
     description: str = Field("", max_length=2000)
     kind: ModelKind = ModelKind.generation
     backend: Backend = Backend.triton
     endpoint: str = Field(min_length=1, max_length=500)
     contract: str | None = Field(None, min_length=1, max_length=40)
-    triton_model_name: str | None = Field(None, pattern=TRITON_NAME_PATTERN)
+    triton_model_name: Annotated[str, Segment] | None = Field(None, pattern=TRITON_NAME_PATTERN)
     triton_model_version: str | None = Field(None, pattern=r"^[0-9]{1,18}$")
     spec: ModelSpec = Field(default_factory=ModelSpec)
     max_in_flight: int | None = Field(None, ge=1, le=1024, description="Serving capacity: calls in flight.")
@@ -220,18 +245,40 @@ def check_endpoint(backend: Backend | str, endpoint: str, field: str = "endpoint
     return parts.scheme, parts.hostname, port
 
 
+NAT64_NETWORKS = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
+"""IPv6 prefixes that translate to an IPv4 address in their last 32 bits (RFC 6052 and RFC 8215 NAT64)."""
+IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
+"""Deprecated IPv4-compatible IPv6 addresses (RFC 4291 2.5.5.1): ``::a.b.c.d``."""
+
+
+def _addresses_of(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    """``ip`` and the IPv4 address an IPv6 address carries: IPv4-mapped, IPv4-compatible, NAT64, 6to4
+    (RFC 3056) and Teredo (RFC 4380, the client's address), each of which may route to it."""
+    out: list[ipaddress.IPv4Address | ipaddress.IPv6Address] = [ip]
+    if isinstance(ip, ipaddress.IPv6Address):
+        last32 = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+        if ip.ipv4_mapped is not None:
+            out.append(ip.ipv4_mapped)
+        if any(ip in net for net in NAT64_NETWORKS) or (ip in IPV4_COMPATIBLE and int(ip) > 1):
+            out.append(last32)
+        if ip.sixtofour is not None:
+            out.append(ip.sixtofour)
+        if ip.teredo is not None:
+            out.append(ip.teredo[1])
+    return out
+
+
 def _blocked(address: str) -> bool:
     ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return any(ip in net for net in BLOCKED_NETWORKS if net.version == ip.version)
+    return any(a in net for a in _addresses_of(ip) for net in BLOCKED_NETWORKS if net.version == a.version)
 
 
 async def check_endpoint_address(
     host: str, port: int | None, field: str = "endpoint", timeout_s: float = PROBE_CONNECT_S
 ) -> None:
     """Refuse (422 naming ``field``, kind ``blocked_address``) an endpoint whose host is, or resolves to, an
-    address of :data:`BLOCKED_NETWORKS`; a name that does not resolve within ``timeout_s`` is refused too
+    address of :data:`BLOCKED_NETWORKS`, or an IPv6 address that carries one (IPv4-mapped or -compatible,
+    NAT64, 6to4, Teredo); a name that does not resolve within ``timeout_s`` is refused too
     (``unresolvable_host``). A bound, not a guarantee: the name may resolve elsewhere later (DNS rebinding)."""
     try:
         addresses = [host] if _is_ip(host) else await _resolve(host, port, timeout_s)
@@ -450,9 +497,31 @@ def model_query(
     return q.order_by(*order, Model.created_at.desc(), Model.id).limit(1)
 
 
+def owned_count(tenant_id: uuid.UUID) -> Select[int]:
+    """SELECT of the number of models (versions) tenant ``tenant_id`` owns (:data:`MAX_TENANT_MODELS` bounds it)."""
+    return select(func.count()).select_from(Model).where(Model.owner_tenant_id == tenant_id)
+
+
 def site_name_taken(name: str) -> Select[uuid.UUID]:
-    """SELECT of a site model named ``name`` (any version): a tenant may not register that name."""
-    return select(Model.id).where(Model.name == name, Model.owner_tenant_id.is_(None)).limit(1)
+    """SELECT of a site model named ``name`` in any letter case (any version): a tenant may not register that
+    name, nor one that differs from it in case only (``UEP-Oracle`` beside the site's ``uep-oracle``)."""
+    return select(Model.id).where(func.lower(Model.name) == name.lower(), Model.owner_tenant_id.is_(None)).limit(1)
+
+
+def shared_name_taken(name: str, tenant_id: uuid.UUID) -> Select[uuid.UUID]:
+    """SELECT of another tenant's shared model named ``name`` in any letter case (any version): a tenant may
+    not share a model of that name, since every third tenant would then see two (and get the newer). Only
+    shared models are looked at, so the answer tells nothing of another tenant's private ones."""
+    return (
+        select(Model.id)
+        .where(
+            func.lower(Model.name) == name.lower(),
+            Model.owner_tenant_id.is_not(None),
+            Model.owner_tenant_id != tenant_id,
+            Model.visibility == "shared",
+        )
+        .limit(1)
+    )
 
 
 # ------------------------------------------------------------------ probe
@@ -511,7 +580,7 @@ async def _probe(
         )
     base = endpoint.strip().rstrip("/")
     timeout = httpx.Timeout(PROBE_READ_S, connect=PROBE_CONNECT_S)
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    headers = {"Accept-Encoding": "identity"} | ({"Authorization": f"Bearer {api_key}"} if api_key else {})
     async with httpx.AsyncClient(timeout=timeout, follow_redirects=False, transport=transport, headers=headers) as client:
         if str(backend) == Backend.openai_compatible:
             await _probe_openai(client, base, served_name)
@@ -525,7 +594,8 @@ async def _probe(
                 field,
                 f"Triton at {base} answered {status} for model {served_name!r}"
                 + (f" version {served_version}" if served_version else "")
-                + (f": {str(error)[:300]}" if error else ""),
+                + (f": {str(error)[:300]}" if error else "")
+                + (": not KServe v2 model metadata (a JSON object)" if status == 200 else ""),
                 "unknown_served_model",
             )
         config_status, config = await _get_json(client, base + path + "/config")
@@ -539,17 +609,29 @@ async def _probe(
 
 
 async def _get_json(client: Any, url: str) -> tuple[int, Any]:
-    """GET ``url``: (status, decoded JSON or None), at most :data:`PROBE_MAX_BYTES` read. Raises
-    :class:`RegistryError` naming ``endpoint`` when the server cannot be reached."""
+    """GET ``url``: (status, decoded JSON or None), at most :data:`PROBE_MAX_BYTES` read as sent (the
+    answer is not decompressed: a compressed one is refused, so that a small answer cannot expand in
+    memory). Raises :class:`RegistryError` naming ``endpoint`` when the server cannot be reached, answers
+    more or answers compressed."""
     import httpx
 
     try:
         async with client.stream("GET", url) as r:
-            body = b""
-            async for chunk in r.aiter_bytes():
-                body += chunk
-                if len(body) > PROBE_MAX_BYTES:
+            encoding = r.headers.get("content-encoding", "identity").strip().lower()
+            if encoding not in ("", "identity"):
+                raise _bad(
+                    "endpoint",
+                    f"{url} answered with content-encoding {encoding[:40]!r}; the probe reads identity only",
+                    "probe_failed",
+                )
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in r.aiter_raw():
+                chunks.append(chunk)
+                size += len(chunk)
+                if size > PROBE_MAX_BYTES:
                     raise _bad("endpoint", f"{url} answered more than {PROBE_MAX_BYTES} bytes", "probe_failed")
+            body = b"".join(chunks)
             status = r.status_code
     except httpx.TimeoutException:
         raise _bad(
@@ -559,7 +641,7 @@ async def _get_json(client: Any, url: str) -> tuple[int, Any]:
         raise _bad("endpoint", f"cannot reach {url}: {exc.__class__.__name__}: {str(exc)[:200]}", "unreachable") from None
     try:
         return status, json.loads(body) if body else None
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
         return status, None
 
 

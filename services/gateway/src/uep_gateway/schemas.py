@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
@@ -330,6 +330,13 @@ class BenchmarkSpec(BaseModel):
     language: str = Field("en", pattern=r"^[a-z]{2,3}(-[A-Za-z]{2,4})?$")
     prompt: PromptSpec
     metric: MetricRef
+    class_names: list[Annotated[str, Field(min_length=1, max_length=200)]] | None = Field(
+        None,
+        min_length=2,
+        max_length=1000,
+        description="A classification benchmark's classes, in order: every reference label must be one of them, "
+        "and a classifier is evaluated on it only if it names the same classes.",
+    )
     license: str | None = Field(None, max_length=200)
     source: str | None = Field(None, max_length=2000)
 

@@ -408,6 +408,16 @@ def to_row(ordinal: int, number: int, rec: object) -> Row:
     return Row(ordinal, ext, inp, ref)
 
 
+def with_class_names(schema: dict[str, Any], class_names: list[str] | None) -> dict[str, Any]:
+    """``schema`` (a metric's reference schema) with its ``label`` property restricted to ``class_names`` (a JSON
+    Schema ``enum``), so that a row whose gold label is not one of the benchmark's classes is refused; unchanged
+    without class names or without a ``label`` property."""
+    props = schema.get("properties") or {}
+    if not class_names or not isinstance(props.get("label"), dict):
+        return schema
+    return {**schema, "properties": {**props, "label": {**props["label"], "enum": list(class_names)}}}
+
+
 def reference_problems(number: int, reference: dict[str, Any], schemas: dict[str, dict[str, Any]]) -> list[UploadProblem]:
     """What in ``reference`` (of the row on line ``number``) the metrics cannot read: each error of the JSON Schema
     of each metric (``schemas``: metric name → the ``reference_schema`` of its catalogue entry; validated with

@@ -30,6 +30,7 @@ from uep_common.db.judging import HybridRoute, JudgeItem, JudgeVerdict
 from uep_common.db.models import Benchmark, Evaluation, Model, Sample, SampleLease, SampleResult
 from uep_common.events import JudgeRequested, ModelTarget, ScoreComputed
 from uep_common.judge_config import JudgeConfig, merge_judge_config
+from uep_common.model_registry import model_query
 from uep_common.outbox import add_to_outbox
 from uep_judge.modes import Verdict
 from uep_judge.templates import as_text
@@ -91,7 +92,9 @@ async def load_context(session: AsyncSession, event: JudgeRequested) -> Context 
         raise ContextError("judge_not_configured", f"no valid judge configuration: {exc.errors()[0]['msg']}") from None
     judges = []
     for name in cfg.judges:
-        model = await session.scalar(select(Model).where(Model.name == name).order_by(Model.created_at.desc()).limit(1))
+        # the judge the evaluation's tenant means by this name: its own, a site model or a shared one (never
+        # another tenant's private model, nor a newer one of another tenant taking the name)
+        model = await session.scalar(model_query(name, None, ev.tenant_id))
         if model is None:
             raise ContextError("unknown_judge_model", f"judge model {name!r} is not registered")
         judges.append(model_target(model))

@@ -448,7 +448,9 @@ def _summary_value(summary: dict[str, Any] | None) -> tuple[float, float | None,
 
 
 async def trend(session: AsyncSession, ev: Evaluation, model: Model, bench: Benchmark) -> list[TrendPoint]:
-    """Every completed evaluation of this model name on this benchmark slug (plus this one), by time."""
+    """Every completed evaluation of this tenant of this model name (the same owner's versions) on this
+    benchmark slug (plus this one), by time. Another tenant's runs never show: names are unique per owner
+    only, and a site model's runs by other tenants are theirs."""
     schedule_col = getattr(Evaluation, "schedule_id", None)
     cols = [Evaluation.id, Evaluation.completed_at, Evaluation.created_at, Evaluation.summary, Model.version, Benchmark.version]
     if schedule_col is not None:
@@ -459,6 +461,7 @@ async def trend(session: AsyncSession, ev: Evaluation, model: Model, bench: Benc
             .join(Model, Model.id == Evaluation.model_id)
             .join(Benchmark, Benchmark.id == Evaluation.benchmark_id)
             .where(Model.name == model.name, Benchmark.slug == bench.slug)
+            .where(Evaluation.tenant_id == ev.tenant_id, Model.owner_tenant_id.is_not_distinct_from(model.owner_tenant_id))
             .where((Evaluation.status == "completed") | (Evaluation.id == ev.id))
             .order_by(Evaluation.completed_at.desc().nulls_last())
             .limit(MAX_TREND_POINTS)

@@ -51,7 +51,7 @@ OVERLOAD_ERRORS = frozenset({"triton_unavailable", "openai_unavailable", "timeou
 transient kinds)."""
 
 
-MAX_QUEUE_PER_SLOT = 32
+MAX_QUEUE_PER_SLOT = 64
 """Items queued at inference per model slot, at most, whatever the call time (a model answering errors in
 microseconds must not get thousands of leases)."""
 

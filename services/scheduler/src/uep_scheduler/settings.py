@@ -25,10 +25,10 @@ class SchedulerSettings(CommonSettings):
         "evaluation and scheduler replica; > 1 keeps items queued at inference while results travel back.",
     )
     model_queue_seconds: float = Field(
-        0.5,
+        1.0,
         ge=0,
         description="Work kept queued at inference per model, in seconds of the model's recent call time: that many "
-        "more leases than slots (at most 32 per slot), so a slot that frees takes the next item at once instead of "
+        "more leases than slots (at most 64 per slot), so a slot that frees takes the next item at once instead of "
         "idling while a score travels back and a new lease out. A new urgent evaluation waits behind at most this "
         "much queued work; 0: leases = slots (uep_scheduler.capacity).",
     )

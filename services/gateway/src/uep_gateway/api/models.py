@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Callable, Coroutine
 from decimal import Decimal
 from typing import Any
 
-from cryptography.fernet import InvalidToken
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
 from sqlalchemy import ColumnElement, exists, select, true
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -29,6 +31,7 @@ from uep_common.db.models import MODEL_KINDS, Evaluation, Model
 from uep_common.events import ModelKind
 from uep_common.model_registry import (
     COST_FIELDS,
+    MAX_TENANT_MODELS,
     ModelCreate,
     ModelUpdate,
     RegistryError,
@@ -36,12 +39,13 @@ from uep_common.model_registry import (
     check_endpoint_address,
     check_key_fields,
     check_registration,
-    decrypt_api_key,
     encrypt_api_key,
     model_query,
+    owned_count,
     preference,
     probe,
     registration_values,
+    shared_name_taken,
     site_name_taken,
     split_ref,
     visible_models,
@@ -53,7 +57,25 @@ from uep_gateway.schemas import ModelCostView, ModelView
 from uep_gateway.tenancy import principal_of_session
 from uep_gateway.validation import NUL_CHECK
 
-router = APIRouter(prefix="/v1", tags=["models"], dependencies=NUL_CHECK)
+
+class InputFreeRoute(APIRoute):
+    """A route whose 422 validation answers leave out the rejected value (FastAPI's ``input``): a
+    registration's input may hold an API key, which the answer would repeat (the whole body, for a missing
+    field; the key itself, for one too long). ``loc``, ``msg`` and ``type`` still name the field."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def route(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except RequestValidationError as exc:
+                raise RequestValidationError([{k: v for k, v in e.items() if k != "input"} for e in exc.errors()]) from None
+
+        return route
+
+
+router = APIRouter(prefix="/v1", tags=["models"], dependencies=NUL_CHECK, route_class=InputFreeRoute)
 
 REF = Path(
     pattern=r"^[A-Za-z0-9._-]{1,200}(@[A-Za-z0-9._-]{1,100})?$",
@@ -193,8 +215,10 @@ async def register_model(
     """Register a model of the caller's tenant (``owner: site``: a site model, by a site admin acting across
     tenants). The endpoint is probed first (docs/models.md): a Triton model's metadata must match its
     contract (422 naming ``contract`` and each tensor), an unreachable endpoint is 422 naming ``endpoint``.
-    A tenant may not take a site model's name (409 ``name``); (name, version) is unique per owner (409
-    ``version``). The API key is stored encrypted and never returned."""
+    A tenant may not take a site model's name, nor share one another tenant shares, in any letter case (409
+    ``name``), nor own more than ``MAX_TENANT_MODELS`` models (409 ``too_many_models``); (name, version) is
+    unique per owner (409 ``version``). The API key is stored encrypted and
+    never returned, nor repeated by an error."""
     principal = principal_of_session(session)
     _check_probe_flag(principal, probe_flag)
     try:
@@ -208,6 +232,17 @@ async def register_model(
     owner = None if body.owner == "site" else principal.tenant.id
     if owner is not None and await session.scalar(site_name_taken(body.name)) is not None:
         raise FieldError(409, ("body", "name"), f"{body.name!r} is a site model's name; choose another", "name_taken")
+    if owner is not None and (await session.scalar(owned_count(owner)) or 0) >= MAX_TENANT_MODELS:
+        raise FieldError(
+            409,
+            ("body", "name"),
+            f"this tenant has {MAX_TENANT_MODELS} models, the most it may own: delete one it never evaluated",
+            "too_many_models",
+        )
+    if owner is not None and body.visibility == "shared" and await session.scalar(shared_name_taken(body.name, owner)):
+        raise FieldError(
+            409, ("body", "name"), f"another tenant shares a model named {body.name!r}; choose another", "name_taken"
+        )
     if probe_flag:
         await _probe(body, contract, spec, body.api_key.get_secret_value() if body.api_key else None, body.api_key_ref)
     try:
@@ -247,11 +282,15 @@ async def update_model(
     raw: AsyncSession = Depends(unscoped_session),
 ) -> ModelView:
     """Change a model's description, capacity, decoding defaults, cost model (the fields given), visibility,
-    endpoint (probed as at registration) or API key (``null`` removes it). Its owner only."""
+    endpoint (probed as at registration) or API key (``null`` removes it). Its owner only. A stored key is not
+    carried to a new endpoint: the change gives ``api_key`` (or ``api_key_ref``) again, or ``null``
+    (422 ``key_required`` naming ``api_key`` otherwise), so that nobody who may change the endpoint but does
+    not know the key can send it elsewhere."""
     principal = principal_of_session(session)
     model = await _writable(session, model_ref)
     given = body.model_fields_set
-    if "endpoint" in given and body.endpoint is not None:
+    moved = "endpoint" in given and body.endpoint is not None and body.endpoint.strip() != model.endpoint
+    if moved:
         _check_probe_flag(principal, probe_flag)
     try:
         if "decoding_defaults" in given and model.kind != ModelKind.generation:
@@ -265,6 +304,14 @@ async def update_model(
                 raise RegistryError(422, ("body", "endpoint"), "a model needs an endpoint", "missing")
             _, host, port = check_endpoint(model.backend, body.endpoint)
             await check_endpoint_address(host, port)
+        has_key = model.api_key_encrypted is not None or model.api_key_ref is not None
+        if moved and has_key and "api_key" not in given and "api_key_ref" not in given:
+            raise RegistryError(
+                422,
+                ("body", "api_key"),
+                "the stored API key is not carried to a new endpoint: give api_key (or api_key_ref) again, or null",
+                "key_required",
+            )
         new_key = (
             encrypt_api_key(body.api_key.get_secret_value(), _secret_key(request))
             if "api_key" in given and body.api_key is not None
@@ -272,6 +319,10 @@ async def update_model(
         )
     except RegistryError as exc:
         raise _refusal(exc) from None
+    owner = model.owner_tenant_id
+    sharing = body.visibility == "shared" and model.visibility != "shared" and owner is not None
+    if sharing and owner is not None and await session.scalar(shared_name_taken(model.name, owner)):
+        raise FieldError(409, ("body", "visibility"), f"another tenant shares a model named {model.name!r}", "name_taken")
     if body.visibility == "private" and model.visibility == "shared":
         used = await raw.scalar(
             select(exists().where(Evaluation.model_id == model.id, Evaluation.tenant_id != model.owner_tenant_id))
@@ -284,23 +335,14 @@ async def update_model(
                 "other tenants have evaluations of this model: it stays shared (deactivate it to stop new ones)",
                 "model_in_use",
             )
-    if "endpoint" in given and body.endpoint is not None and probe_flag:
+    if moved and probe_flag:
+        assert body.endpoint is not None
         candidate = Model(
             **{c: getattr(model, c) for c in ("name", "backend", "triton_model_name", "triton_model_version", "kind")}
         )
         candidate.endpoint = body.endpoint.strip()
         key = body.api_key.get_secret_value() if body.api_key is not None else None
-        if key is None and model.api_key_encrypted is not None and "api_key" not in given:
-            try:
-                key = decrypt_api_key(model.api_key_encrypted, _secret_key(request))
-            except (RegistryError, InvalidToken):
-                raise FieldError(
-                    422,
-                    ("body", "api_key"),
-                    "the stored API key cannot be decrypted with the site key: give api_key",
-                    "bad_secret_key",
-                ) from None
-        await _probe(candidate, model.contract, model.spec or {}, key, body.api_key_ref or model.api_key_ref)
+        await _probe(candidate, model.contract, model.spec or {}, key, body.api_key_ref)
     for field in ("description", "max_in_flight", "supports_logprobs", "visibility"):
         if field in given and (getattr(body, field) is not None or field == "max_in_flight"):
             setattr(model, field, getattr(body, field))

@@ -43,6 +43,7 @@ from uep_gateway.uploads import (
     render_previews,
     spec_problems,
     value_problem,
+    with_class_names,
 )
 from uep_gateway.validation import NUL_CHECK
 
@@ -243,6 +244,8 @@ async def upload_benchmark(
         "metric": spec_obj.metric.model_dump(),
         "language": spec_obj.language,
     }
+    if spec_obj.class_names:
+        config["class_names"] = spec_obj.class_names
     judge = await benchmark_judge_config(session, spec_obj.evaluation_type, spec_obj.judge)
     if judge is not None:
         config["judge"] = judge
@@ -261,7 +264,13 @@ async def upload_benchmark(
     )
     try:
         rows, version = await workers_of(request.app).run(
-            check_upload, data, fmt, template, limits, config, {metric.name: metric.reference_schema or {}}
+            check_upload,
+            data,
+            fmt,
+            template,
+            limits,
+            config,
+            {metric.name: with_class_names(metric.reference_schema or {}, spec_obj.class_names)},
         )
     except UploadInvalid as exc:
         raise _invalid(exc) from None
