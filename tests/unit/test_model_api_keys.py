@@ -32,7 +32,8 @@ def test_a_stored_key_is_decrypted_with_the_site_key() -> None:
     token = encrypt_api_key("sk-tenant-secret", SITE_KEY).decode()
     keys = ApiKeys(SITE_KEY, default="sk-site-default")
     assert keys.for_target(_target(api_key_encrypted=token)) == "sk-tenant-secret"
-    assert keys.for_target(_target()) == "sk-site-default"  # no key of its own: the service-wide one
+    assert keys.for_target(_target()) == "sk-site-default"  # a site model without a key of its own: the site's
+    assert keys.for_target(_target(tenant_model=True)) is None  # a tenant's endpoint never gets the site's key
 
 
 def test_another_site_key_or_none_fails_the_call_without_leaking() -> None:

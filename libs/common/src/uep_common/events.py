@@ -267,6 +267,11 @@ class ModelTarget(BaseModel):
         pattern=r"^UEP_MODEL_KEY_[A-Z0-9_]{1,186}$",
         description="Or the name of the inference service's environment variable holding it (site models).",
     )
+    tenant_model: bool = Field(
+        False,
+        description="Registered by a tenant (not a site model): such a model gets only its own API key, never the "
+        "inference service's site-wide one.",
+    )
 
 
 class LoglikSpec(BaseModel):

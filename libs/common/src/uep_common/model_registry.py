@@ -447,7 +447,7 @@ def registration_values(
         "endpoint": reg.endpoint.strip(),
         "triton_model_name": reg.triton_model_name or reg.name,
         "triton_model_version": reg.triton_model_version,
-        "decoding_defaults": reg.decoding_defaults.model_dump(),
+        "decoding_defaults": reg.decoding_defaults.model_dump() if reg.kind == ModelKind.generation else {},
         "supports_logprobs": reg.supports_logprobs,
         "max_in_flight": reg.max_in_flight,
         **reg.cost.model_dump(),

@@ -3,8 +3,9 @@
 A model registered with an ``api_key`` carries it encrypted (``ModelTarget.api_key_encrypted``, a Fernet token
 under the site key ``UEP_MODEL_SECRET_KEY``, :func:`uep_common.model_registry.encrypt_api_key`); this service
 holds the key that decrypts it. A site model may instead name one of this service's environment variables
-(``ModelTarget.api_key_ref``, always ``UEP_MODEL_KEY_…``: no other variable can be named). A model with neither
-uses the service-wide ``UEP_OPENAI_API_KEY``. Plain keys live only in this process's memory (a bounded cache).
+(``ModelTarget.api_key_ref``, always ``UEP_MODEL_KEY_…``: no other variable can be named). A site model with
+neither uses the service-wide ``UEP_OPENAI_API_KEY``; a tenant's model (``ModelTarget.tenant_model``) never does,
+since its endpoint is the tenant's to choose. Plain keys live only in this process's memory (a bounded cache).
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ class ApiKeys:
                     "api_key_unavailable", f"model {target.name}: its API key variable {target.api_key_ref} is not set here"
                 )
             return value
-        return self._default
+        return None if target.tenant_model else self._default
 
     def _decrypt(self, token: str, target: ModelTarget) -> str:
         from cryptography.fernet import InvalidToken

@@ -51,6 +51,7 @@ def model_target(model: Model) -> ModelTarget:
         spec=model.spec or {},
         api_key_encrypted=model.api_key_encrypted.decode() if model.api_key_encrypted else None,
         api_key_ref=model.api_key_ref,
+        tenant_model=model.owner_tenant_id is not None,
     )
 
 
