@@ -20,7 +20,10 @@ alike; per case the bench prints each round's throughput, the median of the per-
 pipeline/direct and their spread (min–max). Target for the project: ratio ≥ 0.95 in every case.
 
 Both sides share this machine (2 cores in CI): the pipeline's six services compete with the model for CPU,
-which the direct run does not have to — on a CPU-bound model (``llm``) that contention is part of the ratio.
+which the direct run does not have to — on a CPU-bound model (``llm``), and on the echo model's Python
+server, that contention is part of the ratio. So the bench also prints how busy the model's slots were during
+each pipeline run (the items' call times, ``latency_ms``, over slots × run time): below 1 the model idled
+waiting for work; a ratio below the busy share means each call itself took longer than in the direct run.
 
 ``--compare-instrumentation``: the cost of observability. The pipeline run (echo, the first case's slots) is
 repeated with the services restarted in two modes, interleaved (off, on, on, off, off, on, … for
@@ -121,9 +124,10 @@ AUTH: dict[str, str] = {}
 """Authorization header of the bench stack's admin key (set once the stack is up)."""
 
 
-def pipeline(gateway_url: str, database_url: str, model: str, n: int) -> tuple[float, float]:
-    """``(seconds from POST /v1/evaluations to status completed, mean completion tokens)`` for the first ``n``
-    MMLU items on ``model``, every other setting at its default. Completion is read from PostgreSQL every 20 ms (the gateway's read rate limit
+def pipeline(gateway_url: str, database_url: str, model: str, n: int) -> tuple[float, float, float]:
+    """``(seconds from POST /v1/evaluations to status completed, mean completion tokens, model-seconds)`` for
+    the first ``n`` MMLU items on ``model``, every other setting at its default; model-seconds is the sum of the
+    items' call times (``latency_ms``: the model call's wall time at inference, without the wait for a slot). Completion is read from PostgreSQL every 20 ms (the gateway's read rate limit
     would refuse polling that fast)."""
     import httpx
     from sqlalchemy import text
@@ -146,12 +150,14 @@ def pipeline(gateway_url: str, database_url: str, model: str, n: int) -> tuple[f
                     break
                 time.sleep(0.02)
             elapsed = time.perf_counter() - t0
-            tokens = db.execute(text("SELECT avg(completion_tokens) FROM sample_results WHERE evaluation_id = :e"), {"e": eid})
-            mean_tokens = float(tokens.scalar() or 0)
+            tokens, busy = db.execute(
+                text("SELECT avg(completion_tokens), sum(latency_ms) / 1000.0 FROM sample_results WHERE evaluation_id = :e"),
+                {"e": eid},
+            ).one()
     finally:
         engine.dispose()
     assert (status, done, errors) == ("completed", n, 0), (eid, status, done, errors)
-    return elapsed, mean_tokens
+    return elapsed, float(tokens or 0), float(busy or 0)
 
 
 def _set_capacity(database_url: str, model: str, slots: int) -> None:
@@ -194,6 +200,8 @@ class CaseResult:
     n: int
     direct: list[float] = dataclasses.field(default_factory=list)
     pipeline: list[float] = dataclasses.field(default_factory=list)
+    busy: list[float] = dataclasses.field(default_factory=list)
+    """Per pipeline run: the items' model call time over slots × the run's time (1.0: no slot ever idle)."""
 
     @property
     def ratios(self) -> list[float]:
@@ -229,15 +237,18 @@ def run_case(cfg, kind: str, slots: int, n: int, rounds: int) -> CaseResult:
     out = CaseResult(f"{kind}:{slots}", n)
     for r in range(rounds):
         for side in ("direct", "pipeline") if r % 2 == 0 else ("pipeline", "direct"):
+            busy = ""
             if side == "direct":
                 elapsed, tokens = asyncio.run(direct(grpc_url, model, requests, slots))
                 out.direct.append(n / elapsed)
             else:
-                elapsed, tokens = pipeline(cfg.gateway_url, cfg.database_url, model.name, n)
+                elapsed, tokens, model_s = pipeline(cfg.gateway_url, cfg.database_url, model.name, n)
                 out.pipeline.append(n / elapsed)
+                out.busy.append(model_s / slots / elapsed)
+                busy = f", slots busy {out.busy[-1]:.0%} of the run"
             print(
                 f"  {out.case:<7} round {r + 1} {side:>8}: {n / elapsed:8.2f} items/s ({elapsed:.2f} s, "
-                f"{tokens:.1f} completion tokens/item)",
+                f"{tokens:.1f} completion tokens/item{busy})",
                 flush=True,
             )
     return out
@@ -265,7 +276,7 @@ def compare_instrumentation(cfg, n: int, slots: int, rounds: int) -> dict[str, l
             uep_stack.stop(cfg, uep_stack.SERVICES)
             uep_stack.start_services(dataclasses.replace(cfg, extra_env={**cfg.extra_env, **MODES[mode]}))
             pipeline(cfg.gateway_url, cfg.database_url, model, 20)  # warm-up after the restart: groups joined, caches filled
-        elapsed, _tokens = pipeline(cfg.gateway_url, cfg.database_url, model, n)
+        elapsed, _tokens, _model_s = pipeline(cfg.gateway_url, cfg.database_url, model, n)
         results[mode].append(n / elapsed)
         print(f"  round {i // 2 + 1} instrumentation {mode:>3}: {n / elapsed:8.1f} items/s ({elapsed:.2f} s)", flush=True)
     return results
@@ -332,14 +343,21 @@ def main() -> int:
     finally:
         uep_stack.down(cfg)
     print(f"\nMMLU prompts, defaults everywhere, echo service time {args.service_ms} ms/batch, {args.rounds} rounds per case")
-    print(f"{'case':<8} {'N':>5} {'direct items/s':>15} {'pipeline items/s':>17} {'ratio (median)':>15} {'spread':>14}")
+    print(
+        f"{'case':<8} {'N':>5} {'direct items/s':>15} {'pipeline items/s':>17} {'ratio (median)':>15} {'spread':>14} "
+        f"{'slots busy':>11}"
+    )
     for c in results:
         ratios = c.ratios
         print(
-            f"{c.case:<8} {c.n:>5} {statistics.median(c.direct):>15.1f} {statistics.median(c.pipeline):>17.1f} "
-            f"{statistics.median(ratios):>15.3f} {min(ratios):>6.3f}–{max(ratios):.3f}"
+            f"{c.case:<8} {c.n:>5} {statistics.median(c.direct):>15.2f} {statistics.median(c.pipeline):>17.2f} "
+            f"{statistics.median(ratios):>15.3f} {min(ratios):>6.3f}–{max(ratios):.3f} {statistics.median(c.busy):>10.0%}"
         )
     print("target: ratio ≥ 0.95 in every case (pipeline POST → completed, every item stored; direct = tritonclient gRPC)")
+    print(
+        "slots busy: the pipeline's model call time over slots × run time — below 1 the model idled; a ratio below it\n"
+        "means each call took longer than in the direct run (the services' CPU beside the model's on this machine)"
+    )
     if modes is not None:
         on, off = statistics.median(modes["on"]), statistics.median(modes["off"])
         print(f"instrumentation off (no metrics, no span export): {off:8.1f} items/s  (median of {len(modes['off'])})")

@@ -127,7 +127,9 @@ def test_schedule_runs_create_linked_evaluations_until_deleted(gateway, stack):
 def test_tenants_share_a_saturated_model_fairly_and_urgent_goes_first(gateway, db, stack):
     """Tenant A posts 4 evaluations, tenant B 1, on a model with capacity 2 (the bottleneck): while both are
     backlogged, B gets half of the dispatches. Then an urgent evaluation's first item waits for at most one
-    slot."""
+    slot. The scheduler leases up to UEP_MODEL_QUEUE_SECONDS of the model's work beyond its slots (items queued
+    at inference, uep_scheduler.capacity), which A takes before B arrives: the evaluations are large enough to
+    keep both tenants backlogged well past that queue."""
     model = register_model(db, _bench_echo_endpoint(db), "uep_bench_echo", "echo-cap2", max_in_flight=2)
     keys = {name: tenant_headers(stack, f"{name}-{uuid.uuid4().hex[:6]}", "builder") for name in ("fair-a", "fair-b")}
 
@@ -140,8 +142,8 @@ def test_tenants_share_a_saturated_model_fairly_and_urgent_goes_first(gateway, d
         assert r.status_code == 202, r.text
         return r.json()["id"], tenant
 
-    a = [post("fair-a", 12) for _ in range(4)]
-    b = post("fair-b", 24)
+    a = [post("fair-a", 60) for _ in range(4)]
+    b = post("fair-b", 120)
     time.sleep(1.0)
     urgent = post("fair-a", 2, priority="urgent")
     for e, tenant in [*a, b, urgent]:

@@ -50,7 +50,10 @@ class CommonSettings(BaseSettings):
         "it wakes at once for new data, consumed data and rebalances, so this only paces its idle wake-ups.",
     )
     kafka_idle_after_s: float = Field(
-        10.0, gt=0, description="Seconds without a message before consumers switch to kafka_idle_fetch_max_wait_ms."
+        60.0,
+        gt=0,
+        description="Seconds without a message received or published before consumers switch to "
+        "kafka_idle_fetch_max_wait_ms (long enough that pauses between evaluations in use keep the short wait).",
     )
     kafka_request_timeout_ms: int = 10_000
     kafka_min_insync_replicas: int = Field(

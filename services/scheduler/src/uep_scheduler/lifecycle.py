@@ -125,6 +125,8 @@ class Lifecycle:
         self._conn: AsyncConnection | None = None
         self._loops: list[BackgroundLoop] = []
         self.interrupted: list[uuid.UUID] = []
+        self.exhaust_interval: Callable[[], float] = lambda: self.settings.tick_seconds
+        """Seconds between lease-exhaustion passes (the process sets a longer one while nothing runs)."""
 
     async def _register(self) -> None:
         self._conn = await self.engine.connect()
@@ -181,7 +183,7 @@ class Lifecycle:
             log.exception("lease-exhaustion pass at start-up failed; the loop retries it")
         self._loops = [
             BackgroundLoop("scheduler-heartbeat", self._heartbeat, self.settings.scheduler_heartbeat_seconds),
-            BackgroundLoop("lease-exhaustion", self.exhaust_once, self.settings.tick_seconds),
+            BackgroundLoop("lease-exhaustion", self.exhaust_once, lambda: self.exhaust_interval()),
         ]
         for loop in self._loops:
             loop.start()

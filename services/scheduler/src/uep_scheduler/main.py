@@ -22,6 +22,7 @@ def create_app() -> tuple[AsgiFastStream, SchedulerSettings]:
     scheduler = Scheduler(runtime.sessionmaker, relay, settings)
     register(runtime.broker, settings, scheduler)
     lifecycle = install_lifecycle(runtime, relay)  # dead-letter consumer; instance registry, interrupt on restart
+    lifecycle.exhaust_interval = scheduler.tick  # parked leases exist only while evaluations run
     listener = WaitingListener(settings.database_url, scheduler.request_admission)  # admission on the gateway's NOTIFY
 
     async def start_loops() -> None:

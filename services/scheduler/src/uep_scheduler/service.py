@@ -55,6 +55,8 @@ class Scheduler:
         self._next_orphan_sweep = 0.0
         self._to_admit: set[uuid.UUID] = set()
         self._publishing: set[asyncio.Task[None]] = set()
+        self.busy = True
+        """An evaluation was running or pending at the last reconcile pass, or a pass since dispatched."""
         self.call_times = CallTimes()
         """Recent call time per model, from the scores: how many items to keep queued at inference."""
         self._admitted: OrderedDict[uuid.UUID, None] = OrderedDict()
@@ -163,13 +165,18 @@ class Scheduler:
         ``tick_seconds`` while work is under way and every ``idle_tick_seconds`` when there is none; an
         allocation pass that dispatched or admitted brings the next one back to ``tick_seconds``."""
         if time.monotonic() >= self._next_reconcile:
-            busy = await self.reconcile_once()
-            tick = self.settings.tick_seconds if busy else max(self.settings.tick_seconds, self.settings.idle_tick_seconds)
-            self._next_reconcile = time.monotonic() + tick
+            self.busy = await self.reconcile_once()
+            self._next_reconcile = time.monotonic() + self.tick()
         else:
             result = await self.allocate_once()
             if result.dispatched or result.admitted:
+                self.busy = True
                 self._next_reconcile = min(self._next_reconcile, time.monotonic() + self.settings.tick_seconds)
+
+    def tick(self) -> float:
+        """Period of the periodic passes now: ``tick_seconds`` while busy, ``idle_tick_seconds`` (if longer)
+        while nothing runs."""
+        return self.settings.tick_seconds if self.busy else max(self.settings.tick_seconds, self.settings.idle_tick_seconds)
 
     def start(self) -> None:
         """Start the allocation task."""
