@@ -27,7 +27,7 @@ TEST_ENV = {
     "UEP_STACK_RUN_DIR": str(ROOT / ".run" / os.environ.get("UEP_TEST_RUN_NAME", "test")),
     "UEP_DATABASE_URL": f"postgresql+psycopg://postgres@127.0.0.1:5432/{TEST_DB}",
     "UEP_REDIS_URL": f"redis://127.0.0.1:6379/{os.environ.get('UEP_TEST_REDIS_DB', '15')}",
-    "UEP_TRITON_MODELS": os.environ.get("UEP_TEST_TRITON_MODELS", "smollm2,oracle,bench_echo,judge,judge_first"),
+    "UEP_TRITON_MODELS": os.environ.get("UEP_TEST_TRITON_MODELS", "smollm2,oracle,bench_echo,judge,judge_first,breast_cancer"),
     "UEP_OTEL_EXPORTER": "console",
     "UEP_KAFKA_TANSU_COMPAT": "true",  # the test stack's broker is tansu (clients made by the tests themselves)
     # Periodic retention would clean the details of older evaluations of one (benchmark, model) while later

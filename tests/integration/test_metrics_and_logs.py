@@ -131,7 +131,8 @@ def test_counters_moved_by_the_evaluation(run):
     # the gateway, by templated route: the POST once, the polls of GET /v1/evaluations/{evaluation_id}
     assert d("gateway", "uep_gateway_requests_total", method="POST", route="/v1/evaluations", status="202") == 1
     assert d("gateway", "uep_gateway_requests_total", method="GET", route="/v1/evaluations/{evaluation_id}", status="200") >= 1
-    assert d("gateway", "uep_gateway_request_seconds_count", method="POST", route="/v1/evaluations") == 1
+    # every status of the route is timed (earlier tests' refused POSTs too; the 202 above is this run's)
+    assert d("gateway", "uep_gateway_request_seconds_count", method="POST", route="/v1/evaluations") >= 1
     # nothing failed on the way
     for service in SERVICES:
         assert d(service, "uep_handler_errors_total") == 0, service
@@ -160,7 +161,8 @@ def test_no_label_value_is_an_id(run, db):
 
 def _log_lines(stack, service: str) -> list[dict]:
     raw = (stack.run_dir / "logs" / f"{service}.log").read_text()
-    assert "\x1b" not in raw and "\\u001b" not in raw, f"{service}.log has ANSI escape codes"
+    # no raw ESC byte (a colour code); a request that carried one shows it JSON-escaped, as inert text
+    assert "\x1b" not in raw, f"{service}.log has ANSI escape codes"
     lines = []
     for line in raw.splitlines():
         if line.strip():

@@ -23,7 +23,6 @@ class InferenceSettings(CommonSettings):
     )
     model_secret_key: SecretStr | None = Field(
         None,
-        repr=False,
         description="Fernet key(s), comma-separated, that decrypt registered models' API keys (the gateway's "
         "UEP_MODEL_SECRET_KEY). Unset: a model with a stored key fails its calls with 'api_key_unavailable'.",
     )
