@@ -164,7 +164,7 @@ def _log_lines(stack, service: str) -> list[dict]:
     # no raw ESC byte (a colour code); a request that carried one shows it JSON-escaped, as inert text
     assert "\x1b" not in raw, f"{service}.log has ANSI escape codes"
     lines = []
-    for line in raw.splitlines():
+    for line in raw.split("\n"):  # records end in \n (str.splitlines would also split at U+0085, U+2028…)
         if line.strip():
             doc = json.loads(line)  # every line is one JSON object
             assert {"time", "level", "service", "logger", "message"} <= set(doc), line

@@ -113,7 +113,7 @@ class JsonFormatter(logging.Formatter):
             doc["exception"] = _clean(self.formatException(record.exc_info))
         if record.stack_info:
             doc["stack"] = self.formatStack(record.stack_info)
-        return json.dumps(doc, ensure_ascii=False, default=str)
+        return json.dumps(doc, ensure_ascii=True, default=str)  # one line per record: U+0085, U+2028… escaped too
 
 
 class TextFormatter(logging.Formatter):
