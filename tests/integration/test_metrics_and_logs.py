@@ -55,18 +55,37 @@ def delta(
     return total(after[service][1], name, **labels) - total(before[service][1], name, **labels)
 
 
+def quiet_scrape(stack, settle_s: float = 3.0, timeout_s: float = 60.0) -> dict[str, tuple[str, Samples]]:
+    """A scrape taken once no lease is open and inference has received no SampleDispatched for ``settle_s``
+    (longer than an idle consumer's fetch wait): items an earlier test left queued (a cancelled evaluation's
+    items are still delivered to inference, which drops them) must not count for this evaluation."""
+    deadline = time.monotonic() + timeout_s
+    last = scrape(stack)
+    while True:
+        time.sleep(settle_s)
+        now = scrape(stack)
+        received = delta(last, now, "inference", "uep_messages_in_total", topic="uep.sample.dispatched.v1")
+        if (received == 0 and total(now["scheduler"][1], "uep_scheduler_open_leases") == 0) or time.monotonic() > deadline:
+            return now
+        last = now
+
+
 @pytest.fixture(scope="module")
 def run(stack, gateway):
-    """Scrape, run the evaluation to completion, wait until the scheduler has released every lease, scrape."""
-    before = scrape(stack)
+    """Wait until the stack is quiet, scrape, run the evaluation to completion, wait until the scheduler has
+    released every lease, scrape."""
+    before = quiet_scrape(stack)
     evaluation_id = submit(gateway, benchmark="gsm8k", model="uep-oracle", sample_limit=N, sampling="first")
     final = wait_done(gateway, evaluation_id)
     assert final["status"] == "completed" and final["summary"]["n"] == N, final
     deadline = time.monotonic() + 30
-    while True:  # the scheduler's ScoreComputed consumer is the reporter's sibling: it may finish a moment later
+    # the scheduler's ScoreComputed consumer is the reporter's sibling: it may finish a moment later; and the
+    # evaluation is admitted on PostgreSQL's NOTIFY, so its EvaluationRequested may be consumed after the end
+    while True:
         after = scrape(stack)
         released = delta(before, after, "scheduler", "uep_item_stage_seconds_count", stage="end_to_end")
-        if released >= N or time.monotonic() > deadline:
+        requested = delta(before, after, "scheduler", "uep_messages_in_total", topic="uep.evaluation.requested.v1")
+        if (released >= N and requested >= 1) or time.monotonic() > deadline:
             break
         time.sleep(0.5)
     return evaluation_id, before, after

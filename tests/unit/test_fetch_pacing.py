@@ -1,5 +1,6 @@
 """Long-poll pacing of consumers (uep_common.fetch_pacing): consumers start with the idle wait, the first message
-gives every consumer of the broker the busy wait, and ``idle_after_s`` without one gives them the idle wait again.
+gives every consumer of the broker the busy wait, and ``idle_after_s`` without one gives them the idle wait again
+(and batch subscribers a longer batch wait, their own back on the next message).
 The consumers are real (unstarted) aiokafka consumers; the attribute the pacer sets is checked to be the one
 aiokafka's fetcher reads for each fetch request, so an aiokafka upgrade that moves it fails here."""
 
@@ -12,7 +13,7 @@ from types import SimpleNamespace
 from aiokafka import AIOKafkaConsumer
 from aiokafka.consumer.fetcher import Fetcher
 
-from uep_common.fetch_pacing import FetchPacer
+from uep_common.fetch_pacing import IDLE_BATCH_TIMEOUT_MS, FetchPacer, PacedKafkaBroker
 from uep_common.messaging import consumer_options, make_broker
 from uep_common.settings import CommonSettings
 
@@ -26,7 +27,8 @@ async def test_busy_on_a_message_idle_after_the_quiet_period():
     consumers = [AIOKafkaConsumer(bootstrap_servers="127.0.0.1:1", fetch_max_wait_ms=2000) for _ in range(2)]
     fetcher = SimpleNamespace(_fetch_max_wait_ms=2000)  # a started consumer's fetcher
     consumers[1]._fetcher = fetcher
-    broker = SimpleNamespace(subscribers=[SimpleNamespace(consumer=consumers[0]), SimpleNamespace(consumer=consumers[1])])
+    batch = SimpleNamespace(consumer=consumers[1], batch_timeout_ms=20)  # a FastStream batch subscriber
+    broker = SimpleNamespace(subscribers=[SimpleNamespace(consumer=consumers[0]), batch])
     pacer = FetchPacer(busy_ms=100, idle_ms=2000, idle_after_s=0.2, broker=broker)
     assert pacer.idle
 
@@ -40,12 +42,19 @@ async def test_busy_on_a_message_idle_after_the_quiet_period():
     await asyncio.sleep(0.2)
     assert pacer.idle
     assert [c._fetch_max_wait_ms for c in consumers] == [2000, 2000] and fetcher._fetch_max_wait_ms == 2000
+    assert batch.batch_timeout_ms == IDLE_BATCH_TIMEOUT_MS  # the idle batch loop polls less often
+    pacer.touch()
+    assert batch.batch_timeout_ms == 20 and consumers[0]._fetch_max_wait_ms == 100  # its own wait back
+    for c in consumers:
+        c._fetcher = None  # the stand-in; stop() closes the (never connected) client
+        await c.stop()
 
 
 def test_make_broker_paces_its_consumers_unless_the_waits_are_equal():
     settings = CommonSettings(kafka_fetch_max_wait_ms=100, kafka_idle_fetch_max_wait_ms=2000)
     broker = make_broker(settings)
     assert any(getattr(m, "__name__", "") == "Pace" for m in broker.middlewares)
+    assert isinstance(broker, PacedKafkaBroker) and broker.pacer is not None and broker.pacer.broker is broker
     assert consumer_options(settings, "x")["fetch_max_wait_ms"] == 2000  # consumers start idle
 
     flat = CommonSettings(kafka_fetch_max_wait_ms=100, kafka_idle_fetch_max_wait_ms=100)

@@ -27,7 +27,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from uep_common import metrics
 from uep_common.events import Event, Topics
-from uep_common.fetch_pacing import FetchPacer
+from uep_common.fetch_pacing import FetchPacer, PacedKafkaBroker
 from uep_common.settings import CommonSettings
 
 log = logging.getLogger(__name__)
@@ -94,7 +94,7 @@ def make_broker(settings: CommonSettings, tracer_provider: TracerProvider | None
     pacer = fetch_pacer(settings)
     if pacer is not None:
         middlewares.append(pacer.middleware())
-    broker = KafkaBroker(
+    broker = PacedKafkaBroker(
         settings.kafka_bootstrap,
         acks="all",
         enable_idempotence=not settings.kafka_tansu_compat,
@@ -106,7 +106,7 @@ def make_broker(settings: CommonSettings, tracer_provider: TracerProvider | None
         logger=logging.getLogger("faststream.access.kafka"),
     )
     if pacer is not None:
-        pacer.broker = broker
+        pacer.broker, broker.pacer = broker, pacer
     return broker
 
 

@@ -38,12 +38,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import and_, func, or_, select, text, update
+from sqlalchemy import and_, func, literal, or_, select, text, true, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common import budget
 from uep_common.configs import parse_evaluation_config
-from uep_common.db.models import Benchmark, Evaluation, Model, OutboxMessage, Sample, SampleLease
+from uep_common.db.models import Benchmark, Evaluation, Model, OutboxMessage, Sample, SampleLease, SampleResult
 from uep_common.db.scheduling import SchedModel
 from uep_common.lifecycle import admit
 from uep_scheduler.capacity import evaluation_bound, model_bound
@@ -75,6 +75,8 @@ class PassResult:
     """The SampleDispatched rows staged, claimed for the caller to publish after commit."""
     ended: list[uuid.UUID] = field(default_factory=list)
     """Evaluations the pass ended (budget exhausted); their events are left to the outbox relay."""
+    redispatch_capped: bool = False
+    """The reconcile found MAX_REDISPATCH_PER_PASS leases to dispatch again: more may be left for the next."""
 
     @property
     def dispatched(self) -> int:
@@ -175,9 +177,11 @@ async def _reconcile_leases(
     result: PassResult,
     orphans_before: datetime | None = None,
     claim: datetime | None = None,
+    orphans_since: datetime | None = None,
 ) -> None:
     """Release open leases whose item is stored; dispatch expired ones again (attempt + 1), and released ones
-    without a stored result released before ``orphans_before``."""
+    without a stored result released before ``orphans_before`` — with ``orphans_since``, only those that became
+    such orphans since then (:func:`_lost_condition`)."""
     stale = await session.execute(
         update(SampleLease)
         .where(SampleLease.state == "leased", SampleLease.lease_expires_at < now, stored_result())
@@ -187,19 +191,33 @@ async def _reconcile_leases(
     result.released_stale = cast("CursorResult[Any]", stale).rowcount or 0
     if not running:
         return
+    query = select(SampleLease).where(
+        _lost_condition(now, orphans_before, orphans_since), SampleLease.evaluation_id.in_(list(running))
+    )
+    if orphans_since is None:  # every released lease is a candidate: one anti-join over the results
+        query = query.where(~stored_result())
+    else:
+        # few candidates (the window): one index probe each, never a pass over every stored result (the
+        # planner would choose a hash anti-join over all of an evaluation's results, O(its size))
+        hit = (
+            select(literal(1).label("hit"))
+            .where(
+                SampleResult.evaluation_id == SampleLease.evaluation_id,
+                SampleResult.sample_id == SampleLease.sample_id,
+                SampleResult.repeat == SampleLease.repeat,
+                SampleResult.arm == SampleLease.arm,
+            )
+            .limit(1)
+            .lateral("stored")
+        )
+        query = query.outerjoin(hit, true()).where(hit.c.hit.is_(None))
+        await session.execute(text("SET LOCAL jit = off"))  # compiling the probe loop costs more than running it
     expired = list(
         await session.scalars(
-            select(SampleLease)
-            .where(
-                _lost_condition(now, orphans_before),
-                SampleLease.evaluation_id.in_(list(running)),
-                ~stored_result(),
-            )
-            .order_by(SampleLease.id)
-            .limit(MAX_REDISPATCH_PER_PASS)
-            .with_for_update(skip_locked=True)
+            query.order_by(SampleLease.id).limit(MAX_REDISPATCH_PER_PASS).with_for_update(skip_locked=True, of=SampleLease)
         )
     )
+    result.redispatch_capped = len(expired) >= MAX_REDISPATCH_PER_PASS
     by_ev: dict[uuid.UUID, list[SampleLease]] = defaultdict(list)
     for lease in expired:
         lease.attempt += 1
@@ -219,13 +237,38 @@ async def _reconcile_leases(
         result.redispatched[ev_id] = len(leases)
 
 
-def _lost_condition(now: datetime, orphans_before: datetime | None) -> ColumnElement[bool]:
+LATE_RELEASE_SLACK = timedelta(seconds=60)
+"""How long after its expiry a lease may still be released by its score (an expired lease of a running
+evaluation is dispatched again by the next reconcile pass, within a tick), for the orphan window."""
+
+
+def _lost_condition(now: datetime, orphans_before: datetime | None, orphans_since: datetime | None = None) -> ColumnElement[bool]:
+    """Leases to dispatch again: expired open ones; with ``orphans_before``, released ones past their expiry and
+    released before it (no stored result is checked by the caller).
+
+    With ``orphans_since`` (the previous sweep's clock), only released leases that became candidates since then:
+    a lease becomes one at ``max(released_at + grace, lease_expires_at)`` (``grace = now - orphans_before``), so
+    ``lease_expires_at >= since`` or ``released_at >= since - grace``; the second is bounded below on the
+    indexed expiry by :data:`LATE_RELEASE_SLACK`. The candidates are then the leases released in about one sweep
+    period, not every lease of the evaluation."""
     expired = and_(SampleLease.state == "leased", SampleLease.lease_expires_at < now)
     if orphans_before is None:
         return expired
     # lease_expires_at < now as well: an item routed to human annotators is released with its expiry moved far
     # out (uep_judge.store.HUMAN_LEASE_HOLD) and has no result until annotated; it is not lost
     orphaned = and_(SampleLease.state == "released", SampleLease.released_at < orphans_before, SampleLease.lease_expires_at < now)
+    if orphans_since is not None:
+        grace = now - orphans_before
+        orphaned = and_(
+            orphaned,
+            or_(
+                SampleLease.lease_expires_at >= orphans_since,
+                and_(
+                    SampleLease.released_at >= orphans_since - grace,
+                    SampleLease.lease_expires_at >= orphans_since - grace - LATE_RELEASE_SLACK,
+                ),
+            ),
+        )
     return or_(expired, orphaned)
 
 
@@ -304,6 +347,7 @@ async def allocate(
     orphans_before: datetime | None = None,
     admit_first: list[uuid.UUID] | None = None,
     call_seconds: Mapping[uuid.UUID, float] | None = None,
+    orphans_since: datetime | None = None,
 ) -> PassResult:
     """Run one allocation pass inside the caller's transaction (see the module docstring).
 
@@ -313,6 +357,8 @@ async def allocate(
         reconcile: also re-dispatch expired leases and release stale ones.
         orphans_before: with ``reconcile``, also re-dispatch items released before this time that have no
             stored result (step 2 of the module docstring); None skips that sweep.
+        orphans_since: with ``orphans_before``, look only at leases that became orphans since this time (the
+            previous sweep's clock); None looks at every released lease of the running evaluations.
         admit_first: evaluations to admit (pending → running, :func:`uep_scheduler.dispatch.admit`) in this
             transaction before the pass, so a new evaluation's admission and first dispatch commit together.
         now: the pass's clock (tests pass a simulated one); default the current UTC time.
@@ -344,7 +390,7 @@ async def allocate(
     benchmarks = {b.id: b for _e, _m, b, _lim in rows}
     aimd = {m.id: lim for _e, m, _b, lim in rows if lim is not None}
     if reconcile:
-        await _reconcile_leases(session, running, models, now, expires, result, orphans_before, claim)
+        await _reconcile_leases(session, running, models, now, expires, result, orphans_before, claim, orphans_since)
 
     per_ev, per_model, total = await _in_flight(session, now)
     free = settings.max_in_flight_global - total

@@ -53,6 +53,9 @@ class Scheduler:
         self._pass_lock = asyncio.Lock()
         self._next_reconcile = 0.0
         self._next_orphan_sweep = 0.0
+        self._next_full_sweep = 0.0
+        self._swept_at: datetime | None = None
+        """Clock of the last orphan sweep that saw everything it looked for (the next looks from there)."""
         self._to_admit: set[uuid.UUID] = set()
         self._publishing: set[asyncio.Task[None]] = set()
         self.busy = True
@@ -84,7 +87,9 @@ class Scheduler:
             self._to_admit.add(evaluation_id)
             self.wake()
 
-    async def allocate_once(self, reconcile: bool = False, orphans_before: datetime | None = None) -> PassResult:
+    async def allocate_once(
+        self, reconcile: bool = False, orphans_before: datetime | None = None, orphans_since: datetime | None = None
+    ) -> PassResult:
         """One allocation pass in its own transaction, admitting the evaluations of :meth:`request_admission`
         first; publishes the SampleDispatched rows it claimed, and kicks the relay for an evaluation it ended."""
         async with self._pass_lock:
@@ -99,6 +104,7 @@ class Scheduler:
                         orphans_before=orphans_before,
                         admit_first=to_admit,
                         call_seconds=self.call_times.as_dict(),
+                        orphans_since=orphans_since,
                     )
             except BaseException:
                 self._to_admit.update(to_admit)  # the next pass tries again
@@ -150,11 +156,19 @@ class Scheduler:
         created = await run_due_schedules(self.sm)
         if created:
             self.relay.kick()
-        orphans_before = None
+        orphans_before = orphans_since = None
+        sweep_at = datetime.now(UTC)
+        full = self._swept_at is None or time.monotonic() >= self._next_full_sweep
         if time.monotonic() >= self._next_orphan_sweep:
             self._next_orphan_sweep = time.monotonic() + self.settings.orphan_sweep_seconds
-            orphans_before = datetime.now(UTC) - timedelta(seconds=self.settings.orphan_grace_seconds)
-        result = await self.allocate_once(reconcile=True, orphans_before=orphans_before)
+            orphans_before = sweep_at - timedelta(seconds=self.settings.orphan_grace_seconds)
+            # after a first full sweep, only what became an orphan since the last one (a margin for the clocks)
+            orphans_since = None if full or self._swept_at is None else self._swept_at - timedelta(seconds=5)
+        result = await self.allocate_once(reconcile=True, orphans_before=orphans_before, orphans_since=orphans_since)
+        if orphans_before is not None and not result.redispatch_capped:  # capped: look at the same window again
+            self._swept_at = sweep_at
+            if full:
+                self._next_full_sweep = time.monotonic() + self.settings.orphan_full_sweep_seconds
         return bool(running or pending or created or result.dispatched)
 
     def _until_reconcile(self) -> float:

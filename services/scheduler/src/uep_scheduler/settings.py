@@ -30,7 +30,7 @@ class SchedulerSettings(CommonSettings):
         description="Work kept queued at inference per model, in seconds of the model's recent call time: that many "
         "more leases than slots (at most 64 per slot), so a slot that frees takes the next item at once instead of "
         "idling while a score travels back and a new lease out. A new urgent evaluation waits behind at most this "
-        "much queued work; 0 (the default, until its effect on fairness is measured): leases = slots "
+        "much queued work; 0 (the default until the fairness test measures results, not leases): leases = slots "
         "(uep_scheduler.capacity).",
     )
     adaptive_concurrency: bool = Field(
@@ -52,7 +52,18 @@ class SchedulerSettings(CommonSettings):
         description="An item whose score the scheduler saw but whose result is not stored this long after "
         "(and whose lease has expired) is dispatched again: its ScoreComputed was lost before the reporter stored it.",
     )
-    orphan_sweep_seconds: float = Field(15.0, gt=0, description="Period of the sweep for such items (a reconcile pass).")
+    orphan_sweep_seconds: float = Field(
+        15.0,
+        gt=0,
+        description="Period of the sweep for such items (a reconcile pass); each looks only at leases released since "
+        "the previous sweep, so its cost follows the throughput, not the evaluations' sizes.",
+    )
+    orphan_full_sweep_seconds: float = Field(
+        600.0,
+        gt=0,
+        description="Period of a sweep over every released lease of the running evaluations (also the first after a "
+        "start): the backstop of the windowed sweeps.",
+    )
     tick_seconds: float = Field(1.0, gt=0, description="Period of the reconcile loop (allocation, expired leases, schedules).")
     idle_tick_seconds: float = Field(
         5.0,
@@ -61,11 +72,12 @@ class SchedulerSettings(CommonSettings):
         "wake the allocator at once either way; due cron runs start up to this late).",
     )
     scores_batch_timeout_ms: int = Field(
-        100,
+        20,
         ge=1,
         description="Batch wait of the ScoreComputed consumer: a batch is taken as soon as scores are there; with none "
-        "the consumer polls again after twice this (FastStream's batch loop), so it paces idle wake-ups and adds at "
-        "most this to a score arriving after a quiet spell (hidden by the queue at inference).",
+        "the consumer polls again after twice this (FastStream's batch loop), so it paces idle wake-ups and adds up "
+        "to this to a score that arrives while the loop sleeps — which delays the next lease unless items are "
+        "queued at inference (model_queue_seconds > 0).",
     )
     admit_pending_after_seconds: float = Field(
         5.0, ge=0, description="Admit a pending evaluation whose EvaluationRequested was not seen after this long."
