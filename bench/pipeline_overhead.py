@@ -261,11 +261,15 @@ MODES = {
 """Service environment of each instrumentation mode of ``--compare-instrumentation``."""
 
 
-def compare_instrumentation(cfg, n: int, slots: int, rounds: int) -> dict[str, list[float]]:
+def compare_instrumentation(
+    cfg, n: int, slots: int, rounds: int, cpu: dict[str, dict[str, list[float]]] | None = None
+) -> dict[str, list[float]]:
     """Throughput (items/s, POST → completed) of the pipeline on the echo model at ``slots`` in each mode of
     :data:`MODES`, ``rounds`` times, interleaved off/on, on/off, …; the six services are restarted in the mode's
-    environment before each run."""
+    environment before each run. With ``cpu``, each run's CPU milliseconds per item of every stack process (with
+    its descendants, from ``/proc``: ``bench/idle_cost.tree_ticks``) are appended to ``cpu[mode][process]``."""
     import uep_stack
+    from idle_cost import TICKS, stack_pids, tree_ticks
 
     model = MODELS["echo"].name
     _set_capacity(cfg.database_url, model, slots)  # the services restart below: every semaphore sized afresh
@@ -276,8 +280,15 @@ def compare_instrumentation(cfg, n: int, slots: int, rounds: int) -> dict[str, l
             uep_stack.stop(cfg, uep_stack.SERVICES)
             uep_stack.start_services(dataclasses.replace(cfg, extra_env={**cfg.extra_env, **MODES[mode]}))
             pipeline(cfg.gateway_url, cfg.database_url, model, 20)  # warm-up after the restart: groups joined, caches filled
+        pids = stack_pids(cfg.run_dir)
+        ticks0 = tree_ticks(pids)
         elapsed, _tokens, _model_s = pipeline(cfg.gateway_url, cfg.database_url, model, n)
+        ticks1 = tree_ticks(pids)
         results[mode].append(n / elapsed)
+        if cpu is not None:
+            for name in pids:
+                ms = 1000.0 * (ticks1[name][0] - ticks0[name][0]) / TICKS / n
+                cpu.setdefault(mode, {}).setdefault(name, []).append(ms)
         print(f"  round {i // 2 + 1} instrumentation {mode:>3}: {n / elapsed:8.1f} items/s ({elapsed:.2f} s)", flush=True)
     return results
 
@@ -332,11 +343,12 @@ def main() -> int:
     uep_stack.up(cfg)
     AUTH.update(cfg.auth_headers())
     results: list[CaseResult] = []
+    cpu: dict[str, dict[str, list[float]]] = {}
     try:
         for kind, slots in cases:
             results.append(run_case(cfg, kind, slots, args.n_llm if kind == "llm" else args.n_echo, args.rounds))
         modes = (
-            compare_instrumentation(cfg, args.n_echo, next((s for k, s in cases if k == "echo"), 4), args.rounds)
+            compare_instrumentation(cfg, args.n_echo, next((s for k, s in cases if k == "echo"), 4), args.rounds, cpu)
             if args.compare_instrumentation
             else None
         )
@@ -363,6 +375,10 @@ def main() -> int:
         print(f"instrumentation off (no metrics, no span export): {off:8.1f} items/s  (median of {len(modes['off'])})")
         print(f"instrumentation on (metrics, spans exported):     {on:8.1f} items/s  (median of {len(modes['on'])})")
         print(f"ratio on/off:                                     {on / off:8.3f}   (target ≥ 0.97)")
+        print("CPU per item, ms (median of the runs), by process: off → on (difference)")
+        for name in sorted(cpu.get("on", {})):
+            a, b = statistics.median(cpu["off"].get(name, [0.0])), statistics.median(cpu["on"][name])
+            print(f"  {name:<10} {a:7.2f} → {b:7.2f}  ({b - a:+.2f})")
     return 0
 
 

@@ -187,6 +187,7 @@ async def test_contract_metadata(server):
     client = grpcclient.InferenceServerClient(server["grpc"])
     try:
         for model in MODELS:
+            loglik = model == "smollm2_135m_instruct"  # the one model with a ``loglikelihood`` method
             meta = await client.get_model_metadata(model, as_json=True)
             assert {i["name"]: i["datatype"] for i in meta["inputs"]} == {
                 "text_input": "BYTES",
@@ -194,12 +195,12 @@ async def test_contract_metadata(server):
                 "temperature": "FP32",
                 "stop": "BYTES",
                 "chat": "INT32",
-            }
+            } | ({"continuation": "BYTES"} if loglik else {})
             assert {o["name"]: o["datatype"] for o in meta["outputs"]} == {
                 "text_output": "BYTES",
                 "prompt_tokens": "INT32",
                 "completion_tokens": "INT32",
-            }
+            } | ({"logprob": "FP32", "is_greedy": "INT32"} if loglik else {})
             config = (await client.get_model_config(model, as_json=True))["config"]
             assert int(config["max_batch_size"]) == 8
             assert "dynamic_batching" in config
@@ -269,11 +270,39 @@ async def test_a_model_without_loglikelihood_refuses_a_continuation(server):
     from uep_inference.backends.triton import TritonBackend
 
     backend = TritonBackend()
-    for name in ("uep_oracle", "smollm2_135m_instruct"):  # neither takes the continuation input
-        target = ModelTarget(model_id=uuid.UUID(int=1), name=name, backend="triton", endpoint=f"grpc://{server['grpc']}")
-        try:
-            with pytest.raises(BackendError) as exc:
-                await backend.loglikelihood(GenerationRequest(target, "Q", 1, 10.0, continuations=(" x",)))
-            assert exc.value.kind == "loglik_unsupported", exc.value
-        finally:
-            await backend.close()
+    target = ModelTarget(model_id=uuid.UUID(int=1), name="uep_oracle", backend="triton", endpoint=f"grpc://{server['grpc']}")
+    try:
+        with pytest.raises(BackendError) as exc:
+            await backend.loglikelihood(GenerationRequest(target, "Q", 1, 10.0, continuations=(" x",)))
+        assert exc.value.kind == "loglik_unsupported", exc.value
+    finally:
+        await backend.close()
+
+
+async def test_smollm2_answers_loglikelihood_requests(server):
+    from uep_common.events import ModelTarget
+    from uep_inference.backends.base import BackendError, GenerationRequest
+    from uep_inference.backends.triton import TritonBackend
+
+    backend = TritonBackend()
+    target = ModelTarget(
+        model_id=uuid.UUID(int=2), name="smollm2_135m_instruct", backend="triton", endpoint=f"grpc://{server['grpc']}"
+    )
+    try:
+        out = await backend.loglikelihood(
+            GenerationRequest(target, "The capital of France is", 1, 60.0, continuations=(" Paris", " London", " Paris."))
+        )
+        # a continuation over the 256-token cap fails its call with the model's reason, not as "unsupported"
+        with pytest.raises(BackendError) as exc:
+            await backend.loglikelihood(GenerationRequest(target, "Say:", 1, 60.0, continuations=(" a" * 300,)))
+        assert exc.value.kind == "triton_error"
+        assert "log-likelihood request 0: the continuation has 300 tokens, more than the 256" in str(exc.value)
+    finally:
+        await backend.close()
+    paris, london, paris_dot = out.logliks
+    # ln P(" Paris" | context) = -0.2589 (tests/model_server/test_smollm2_loglik.py checks it against the
+    # unforced distribution); FP32 on the wire
+    assert paris.logprob == pytest.approx(-0.2589, abs=1e-3) and paris.is_greedy and paris.n_tokens == 1
+    assert london.logprob < paris.logprob and not london.is_greedy
+    assert paris_dot.n_tokens == 2 and paris_dot.logprob < paris.logprob
+    assert out.prompt_tokens == 5 and out.completion_tokens == 4

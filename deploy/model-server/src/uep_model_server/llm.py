@@ -22,6 +22,10 @@ Settings (environment):
 
 A batch from Triton is fanned out to a thread pool; the llama.cpp server queues the requests across its
 slots.
+
+Log-likelihood requests (:meth:`SmolLM2.loglikelihood`) are scored exactly, on the raw text (no chat
+template), by :class:`~uep_model_server.loglik.LlamaServerLoglik`: one forced one-token completion per
+continuation token, with the prefix in the KV cache (see :mod:`uep_model_server.loglik`).
 """
 
 from __future__ import annotations
@@ -35,7 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .io import MAX_BATCH_SIZE, GenerationRequest, GenerationResult
+from .io import MAX_BATCH_SIZE, GenerationRequest, GenerationResult, LoglikRequest, LoglikResult
+from .loglik import LlamaServerLoglik
 
 LOGGER = logging.getLogger(__name__)
 
@@ -104,6 +109,7 @@ class SmolLM2:
         FileNotFoundError: the weights package is missing (at construction).
         RuntimeError: (per call) llama.cpp rejected a request, e.g. the prompt exceeds the context size;
             Triton then fails the whole batch with that message.
+        LoglikInputError: (per :meth:`loglikelihood` call) a request cannot be scored, named in the message.
     """
 
     def __init__(self, settings: LlmSettings | None = None) -> None:
@@ -130,6 +136,12 @@ class SmolLM2:
             self.settings.cache_prompt,
         )
         self._pool = ThreadPoolExecutor(max(MAX_BATCH_SIZE, self.settings.n_parallel), thread_name_prefix="smollm2")
+        self._loglik = LlamaServerLoglik(
+            self._server,
+            self.settings.n_ctx_per_slot,
+            cache_prompt=self.settings.cache_prompt,
+            model_name=MODEL_NAME,
+        )
 
     def request_body(self, request: GenerationRequest) -> dict[str, Any]:
         """The body sent to llama.cpp: chat completions (the prompt as one user message, through the
@@ -172,6 +184,24 @@ class SmolLM2:
     def __call__(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
         """Generate for a batch: fan out to the thread pool, results in request order."""
         return list(self._pool.map(self.generate_one, requests))
+
+    def loglikelihood(self, requests: list[LoglikRequest]) -> list[LoglikResult]:
+        """Exact log-likelihood of each ``continuation`` after its ``context`` (natural log, summed over the
+        continuation's tokens; raw text, no chat template), results in request order.
+
+        Method (:mod:`uep_model_server.loglik`): lm-evaluation-harness tokenisation; per continuation token
+        one completion request with the prefix as token ids, ``n_predict`` 1 and the token forced by a
+        ``logit_bias``; llama.cpp reports the forced token's probability from the full softmax of the raw
+        logits (``post_sampling_probs`` false). Cost: one decode step per continuation token, the prefix
+        coming from the KV cache (with ``UEP_LLM_CACHE_PROMPT`` 0, every step re-evaluates the prefix).
+
+        Raises:
+            LoglikInputError: a continuation is empty or longer than
+                :data:`~uep_model_server.loglik.MAX_CONTINUATION_TOKENS` tokens, or context + continuation
+                exceed ``UEP_LLM_N_CTX`` (checked for every request before any is scored).
+            RuntimeError: llama.cpp failed.
+        """
+        return self._loglik(requests)
 
     def close(self) -> None:
         """Stop the worker threads (the llama.cpp server is freed with the object)."""

@@ -356,8 +356,8 @@ LOCAL_MODELS: list[LocalModel] = [
         triton_model_name="smollm2_135m_instruct",
         decoding_defaults={"max_tokens": 256, "temperature": 0.0, "stop": []},
         max_in_flight=1,  # one llama.cpp slot (UEP_LLM_N_PARALLEL=1): latency is then model time, not queueing
-        # no log-likelihoods yet: llama.cpp's server (xllamacpp) returns no prompt log-probabilities
-        supports_logprobs=False,
+        # exact log-likelihoods: one forced one-token completion per continuation token (model server loglik.py)
+        supports_logprobs=True,
     ),
     LocalModel(
         name="uep-oracle",

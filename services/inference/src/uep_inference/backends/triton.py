@@ -51,6 +51,8 @@ if TYPE_CHECKING:
 LOGLIK_BATCH = 8
 """Continuations sent in one Triton call (the model server's ``max_batch_size``)."""
 
+_LOGLIK_TENSORS = (("input", "continuation"), ("output", "logprob"), ("output", "is_greedy"))
+
 
 @register_backend("triton")
 class TritonBackend:
@@ -144,7 +146,10 @@ class TritonBackend:
                 result = await self._infer(target, request.timeout_s, inputs, outputs)
             except BackendError as err:
                 # a model without the tensors: Triton names the unknown input or one of the requested outputs
-                if err.kind == "triton_error" and any(n in str(err) for n in ("continuation", "logprob", "is_greedy")):
+                # ("unexpected inference output 'is_greedy' for model ..."); a model's own error that merely
+                # mentions a continuation (one too long to score) stays a triton_error
+                unknown = [f"unexpected inference {kind} '{n}'" for kind, n in _LOGLIK_TENSORS]
+                if err.kind == "triton_error" and any(u in str(err) for u in unknown):
                     raise BackendError(
                         "loglik_unsupported", f"model {target.name!r} takes no log-likelihood requests: {err}"
                     ) from err

@@ -1,0 +1,219 @@
+"""Exact log-likelihoods of continuations from the llama.cpp server that xllamacpp runs in-process.
+
+llama.cpp's server returns no prompt log-probabilities, but for every token it *generates* it reports, with
+``post_sampling_probs`` false, that token's probability from the softmax over the WHOLE vocabulary of the
+raw logits (the server's ``populate_token_probs`` scans the full sorted distribution for the sampled token)
+and the top ``n_probs`` tokens of that same raw distribution. Samplers act on a copy of the candidates, so
+they change which token is sampled, never the reported probabilities. Hence, for a continuation of T tokens
+``c_1..c_T`` after the context tokens ``x``, step ``i`` is ONE completion request:
+
+* ``prompt`` = the token ids ``x + c_1..c_{i-1}`` (ids, so nothing is re-tokenised and no BOS is added),
+* ``n_predict`` 1, ``n_probs`` 1, ``post_sampling_probs`` false,
+* ``logit_bias`` ``{c_i: +10000}`` with greedy sampling (``temperature`` 0, ``top_k`` 1): the sampled
+  token is forced to be ``c_i``; its reported ``logprob`` is ``ln P(c_i | x, c_<i)`` from the raw logits,
+  and the reported top-1 is the model's own most probable token at that position.
+
+``logprob`` = the sum of the T reported values; ``is_greedy`` = every ``c_i`` equals the reported top-1.
+The result is the exact full-softmax value (what lm-evaluation-harness computes from the logits), not a
+top-N approximation: the forced token is scored wherever it ranks. With ``cache_prompt`` the slot's KV
+cache holds ``x + c_<i`` from the previous step (the forced token is exactly the next prompt token), so each
+step decodes one token; the context is evaluated once, and consecutive requests that share it reuse it
+(llama.cpp then re-decodes only its last token). Cached and uncached evaluations may differ in the last bits of the logits (llama.cpp
+batches the computation differently), far below the 1e-3 the tests ask for.
+
+Tokenisation follows lm-evaluation-harness's ``_encode_pair``: trailing whitespace of the context moves to
+the front of the continuation; ``whole = tok(context + continuation)``, ``context_enc = tok(context)``,
+``continuation_enc = whole[len(context_enc):]``; the model input is ``context_enc + continuation_enc``. The
+tokenizer is llama.cpp's own with the GGUF's special-token rules (its ``add_bos_token``; SmolLM2's GGUF adds
+no BOS). An empty context is scored after the model's BOS token (lm-evaluation-harness's
+``prefix_token_id``). xllamacpp's Python API has no tokenize handler, so the tokenizer is reached through the
+``/tokenize`` endpoint of the same in-process server on its loopback address (``Server.listening_address``).
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .io import LoglikRequest, LoglikResult
+
+MAX_CONTINUATION_TOKENS = 256
+"""Longest continuation scored, in model tokens (each token costs one decode step)."""
+
+FORCE_BIAS = 10_000.0
+"""Logit bias that makes the continuation's token the sampled one (logits of this model are O(10))."""
+
+TOKENIZE_TIMEOUT_S = 30.0
+
+
+class LoglikInputError(ValueError):
+    """A log-likelihood request the model cannot score (too long, empty continuation); names the request."""
+
+
+class LlamaServerLoglik:
+    """Scores :class:`LoglikRequest` objects with a running ``xllamacpp.Server`` (see the module docstring).
+
+    Args:
+        server: the ``xllamacpp.Server`` (its ``handle_completions`` and ``listening_address`` are used).
+        n_ctx: context size of one slot, in tokens; ``len(context) + len(continuation)`` must not exceed it.
+        cache_prompt: reuse the slot's KV cache between steps (one decode step per token); without it every
+            step re-evaluates the whole prefix.
+        max_continuation_tokens: the continuation cap (tokens).
+        model_name: named in error messages.
+    """
+
+    def __init__(
+        self,
+        server: Any,
+        n_ctx: int,
+        *,
+        cache_prompt: bool = True,
+        max_continuation_tokens: int = MAX_CONTINUATION_TOKENS,
+        model_name: str = "llm",
+    ) -> None:
+        self._complete: Callable[[dict[str, Any]], Any] = server.handle_completions
+        self._address = str(server.listening_address).rstrip("/")
+        self.n_ctx = n_ctx
+        self.cache_prompt = cache_prompt
+        self.max_continuation_tokens = max_continuation_tokens
+        self.model_name = model_name
+        self._prefix_token: int | None = None
+
+    # ------------------------------------------------------------------------------------------ tokenizer
+
+    def _http(self, path: str, body: dict[str, Any] | None = None) -> Any:
+        data = None if body is None else json.dumps(body).encode("utf-8")
+        request = urllib.request.Request(self._address + path, data=data, headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=TOKENIZE_TIMEOUT_S) as response:
+                return json.loads(response.read())
+        except (urllib.error.URLError, OSError, json.JSONDecodeError) as exc:
+            raise RuntimeError(f"{self.model_name}: llama.cpp {path} failed: {exc}") from exc
+
+    def tokenize(self, text: str) -> list[int]:
+        """Token ids of ``text`` by llama.cpp's tokenizer, with the GGUF's special tokens (BOS only where
+        the GGUF adds one; special-token text such as ``<|im_end|>`` is parsed as that token).
+
+        Raises:
+            RuntimeError: the tokenizer endpoint failed or answered something else than a list of ids.
+        """
+        answer = self._http("/tokenize", {"content": text, "add_special": True})
+        tokens = answer.get("tokens") if isinstance(answer, dict) else None
+        if not isinstance(tokens, list) or not all(isinstance(t, int) for t in tokens):
+            raise RuntimeError(f"{self.model_name}: malformed llama.cpp /tokenize answer: {str(answer)[:200]}")
+        return tokens
+
+    def prefix_token(self) -> int:
+        """The token an empty context stands for: the model's BOS token (else its EOS token), read from the
+        server's ``/props``.
+
+        Raises:
+            RuntimeError: the model names neither, or they are not single tokens.
+        """
+        if self._prefix_token is None:
+            props = self._http("/props")
+            for key in ("bos_token", "eos_token"):
+                text = props.get(key) if isinstance(props, dict) else None
+                if text:
+                    ids = self.tokenize(text)
+                    if len(ids) == 1:
+                        self._prefix_token = ids[0]
+                        break
+            else:
+                raise RuntimeError(f"{self.model_name}: the model has no single-token BOS/EOS to stand for an empty context")
+        return self._prefix_token
+
+    def encode_pair(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
+        """``(context_enc, continuation_enc)`` as lm-evaluation-harness's ``_encode_pair`` makes them (module
+        docstring); an empty context becomes ``[prefix_token()]`` and the continuation is tokenised alone."""
+        n_spaces = len(context) - len(context.rstrip())
+        if n_spaces:
+            continuation = context[-n_spaces:] + continuation
+            context = context[:-n_spaces]
+        if not context:
+            return [self.prefix_token()], self.tokenize(continuation)
+        whole = self.tokenize(context + continuation)
+        context_enc = self.tokenize(context)
+        return context_enc, whole[len(context_enc) :]
+
+    # ------------------------------------------------------------------------------------------ scoring
+
+    def step(self, prefix: Sequence[int], token: int) -> tuple[float, bool]:
+        """``(ln P(token | prefix), token is the most probable next token)`` from one forced one-token
+        completion (module docstring).
+
+        Raises:
+            RuntimeError: llama.cpp rejected the request, did not sample the forced token, or answered
+                without log-probabilities.
+        """
+        body = {
+            "prompt": list(prefix),
+            "n_predict": 1,
+            "n_probs": 1,
+            "post_sampling_probs": False,
+            "temperature": 0.0,
+            "top_k": 1,
+            "logit_bias": [[token, FORCE_BIAS]],
+            "cache_prompt": self.cache_prompt,
+            "seed": 0,
+        }
+        response = self._complete(body)
+        if not isinstance(response, dict) or "error" in response:
+            error = response.get("error") if isinstance(response, dict) else response
+            message = error.get("message") if isinstance(error, dict) else error
+            raise RuntimeError(f"{self.model_name}: llama.cpp rejected the log-likelihood step: {message}")
+        try:
+            entry = response["choices"][0]["logprobs"]["content"][0]
+            sampled, logprob = int(entry["id"]), float(entry["logprob"])
+            top = int(entry["top_logprobs"][0]["id"])
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
+            raise RuntimeError(f"{self.model_name}: llama.cpp answered without log-probabilities: {str(response)[:200]}") from exc
+        if sampled != token:
+            raise RuntimeError(f"{self.model_name}: llama.cpp sampled token {sampled}, not the forced token {token}")
+        return logprob, top == token
+
+    def check(self, index: int, context_enc: Sequence[int], continuation_enc: Sequence[int]) -> None:
+        """Refuse request ``index`` when its continuation is empty or longer than the cap, or the whole does
+        not fit one slot's context.
+
+        Raises:
+            LoglikInputError: naming the request and the sizes.
+        """
+        if not continuation_enc:
+            raise LoglikInputError(f"log-likelihood request {index}: the continuation has no tokens")
+        if len(continuation_enc) > self.max_continuation_tokens:
+            raise LoglikInputError(
+                f"log-likelihood request {index}: the continuation has {len(continuation_enc)} tokens, "
+                f"more than the {self.max_continuation_tokens} this model scores"
+            )
+        if len(context_enc) + len(continuation_enc) > self.n_ctx:
+            raise LoglikInputError(
+                f"log-likelihood request {index}: context and continuation are {len(context_enc)} + "
+                f"{len(continuation_enc)} tokens, more than the context size ({self.n_ctx} tokens)"
+            )
+
+    def __call__(self, requests: list[LoglikRequest]) -> list[LoglikResult]:
+        """Score every request, in order (consecutive requests with one context reuse its KV cache).
+
+        All requests are tokenised and checked before any is scored, so a bad one costs no decoding.
+
+        Raises:
+            LoglikInputError: a request cannot be scored (:meth:`check`); RuntimeError: llama.cpp failed.
+        """
+        pairs = [self.encode_pair(r.context, r.continuation) for r in requests]
+        for index, (context_enc, continuation_enc) in enumerate(pairs):
+            self.check(index, context_enc, continuation_enc)
+        results = []
+        for context_enc, continuation_enc in pairs:
+            total, greedy = 0.0, True
+            prefix = list(context_enc)
+            for token in continuation_enc:
+                logprob, top = self.step(prefix, token)
+                total += logprob
+                greedy = greedy and top
+                prefix.append(token)
+            results.append(LoglikResult(total, greedy, len(context_enc), len(continuation_enc)))
+        return results
