@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import uuid
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
@@ -121,6 +122,32 @@ async def test_urgent_evaluation_takes_the_next_free_slot_without_cancelling_wor
     await release_random(sm, 4, rng)
     r = await run_pass(sm, cfg, now + timedelta(milliseconds=200))
     assert r.order == [urgent] * 4
+
+
+async def test_an_urgent_evaluations_items_are_staged_first_in_their_pass(sm, world):
+    """Lease ids and SampleDispatched events follow the pass's slot order, not the evaluations' id order: an
+    urgent evaluation whose id sorts after every other's still has the pass's first leases and events, so its
+    items are not queued at inference behind the rest of the pass."""
+    a, b = await world.tenant("a"), await world.tenant("b")
+    model, bench = await world.model(None), await world.benchmark(50)
+    normals = {await world.evaluation(t, bench, model, 50) for t in (a, b, b)}
+    urgent = await world.evaluation(a, bench, model, 2, priority="urgent")
+    last = uuid.UUID("ffffffff-ffff-4fff-bfff-" + urgent.hex[-12:])  # after every other id
+    async with sm() as s, s.begin():
+        await s.execute(update(Evaluation).where(Evaluation.id == urgent).values(id=last))
+    r = await run_pass(sm, settings(max_in_flight_global=8), datetime.now(UTC))
+    assert r.order[:2] == [last, last] and set(r.order[2:]) == normals and len(r.order) == 8
+    async with sm() as s:
+        ids = [ev for (ev,) in await s.execute(select(SampleLease.evaluation_id).order_by(SampleLease.id))]
+        events = [
+            o.payload["evaluation_id"]
+            for o in await s.scalars(
+                select(OutboxMessage).where(OutboxMessage.event_type == "SampleDispatched").order_by(OutboxMessage.id)
+            )
+        ]
+    assert ids[:2] == [last, last] and last not in ids[2:]
+    assert events[:2] == [str(last)] * 2 and str(last) not in events[2:]
+    assert [o.payload["evaluation_id"] for o in r.outbox[:2]] == [str(last)] * 2  # published in that order too
 
 
 async def test_aging_lets_a_low_priority_evaluation_progress_under_urgent_load(sm, world):

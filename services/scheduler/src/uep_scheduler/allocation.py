@@ -23,9 +23,11 @@ One pass runs in one transaction:
    capacity-1 model, a global bound below the number of arms, or slots that free one at a time).
 4. The budget hook ``reserve_for_dispatch`` is asked once per evaluation for its planned items; the fair
    queuing tags are then charged for what was allowed, in the order the slots were given.
-5. Leases and their SampleDispatched events (outbox) are written; the tags are stored. The outbox rows are
-   claimed (``outbox.claimed_until``) and returned: the caller publishes them right after its commit
-   (:meth:`uep_common.outbox.OutboxRelay.publish_claimed`), and relays take over any left when the claim ends.
+5. Leases and their SampleDispatched events (outbox) are written, evaluation by evaluation in the order of
+   each one's first slot (an urgent evaluation's items are staged and published first); the tags are stored.
+   The outbox rows are claimed (``outbox.claimed_until``) and returned: the caller publishes them right after
+   its commit (:meth:`uep_common.outbox.OutboxRelay.publish_claimed`), and relays take over any left when the
+   claim ends.
 """
 
 from __future__ import annotations
@@ -492,7 +494,13 @@ async def allocate(
         return [configs[ev_id].ordinal(p) for p in range(start // r, (end - 1) // r + 1)]
 
     by_key = await _samples_for(session, [(locked[i].benchmark_id, ordinals(i, a, b)) for i, (a, b) in ranges.items()])
-    for ev_id, (start, end) in ranges.items():
+    # staged in the order of each evaluation's first slot (an urgent one first), not in id order: lease ids and
+    # SampleDispatched events follow, so its items are not queued at inference behind the rest of the pass
+    first_slot: dict[uuid.UUID, int] = {}
+    for i, ev_id in enumerate(result.order):
+        first_slot.setdefault(ev_id, i)
+    for ev_id in sorted(ranges, key=lambda e: first_slot.get(e, len(first_slot))):
+        start, end = ranges[ev_id]
         ev = locked[ev_id]
         fresh = [
             SampleLease(

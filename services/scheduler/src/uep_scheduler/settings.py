@@ -25,13 +25,13 @@ class SchedulerSettings(CommonSettings):
         "evaluation and scheduler replica; > 1 keeps items queued at inference while results travel back.",
     )
     model_queue_seconds: float = Field(
-        0.0,
+        1.0,
         ge=0,
         description="Work kept queued at inference per model, in seconds of the model's recent call time: that many "
         "more leases than slots (at most 64 per slot), so a slot that frees takes the next item at once instead of "
         "idling while a score travels back and a new lease out. A new urgent evaluation waits behind at most this "
-        "much queued work; 0 (the default until the fairness test measures results, not leases): leases = slots "
-        "(uep_scheduler.capacity).",
+        "much queued work; tenants still share the model's calls equally (the fair queue decides every lease). "
+        "0: leases = slots, an exact bound across inference replicas (uep_scheduler.capacity).",
     )
     adaptive_concurrency: bool = Field(
         True, description="Additive increase / multiplicative decrease of a model's limit on transient errors."
