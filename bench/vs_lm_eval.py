@@ -167,19 +167,43 @@ def serve(port: int, model_path: str, n_threads: int) -> None:
 # ---------------------------------------------------------------------------------------------- set-up
 
 
+LLAMA_CMAKE_ARGS = "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
+"""llama-cpp-python's build: portable AVX2 kernels. A native build on a CPU with AMX (``-march=native`` turns
+on ggml's AMX and AVX-512 paths) died of a general protection fault in ``libggml-cpu`` at the first
+evaluation on these machines."""
+
+
 def ensure_venv() -> Path:
-    """The lm-eval environment (created once, reused while its marker names the same requirements)."""
+    """The lm-eval environment (created once, reused while its marker names the same requirements and build)."""
     marker = VENV / "uep-requirements.txt"
     python = VENV / "bin" / "python"
-    if marker.is_file() and marker.read_text() == "\n".join(REQUIREMENTS) and python.exists():
+    wanted = "\n".join([*REQUIREMENTS, f"CMAKE_ARGS={LLAMA_CMAKE_ARGS}"])
+    if marker.is_file() and marker.read_text() == wanted and python.exists():
         return python
     uv = ROOT / ".tools" / "bin" / "uv"
     started = time.perf_counter()
     print(f"installing {', '.join(REQUIREMENTS)} into {VENV} (llama-cpp-python builds from source: minutes)", flush=True)
     # --no-config: the workspace's own uv settings (its numpy<2 constraint for nvidia-pytriton) are not lm-eval's
     subprocess.run([str(uv), "venv", "-q", "--no-config", "--allow-existing", str(VENV), "--python", "3.11"], check=True)
-    subprocess.run([str(uv), "pip", "install", "-q", "--no-config", "--python", str(python), *REQUIREMENTS], check=True)
-    marker.write_text("\n".join(REQUIREMENTS))
+    env = {**os.environ, "CMAKE_ARGS": LLAMA_CMAKE_ARGS}
+    subprocess.run(
+        [
+            str(uv),
+            "pip",
+            "install",
+            "-q",
+            "--no-config",
+            "--reinstall-package",
+            "llama-cpp-python",
+            "--no-cache",
+            "--python",
+            str(python),
+            *REQUIREMENTS,
+        ],
+        check=True,
+        env=env,
+    )
+    marker.write_text(wanted)
     print(f"installed in {time.perf_counter() - started:.0f} s", flush=True)
     return python
 
@@ -377,7 +401,9 @@ async def run_uep(port: int, items: dict[str, list[Any]], concurrency: int) -> t
     started = time.perf_counter()
     try:
         for task, task_items in items.items():
+            t0 = time.perf_counter()
             results[task] = list(await asyncio.gather(*(one(task, it) for it in task_items)))
+            print(f"  uep {task}: {len(task_items)} items in {time.perf_counter() - t0:.1f} s", flush=True)
     finally:
         await backends.close()
     return results, time.perf_counter() - started

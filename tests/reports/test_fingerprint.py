@@ -104,3 +104,42 @@ def test_a_benchmark_without_a_prompt_hashes_the_default_template_items_are_rend
     fp = build_fingerprint(ev, model, bench, {})
     assert fp["prompt.template_sha256"] == _sha("{{ prompt }}")  # uep_common.configs.DEFAULT_PROMPT
     assert (fp["prompt.fewshot_k"], fp["prompt.chat"]) == (0, None)
+
+
+# ---------------------------------------------------------------- the declared metric set
+
+
+def _bench_fp(config: dict) -> dict[str, object]:
+    ev, model, bench = _arm({})
+    bench.config = config
+    return build_fingerprint(ev, model, bench, {})
+
+
+def test_a_single_metric_benchmark_keeps_its_fingerprint_fields():
+    # exactly the keys and scorer values a benchmark with ``metric`` alone always had (no scorer.metrics)
+    fp = _bench_fp({"metric": {"name": "label_match", "params": {"normalize": True}}})
+    assert [k for k in fp if k.startswith("scorer.")] == ["scorer.metric", "scorer.params", "scorer.metric_versions"]
+    assert (fp["scorer.metric"], fp["scorer.params"]) == ("label_match", {"normalize": True})
+
+
+def test_benchmarks_differing_only_in_their_metric_set_differ_in_the_scorer_group():
+    one = {"metric": {"name": "label_match"}, "class_names": ["a", "b"], "metrics": [{"name": "f1_macro", "primary": True}]}
+    two = one | {"metrics": [{"name": "f1_macro", "primary": True}, {"name": "roc_auc"}]}
+    other_primary = one | {"metrics": [{"name": "f1_macro"}, {"name": "roc_auc", "primary": True}]}
+    a, b, c = _bench_fp(one), _bench_fp(two), _bench_fp(other_primary)
+    assert a["scorer.metrics"] == [{"name": "f1_macro", "params": {}, "primary": True}]
+    assert b["scorer.metrics"] == [
+        {"name": "f1_macro", "params": {}, "primary": True},
+        {"name": "roc_auc", "params": {}, "primary": False},
+    ]
+    assert (a["scorer.primary"], b["scorer.primary"], c["scorer.primary"]) == ("f1_macro", "f1_macro", "roc_auc")
+    d = diff_fingerprints(a, b)
+    assert [x.field for x in d.changes] == ["scorer.metrics"] and d.changed_groups == ["scorer"]
+    assert "scorer.metrics" in d.warning
+    assert [x.field for x in diff_fingerprints(b, c).changes] == ["scorer.metrics", "scorer.primary"]
+
+
+def test_a_metrics_only_benchmark_names_the_verdict_metric_and_its_params():
+    # no ``metric`` block: the first per-item entry of ``metrics`` decides verdicts (BenchmarkConfig.scoring_metric)
+    fp = _bench_fp({"metrics": [{"name": "ndcg", "params": {"k": 5}, "primary": True}, {"name": "mrr"}]})
+    assert (fp["scorer.metric"], fp["scorer.params"], fp["scorer.primary"]) == ("ndcg", {"k": 5}, "ndcg@5")

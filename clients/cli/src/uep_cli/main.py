@@ -108,6 +108,17 @@ def _interval(lo: float | None, hi: float | None) -> str:
     return "" if lo is None or hi is None else f"[{lo:.3f}, {hi:.3f}]"
 
 
+def headline_cells(e: dict[str, Any]) -> tuple[str, str]:
+    """The ``headline`` column and its interval of an evaluation of ``GET /v1/evaluations``: the metric's name
+    and value (``ndcg@10 0.935`` for a ranker, ``accuracy 0.667`` for an LLM; the API's ``headline``, else the
+    ``accuracy`` of a gateway without it), and ``[low, high]``; ``""`` for what is missing."""
+    h = e.get("headline")
+    if not h:
+        h = {"metric": "accuracy", "value": e.get("accuracy"), "ci_low": e.get("ci_low"), "ci_high": e.get("ci_high")}
+    value = _pct(h.get("value"))
+    return (f"{h['metric']} {value}" if value else ""), _interval(h.get("ci_low"), h.get("ci_high"))
+
+
 # ---------------------------------------------------------------- identity
 
 
@@ -405,7 +416,7 @@ def list_(
         return _print_json(items)
     _table(
         "evaluations",
-        ["id", "created", "benchmark", "model", "arm", "status", "done", "accuracy", "95 % CI"],
+        ["id", "created", "benchmark", "model", "arm", "status", "done", "headline", "95 % CI"],
         [
             [
                 e["id"],
@@ -415,8 +426,7 @@ def list_(
                 e["arm"],
                 e["status"],
                 f"{e['progress']['completed']}/{e['progress']['total']}",
-                _pct(e.get("accuracy")),
-                _interval(e.get("ci_low"), e.get("ci_high")),
+                *headline_cells(e),
             ]
             for e in items
         ],

@@ -20,6 +20,8 @@ differences. ROC-AUCs (the positive class, or each class against the rest) also 
 correlated AUCs (:func:`uep_common.stats.delong_test`: DeLong, DeLong & Clarke-Pearson 1988, with the fast
 algorithm of Sun & Xu 2014).
 
+Evaluations of two different benchmarks (two slugs) are never paired (:func:`check_comparable`).
+
 Transitions per item, listed regressions first: ``regression`` (pass → fail), ``newly_errored`` (a verdict →
 an error), ``improvement`` (fail → pass), ``error_fixed`` (error → a verdict), ``still_failing``,
 ``still_passing``, ``still_erroring``, ``only_in_current`` / ``only_in_baseline``.
@@ -218,6 +220,34 @@ async def find_baseline(session: AsyncSession, ev: Evaluation) -> tuple[Evaluati
     return (previous, "previous") if previous is not None else (None, None)
 
 
+class NotComparableError(ValueError):
+    """Two evaluations whose items cannot be paired: they ran different benchmarks (different slugs).
+    ``reason`` is the machine-readable kind (``other_benchmark``)."""
+
+    def __init__(self, message: str, reason: str = "other_benchmark") -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+async def check_comparable(session: AsyncSession, cur_ev: Evaluation, base_ev: Evaluation) -> None:
+    """Refuse a pairing of evaluations of two different benchmarks. Versions of one benchmark (one slug) are
+    comparable — :func:`compare` pairs them by external id (ordinal when absent) and repeat, the items the
+    versions share — but two slugs share no items: the same external id or ordinal names unrelated samples.
+
+    Raises:
+        NotComparableError: the benchmarks' slugs differ (the message names both).
+    """
+    if cur_ev.benchmark_id == base_ev.benchmark_id:
+        return
+    cur_slug = await session.scalar(select(Benchmark.slug).where(Benchmark.id == cur_ev.benchmark_id))
+    base_slug = await session.scalar(select(Benchmark.slug).where(Benchmark.id == base_ev.benchmark_id))
+    if cur_slug != base_slug:
+        raise NotComparableError(
+            f"evaluation {base_ev.id} ran benchmark {base_slug!r}, evaluation {cur_ev.id} ran {cur_slug!r}: evaluations "
+            "of different benchmarks share no items to pair (versions of one benchmark can be compared)"
+        )
+
+
 def group_order(ev: Evaluation) -> tuple[int, str, str]:
     """Sort key of an evaluation in its batch or experiment: its position in the creating request
     (``config.group_index``; rows created before it was recorded come after, by arm name), then arm, then id."""
@@ -309,11 +339,13 @@ async def compare(
 
     Raises:
         LookupError: an unknown evaluation id.
+        NotComparableError: the evaluations ran different benchmarks (:func:`check_comparable`).
     """
     cur_ev = await session.get(Evaluation, current_id)
     base_ev = await session.get(Evaluation, baseline_id)
     if cur_ev is None or base_ev is None:
         raise LookupError(f"unknown evaluation {current_id if cur_ev is None else baseline_id}")
+    await check_comparable(session, cur_ev, base_ev)
     by_sample = cur_ev.benchmark_id == base_ev.benchmark_id
     cte = _pairs_sql(by_sample)
     params = {"cur": current_id, "base": baseline_id}
@@ -451,18 +483,20 @@ def classification_comparison(
     probabilities_b: list[Any] | None,
     class_names: list[str] | None = None,
     confidence: float = 0.95,
+    positive_class: str | None = None,
 ) -> SetComparison:
     """Set-level classification metrics of two models on the same items (``gold[i]`` is item i's gold label,
     ``predicted_*[i]`` each model's label, ``probabilities_*[i]`` its class probabilities or None): each
     headline metric of both, the paired bootstrap interval of the difference (current − baseline), and
-    DeLong's test of each ROC-AUC when both sides have probabilities (see the module docstring).
+    DeLong's test of each ROC-AUC when both sides have probabilities (see the module docstring); two classes:
+    ``positive_class`` is the positive one (default the second).
 
     Raises:
         ValueError: no item, or lists of different lengths.
     """
     names = class_names or sorted(set(gold))
-    items_c = classification_items(gold, predicted_c, probabilities_c, names)
-    items_b = classification_items(gold, predicted_b, probabilities_b, names)
+    items_c = classification_items(gold, predicted_c, probabilities_c, names, positive_class)
+    items_b = classification_items(gold, predicted_b, probabilities_b, names, positive_class)
     k = len(items_c.labels)
     both_proba = items_c.proba is not None and items_b.proba is not None
     curves = (1 if k == 2 else k if k <= MAX_BOOTSTRAP_CURVES else 0) if both_proba else 0
@@ -474,7 +508,7 @@ def classification_comparison(
     delong: list[DeLongView] = []
     if both_proba:
         assert items_c.proba is not None and items_b.proba is not None
-        for c in ([1] if k == 2 else range(k)) if curves else []:
+        for c in items_c.targets if curves else []:
             positive = items_c.y_true == c
             if not positive.any() or positive.all():
                 continue
@@ -555,6 +589,8 @@ async def set_comparison(session: AsyncSession, cur_ev: Evaluation, base_ev: Eva
             [c.probabilities[i] for i in ic],
             [b.probabilities[i] for i in ib],
             list(config.class_names) if config.class_names else (c.items.labels if c.items is not None else None),
+            0.95,
+            config.positive_class,
         )
     rc, rb = await load_ranking(session, cur_ev.id), await load_ranking(session, base_ev.id)
     ic, ib = _paired(rc.keys, rb.keys)

@@ -44,7 +44,16 @@ import uuid
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from uep_common.events import PromptSpec
 from uep_common.judge_config import JudgeConfig
@@ -105,6 +114,18 @@ def is_set_metric(name: str) -> bool:
     return name in CLASSIFICATION_SET_METRICS or name == "mrr" or _AT_K.match(name) is not None
 
 
+def check_positive_class(positive: str | None, class_names: list[str] | None) -> str | None:
+    """``positive`` when it is one of exactly two ``class_names`` (or None). Raises ValueError naming the
+    classes otherwise (a pydantic field validator's error, so it names ``positive_class``)."""
+    if positive is None:
+        return None
+    if not class_names or len(class_names) != 2:
+        raise ValueError("positive_class needs class_names with exactly two classes")
+    if positive not in class_names:
+        raise ValueError(f"positive_class {positive!r} is not one of class_names {class_names!r}")
+    return positive
+
+
 class MetricSpec(MetricConfig):
     """One entry of ``metrics``: a per-item metric (``{name, params}``) or a set-level one (``{name}``), and
     whether it is the primary (what leaderboards rank)."""
@@ -131,6 +152,8 @@ class BenchmarkConfig(BaseModel):
         metrics: several metrics, at most one ``primary`` (see the module docstring); None = ``metric`` only.
         class_names: a classification benchmark's classes, in order (the order of per-class tables and of
             the confusion matrix; an LLM's answer is read as the class it names).
+        positive_class: two classes only: the class ROC-AUC, PR-AUC, the Brier score and the curves take as
+            positive; one of ``class_names``. None = the second class (scikit-learn's convention).
     """
 
     model_config = ConfigDict(extra="allow", frozen=True)
@@ -143,6 +166,12 @@ class BenchmarkConfig(BaseModel):
     default_sampling: Literal["first", "random", "stratified"] | None = None
     metrics: list[MetricSpec] | None = Field(None, min_length=1, max_length=16)
     class_names: list[ClassName] | None = Field(None, min_length=2, max_length=1000)
+    positive_class: ClassName | None = None
+
+    @field_validator("positive_class")
+    @classmethod
+    def _positive_is_a_class(cls, v: str | None, info: ValidationInfo) -> str | None:
+        return check_positive_class(v, info.data.get("class_names"))
 
     @model_validator(mode="after")
     def _one_primary(self) -> BenchmarkConfig:

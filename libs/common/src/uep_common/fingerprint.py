@@ -17,8 +17,13 @@ decoding    ``decoding.max_tokens`` (benchmark override, else the model's defaul
 run         ``run.repeats``, ``run.sample_limit``, ``run.sampling`` and ``run.sampling_seed`` (which samples a
             limited run took, :mod:`uep_common.sampling`), ``run.max_parallel`` (``config.max_parallel`` /
             ``max_in_flight``; None = scheduler default), ``run.batch_size`` (``config.batch_size``, None when unset)
-scorer      ``scorer.metric``, ``scorer.params`` (benchmark config), ``scorer.metric_versions``
-            (``{metric: [versions]}`` of the stored scores)
+scorer      ``scorer.metric``, ``scorer.params`` (the metric deciding each item's verdict and its parameters,
+            benchmark config), ``scorer.metrics`` (only when the benchmark declares ``metrics``: each entry
+            ``{name, params, primary}`` in declared order — the order decides which per-item metric gives the
+            verdict and which entry is primary by default, so it is part of the configuration),
+            ``scorer.primary`` (the set-level headline :attr:`~uep_common.configs.BenchmarkConfig.primary_score`,
+            also only with ``metrics``), ``scorer.metric_versions`` (``{metric: [versions]}`` of the stored
+            scores). A benchmark with ``metric`` alone keeps the fingerprint it always had.
 ==========  ===========================================================================================
 
 :func:`diff_fingerprints` names every field that differs and warns when a group other than ``model`` differs:
@@ -34,7 +39,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.configs import item_prompt, parse_benchmark_config, parse_evaluation_config
+from uep_common.configs import BenchmarkConfig, item_prompt, parse_benchmark_config, parse_evaluation_config
 from uep_common.db.models import Benchmark, Evaluation, Model, SampleResult
 
 GROUPS = ("model", "benchmark", "prompt", "decoding", "run", "scorer")
@@ -87,7 +92,7 @@ def build_fingerprint(ev: Evaluation, model: Model, bench: Benchmark, versions: 
     cfg = parse_evaluation_config(ev.config)
     bench_cfg = parse_benchmark_config(bench.config)
     prompt = item_prompt(bench_cfg, cfg)  # what the items were rendered with (an arm's overrides applied)
-    metric = bench_cfg.metric
+    metric = bench_cfg.scoring_metric
     dec = model.decoding_defaults or {}
     return {
         "model.name": model.name,
@@ -112,7 +117,18 @@ def build_fingerprint(ev: Evaluation, model: Model, bench: Benchmark, versions: 
         "run.batch_size": cfg.batch_size,
         "scorer.metric": bench_cfg.metric_name,
         "scorer.params": metric.params if metric else {},
+        **_declared_metrics(bench_cfg),
         "scorer.metric_versions": versions,
+    }
+
+
+def _declared_metrics(bench_cfg: BenchmarkConfig) -> dict[str, object]:
+    """``scorer.metrics`` and ``scorer.primary`` of a benchmark declaring ``metrics``; nothing otherwise."""
+    if not bench_cfg.metrics:
+        return {}
+    return {
+        "scorer.metrics": [{"name": m.name, "params": m.params, "primary": m.primary} for m in bench_cfg.metrics],
+        "scorer.primary": bench_cfg.primary_score,
     }
 
 

@@ -12,7 +12,8 @@ scikit-learn (``sklearn.metrics``; definitions in its user guide, "Classificatio
   predicted one, a last column for predictions outside the classes: an LLM's answer naming no class).
 * From the model's probabilities (a classifier's ``prediction.probabilities``, used only when every item has
   them): ROC-AUC (``roc_auc_score``) and PR-AUC (``average_precision_score``, the step-wise area Σ (Rₙ − Rₙ₋₁)
-  Pₙ), for two classes of the positive class (the second class, scikit-learn's convention), for more the
+  Pₙ), for two classes of the positive class (the benchmark's ``positive_class``, else the second class,
+  scikit-learn's convention), for more the
   macro mean of the one-vs-rest values (undefined when a class has no positive or no negative item); log loss
   (as ``log_loss``: mean −ln p(gold class), probabilities clipped to [ε, 1 − ε], ε the float64 machine epsilon,
   not renormalised); Brier score (as ``brier_score_loss``: two classes mean (p₊ − y₊)², more classes mean
@@ -110,6 +111,8 @@ class ClassificationItems:
             outside the classes).
         proba: ``(n, K)`` float probabilities in class order, or None (not every item has them).
         proba_note: why ``proba`` is None ("" when it is not).
+        positive: two classes: the index of the positive class (ROC-AUC, PR-AUC, Brier, curves); 1 (the second
+            class, scikit-learn's convention) unless the benchmark declares ``positive_class``.
     """
 
     labels: list[str]
@@ -117,6 +120,12 @@ class ClassificationItems:
     y_pred: np.ndarray[Any, Any]
     proba: np.ndarray[Any, Any] | None
     proba_note: str = ""
+    positive: int = 1
+
+    @property
+    def targets(self) -> list[int]:
+        """The classes ROC-AUC and PR-AUC are taken for: the positive class of two, else every class (vs the rest)."""
+        return [self.positive] if len(self.labels) == 2 else list(range(len(self.labels)))
 
     @property
     def n(self) -> int:
@@ -129,6 +138,7 @@ def classification_items(
     predicted: Sequence[str | None],
     probabilities: Sequence[Mapping[str, float] | None] | None = None,
     class_names: Sequence[str] | None = None,
+    positive_class: str | None = None,
 ) -> ClassificationItems:
     """Encode the items of a classification evaluation.
 
@@ -140,6 +150,8 @@ def classification_items(
             dict has probability 0).
         class_names: the benchmark's classes in order; gold labels outside them are appended (sorted).
             Default: the sorted gold labels (a predicted label that is no gold label is then "no class").
+        positive_class: two classes: the positive one (``BenchmarkConfig.positive_class``); None, or a name that
+            is not one of exactly two classes, = the second class.
 
     Raises:
         ValueError: no item, or ``gold`` and ``predicted`` of different lengths.
@@ -172,7 +184,8 @@ def classification_items(
                 proba, note = None, "probabilities outside [0, 1]"
             else:
                 note = ""
-    return ClassificationItems(labels, y_true, y_pred, proba, note)
+    positive = index[positive_class] if k == 2 and positive_class in index else 1
+    return ClassificationItems(labels, y_true, y_pred, proba, note, positive)
 
 
 # ---------------------------------------------------------------- classification: replicates
@@ -205,7 +218,7 @@ class _Features:
             eps = np.finfo(np.float64).eps
             loss = -np.log(np.clip(p[rows, items.y_true], eps, 1 - eps))
             if k == 2:
-                brier = (p[:, 1] - (items.y_true == 1)) ** 2
+                brier = (p[:, items.positive] - (items.y_true == items.positive)) ** 2
             else:
                 onehot = np.zeros_like(p)
                 onehot[rows, items.y_true] = 1.0
@@ -219,7 +232,7 @@ class _Features:
                 _onehot(rows, bins, top_right.astype(float), (n, ECE_BINS)),
                 _onehot(rows, bins, conf, (n, ECE_BINS)),
             ]
-            for c in ([1] if k == 2 else range(k)) if curves else []:
+            for c in items.targets if curves else []:
                 positive = items.y_true == c
                 groups, inverse = np.unique(p[:, c], return_inverse=True)
                 g = groups.size
@@ -341,7 +354,7 @@ def classification_values(items: ClassificationItems) -> dict[str, Any]:
     out["confusion"] = skm.confusion_matrix(yt, yp, labels=[*classes, k])[:k].tolist()
     if items.proba is not None:
         proba = items.proba
-        targets = [1] if k == 2 else classes
+        targets = items.targets
         aucs: list[float | None] = []
         aps: list[float | None] = []
         for c in targets:
@@ -359,7 +372,7 @@ def classification_values(items: ClassificationItems) -> dict[str, Any]:
         eps = np.finfo(np.float64).eps
         out["log_loss"] = float(np.mean(-np.log(np.clip(proba[np.arange(items.n), yt], eps, 1 - eps))))
         if k == 2:
-            out["brier"] = float(skm.brier_score_loss(yt == 1, proba[:, 1]))
+            out["brier"] = float(skm.brier_score_loss(yt == items.positive, proba[:, items.positive]))
         else:
             out["brier"] = float(np.mean(((proba - np.eye(k)[yt]) ** 2).sum(axis=1)))
         out["reliability"] = reliability(items)
@@ -429,7 +442,7 @@ def classification_metrics(
     k = len(items.labels)
     details: dict[str, Any] = {
         "labels": list(items.labels),
-        "positive_label": items.labels[1] if k == 2 else None,
+        "positive_label": items.labels[items.positive] if k == 2 else None,
         "per_class": per_class,
         "confusion_matrix": (
             {"labels": list(items.labels), "predicted": [*items.labels, NO_ANSWER_LABEL], "matrix": values["confusion"]}
@@ -460,9 +473,8 @@ def classification_curves(items: ClassificationItems, max_points: int = MAX_CURV
     if items.proba is None:
         return None
     skm = _skm()
-    k = len(items.labels)
     out: dict[str, list[dict[str, Any]]] = {"roc": [], "pr": []}
-    for c in [1] if k == 2 else range(k):
+    for c in items.targets:
         positive = items.y_true == c
         if not positive.any() or positive.all():
             continue

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -75,11 +77,12 @@ async def benchmark_config_of(session: AsyncSession, evaluation_id: uuid.UUID) -
 
 
 async def load_classification(
-    session: AsyncSession, evaluation_id: uuid.UUID, class_names: list[str] | None = None
+    session: AsyncSession, evaluation_id: uuid.UUID, class_names: list[str] | None = None, positive_class: str | None = None
 ) -> LoadedClassification:
     """The ``label_match`` items of an evaluation with a verdict and a gold label (``samples.reference.label``),
     in (sample, repeat) order: gold label, predicted label (the prediction's, else the extracted answer; None =
-    no answer) and the model's probabilities (``sample_results.prediction``)."""
+    no answer) and the model's probabilities (``sample_results.prediction``); two classes: ``positive_class``
+    is the positive one (:func:`uep_common.set_metrics.classification_items`)."""
     rows = (
         await session.execute(
             text(
@@ -95,7 +98,7 @@ async def load_classification(
     gold = [r[2] for r in used]
     predicted = [r[3] for r in used]
     probabilities = [r[4] if isinstance(r[4], dict) else None for r in used]
-    items = classification_items(gold, predicted, probabilities, class_names) if used else None
+    items = classification_items(gold, predicted, probabilities, class_names, positive_class) if used else None
     return LoadedClassification([(r[0], r[1]) for r in used], items, len(rows) - len(used), gold, predicted, probabilities)
 
 
@@ -134,7 +137,7 @@ async def compute_set_metrics(session: AsyncSession, evaluation_id: uuid.UUID, m
     result: dict[str, Any]
     if kind == "classification":
         labels = config.class_names or (config.scoring_metric.params.get("labels") if config.scoring_metric else None)
-        loaded = await load_classification(session, evaluation_id, labels or None)
+        loaded = await load_classification(session, evaluation_id, labels or None, config.positive_class)
         if loaded.items is None:
             return None
         result = await asyncio.to_thread(classification_metrics, loaded.items)
@@ -200,4 +203,52 @@ async def compute_summary(session: AsyncSession, evaluation_id: uuid.UUID) -> Ev
         metric_means=dict(means),
         extraction_failure_rate=no_answer / extracting if extracting else None,
         set_metrics=set_metrics,
+    )
+
+
+class Headline(BaseModel):
+    """The one figure a list view, a card or the CLI shows for an evaluation.
+
+    Attributes:
+        metric: the figure's name: a set-level metric (``ndcg@10``, ``f1_macro``…), ``accuracy`` (the share of
+            verdicts that are correct), or a graded metric's name (``bleu``: its mean).
+        value: its value; None while nothing is scored.
+        ci_low / ci_high: its 95 % interval (bootstrap for set-level metrics, Wilson for accuracy); None for a
+            graded mean.
+        set_level: True for a set-level metric of :attr:`uep_common.events.EvaluationSummary.set_metrics`.
+    """
+
+    metric: str
+    value: float | None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    set_level: bool = False
+
+
+DEFAULT_SET_HEADLINE = {"classification": "accuracy", "ranking": "ndcg@10"}
+"""The set-level headline of a summary whose benchmark names no primary set-level metric."""
+
+
+def headline_of(summary: Mapping[str, Any] | None) -> Headline | None:
+    """The headline of an evaluation from its stored ``summary`` (the JSON of
+    :class:`uep_common.events.EvaluationSummary`): with set-level metrics, the benchmark's primary one
+    (``set_metrics.primary``: what leaderboards rank), else :data:`DEFAULT_SET_HEADLINE` of its kind (else its
+    first headline metric); otherwise the accuracy with its Wilson interval; for a graded metric (no verdicts)
+    the mean of ``metric_name``. None without a summary or any of these."""
+    if not summary:
+        return None
+    sm = summary.get("set_metrics") or {}
+    values = sm.get("headline") or {}
+    if values:
+        name = next(
+            (n for n in (sm.get("primary"), DEFAULT_SET_HEADLINE.get(str(sm.get("kind")))) if n in values), next(iter(values))
+        )
+        v = values[name] or {}
+        return Headline(metric=name, value=v.get("value"), ci_low=v.get("ci_low"), ci_high=v.get("ci_high"), set_level=True)
+    metric_name = summary.get("metric_name")
+    means = summary.get("metric_means") or {}
+    if summary.get("accuracy") is None and metric_name in means:
+        return Headline(metric=metric_name, value=means[metric_name])
+    return Headline(
+        metric="accuracy", value=summary.get("accuracy"), ci_low=summary.get("ci_low"), ci_high=summary.get("ci_high")
     )

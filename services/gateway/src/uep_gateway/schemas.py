@@ -6,10 +6,12 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from uep_common.configs import check_positive_class
 from uep_common.events import EvaluationSummary, Priority, PromptSpec
 from uep_common.sampling import MAX_SAMPLED
+from uep_common.summary import Headline
 from uep_gateway.validation import INT32_MAX
 
 MAX_MONEY = 10**13
@@ -182,6 +184,11 @@ class EvaluationView(BaseModel):
     schedule_id: uuid.UUID | None = None
     progress: Progress
     summary: EvaluationSummary | None
+    headline: Headline | None = Field(
+        None,
+        description="The figure to show (uep_common.summary.headline_of): the benchmark's primary set-level metric "
+        "(e.g. ndcg@10 of a ranker) where the summary has set-level metrics, else the accuracy (or a graded mean).",
+    )
     error: str | None
     created_at: datetime
     started_at: datetime | None
@@ -310,6 +317,19 @@ class MetricRef(BaseModel):
     params: dict[str, Any] = Field(default_factory=dict)
 
 
+class MetricEntry(BaseModel):
+    """One entry of a spec's ``metrics`` (as built-ins declare it, :class:`uep_common.configs.MetricSpec`): a
+    per-item metric of ``GET /v1/metrics`` with its parameters, or a set-level metric (``f1_macro``,
+    ``roc_auc``, ``ndcg@10``, ``mrr``…: :data:`uep_common.configs.SET_METRICS`, no parameters), and whether it
+    is the primary one."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=100)
+    params: dict[str, Any] = Field(default_factory=dict)
+    primary: bool = False
+
+
 class BenchmarkSpec(BaseModel):
     """The ``spec`` form field of ``POST /v1/benchmarks`` (JSON)."""
 
@@ -330,6 +350,14 @@ class BenchmarkSpec(BaseModel):
     language: str = Field("en", pattern=r"^[a-z]{2,3}(-[A-Za-z]{2,4})?$")
     prompt: PromptSpec
     metric: MetricRef
+    metrics: list[MetricEntry] | None = Field(
+        None,
+        min_length=1,
+        max_length=16,
+        description="Further metrics, at most one `primary` (what leaderboards rank and list views headline; "
+        "default: the first entry). Set-level classification metrics need `metric` label_match, set-level ranking "
+        "metrics need ndcg. Unknown or repeated names are 422 naming the entry.",
+    )
     class_names: list[Annotated[str, Field(min_length=1, max_length=200)]] | None = Field(
         None,
         min_length=2,
@@ -337,8 +365,20 @@ class BenchmarkSpec(BaseModel):
         description="A classification benchmark's classes, in order: every reference label must be one of them, "
         "and a classifier is evaluated on it only if it names the same classes.",
     )
+    positive_class: str | None = Field(
+        None,
+        min_length=1,
+        max_length=200,
+        description="Binary classification: the class ROC-AUC, PR-AUC and the positive-class precision/recall "
+        "refer to; one of `class_names` (default: the second class).",
+    )
     license: str | None = Field(None, max_length=200)
     source: str | None = Field(None, max_length=2000)
+
+    @field_validator("positive_class")
+    @classmethod
+    def _positive_is_a_class(cls, v: str | None, info: ValidationInfo) -> str | None:
+        return check_positive_class(v, info.data.get("class_names"))
 
 
 class SampleView(BaseModel):

@@ -34,6 +34,8 @@ from typing import Any
 
 from jinja2.exceptions import UndefinedError
 
+from uep_common.configs import CLASSIFICATION_SET_METRICS, SET_KIND_OF_METRIC, is_set_metric
+from uep_common.params import param_problems
 from uep_common.prompts import PromptRenderError, render_prompt
 from uep_gateway.upload_worker import set_phase
 
@@ -591,3 +593,74 @@ def spec_problems(spec: object, loc: tuple[Any, ...] = ("body", "spec")) -> list
     path, reason = bad
     path = [_show(p) for p in path]
     return [UploadProblem([*loc, *path], f"field {'.'.join(path) or 'spec'!r} {reason}", "bad_value")]
+
+
+METRICS_LOC = ("body", "spec", "metrics")
+
+
+def metric_set_problems(
+    metric_name: str,
+    metric_params: dict[str, Any],
+    entries: list[tuple[str, dict[str, Any], bool]],
+    catalogue: dict[str, tuple[dict[str, str], list[str]]],
+) -> list[UploadProblem]:
+    """The problems of a spec's ``metrics`` (``entries``: ``(name, params, primary)`` in declared order), each
+    named ``["body", "spec", "metrics", i, ...]``: a name that is neither a set-level metric
+    (:func:`uep_common.configs.is_set_metric`) nor in ``catalogue`` (per-item metric name → ``(param_types,
+    required_params)`` of the scorer's registry) is ``unknown_metric``; a name given twice, or the verdict
+    metric ``metric_name`` again with other parameters, is ``duplicate_metric``; a set-level metric that the
+    verdict metric's items cannot give (classification ones need ``label_match``, ranking ones ``ndcg``:
+    :data:`uep_common.configs.SET_KIND_OF_METRIC`) is ``metric_kind_mismatch``; parameters of a set-level
+    metric, or bad parameters of a per-item one, are ``unknown_param`` / ``bad_param``; a second ``primary``
+    is ``several_primary``. Empty when the entries are fine."""
+    problems: list[UploadProblem] = []
+    seen: set[str] = set()
+    primary_at: int | None = None
+    verdict_kind = SET_KIND_OF_METRIC.get(metric_name)
+    for i, (name, params, primary) in enumerate(entries):
+        loc = [*METRICS_LOC, str(i)]
+        if name in seen or (name == metric_name and params != metric_params):
+            problems.append(UploadProblem([*loc, "name"], f"metric {name!r} is declared twice", "duplicate_metric"))
+            continue
+        seen.add(name)
+        if primary:
+            if primary_at is not None:
+                problems.append(
+                    UploadProblem([*loc, "primary"], f"entry {primary_at} is primary already; at most one is", "several_primary")
+                )
+            primary_at = i
+        if is_set_metric(name):
+            kind = "classification" if name in CLASSIFICATION_SET_METRICS else "ranking"
+            if kind != verdict_kind:
+                needs = "label_match" if kind == "classification" else "ndcg"
+                problems.append(
+                    UploadProblem(
+                        [*loc, "name"],
+                        f"{name!r} is a set-level {kind} metric: it needs `metric` {needs}, not {metric_name!r}",
+                        "metric_kind_mismatch",
+                    )
+                )
+            for param in sorted(params):
+                problems.append(
+                    UploadProblem([*loc, "params", param], f"set-level metric {name!r} takes no parameters", "unknown_param")
+                )
+        elif name in catalogue:
+            types, required = catalogue[name]
+            problems += [
+                UploadProblem(
+                    [*loc, "params", param],
+                    f"{name} parameter {param!r} {reason}",
+                    "unknown_param" if reason.startswith("unknown") else "bad_param",
+                )
+                for param, reason in param_problems(params, types, required)
+            ]
+        else:
+            problems.append(
+                UploadProblem(
+                    [*loc, "name"],
+                    f"unknown metric {name!r}: neither a metric of GET /v1/metrics ({', '.join(sorted(catalogue))}) nor a "
+                    "set-level one (accuracy, f1_macro, roc_auc, pr_auc, ndcg@<k>, mrr…)",
+                    "unknown_metric",
+                )
+            )
+    return problems

@@ -16,7 +16,7 @@ import jinja2
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common.charts import at_k_svg, bars_svg, confusion_svg, pr_svg, radar_svg, reliability_svg, roc_svg, trend_svg
-from uep_common.comparison import compare, find_baseline
+from uep_common.comparison import NotComparableError, check_comparable, compare, find_baseline
 from uep_common.configs import parse_benchmark_config, parse_evaluation_config
 from uep_common.db.models import Benchmark, Evaluation, Model
 from uep_common.fingerprint import fingerprint
@@ -28,6 +28,7 @@ from uep_reporter.report_model import (
     EvaluationInfo,
     ModelInfo,
     Report,
+    Summary,
 )
 
 MAX_TRANSITIONS = 500
@@ -57,7 +58,7 @@ async def collect(
         report_id: the id to stamp (a new one when None).
 
     Raises:
-        ReportError: unknown evaluation or baseline.
+        ReportError: unknown evaluation or baseline, or a baseline of another benchmark.
     """
     ev = await session.get(Evaluation, evaluation_id)
     if ev is None:
@@ -78,6 +79,10 @@ async def collect(
         baseline = await session.get(Evaluation, baseline_id)
         if baseline is None:
             raise ReportError(f"unknown baseline evaluation {baseline_id}")
+        try:
+            await check_comparable(session, ev, baseline)
+        except NotComparableError as exc:
+            raise ReportError(str(exc)) from exc
         reason = "requested"
     else:
         baseline, reason = await find_baseline(session, ev)
@@ -110,6 +115,7 @@ async def collect(
         )
     profile = await analysis.profile(session, ev, model, baseline, categories, baseline_categories)
     classification, ranking = await set_sections.sections(session, ev)
+    summary, fp = without_generation_fields(model.kind, summary, fp)
     return Report(
         report_id=report_id or uuid.uuid4(),
         generated_at=datetime.now(UTC),
@@ -133,7 +139,7 @@ async def collect(
                 capability_dimensions=list(bench.capability_dimensions or []),
                 metric=parse_benchmark_config(bench.config).metric_name,
             ),
-            model=ModelInfo(id=model.id, name=model.name, version=model.version),
+            model=ModelInfo(id=model.id, name=model.name, version=model.version, kind=model.kind),
         ),
         summary=summary,
         categories=categories,
@@ -152,6 +158,22 @@ async def collect(
         ranking=ranking,
         methods=analysis.METHODS,
     )
+
+
+NOT_GENERATIVE = frozenset({"classification", "ranking"})
+"""Model kinds that generate no text: no tokens, no answer to extract, no decoding settings."""
+
+
+def without_generation_fields(
+    model_kind: str, summary: Summary, fingerprint: dict[str, object]
+) -> tuple[Summary, dict[str, object]]:
+    """``summary`` and ``fingerprint`` of a report, less what only text generation has when ``model_kind`` is a
+    classifier's or a ranker's (:data:`NOT_GENERATIVE`): ``summary.tokens`` and ``summary.extraction`` become
+    None and the ``decoding.*`` fields leave the fingerprint. Other kinds: both as given."""
+    if model_kind not in NOT_GENERATIVE:
+        return summary, fingerprint
+    kept = {k: v for k, v in fingerprint.items() if not k.startswith("decoding.")}
+    return summary.model_copy(update={"tokens": None, "extraction": None}), kept
 
 
 def _pct(v: float | None) -> str:

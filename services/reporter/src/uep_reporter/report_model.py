@@ -21,8 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from uep_common.comparison import Comparison
 from uep_common.fingerprint import FingerprintDiff
 
-REPORT_SCHEMA_VERSION = "1.2"
-SCHEMA_ID = "https://uep.example/schemas/report-1.2.json"
+REPORT_SCHEMA_VERSION = "1.3"
+SCHEMA_ID = "https://uep.example/schemas/report-1.3.json"
 
 
 class _M(BaseModel):
@@ -54,6 +54,11 @@ class ModelInfo(_M):
     id: uuid.UUID
     name: str
     version: str
+    kind: str = Field(
+        "generation",
+        description="generation | classification | ranking | embedding (the registry's kind); classifier and ranker "
+        "reports leave out what only generation has (tokens, answer extraction, decoding settings).",
+    )
 
 
 class EvaluationInfo(_M):
@@ -132,9 +137,11 @@ class Summary(_M):
     score_mean: Estimate | None = Field(description="Mean of the items' `score` (bootstrap); None when no item has a score.")
     metric_means: dict[str, Estimate] = Field(description="Means of numeric per-item metrics (bootstrap).")
     latency: LatencyStats
-    tokens: TokenStats
+    tokens: TokenStats | None = Field(description="Token counts; None for classifiers and rankers (they use none).")
     cost: CostStats
-    extraction: ExtractionStats
+    extraction: ExtractionStats | None = Field(
+        description="Answer extraction; None for classifiers and rankers (their predictions are not parsed from text)."
+    )
     error_kinds: list[ErrorKind]
 
 
@@ -331,7 +338,10 @@ class ClassificationSection(_M):
     n: int = Field(description="Items with a verdict and a gold label.")
     excluded: int = Field(description="label_match items left out: an error, no gold label.")
     labels: list[str]
-    positive_label: str | None = Field(description="Two classes: the positive class of ROC/PR (the second class).")
+    positive_label: str | None = Field(
+        description="Two classes: the positive class of ROC/PR and the Brier score (the benchmark's positive_class, "
+        "else the second class)."
+    )
     primary: str | None = Field(description="The benchmark's primary metric (what leaderboards rank).")
     method: str
     headline: dict[str, SetValue] = Field(
@@ -373,7 +383,7 @@ class Report(_M):
 
     model_config = ConfigDict(extra="forbid", title="uep evaluation report", json_schema_serialization_defaults_required=True)
 
-    schema_version: Literal["1.2"] = REPORT_SCHEMA_VERSION
+    schema_version: Literal["1.3"] = REPORT_SCHEMA_VERSION
     report_id: uuid.UUID
     generated_at: datetime
     evaluation: EvaluationInfo

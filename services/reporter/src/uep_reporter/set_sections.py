@@ -42,7 +42,9 @@ async def classification_section(session: AsyncSession, ev: Evaluation, sm: SetM
     pr: list[ClassCurve] = []
     if c.get("probabilities", {}).get("available") and ev.details_cleaned_at is None:
         config = await benchmark_config_of(session, ev.id)
-        loaded = await load_classification(session, ev.id, list(c.get("labels") or []) or config.class_names)
+        loaded = await load_classification(
+            session, ev.id, list(c.get("labels") or []) or config.class_names, c.get("positive_label") or config.positive_class
+        )
         curves = await asyncio.to_thread(classification_curves, loaded.items) if loaded.items is not None else None
         if curves:
             roc = [ClassCurve(label=r["label"], area=r["auc"], x=r["fpr"], y=r["tpr"]) for r in curves["roc"]]

@@ -36,6 +36,7 @@ from uep_common.progress import progress_key
 from uep_common.prompts import PromptRenderError, check_prompt_template
 from uep_common.sampling import MAX_SAMPLED, choose_ordinals
 from uep_common.stats import wilson_interval
+from uep_common.summary import Headline, headline_of
 from uep_common.telemetry import tracer
 from uep_common.wakeups import notify_waiting
 from uep_gateway.api.judges import evaluation_judge_config
@@ -357,8 +358,9 @@ def _accepted(ev: Evaluation) -> EvaluationAccepted:
 
 
 class EvaluationListItem(BaseModel):
-    """One evaluation of ``GET /v1/evaluations``: what it runs, where it stands (counters from PostgreSQL) and
-    its headline accuracy; ``links.self`` is its full view."""
+    """One evaluation of ``GET /v1/evaluations``: what it runs, where it stands (counters from PostgreSQL), its
+    accuracy and its ``headline`` (:func:`uep_common.summary.headline_of`: a ranker's ``ndcg@10``, a
+    classifier's primary metric, an LLM's accuracy); ``links.self`` is its full view."""
 
     model_config = ConfigDict(protected_namespaces=())
 
@@ -377,6 +379,7 @@ class EvaluationListItem(BaseModel):
     accuracy: float | None
     ci_low: float | None = None
     ci_high: float | None = None
+    headline: Headline | None = None
     error: str | None
     created_at: datetime
     started_at: datetime | None
@@ -416,6 +419,7 @@ def _list_item(ev: Evaluation, bench: Benchmark | None, model: Model | None) -> 
         accuracy=summary.get("accuracy"),
         ci_low=summary.get("ci_low"),
         ci_high=summary.get("ci_high"),
+        headline=headline_of(summary),
         error=ev.error,
         created_at=ev.created_at,
         started_at=ev.started_at,
@@ -545,6 +549,7 @@ async def get_evaluation(
             **so_far,
         ),
         summary=EvaluationSummary.model_validate(ev.summary) if ev.summary else None,
+        headline=headline_of(ev.summary),
         error=ev.error,
         created_at=ev.created_at,
         started_at=ev.started_at,

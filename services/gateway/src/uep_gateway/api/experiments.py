@@ -28,6 +28,7 @@ from uep_common.comparison import Comparison, compare, group_evaluations
 from uep_common.configs import parse_evaluation_config
 from uep_common.db.models import Evaluation, SampleResult
 from uep_common.lifecycle import TERMINAL
+from uep_common.summary import Headline
 from uep_gateway.api.evaluations import get_evaluation
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError
@@ -52,6 +53,7 @@ class GroupMember(BaseModel):
     status: str
     progress: Progress = Field(description="Live from Redis while running, else from PostgreSQL (as GET /v1/evaluations/{id}).")
     accuracy: float | None
+    headline: Headline | None = Field(None, description="The figure to show (uep_common.summary.headline_of).")
     release: bool = Field(description="Marked as a release run at creation: it enters the leaderboards.")
     links: dict[str, str]
 
@@ -129,6 +131,7 @@ async def group_view(
             status=v.status,
             progress=v.progress,
             accuracy=v.summary.accuracy if v.summary else None,
+            headline=v.headline,
             release=bool(parse_evaluation_config(ev.config).release),
             links={
                 "self": f"/v1/evaluations/{v.id}",

@@ -25,7 +25,7 @@ from sqlalchemy import exists, func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common.artifacts import ArtifactStore, artifact_store
-from uep_common.comparison import Comparison, compare, find_baseline
+from uep_common.comparison import Comparison, NotComparableError, check_comparable, compare, find_baseline
 from uep_common.db.models import Benchmark, Evaluation, Model, SampleResult
 from uep_common.db.reports import Artifact
 from uep_common.db.reports import Report as ReportRow
@@ -83,6 +83,15 @@ async def _names(session: AsyncSession, ev: Evaluation) -> tuple[str, str]:
     return model_name, slug
 
 
+async def _comparable(session: AsyncSession, ev: Evaluation, baseline: Evaluation, loc: tuple[str, ...]) -> None:
+    """Raise 422 ``other_benchmark`` naming ``loc`` when ``baseline`` ran another benchmark than ``ev`` (another
+    slug; another version of the same benchmark is comparable: :func:`uep_common.comparison.check_comparable`)."""
+    try:
+        await check_comparable(session, ev, baseline)
+    except NotComparableError as exc:
+        raise FieldError(422, loc, str(exc), exc.reason) from exc
+
+
 @router.post("/{evaluation_id}/pin", response_model=PinView)
 async def pin(evaluation_id: uuid.UUID, session: AsyncSession = Depends(db_session)) -> PinView:
     """Pin a completed evaluation as the baseline of its (model name, benchmark slug) in its tenant; the
@@ -135,15 +144,16 @@ async def compare_with_baseline(
     session: AsyncSession = Depends(db_session),
 ) -> Comparison:
     """Paired comparison: 2×2 table, exact McNemar test, paired bootstrap of the accuracy (and continuous
-    score) difference, per-item transitions (regressions first) and the fingerprint diff. 409 when no
-    baseline exists; 404 naming ``evaluation_id`` / ``baseline`` when that evaluation is unknown or another
+    score) difference, per-item transitions (regressions first) and the fingerprint diff. 422
+    ``other_benchmark`` naming ``baseline`` when the baseline ran another benchmark (another version of the same
+    benchmark is compared on the items the versions share); 409 when no baseline exists; 404 naming ``evaluation_id`` / ``baseline`` when that evaluation is unknown or another
     tenant's; 409 ``no_results`` naming ``evaluation_id`` (or ``baseline``) when that evaluation has no scored
     result yet (e.g. a judged one before its first verdict)."""
     ev = await _evaluation(session, evaluation_id)
     if baseline is not None:
         if baseline == evaluation_id:
             raise FieldError(422, ("query", "baseline"), "the baseline must be another evaluation", "same_evaluation")
-        await owned_evaluation(session, baseline, ("query", "baseline"))
+        await _comparable(session, ev, await owned_evaluation(session, baseline, ("query", "baseline")), ("query", "baseline"))
         reason = "requested"
     else:
         found, found_reason = await find_baseline(session, ev)
@@ -199,7 +209,7 @@ async def request_report(
 ) -> ReportView:
     """Build a report of an ended evaluation now (202 with the pending report; poll its ``self`` link).
     409 while the evaluation runs; 404 naming ``evaluation_id`` / ``baseline`` when that evaluation is unknown
-    or another tenant's."""
+    or another tenant's; 422 ``other_benchmark`` naming ``baseline`` when it ran another benchmark."""
     ev = await _evaluation(session, evaluation_id)
     if ev.status not in TERMINAL:
         raise FieldError(
@@ -209,7 +219,7 @@ async def request_report(
     if baseline is not None:
         if baseline == evaluation_id:
             raise FieldError(422, ("body", "baseline"), "the baseline must be another evaluation", "same_evaluation")
-        await owned_evaluation(session, baseline, ("body", "baseline"))
+        await _comparable(session, ev, await owned_evaluation(session, baseline, ("body", "baseline")), ("body", "baseline"))
     row = ReportRow(
         id=uuid.uuid4(), evaluation_id=ev.id, status="pending", trigger="request", baseline_evaluation_id=baseline, build_ms={}
     )

@@ -16,6 +16,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import APIRouter, Depends, FastAPI, File, Form, Query, Request, Response, UploadFile
 from pydantic import ValidationError
@@ -23,7 +24,7 @@ from sqlalchemy import insert, select, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.configs import check_benchmark_config, parse_benchmark_config
+from uep_common.configs import check_benchmark_config, is_set_metric, parse_benchmark_config
 from uep_common.db.models import Benchmark, MetricCatalogEntry, Sample
 from uep_common.params import param_problems
 from uep_gateway.api.catalog import CatalogBenchmarkView, benchmark_view, visible_benchmark
@@ -40,6 +41,7 @@ from uep_gateway.uploads import (
     UploadLimits,
     check_upload,
     detect_format,
+    metric_set_problems,
     render_previews,
     spec_problems,
     value_problem,
@@ -159,6 +161,24 @@ async def list_metrics(session: AsyncSession = Depends(db_session)) -> list[Metr
     return [MetricView.model_validate(r, from_attributes=True) for r in rows]
 
 
+async def _extra_metrics(session: AsyncSession, spec: BenchmarkSpec) -> list[MetricCatalogEntry]:
+    """The catalogue rows of the per-item metrics ``spec.metrics`` names besides ``spec.metric``. Raises 422
+    naming each bad entry (:func:`uep_gateway.uploads.metric_set_problems`)."""
+    if not spec.metrics:
+        return []
+    names = {m.name for m in spec.metrics if not is_set_metric(m.name)}
+    rows = list(await session.scalars(select(MetricCatalogEntry).where(MetricCatalogEntry.name.in_(names)))) if names else []
+    known = {r.name: (r.param_types or dict.fromkeys(r.params, "any"), list(r.required_params or [])) for r in rows} | {
+        n: ({}, []) for n in await session.scalars(select(MetricCatalogEntry.name)) if n not in names
+    }
+    problems = metric_set_problems(
+        spec.metric.name, spec.metric.params, [(m.name, m.params, m.primary) for m in spec.metrics], known
+    )
+    if problems:
+        raise _invalid(UploadInvalid(problems))
+    return [r for r in rows if r.name != spec.metric.name]
+
+
 @router.post("/benchmarks", status_code=201, response_model=CatalogBenchmarkView)
 async def upload_benchmark(
     request: Request,
@@ -166,7 +186,8 @@ async def upload_benchmark(
     spec: str = Form(
         ...,
         description='BenchmarkSpec as JSON: {"slug", "name", "prompt": {"template", "max_tokens"?, "stop"?}, '
-        '"metric": {"name", "params"?}, "description"?, "category"?, "status"?, "capability_dimensions"?, '
+        '"metric": {"name", "params"?}, "metrics"?: [{"name", "params"?, "primary"?}], "class_names"?, '
+        '"positive_class"?, "description"?, "category"?, "status"?, "capability_dimensions"?, '
         '"language"?, "license"?, "source"?} (README, "Custom benchmarks")',
     ),
     file: UploadFile = File(..., description="JSONL, CSV or Parquet rows"),
@@ -229,6 +250,7 @@ async def upload_benchmark(
                 for name, reason in problems
             ],
         )
+    extra_metrics = await _extra_metrics(session, spec_obj)
     tenant_id = caller_tenant_id(session)
     await _check_slug_owner(raw, spec_obj.slug, tenant_id)
     data = await file.read(settings.max_upload_bytes + 1)
@@ -239,13 +261,17 @@ async def upload_benchmark(
     except UploadInvalid as exc:
         raise _invalid(exc) from None
     template = spec_obj.prompt.template
-    config = {
+    config: dict[str, Any] = {
         "prompt": spec_obj.prompt.model_dump(),
         "metric": spec_obj.metric.model_dump(),
         "language": spec_obj.language,
     }
+    if spec_obj.metrics:
+        config["metrics"] = [m.model_dump() for m in spec_obj.metrics]
     if spec_obj.class_names:
         config["class_names"] = spec_obj.class_names
+    if spec_obj.positive_class is not None:
+        config["positive_class"] = spec_obj.positive_class
     judge = await benchmark_judge_config(session, spec_obj.evaluation_type, spec_obj.judge)
     if judge is not None:
         config["judge"] = judge
@@ -270,7 +296,7 @@ async def upload_benchmark(
             template,
             limits,
             config,
-            {metric.name: with_class_names(metric.reference_schema or {}, spec_obj.class_names)},
+            {m.name: with_class_names(m.reference_schema or {}, spec_obj.class_names) for m in [metric, *extra_metrics]},
         )
     except UploadInvalid as exc:
         raise _invalid(exc) from None

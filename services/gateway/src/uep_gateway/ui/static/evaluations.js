@@ -4,7 +4,7 @@
 import * as api from "./api.js";
 import { h, replace } from "./dom.js";
 import {
-  PRIORITIES, STATUSES, TERMINAL, badge, errorBox, field, input, num, pageHeader, pct, pctCi, progressBar, section,
+  PRIORITIES, STATUSES, TERMINAL, badge, errorBox, field, headlineText, input, num, pageHeader, pct, pctCi, progressBar, section,
   select, shortId, table, when,
 } from "./ui.js";
 
@@ -18,6 +18,7 @@ function groupLink(ev) {
 
 function accuracyOf(ev) {
   const p = ev.progress || {};
+  if (ev.headline && ev.headline.value !== null && ev.headline.value !== undefined) return headlineText(ev.headline);
   if (ev.accuracy !== null && ev.accuracy !== undefined) return pctCi(ev.accuracy, ev.ci_low, ev.ci_high);
   if (p.accuracy !== null && p.accuracy !== undefined) return pctCi(p.accuracy, p.ci_low, p.ci_high);
   return "—";
@@ -29,7 +30,7 @@ const COLUMNS = [
   { label: "Model", cell: (e) => [e.model.name || shortId(e.model.id), e.arm && e.arm !== "main" ? h("span", { class: "chip" }, e.arm) : null] },
   { label: "Status", cell: (e) => badge(e.status) },
   { label: "Progress", cell: (e) => [progressBar(e.progress.completed, e.progress.total), `${num(e.progress.completed)}/${num(e.progress.total)}`] },
-  { label: "Accuracy [95 % CI]", class: "num", cell: accuracyOf },
+  { label: "Headline [95 % CI]", class: "num", cell: accuracyOf },
   { label: "Errors", class: "num hide-narrow", cell: (e) => num(e.progress.errors) },
   { label: "Priority", class: "hide-narrow", cell: (e) => e.priority },
   { label: "Group", class: "hide-narrow", cell: groupLink },
@@ -147,7 +148,7 @@ function memberColumns() {
     { label: "Model", cell: (m) => m.model.name || shortId(m.model.id) },
     { label: "Status", cell: (m) => badge(m.status) },
     { label: "Progress", cell: (m) => [progressBar(m.progress.completed, m.progress.total), `${num(m.progress.completed)}/${num(m.progress.total)}`] },
-    { label: "Accuracy", class: "num", cell: (m) => pct(m.accuracy ?? m.progress.accuracy) },
+    { label: "Headline", class: "num", cell: (m) => (m.headline && m.headline.value !== null ? headlineText(m.headline) : pct(m.accuracy ?? m.progress.accuracy)) },
     { label: "Release", cell: (m) => (m.release ? "yes" : "—") },
     { label: "Evaluation", cell: (m) => h("a", { href: `/ui/evaluations/${m.evaluation_id}`, class: "mono" }, shortId(m.evaluation_id)) },
   ];

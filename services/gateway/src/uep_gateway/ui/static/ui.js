@@ -19,6 +19,16 @@ export function pctCi(x, lo, hi) {
   return `${pct(x)} [${(100 * lo).toFixed(1)}–${(100 * hi).toFixed(1)}]`;
 }
 
+/** An evaluation's headline (the API's ``headline``: uep_common.summary.headline_of): accuracy as a percentage
+ * with its interval; another metric as "ndcg@10 0.935 [0.901–0.962]". "—" without one. */
+export function headlineText(hl) {
+  if (!hl || hl.value === null || hl.value === undefined) return "—";
+  if (hl.metric === "accuracy") return pctCi(hl.value, hl.ci_low, hl.ci_high);
+  const f = (x) => Number(x).toFixed(3);
+  const ci = hl.ci_low === null || hl.ci_low === undefined || hl.ci_high === null || hl.ci_high === undefined ? "" : ` [${f(hl.ci_low)}–${f(hl.ci_high)}]`;
+  return `${hl.metric} ${f(hl.value)}${ci}`;
+}
+
 export function num(x, digits = 0) {
   if (x === null || x === undefined || Number.isNaN(Number(x))) return "—";
   return Number(x).toLocaleString("en", { maximumFractionDigits: digits, minimumFractionDigits: digits });
