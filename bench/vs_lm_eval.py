@@ -26,7 +26,8 @@
 Targets: ≥ 99 % per-item agreement and |Δ aggregate| ≤ 0.5 points; uep's wall time ≤ lm-eval's.
 
 Options: ``--mmlu N`` (default 500), ``--hellaswag N`` (100, the packaged sample), ``--gsm8k N`` (100),
-``--concurrency C`` (1), ``--port`` (18731).
+``--concurrency C`` (1), ``--port`` (18731), ``--defaults`` (also each tool at its default concurrency: uep's
+inference replica's calls in flight, lm-eval's ``num_concurrent`` 1).
 """
 
 from __future__ import annotations
@@ -473,6 +474,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hellaswag", type=int, default=100)
     parser.add_argument("--gsm8k", type=int, default=100)
     parser.add_argument("--concurrency", type=int, default=1)
+    parser.add_argument(
+        "--defaults",
+        action="store_true",
+        help="also run uep at its default concurrency (the inference replica's calls in flight) and compare it with "
+        "lm-eval at its default (num_concurrent 1)",
+    )
     parser.add_argument("--port", type=int, default=18731)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
@@ -489,6 +496,15 @@ def main(argv: list[str] | None = None) -> int:
         )
         ue, ue_s = asyncio.run(run_uep(args.port, items, args.concurrency))
         lm, lm_s = run_lm_eval(python, args.port, list(items), args.concurrency)
+        defaults: tuple[float, float] | None = None
+        if args.defaults:
+            from uep_inference.settings import InferenceSettings
+
+            uep_default = InferenceSettings().inference_concurrency
+            print(f"uep at its default concurrency ({uep_default}), lm-eval at its default (1):", flush=True)
+            _, ue_d = asyncio.run(run_uep(args.port, items, uep_default))
+            lm_d = lm_s if args.concurrency == 1 else run_lm_eval(python, args.port, list(items), 1)[1]
+            defaults = (ue_d, lm_d)
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -498,6 +514,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wall time: uep {ue_s:.1f} s, lm-eval {lm_s:.1f} s (with its start-up), ratio uep/lm-eval {ue_s / lm_s:.2f}")
     if ue_s > lm_s:
         failed.append(f"uep slower than lm-eval ({ue_s:.1f} s > {lm_s:.1f} s)")
+    if defaults is not None:
+        print(
+            f"at each tool's defaults: uep {defaults[0]:.1f} s, lm-eval {defaults[1]:.1f} s, ratio {defaults[0] / defaults[1]:.2f}"
+        )
     print("targets met" if not failed else "targets missed:\n  " + "\n  ".join(failed))
     return 0 if not failed else 1
 
