@@ -13,13 +13,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine, select, text
+from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from uep_common.artifacts import ArtifactStore
 
+from .migrated import SERVER, migrated_database
+
 pytestmark = pytest.mark.db
-SERVER = "postgresql+psycopg://postgres@127.0.0.1:5432"
 DB_NAME = os.environ.get("UEP_TEST_ARTIFACT_DB", "uep_artifact_store")
 BUCKET = "uep-test-artifacts"
 
@@ -108,18 +109,8 @@ def test_s3_backend_needs_a_bucket(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="module")
 def engine() -> Iterator[Engine]:
-    from uep_common.admin import migrate
-    from uep_common.db.session import make_sync_engine
-
-    admin = make_sync_engine(f"{SERVER}/postgres")
-    with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
-        c.execute(text(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)"))
-        c.execute(text(f"CREATE DATABASE {DB_NAME}"))
-    admin.dispose()
-    migrate(f"{SERVER}/{DB_NAME}")
-    eng = make_sync_engine(f"{SERVER}/{DB_NAME}")
-    yield eng
-    eng.dispose()
+    with migrated_database(DB_NAME) as eng:
+        yield eng
 
 
 def test_put_on_s3_writes_row_reference_and_object_and_retention_deletes_it(engine: Engine, tmp_path: Path, s3_env: str) -> None:

@@ -10,28 +10,19 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import Engine, select, text
+from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
+from .migrated import SERVER, migrated_database
+
 pytestmark = pytest.mark.db
-SERVER = "postgresql+psycopg://postgres@127.0.0.1:5432"
 DB_NAME = os.environ.get("UEP_TEST_OUTBOX_DB", "uep_outbox_retention")
 
 
 @pytest.fixture(scope="module")
 def engine() -> Iterator[Engine]:
-    from uep_common.admin import migrate
-    from uep_common.db.session import make_sync_engine
-
-    admin = make_sync_engine(f"{SERVER}/postgres")
-    with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
-        c.execute(text(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)"))
-        c.execute(text(f"CREATE DATABASE {DB_NAME}"))
-    admin.dispose()
-    migrate(f"{SERVER}/{DB_NAME}")
-    eng = make_sync_engine(f"{SERVER}/{DB_NAME}")
-    yield eng
-    eng.dispose()
+    with migrated_database(DB_NAME) as eng:
+        yield eng
 
 
 def _dispatched(ev: uuid.UUID, tenant: uuid.UUID, sample: uuid.UUID, repeat: int = 0) -> dict[str, object]:
