@@ -21,10 +21,11 @@ install: $(UV) chromium sandbox ## create .venv and install the whole workspace 
 
 # Reports are rendered to PDF and the annotation page is tested in headless Chromium (Debian's package;
 # Playwright drives it with executable_path, it never downloads a browser).
+# pdftoppm (poppler-utils) turns report PDFs into PNG pages, for the tests that look at a report's charts.
 chromium:
-	@command -v chromium >/dev/null || { echo "installing Debian's chromium (PDF reports, annotation page tests)"; \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
-	  else sudo apt-get update -q && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; fi; }
+	@{ command -v chromium >/dev/null && command -v pdftoppm >/dev/null; } || { echo "installing Debian's chromium and poppler-utils (PDF reports, page tests, PDF pages as PNG)"; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium poppler-utils; \
+	  else sudo apt-get update -q && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium poppler-utils; fi; }
 
 # The scorer runs benchmark and model code in a bubblewrap sandbox with a libseccomp filter, under Debian's
 # python3.11 (readable by the sandbox's unprivileged uid); without them code benchmarks score 'sandbox_unavailable'.

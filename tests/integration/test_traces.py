@@ -18,8 +18,6 @@ from collections.abc import Callable
 
 from sqlalchemy import text
 
-from uep_common.events import Topics
-
 from .helpers import all_results, submit, wait_done
 
 SQL = "opentelemetry.instrumentation.sqlalchemy"
@@ -99,7 +97,7 @@ def test_two_oracle_evaluations_are_two_closed_traces_over_five_services(gateway
     second = submit(gateway, benchmark="gsm8k", model="uep-oracle", sample_limit=5)
     for evaluation_id in (first, second):
         assert wait_done(gateway, evaluation_id)["status"] == "completed"
-    report_process = f"{Topics.EVALUATION_COMPLETED} process"
+    report_process = "report on completion"
     traces = {}
     for evaluation_id in (first, second):
         keys = _item_keys(gateway, evaluation_id)

@@ -443,7 +443,7 @@ class _Refs:
     async def benchmark(self, benchmark_id: uuid.UUID):
         return parse_benchmark_config(self.config), self.evaluation_type
 
-    async def reference(self, sample_id: uuid.UUID) -> dict:
+    async def reference(self, sample_id: uuid.UUID, benchmark_id: uuid.UUID | None = None) -> dict:
         return self.ref
 
 

@@ -161,7 +161,7 @@ def test_score_output_stores_the_failure_with_the_item():
         async def benchmark(self, benchmark_id):
             return parse_benchmark_config({"metric": {"name": "humaneval_pass_at_1", "params": {}}}), "automatic"
 
-        async def reference(self, sample_id):
+        async def reference(self, sample_id, benchmark_id=None):
             return P0
 
     ids = {k: uuid.uuid4() for k in ("evaluation_id", "tenant_id", "sample_id", "benchmark_id", "model_id")}

@@ -3,7 +3,8 @@
 It makes end-to-end tests exact: the expected score of a run is known in advance.
 
 Known items (from :mod:`uep_common.builtin.datasets`): the first 200 MMLU items in canonical order
-(``ORACLE_MMLU_ITEMS``; abstract_algebra and anatomy), all 100 GSM8K items, all 164 HumanEval problems.
+(``ORACLE_MMLU_ITEMS``; abstract_algebra and anatomy), all 100 GSM8K items, all 164 HumanEval problems; and, for
+the ``mmlu-topic`` classification benchmark, its 1,406 hold-out questions (:func:`.labelled.load_mmlu_topic`).
 
 Rule: the oracle finds the known item the prompt is about: the prompt must contain the item's question
 (MMLU, GSM8K) or HumanEval prompt verbatim (compared after stripping surrounding whitespace). Among all
@@ -20,6 +21,13 @@ HumanEval  the canonical solution (a raw          ``    return None\\n``
            continuation of the prompt)
 =========  ====================================  ============================================
 
+MMLU topic (an LLM evaluated as a classifier): a prompt that ends with ``Category:`` (the ``mmlu-topic``
+template, ``uep_common.builtin.catalog.MMLU_TOPIC_TEMPLATE``) and contains a hold-out item's text
+(:func:`.labelled.mmlu_topic_text`: question and options) is answered with the item's coarse category — the bare
+class name, e.g. ``social sciences`` — iff its ``mmlu-topic`` ordinal % 3 != 2, else with the next class of
+:data:`.labelled.MMLU_TOPIC_CLASSES` (``other`` -> ``STEM``). This rule is checked first: the same text is also an
+MMLU question, answered by the table above when the prompt does not end with the cue.
+
 An unrecognised prompt gets ``I do not know.``. ``max_tokens``, ``temperature`` and ``stop`` are ignored.
 Token counts are whitespace-split WORD counts of the prompt and the output, not model tokens.
 
@@ -33,6 +41,7 @@ import logging
 from dataclasses import dataclass
 
 from uep_common.builtin.datasets import DatasetItem, load_gsm8k, load_humaneval, load_mmlu
+from uep_common.builtin.labelled import MMLU_TOPIC_CLASSES, load_mmlu_topic
 
 from .io import GenerationRequest, GenerationResult
 
@@ -41,6 +50,9 @@ LOGGER = logging.getLogger(__name__)
 MODEL_NAME = "uep_oracle"
 ORACLE_MMLU_ITEMS = 200
 """How many MMLU items (canonical order) the oracle indexes."""
+
+TOPIC_CUE = "Category:"
+"""The end of an ``mmlu-topic`` prompt (after stripping whitespace): the oracle answers it with a class name."""
 
 UNKNOWN_ANSWER = "I do not know."
 WRONG_HUMANEVAL_COMPLETION = "    return None\n"
@@ -78,6 +90,13 @@ def answer_for(dataset: str, item: DatasetItem) -> str:
     raise ValueError(f"unknown dataset {dataset!r}")
 
 
+def topic_answer_for(item: DatasetItem) -> str:
+    """The oracle's answer to the ``mmlu-topic`` prompt of ``item`` (a :func:`.labelled.load_mmlu_topic` item):
+    its category iff ``item.ordinal % 3 != 2``, else the next class of :data:`.labelled.MMLU_TOPIC_CLASSES`."""
+    index = MMLU_TOPIC_CLASSES.index(item.reference["label"])
+    return MMLU_TOPIC_CLASSES[index if is_correct(item.ordinal) else (index + 1) % len(MMLU_TOPIC_CLASSES)]
+
+
 class Oracle:
     """The oracle model: ``Oracle()(requests) -> results`` (see the module docstring for the rule).
 
@@ -92,7 +111,26 @@ class Oracle:
         entries += [_Entry("gsm8k", it.input["question"].strip(), it) for it in load_gsm8k()]
         entries += [_Entry("humaneval", it.input["prompt"].strip(), it) for it in load_humaneval()]
         self._entries = [e for e in entries if e.key]
-        LOGGER.info("oracle indexed %d items (MMLU %d, GSM8K all, HumanEval all)", len(self._entries), mmlu_items)
+        self._topics = [(it.input["text"], it) for it in load_mmlu_topic("test")]
+        LOGGER.info(
+            "oracle indexed %d items (MMLU %d, GSM8K all, HumanEval all) and %d MMLU topic questions",
+            len(self._entries),
+            mmlu_items,
+            len(self._topics),
+        )
+
+    def find_topic(self, prompt: str) -> DatasetItem | None:
+        """The ``mmlu-topic`` hold-out item an ``mmlu-topic`` prompt (one ending with :data:`TOPIC_CUE`) asks
+        about — the one whose text ends last in the prompt, the longest on a tie — or None."""
+        if not prompt.rstrip().endswith(TOPIC_CUE):
+            return None
+        best: tuple[int, int] | None = None
+        found: DatasetItem | None = None
+        for key, item in self._topics:
+            pos = prompt.rfind(key)
+            if pos >= 0 and (best is None or (pos + len(key), len(key)) > best):
+                best, found = (pos + len(key), len(key)), item
+        return found
 
     def find(self, prompt: str) -> tuple[str, DatasetItem] | None:
         """Return ``(dataset, item)`` the prompt is about, or None if no known item matches."""
@@ -112,6 +150,9 @@ class Oracle:
 
     def answer(self, prompt: str) -> str:
         """The oracle's answer to ``prompt`` (``"I do not know."`` if it is about no known item)."""
+        topic = self.find_topic(prompt)
+        if topic is not None:
+            return topic_answer_for(topic)
         match = self.find(prompt)
         return UNKNOWN_ANSWER if match is None else answer_for(*match)
 

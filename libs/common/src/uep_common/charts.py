@@ -330,7 +330,7 @@ def confusion_figure(
                 )  # fmt: skip
     ax.set_xticks(
         range(cols),
-        [_short(x, 14) for x in predicted_labels],
+        [_short(x, 16) for x in predicted_labels],  # 16: "social sciences" (mmlu-topic) whole
         rotation=30 if cols > 4 else 0,
         ha="right" if cols > 4 else "center",
     )

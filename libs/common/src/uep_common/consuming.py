@@ -15,11 +15,12 @@ What the wrapper does with each Kafka record behind the FastStream message:
   first consumer dead-letters it already);
 * drops, to the dead-letter topic with reason ``tenant_mismatch``, an event whose ``tenant_id`` is not its
   evaluation's owner (:mod:`uep_common.tenant_guard`, in every service with a database);
-* opens the consumer span ``span`` (none when ``span`` is None): for one record, inside the current context,
-  which FastStream's telemetry middleware has made the ``<topic> process`` span continuing the producer's
-  trace, or, on a broker without that middleware, a child of the producer's ``traceparent`` header; for a
-  batch, a span linked to each decoded record's producer span, and (``item_span``) one span per record in
-  that record's own trace (:func:`item_spans`), so every span of an evaluation's items has its trace id;
+* opens the consumer span ``span``: for one record, a child of the producer's span named by the record's
+  ``traceparent`` header (:mod:`uep_common.trace_propagation`; inside the current span instead where one is
+  current); with ``span`` None the producer's context is made current, so spans the handler opens (and its
+  instrumented SQL) continue the producer's trace; for a batch, a span linked to each decoded record's
+  producer span, and (``item_span``) one span per record in that record's own trace (:func:`item_spans`), so
+  every span of an evaluation's items has its trace id;
 * calls the handler with the event (a batch: the list of decoded events, never empty), plus the FastStream
   message when the handler takes a second parameter (to reach the raw records, e.g. to dead-letter one
   after processing). Exceptions of the handler propagate, so the subscriber's ``ack_policy`` applies;
@@ -43,6 +44,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from faststream.kafka import KafkaBroker, KafkaMessage
+from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
@@ -200,10 +202,15 @@ def consume(
                 event = await decoded(body)
                 if event is None:
                     return
-                if span is None:
-                    await call(event, msg)
-                    return
                 parent = None if trace.get_current_span().get_span_context().is_valid else context_from_headers(headers)
+                if span is None:
+                    token = otel_context.attach(parent) if parent is not None else None
+                    try:
+                        await call(event, msg)
+                    finally:
+                        if token is not None:
+                            otel_context.detach(token)
+                    return
                 attrs = attributes(event) if attributes else None
                 with span_tracer.start_as_current_span(span, context=parent, attributes=attrs):
                     await call(event, msg)

@@ -19,16 +19,15 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError
 from aiokafka.helpers import create_ssl_context
 from faststream.kafka import KafkaBroker
-from faststream.kafka.opentelemetry import KafkaTelemetryMiddleware
 from faststream.kafka.security import parse_security
 from faststream.message import StreamMessage
 from faststream.security import BaseSecurity, SASLPlaintext, SASLScram256, SASLScram512
-from opentelemetry.sdk.trace import TracerProvider
 
 from uep_common import metrics
 from uep_common.events import Event, Topics
 from uep_common.fetch_pacing import FetchPacer, PacedKafkaBroker
 from uep_common.settings import CommonSettings
+from uep_common.trace_propagation import TraceContextMiddleware
 
 log = logging.getLogger(__name__)
 
@@ -85,12 +84,13 @@ def make_admin(settings: CommonSettings) -> AIOKafkaAdminClient:
     return AIOKafkaAdminClient(request_timeout_ms=settings.kafka_request_timeout_ms, **client_options(settings))
 
 
-def make_broker(settings: CommonSettings, tracer_provider: TracerProvider | None = None) -> KafkaBroker:
-    """FastStream Kafka broker with uep's producer settings, the settings' security and the OpenTelemetry middleware.
+def make_broker(settings: CommonSettings) -> KafkaBroker:
+    """FastStream Kafka broker with uep's producer settings, the settings' security and W3C trace context on every
+    record it publishes (:class:`uep_common.trace_propagation.TraceContextMiddleware`; no messaging spans).
 
     ``acks="all"``; the idempotent producer unless ``kafka_tansu_compat`` (tansu refuses it). FastStream logs
     through the logger ``faststream.access.kafka`` without handlers of its own (:mod:`uep_common.logs` formats it)."""
-    middlewares: list[Any] = [KafkaTelemetryMiddleware(tracer_provider=tracer_provider)] if tracer_provider else []
+    middlewares: list[Any] = [TraceContextMiddleware]
     pacer = fetch_pacer(settings)
     if pacer is not None:
         middlewares.append(pacer.middleware())

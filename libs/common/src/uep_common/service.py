@@ -67,7 +67,7 @@ class ServiceRuntime:
         configure_logging(self.settings)
         metrics.configure(self.settings)
         self.tracer_provider = setup_telemetry(self.settings)
-        self.broker = make_broker(self.settings, self.tracer_provider)
+        self.broker = make_broker(self.settings)
         self.ready_checks["broker"] = lambda: self.broker.ping(2.0)
         if self.use_db:
             self.engine = make_async_engine(self.settings.database_url)

@@ -51,7 +51,7 @@ _DB_TRACER: trace.Tracer | None = None
 def setup_telemetry(settings: CommonSettings) -> TracerProvider:
     """Create (once per process) and register the global tracer provider for ``settings.service_name``.
 
-    Returns the provider, which the FastStream telemetry middleware also uses.
+    Returns the provider.
     """
     global _PROVIDER
     if _PROVIDER is not None:

@@ -48,7 +48,7 @@ from uep_gateway.ui import router as ui_router
 def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     """Build the app; resources (database pool, Redis, Kafka producer, relay) live in its lifespan."""
     settings = settings or GatewaySettings()
-    provider = setup_telemetry(settings)
+    setup_telemetry(settings)
     metrics.configure(settings)
 
     @asynccontextmanager
@@ -61,7 +61,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         app.state.auth_cache = AuthCache(settings.auth_cache_ttl_s)
         app.state.auth_tasks = set()
         app.state.rate_limiter = RateLimiter(settings)
-        app.state.broker = make_broker(settings, provider)
+        app.state.broker = make_broker(settings)
         await asyncio.wait_for(app.state.broker.start(), 30)
         app.state.relay = OutboxRelay(app.state.sessionmaker, app.state.broker)
         app.state.relay.start()

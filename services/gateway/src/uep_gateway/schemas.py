@@ -215,6 +215,12 @@ class ResultItem(BaseModel):
     completion_tokens: int | None
     error: dict[str, Any] | None
     attempt: int
+    prediction: dict[str, Any] | None = Field(
+        None,
+        description="Classification and ranking items: the stored prediction the set-level metrics are computed from "
+        "(`label`, and `probabilities` by class name when the model gave them — an LLM's answer read as a class has "
+        "none; a ranking's `ranking`, `scores`); null for other items.",
+    )
 
 
 class ResultsPage(BaseModel):

@@ -78,7 +78,8 @@ METHODS = {
     "extraction": "extraction failure rate = items whose answer could not be extracted / items whose metric extracts; "
     + stats.WILSON,
     "comparison": stats.MCNEMAR + "; differences of means: paired bootstrap, one resampled index vector for both sides",
-    "baseline": "the pinned evaluation of the same model name and benchmark, else the last completed one before this one",
+    "baseline": 'the evaluation requested (POST …/reports {"baseline"}: any run of the same benchmark, another model\'s '
+    "too), else the pinned evaluation of the same model name and benchmark, else the last completed one before this one",
     "trend": "every completed evaluation of this model name on this benchmark (all model and benchmark versions), "
     "accuracy with its Wilson interval from the stored summary",
     "judge": "rubric dimensions: mean over the judged items with a bootstrap interval, on each dimension's scale; "

@@ -99,6 +99,8 @@ async def collect(
             baseline=BaselineInfo(
                 evaluation_id=baseline.id,
                 reason=reason or "requested",
+                model_name=bmodel.name,
+                model_kind=bmodel.kind,
                 model_version=bmodel.version,
                 benchmark_version=bbench.version,
                 completed_at=baseline.completed_at,

@@ -21,8 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from uep_common.comparison import Comparison
 from uep_common.fingerprint import FingerprintDiff
 
-REPORT_SCHEMA_VERSION = "1.3"
-SCHEMA_ID = "https://uep.example/schemas/report-1.3.json"
+REPORT_SCHEMA_VERSION = "1.4"
+SCHEMA_ID = "https://uep.example/schemas/report-1.4.json"
 
 
 class _M(BaseModel):
@@ -181,8 +181,15 @@ class Profile(_M):
 
 
 class BaselineInfo(_M):
+    """The evaluation the report is compared with: a run of the same model, or of another one on the same benchmark
+    (e.g. a classifier against an LLM evaluated as a classifier)."""
+
     evaluation_id: uuid.UUID
     reason: str = Field(description="pinned | previous | requested")
+    model_name: str | None = Field(None, description="The baseline's model (schema 1.4; None in older reports).")
+    model_kind: str | None = Field(
+        None, description="generation | classification | ranking | embedding: the baseline model's kind (schema 1.4)."
+    )
     model_version: str
     benchmark_version: str
     completed_at: datetime | None
@@ -383,7 +390,7 @@ class Report(_M):
 
     model_config = ConfigDict(extra="forbid", title="uep evaluation report", json_schema_serialization_defaults_required=True)
 
-    schema_version: Literal["1.3"] = REPORT_SCHEMA_VERSION
+    schema_version: Literal["1.4"] = REPORT_SCHEMA_VERSION
     report_id: uuid.UUID
     generated_at: datetime
     evaluation: EvaluationInfo

@@ -223,7 +223,12 @@ def register_report_handlers(
         )
 
         @subscribe_completed
-        @consume(broker, EvaluationCompleted)
+        @consume(
+            broker,
+            EvaluationCompleted,
+            span="report on completion",
+            attributes=lambda e: {"uep.evaluation_id": str(e.evaluation_id)},
+        )
         async def on_completed(event: EvaluationCompleted) -> None:
             if event.status.value in REPORTED_STATUSES:
                 await writer.on_completed(event.evaluation_id)
@@ -237,7 +242,7 @@ def register_report_handlers(
     )
 
     @subscribe_requested
-    @consume(broker, ReportRequested)
+    @consume(broker, ReportRequested, span="report on request", attributes=lambda e: {"uep.report_id": str(e.report_id)})
     async def on_requested(event: ReportRequested) -> None:
         async with sessionmaker() as session:
             status = await session.scalar(select(ReportRow.status).where(ReportRow.id == event.report_id))

@@ -11,12 +11,20 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common.db.models import Evaluation
 from uep_common.events import SetMetrics
-from uep_common.set_metrics import classification_curves
+from uep_common.set_metrics import CLASSIFICATION_HEADLINE, PROBABILITY_HEADLINE, classification_curves
 from uep_common.summary import benchmark_config_of, compute_set_metrics, load_classification
 from uep_reporter.report_model import ClassCurve, ClassificationSection, RankingSection
 
 RANKING_FAMILIES = {"ndcg": "NDCG@k", "map": "MAP@k", "recall": "recall@k", "precision": "precision@k", "hit": "hit@k"}
 """Ranking metric families, as the report names them."""
+
+CLASSIFICATION_ORDER = {name: i for i, name in enumerate(CLASSIFICATION_HEADLINE + PROBABILITY_HEADLINE)}
+"""The order of the classification metrics in a report (a stored summary's JSONB keys come back sorted by length)."""
+
+
+def _in_classification_order(headline: dict[str, Any]) -> dict[str, Any]:
+    """``headline`` with its metrics in :data:`CLASSIFICATION_ORDER` (unknown names last, by name)."""
+    return dict(sorted(headline.items(), key=lambda kv: (CLASSIFICATION_ORDER.get(kv[0], len(CLASSIFICATION_ORDER)), kv[0])))
 
 
 async def set_metrics_of(session: AsyncSession, ev: Evaluation) -> SetMetrics | None:
@@ -59,7 +67,7 @@ async def classification_section(session: AsyncSession, ev: Evaluation, sm: SetM
         positive_label=c.get("positive_label"),
         primary=sm.primary,
         method=sm.method,
-        headline={k: v.model_dump() for k, v in sm.headline.items()},
+        headline=_in_classification_order({k: v.model_dump() for k, v in sm.headline.items()}),
         per_class=list(c.get("per_class") or []),
         confusion_matrix=c.get("confusion_matrix"),
         no_class_predictions=int(c.get("no_class_predictions") or 0),

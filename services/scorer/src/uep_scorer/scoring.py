@@ -117,7 +117,7 @@ async def score_output(event: OutputGenerated, refs: ReferenceStore) -> ScoreCom
             **common, **passthrough, metric_name=name, metric_version="-", is_correct=None, score=None, error=error
         )
     try:
-        reference = await refs.reference(event.sample_id)
+        reference = await refs.reference(event.sample_id, event.benchmark_id)
         result = await asyncio.to_thread(
             apply_metric,
             name,
