@@ -5,6 +5,7 @@ runs in its span, a child of (one record) or linked to (a batch) the producer's 
 import uuid
 
 from faststream.kafka import KafkaBroker, KafkaMessage, TestKafkaBroker
+from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -12,6 +13,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from uep_common.consuming import consume
 from uep_common.events import EvaluationCompleted, EvaluationStatus, ReportRequested, Topics
 from uep_common.messaging import DEAD_LETTER_TOPIC
+from uep_common.trace_propagation import TraceContextMiddleware
 
 E, T = uuid.UUID(int=1), uuid.UUID(int=2)
 PRODUCER_TRACE = "0af7651916cd43dd8448eb211c80319c"
@@ -75,6 +77,21 @@ async def test_an_undecodable_record_is_dead_lettered_with_its_reason_and_not_ha
     assert headers["uep-dlq-source-topic"] == Topics.REPORT_REQUESTED
     assert headers["uep-dlq-reason"].startswith("invalid ReportRequested: ")
     assert "evaluation_id: Input should be a valid UUID" in headers["uep-dlq-reason"]
+
+
+async def test_an_undecodable_records_dead_letter_stays_in_the_producers_trace_and_no_context_outlives_it():
+    broker = KafkaBroker(middlewares=[TraceContextMiddleware])
+
+    @broker.subscriber(Topics.REPORT_REQUESTED)
+    @consume(broker, ReportRequested)
+    async def on_requested(event: ReportRequested) -> None:
+        raise AssertionError("not decodable, so never handled")
+
+    dead = _sink(broker)
+    async with TestKafkaBroker(broker) as br:
+        await br.publish(b"not json", Topics.REPORT_REQUESTED, headers={"traceparent": TRACEPARENT})
+    assert len(dead) == 1 and dead[0][1]["traceparent"] == TRACEPARENT
+    assert trace.get_current_span().get_span_context().is_valid is False
 
 
 async def test_a_batch_handles_the_decoded_events_in_one_span_linked_to_each_producer():

@@ -13,6 +13,7 @@ from faststream import ContextRepo
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
+from uep_common.telemetry import context_from_headers
 from uep_common.trace_propagation import TraceContextMiddleware
 
 pytestmark = pytest.mark.unit
@@ -48,3 +49,12 @@ def test_a_record_carries_the_current_span_as_its_parent_and_keeps_a_context_it_
 def test_without_a_current_span_no_context_is_invented() -> None:
     assert trace.get_current_span().get_span_context().is_valid is False
     assert _publish({"a": "b"}) == {"a": "b"}
+
+
+@pytest.mark.parametrize(
+    "value",
+    [b"\xff\xfe-not-utf-8", b"00-" + b"a" * 5000, "00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01"],
+)
+def test_a_malformed_or_huge_traceparent_yields_no_parent_and_no_error(value: str | bytes) -> None:
+    ctx = context_from_headers({"traceparent": value, "tracestate": b"\xff" * 10_000})
+    assert trace.get_current_span(ctx).get_span_context().is_valid is False

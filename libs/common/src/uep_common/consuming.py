@@ -15,12 +15,12 @@ What the wrapper does with each Kafka record behind the FastStream message:
   first consumer dead-letters it already);
 * drops, to the dead-letter topic with reason ``tenant_mismatch``, an event whose ``tenant_id`` is not its
   evaluation's owner (:mod:`uep_common.tenant_guard`, in every service with a database);
-* opens the consumer span ``span``: for one record, a child of the producer's span named by the record's
-  ``traceparent`` header (:mod:`uep_common.trace_propagation`; inside the current span instead where one is
-  current); with ``span`` None the producer's context is made current, so spans the handler opens (and its
-  instrumented SQL) continue the producer's trace; for a batch, a span linked to each decoded record's
-  producer span, and (``item_span``) one span per record in that record's own trace (:func:`item_spans`), so
-  every span of an evaluation's items has its trace id;
+* for one record, makes the producer's context named by its ``traceparent`` header current while the record
+  is decoded, checked and handled (:mod:`uep_common.trace_propagation`; not where a span is current already),
+  so its dead letter, the spans the handler opens and its instrumented SQL continue the producer's trace;
+* opens the consumer span ``span``: for one record, a child of that context; for a batch, a span linked to
+  each decoded record's producer span, and (``item_span``) one span per record in that record's own trace
+  (:func:`item_spans`), so every span of an evaluation's items has its trace id;
 * calls the handler with the event (a batch: the list of decoded events, never empty), plus the FastStream
   message when the handler takes a second parameter (to reach the raw records, e.g. to dead-letter one
   after processing). Exceptions of the handler propagate, so the subscriber's ``ack_policy`` applies;
@@ -199,21 +199,23 @@ def consume(
             metrics.MESSAGES_IN.labels(source, name).inc(len(records))
             if not batch:
                 body, headers = records[0]
-                event = await decoded(body)
-                if event is None:
-                    return
-                parent = None if trace.get_current_span().get_span_context().is_valid else context_from_headers(headers)
-                if span is None:
-                    token = otel_context.attach(parent) if parent is not None else None
-                    try:
+                # the producer's context is current for the whole record (its tenant check and dead letter too),
+                # and only for it: detached before the next record, also when the handler raises
+                current = trace.get_current_span().get_span_context().is_valid
+                token = None if current else otel_context.attach(context_from_headers(headers))
+                try:
+                    event = await decoded(body)
+                    if event is None:
+                        return
+                    if span is None:
                         await call(event, msg)
-                    finally:
-                        if token is not None:
-                            otel_context.detach(token)
-                    return
-                attrs = attributes(event) if attributes else None
-                with span_tracer.start_as_current_span(span, context=parent, attributes=attrs):
-                    await call(event, msg)
+                        return
+                    attrs = attributes(event) if attributes else None
+                    with span_tracer.start_as_current_span(span, attributes=attrs):
+                        await call(event, msg)
+                finally:
+                    if token is not None:
+                        otel_context.detach(token)
                 return
             events, links, items = [], [], []
             for body, headers in records:

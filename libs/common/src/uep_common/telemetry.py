@@ -203,8 +203,10 @@ def current_trace_headers() -> dict[str, str]:
 
 
 def context_from_headers(headers: Mapping[str, str | bytes] | None) -> otel_context.Context:
-    """OpenTelemetry context from W3C headers (bytes values are decoded as UTF-8)."""
-    carrier = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in (headers or {}).items()}
+    """OpenTelemetry context from W3C headers (bytes values are decoded as UTF-8, invalid bytes replaced, so a
+    malformed header yields no parent instead of an error). Header lengths are bounded by the propagators
+    (``traceparent``/``tracestate`` 512 characters, ``baggage`` 8,192); an invalid value is ignored."""
+    carrier = {k: (v.decode("utf-8", "replace") if isinstance(v, bytes) else v) for k, v in (headers or {}).items()}
     return extract(carrier)
 
 

@@ -60,17 +60,25 @@ class ReferenceStore:
 
     async def reference(self, sample_id: uuid.UUID, benchmark_id: uuid.UUID | None = None) -> dict[str, Any]:
         """The reference dict of ``sample_id``. With its ``benchmark_id``, a miss reads :data:`READ_AHEAD`
-        references at once (this sample's and the next ones by ordinal); a sample of another benchmark is not
-        found that way and is read alone."""
+        references at once (this sample's and the next ones by ordinal; at most the cache size, so the window
+        never evicts the sample asked for, and none with a cache of size 0); a sample of another benchmark is
+        not found that way and is read alone, so each cached reference is its own sample's.
+
+        The scorer asks only after :meth:`benchmark` found ``benchmark_id``, so the per-benchmark locks are
+        as many as the benchmarks that exist.
+
+        Raises:
+            LookupError: the sample does not exist."""
         if (ref := self._cached(sample_id)) is not None:
             return ref
-        if benchmark_id is not None:
+        window = min(READ_AHEAD, self._max)
+        if benchmark_id is not None and window > 0:
             lock = self._reads.setdefault(benchmark_id, asyncio.Lock())
             async with lock:
                 if (ref := self._cached(sample_id)) is not None:
                     return ref
                 async with self._sm() as s:
-                    rows = (await s.execute(_WINDOW, {"b": benchmark_id, "sid": sample_id, "n": READ_AHEAD})).all()
+                    rows = (await s.execute(_WINDOW, {"b": benchmark_id, "sid": sample_id, "n": window})).all()
                 for row_id, row_ref in rows:
                     if row_ref is not None and row_id not in self._samples:
                         self._keep(row_id, row_ref)
