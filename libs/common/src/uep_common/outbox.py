@@ -25,6 +25,7 @@ from uep_common.events import Event
 from uep_common.messaging import publish
 from uep_common.outbox_retention import DEFAULT_RETAIN_S, prune_published
 from uep_common.telemetry import context_from_headers, current_trace_headers
+from uep_common.trace_propagation import TRACE_HEADERS
 
 log = logging.getLogger(__name__)
 
@@ -178,15 +179,14 @@ class OutboxRelay:
         return len(ok)
 
     async def _publish(self, row: OutboxMessage) -> None:
-        trace_keys = {"traceparent", "tracestate"}
-        token = otel_context.attach(context_from_headers({k: v for k, v in row.headers.items() if k in trace_keys}))
+        token = otel_context.attach(context_from_headers({k: v for k, v in row.headers.items() if k in TRACE_HEADERS}))
         try:
             await publish(
                 self._broker,
                 row.payload,
                 topic=row.topic,
                 key=row.key,
-                headers={k: v for k, v in row.headers.items() if k not in trace_keys},
+                headers={k: v for k, v in row.headers.items() if k not in TRACE_HEADERS},
             )
         finally:
             otel_context.detach(token)

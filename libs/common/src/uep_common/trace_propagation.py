@@ -4,9 +4,9 @@ Every evaluation is one trace (:mod:`uep_common.telemetry`): a consumer's span c
 current where the message was produced. That needs only the ``traceparent``/``tracestate`` headers on each
 record, which :class:`TraceContextMiddleware` adds at publish time from the current context (a header the
 caller already set — an outbox row's stored context, a re-driven dead letter's original — is kept). The
-consumer side is :func:`uep_common.consuming.consume`, which opens the handler's span as a child of the
-record's ``traceparent`` (or, for a handler without a span of its own, makes that remote context current, so
-the handler's spans and instrumented SQL are children of the producer's span).
+consumer side is :func:`uep_common.consuming.consume`, which makes the record's ``traceparent`` context current
+while the record is decoded and handled, so the handler's span (if it has one), the spans it opens, its
+instrumented SQL and a dead letter for the record all continue the producer's trace.
 
 Why not FastStream's ``KafkaTelemetryMiddleware``: it records three spans of its own around each hop
 (``<topic> create`` and ``<topic> publish`` at the producer, ``<topic> process`` at the consumer) beside uep's
@@ -24,7 +24,8 @@ from faststream import BaseMiddleware
 from opentelemetry.propagate import inject
 
 TRACE_HEADERS = ("traceparent", "tracestate")
-"""The W3C Trace Context headers (https://www.w3.org/TR/trace-context/)."""
+"""The W3C Trace Context headers (https://www.w3.org/TR/trace-context/); the outbox relay takes a row's stored
+ones as the context it publishes in (:meth:`uep_common.outbox.OutboxRelay.publish_claimed`)."""
 
 
 class TraceContextMiddleware(BaseMiddleware):
