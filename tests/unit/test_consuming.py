@@ -135,3 +135,38 @@ async def test_a_second_consumer_can_skip_undecodable_records_without_dead_lette
     async with TestKafkaBroker(broker) as br:
         await br.publish_batch(b"not json", topic=Topics.EVALUATION_COMPLETED)
     assert batches == [] and dead == []
+
+
+async def test_the_message_parameter_is_resolved_without_a_worker_thread(monkeypatch):
+    # fast_depends runs a synchronous custom field (FastStream's Context("message")) through run_in_threadpool:
+    # a worker-thread round trip per record. consume's subscriber resolves it on the event loop instead.
+    import fast_depends.utils
+
+    hops: list[str] = []
+    original = fast_depends.utils.run_in_threadpool
+
+    async def counting(func, *args, **kwargs):
+        hops.append(getattr(func, "__name__", repr(func)))
+        return await original(func, *args, **kwargs)
+
+    monkeypatch.setattr(fast_depends.utils, "run_in_threadpool", counting)
+    broker = KafkaBroker()
+    seen: list[tuple[ReportRequested, str]] = []
+
+    @broker.subscriber(Topics.REPORT_REQUESTED)
+    @consume(broker, ReportRequested)
+    async def on_requested(event: ReportRequested, msg: KafkaMessage) -> None:
+        seen.append((event, msg.raw_message.topic))
+
+    @broker.subscriber(Topics.REPORT_READY)
+    async def plain(msg: KafkaMessage) -> None:  # FastStream's own annotation, for contrast
+        seen.append((None, msg.raw_message.topic))
+
+    event = ReportRequested(evaluation_id=E, tenant_id=T, report_id=uuid.UUID(int=3))
+    async with TestKafkaBroker(broker) as br:
+        await br.publish(event.model_dump(mode="json"), Topics.REPORT_REQUESTED)
+        handled_by_consume = list(hops)
+        await br.publish(b"{}", Topics.REPORT_READY)
+    assert seen == [(event, Topics.REPORT_REQUESTED), (None, Topics.REPORT_READY)]
+    assert handled_by_consume == []
+    assert hops == ["use"]  # the plain subscriber's Context took the thread hop that consume's avoids

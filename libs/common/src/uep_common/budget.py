@@ -36,9 +36,9 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import func, select, text, tuple_
+from sqlalchemy import Table, func, select, text, tuple_
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from uep_common import lifecycle
@@ -393,6 +393,22 @@ def _call_made(score: ScoreComputed) -> bool:
     return not (score.error is not None and score.error.stage == "inference" and score.output is None)
 
 
+_SPEND = cast(Table, SpendEntry.__table__)
+_INSERT_SETTLEMENTS = (
+    pg_insert(_SPEND)
+    .on_conflict_do_nothing(
+        index_elements=["evaluation_id", "sample_id", "repeat", "arm", "attempt"],
+        # a literal, not a bound parameter: PostgreSQL infers the arbiter index when planning, and a
+        # generic plan of the prepared statement (psycopg prepares after 5 runs) cannot prove
+        # ``kind = $1`` implies the partial index's ``kind = 'settle'``
+        index_where=text("kind = 'settle'"),
+    )
+    .returning(_SPEND.c.evaluation_id, _SPEND.c["items"], _SPEND.c.reserved, _SPEND.c.settled)
+)
+"""The settlement insert, one statement for every batch size run as an executemany (compiled once and cached;
+a multi-row ``VALUES`` of each batch's length was compiled anew per batch)."""
+
+
 async def settle_scores(session: AsyncSession, scores: list[ScoreComputed]) -> None:
     """Called by the scheduler, inside the transaction that releases the leases of ``scores``: records each
     item's actual cost and releases its reservation, exactly once per (item, attempt) (see the module
@@ -469,20 +485,7 @@ async def settle_scores(session: AsyncSession, scores: list[ScoreComputed]) -> N
                 "day": today,
             }
         )
-    inserted = (
-        await session.execute(
-            pg_insert(SpendEntry)
-            .values(rows)
-            .on_conflict_do_nothing(
-                index_elements=["evaluation_id", "sample_id", "repeat", "arm", "attempt"],
-                # a literal, not a bound parameter: PostgreSQL infers the arbiter index when planning, and a
-                # generic plan of the prepared statement (psycopg prepares after 5 runs) cannot prove
-                # ``kind = $1`` implies the partial index's ``kind = 'settle'``
-                index_where=text("kind = 'settle'"),
-            )
-            .returning(SpendEntry.evaluation_id, SpendEntry.items, SpendEntry.reserved, SpendEntry.settled)
-        )
-    ).all()
+    inserted = (await session.execute(_INSERT_SETTLEMENTS, rows)).all()
     for evaluation_id, n_items, reserved, settled in inserted:
         acct = accounts[evaluation_id]
         acct.items_settled += n_items

@@ -30,8 +30,9 @@ What the wrapper does with each Kafka record behind the FastStream message:
 
 Why a decorator and not a FastStream middleware: FastStream 0.7 has only broker- and router-level
 middlewares, which wrap every subscriber of a broker alike and know neither the event model of one
-subscriber nor its span; the wrapper keeps the signature ``(msg: KafkaMessage)``, so the AsyncAPI document
-(``docs/asyncapi.json``) is the same as for a hand-written subscriber.
+subscriber nor its span; the wrapper keeps the signature ``(msg: KafkaMessage)`` (as :data:`InlineKafkaMessage`,
+resolved without a worker thread), so the AsyncAPI document (``docs/asyncapi.json``) is the same as for a
+hand-written subscriber.
 """
 
 from __future__ import annotations
@@ -41,9 +42,11 @@ import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import Annotated, Any
 
+from faststream._internal.context.context_type import Context
 from faststream.kafka import KafkaBroker, KafkaMessage
+from faststream.kafka.message import KafkaMessage as _KafkaMessage
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
@@ -55,6 +58,20 @@ from uep_common.telemetry import context_from_headers
 from uep_common.telemetry import tracer as make_tracer
 
 Attributes = Mapping[str, str | int | float | bool]
+
+
+class _LoopContext(Context):
+    """FastStream's ``Context`` resolved on the event loop. fast_depends runs a custom field's synchronous
+    ``use`` through ``anyio.to_thread.run_sync`` — a worker-thread round trip for every record handled — and
+    awaits a coroutine ``use`` in place; context lookup is a dictionary read, so it runs here."""
+
+    async def use(self, /, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
+        return super().use(**kwargs)
+
+
+InlineKafkaMessage = Annotated[_KafkaMessage, _LoopContext("message")]
+"""The handled FastStream message as a subscriber parameter, like ``faststream.kafka.KafkaMessage`` but resolved
+without a worker thread (:class:`_LoopContext`)."""
 
 _ITEM_SPANS: ContextVar[dict[int, trace.Span] | None] = ContextVar("uep_item_spans", default=None)
 
@@ -194,7 +211,7 @@ def consume(
                 return None
             return event
 
-        async def on_message(msg: KafkaMessage) -> None:
+        async def on_message(msg: InlineKafkaMessage) -> None:
             records = raw_records(msg)
             metrics.MESSAGES_IN.labels(source, name).inc(len(records))
             if not batch:

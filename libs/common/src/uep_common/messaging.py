@@ -88,8 +88,9 @@ def make_broker(settings: CommonSettings) -> KafkaBroker:
     """FastStream Kafka broker with uep's producer settings, the settings' security and W3C trace context on every
     record it publishes (:class:`uep_common.trace_propagation.TraceContextMiddleware`; no messaging spans).
 
-    ``acks="all"``; the idempotent producer unless ``kafka_tansu_compat`` (tansu refuses it). FastStream logs
-    through the logger ``faststream.access.kafka`` without handlers of its own (:mod:`uep_common.logs` formats it)."""
+    ``acks="all"``; the idempotent producer unless ``kafka_tansu_compat`` (tansu refuses it); ``kafka_linger_ms``. FastStream logs
+    through the logger ``faststream.access.kafka`` without handlers of its own (:mod:`uep_common.logs` formats it),
+    its per-record lines at ``kafka_access_log_level``."""
     middlewares: list[Any] = [TraceContextMiddleware]
     pacer = fetch_pacer(settings)
     if pacer is not None:
@@ -99,11 +100,12 @@ def make_broker(settings: CommonSettings) -> KafkaBroker:
         acks="all",
         enable_idempotence=not settings.kafka_tansu_compat,
         request_timeout_ms=settings.kafka_request_timeout_ms,
-        linger_ms=0,
+        linger_ms=settings.kafka_linger_ms,
         middlewares=middlewares,
         client_id=f"uep-{settings.service_name}",
         security=security(settings),
         logger=logging.getLogger("faststream.access.kafka"),
+        log_level=logging.getLevelName(settings.kafka_access_log_level),
     )
     if pacer is not None:
         pacer.broker, broker.pacer = broker, pacer

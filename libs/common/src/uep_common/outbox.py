@@ -12,11 +12,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any, cast
 
 from faststream.kafka import KafkaBroker
 from opentelemetry import context as otel_context
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import Table, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from uep_common.background import BackgroundLoop
@@ -50,6 +53,49 @@ def add_to_outbox(
     )
     session.add(row)
     return row
+
+
+@dataclass(frozen=True)
+class StagedMessage:
+    """An outbox row staged by :func:`stage_in_outbox`: what :meth:`OutboxRelay.publish_claimed` publishes."""
+
+    id: int
+    topic: str
+    key: bytes
+    payload: dict[str, Any]
+    headers: dict[str, Any]
+
+
+_OUTBOX = cast(Table, OutboxMessage.__table__)
+_INSERT_OUTBOX = insert(_OUTBOX).returning(_OUTBOX.c.id, sort_by_parameter_order=True)
+
+
+async def stage_in_outbox(
+    session: AsyncSession, events: Sequence[tuple[Event, dict[str, str]]], claim_until: datetime | None = None
+) -> list[StagedMessage]:
+    """Stage many events in the outbox within the caller's transaction, in one executemany INSERT (one cached
+    statement for any number of rows; :func:`add_to_outbox` adds one ORM object per event). ``events`` are
+    ``(event, trace_headers)``; ``claim_until`` as in :func:`add_to_outbox`. Returns the rows in ``events``
+    order, with their ids."""
+    if not events:
+        return []
+    rows: list[dict[str, Any]] = [
+        {
+            "claimed_until": claim_until,
+            "event_id": event.event_id,
+            "event_type": type(event).__name__,
+            "topic": event.topic,
+            "key": event.key(),
+            "payload": event.model_dump(mode="json"),
+            "headers": {**event.headers(), **trace_headers},
+        }
+        for event, trace_headers in events
+    ]
+    ids = (await session.execute(_INSERT_OUTBOX, rows)).scalars().all()
+    return [
+        StagedMessage(row_id, row["topic"], row["key"], row["payload"], row["headers"])
+        for row_id, row in zip(ids, rows, strict=True)
+    ]
 
 
 class OutboxRelay:
@@ -148,8 +194,9 @@ class OutboxRelay:
         self.published += ok
         return ok
 
-    async def publish_claimed(self, rows: list[OutboxMessage]) -> int:
-        """Publish committed rows that this process staged with a claim (``add_to_outbox(claim_until=…)``)
+    async def publish_claimed(self, rows: Sequence[OutboxMessage | StagedMessage]) -> int:
+        """Publish committed rows that this process staged with a claim (``claim_until`` of :func:`add_to_outbox`
+        or :func:`stage_in_outbox`)
         at once, without the relay's SELECT, then stamp ``published_at`` on those acknowledged. A row that
         failed loses its claim (its error recorded) and the relay is kicked to retry it; if this process
         dies first, relays take the rows over when the claim expires. Returns how many were published."""
@@ -178,7 +225,7 @@ class OutboxRelay:
         self.published += len(ok)
         return len(ok)
 
-    async def _publish(self, row: OutboxMessage) -> None:
+    async def _publish(self, row: OutboxMessage | StagedMessage) -> None:
         token = otel_context.attach(context_from_headers({k: v for k, v in row.headers.items() if k in TRACE_HEADERS}))
         try:
             await publish(

@@ -56,6 +56,14 @@ class CommonSettings(BaseSettings):
         "kafka_idle_fetch_max_wait_ms (long enough that pauses between evaluations in use keep the short wait).",
     )
     kafka_request_timeout_ms: int = 10_000
+    kafka_linger_ms: int = Field(
+        5,
+        ge=0,
+        le=1000,
+        description="How long the producer waits to put records published meanwhile into one produce request (the "
+        "Kafka 4.0 producer default, KIP-1030). Each request costs the broker and the client CPU, so under load "
+        "fewer, larger requests raise throughput; it adds at most this much latency per hop. 0: one request per send.",
+    )
     kafka_min_insync_replicas: int = Field(
         1,
         ge=1,
@@ -109,6 +117,12 @@ class CommonSettings(BaseSettings):
         True, description="With an exporter: a client span per httpx request, with traceparent sent on it."
     )
     log_level: str = "INFO"
+    kafka_access_log_level: Literal["DEBUG", "INFO", "WARNING"] = Field(
+        "DEBUG",
+        description="Level of FastStream's per-record access lines ('Received', 'Processed' on faststream.access.kafka). "
+        "DEBUG keeps them out of an INFO log: two lines per record and service cost CPU at hundreds of records a "
+        "second; INFO shows every record.",
+    )
     log_format: Literal["json", "text", "auto"] = Field(
         "auto",
         description="Log lines: one JSON object per line (json), plain text (text), or text when stderr is a terminal "

@@ -15,9 +15,9 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import func, select, update
+from sqlalchemy import Table, func, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -63,6 +63,16 @@ def _row(ev: ScoreComputed) -> dict[str, Any]:
         "attempt": ev.attempt,
         "score_event_id": ev.event_id,
     }
+
+
+_RESULTS = cast(Table, SampleResult.__table__)
+_INSERT_RESULTS = (
+    pg_insert(_RESULTS)
+    .on_conflict_do_nothing(constraint="uq_sample_results_item")
+    .returning(_RESULTS.c.evaluation_id, _RESULTS.c.error)
+)
+"""One statement for every batch size, run as an executemany (SQLAlchemy's insertmanyvalues): compiled once and
+cached, where a multi-row ``VALUES`` of each batch's length was compiled anew per batch."""
 
 
 @dataclass(frozen=True)
@@ -115,14 +125,7 @@ async def store_scores(session: AsyncSession, events: list[ScoreComputed], stop_
         events = [e for e in events if e.evaluation_id not in cancelled]
         if not events:
             return []
-    inserted = (
-        await session.execute(
-            pg_insert(SampleResult)
-            .values([_row(e) for e in events])
-            .on_conflict_do_nothing(constraint="uq_sample_results_item")
-            .returning(SampleResult.evaluation_id, SampleResult.error)
-        )
-    ).all()
+    inserted = (await session.execute(_INSERT_RESULTS, [_row(e) for e in events])).all()
     gained: dict[uuid.UUID, list[int]] = defaultdict(lambda: [0, 0])
     for evaluation_id, error in inserted:
         gained[evaluation_id][0] += 1

@@ -40,16 +40,17 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import and_, func, literal, or_, select, text, true, update
+from sqlalchemy import Table, and_, func, insert, literal, or_, select, text, true, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common import budget
 from uep_common.configs import parse_evaluation_config
-from uep_common.db.models import Benchmark, Evaluation, Model, OutboxMessage, Sample, SampleLease, SampleResult
+from uep_common.db.models import Benchmark, Evaluation, Model, Sample, SampleLease, SampleResult
 from uep_common.db.scheduling import SchedModel
 from uep_common.lifecycle import admit
+from uep_common.outbox import StagedMessage
 from uep_scheduler.capacity import evaluation_bound, model_bound
-from uep_scheduler.dispatch import dispatch_events, model_target, stored_result
+from uep_scheduler.dispatch import LeaseRef, dispatch_events, model_target, stored_result
 from uep_scheduler.fairness import PRIORITY_WEIGHTS, FairQueue, FlowTag, TenantTag
 from uep_scheduler.settings import SchedulerSettings
 
@@ -73,7 +74,7 @@ class PassResult:
     released_stale: int = 0
     order: list[uuid.UUID] = field(default_factory=list)
     admitted: list[uuid.UUID] = field(default_factory=list)
-    outbox: list[OutboxMessage] = field(default_factory=list)
+    outbox: list[StagedMessage] = field(default_factory=list)
     """The SampleDispatched rows staged, claimed for the caller to publish after commit."""
     ended: list[uuid.UUID] = field(default_factory=list)
     """Evaluations the pass ended (budget exhausted); their events are left to the outbox relay."""
@@ -503,19 +504,25 @@ async def allocate(
         start, end = ranges[ev_id]
         ev = locked[ev_id]
         fresh = [
-            SampleLease(
-                evaluation_id=ev.id,
-                sample_id=by_key[(ev.benchmark_id, configs[ev_id].ordinal(i // ev.repeats))].id,
-                repeat=i % ev.repeats,
-                arm=ev.arm,
-                state="leased",
-                attempt=1,
-                leased_at=now,
-                lease_expires_at=expires,
-            )
+            LeaseRef(by_key[(ev.benchmark_id, configs[ev_id].ordinal(i // ev.repeats))].id, i % ev.repeats, ev.arm, 1)
             for i in range(start, end)
         ]
-        session.add_all(fresh)
+        await session.execute(
+            _INSERT_LEASES,
+            [
+                {
+                    "evaluation_id": ev.id,
+                    "sample_id": lease.sample_id,
+                    "repeat": lease.repeat,
+                    "arm": lease.arm,
+                    "state": "leased",
+                    "attempt": 1,
+                    "leased_at": now,
+                    "lease_expires_at": expires,
+                }
+                for lease in fresh
+            ],
+        )
         ev.dispatched_items = end
         samples = {by_key[(ev.benchmark_id, o)].id: by_key[(ev.benchmark_id, o)] for o in ordinals(ev_id, start, end)}
         result.outbox += await dispatch_events(
@@ -526,6 +533,9 @@ async def allocate(
     await _store_tags(session, queue, charged)
     return result
 
+
+_INSERT_LEASES = insert(cast(Table, SampleLease.__table__))
+"""New leases of a pass: one executemany INSERT (compiled once; the tenant is set by the table's trigger)."""
 
 _STORE_TAGS = text(
     "WITH c AS (INSERT INTO sched_clock (id, vtime) VALUES (1, :clock) ON CONFLICT (id) DO UPDATE SET vtime = EXCLUDED.vtime), "

@@ -14,15 +14,15 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from sqlalchemy import and_, exists, func, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common.configs import item_prompt, parse_evaluation_config
-from uep_common.db.models import Benchmark, Evaluation, Model, OutboxMessage, Sample, SampleLease, SampleResult
+from uep_common.db.models import Benchmark, Evaluation, Model, Sample, SampleLease, SampleResult
 from uep_common.events import ModelTarget, SampleDispatched
-from uep_common.outbox import add_to_outbox
+from uep_common.outbox import StagedMessage, stage_in_outbox
 from uep_common.telemetry import context_from_headers, current_trace_headers, tracer
 
 if TYPE_CHECKING:
@@ -76,24 +76,47 @@ async def fewshot_examples(
     return [{"input": i, "reference": r} for sid, i, r in pools[key] if sid != sample.id][:k]
 
 
+class Leased(Protocol):
+    """What :func:`dispatch_events` reads of a lease: a ``SampleLease`` row or a :class:`LeaseRef`."""
+
+    @property
+    def sample_id(self) -> uuid.UUID: ...
+    @property
+    def repeat(self) -> int: ...
+    @property
+    def arm(self) -> str: ...
+    @property
+    def attempt(self) -> int: ...
+
+
+class LeaseRef(NamedTuple):
+    """A lease inserted without an ORM object (new leases of a pass, one executemany INSERT)."""
+
+    sample_id: uuid.UUID
+    repeat: int
+    arm: str
+    attempt: int
+
+
 async def dispatch_events(
     session: AsyncSession,
     ev: Evaluation,
     benchmark: Benchmark,
     target: ModelTarget,
     samples: dict[uuid.UUID, Sample],
-    leases: list[SampleLease],
+    leases: Sequence[Leased],
     expires: datetime,
     claim_until: datetime | None = None,
-) -> list[OutboxMessage]:
-    """Stage one SampleDispatched per lease in the outbox (the caller's transaction); returns the rows.
-    ``claim_until``: the caller publishes them itself after its commit (see :func:`uep_common.outbox.add_to_outbox`)."""
+) -> list[StagedMessage]:
+    """Stage one SampleDispatched per lease in the outbox (the caller's transaction, one INSERT for all of
+    them: :func:`uep_common.outbox.stage_in_outbox`); returns the rows. ``claim_until``: the caller publishes
+    them itself after its commit (see :func:`uep_common.outbox.add_to_outbox`)."""
     cfg = parse_evaluation_config(ev.config)
     prompt = item_prompt(benchmark.config, cfg)  # an A/B arm's template, chat and few-shot overrides applied
     k = prompt.fewshot_k
     pools: dict[tuple[Any, ...], Sequence[Any]] = {}
     parent = context_from_headers(ev.trace_context)
-    rows: list[OutboxMessage] = []
+    staged: list[tuple[SampleDispatched, dict[str, str]]] = []
     for lease in leases:
         sample = samples[lease.sample_id]
         fewshot = await fewshot_examples(session, sample, k, pools)
@@ -116,8 +139,8 @@ async def dispatch_events(
                 lease_expires_at=expires,
                 timeout_s=cfg.sample_timeout_s,  # per-sample timeout (lifecycle); None = inference default
             )
-            rows.append(add_to_outbox(session, event, current_trace_headers(), claim_until))
-    return rows
+            staged.append((event, current_trace_headers()))
+    return await stage_in_outbox(session, staged, claim_until)
 
 
 def stored_result(lease: type[SampleLease] | AliasedClass[SampleLease] = SampleLease) -> Exists:

@@ -20,10 +20,9 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from uep_common import budget
 from uep_common.background import BackgroundLoop
 from uep_common.consuming import consume
-from uep_common.db.models import OutboxMessage
 from uep_common.events import EvaluationRequested, SampleDispatched, ScoreComputed, Topics
 from uep_common.messaging import consumer_options
-from uep_common.outbox import OutboxRelay
+from uep_common.outbox import OutboxRelay, StagedMessage
 from uep_scheduler import instruments
 from uep_scheduler.allocation import PassResult, allocate
 from uep_scheduler.capacity import CallTimes, adapt
@@ -123,7 +122,7 @@ class Scheduler:
             self.relay.kick()
         return result
 
-    async def _publish(self, rows: list[OutboxMessage]) -> None:
+    async def _publish(self, rows: list[StagedMessage]) -> None:
         try:
             await self.relay.publish_claimed(rows)
         except Exception:  # the rows keep their claim; relays publish them when it ends

@@ -36,6 +36,25 @@ def hybrid_route_reason(is_correct: bool | None, extraction: str | None) -> str 
     return None
 
 
+ON_LOOP_METRICS = frozenset(
+    {"exact_match", "contains", "multiple_choice_letter", "label_match", "loglik_multiple_choice", "ndcg"}
+)
+"""Metrics run on the event loop rather than in a worker thread: linear in the output's length, with no
+user-supplied pattern and no program to run. A thread round trip costs more than scoring with them does."""
+ON_LOOP_MAX_CHARS = 16_384
+"""Longer outputs are scored in a worker thread whatever the metric, so no single item holds the loop long."""
+
+
+async def run_metric(
+    name: str, prediction: Prediction | None, output: str, reference: dict[str, Any], params: dict[str, Any]
+) -> MetricResult:
+    """:func:`apply_metric` on the event loop for a metric of :data:`ON_LOOP_METRICS` and an output of at most
+    :data:`ON_LOOP_MAX_CHARS` characters, else in a worker thread (``asyncio.to_thread``). Raises as the metric."""
+    if name in ON_LOOP_METRICS and len(output) <= ON_LOOP_MAX_CHARS:
+        return apply_metric(name, prediction, output, reference, params)
+    return await asyncio.to_thread(apply_metric, name, prediction, output, reference, params)
+
+
 def metric_params(config: BenchmarkConfig, metric_cfg: MetricConfig) -> dict[str, Any]:
     """The params a metric is called with: the configured ones, plus the benchmark's ``class_names`` as
     ``labels`` for ``label_match`` when its params name none."""
@@ -118,18 +137,11 @@ async def score_output(event: OutputGenerated, refs: ReferenceStore) -> ScoreCom
         )
     try:
         reference = await refs.reference(event.sample_id, event.benchmark_id)
-        result = await asyncio.to_thread(
-            apply_metric,
-            name,
-            event.prediction,
-            event.output or "",
-            reference,
-            metric_params(config, metric_cfg) if metric_cfg else {},
+        result = await run_metric(
+            name, event.prediction, event.output or "", reference, metric_params(config, metric_cfg) if metric_cfg else {}
         )
         extra = [
-            await asyncio.to_thread(
-                apply_metric, m.name, event.prediction, event.output or "", reference, metric_params(config, m)
-            )
+            await run_metric(m.name, event.prediction, event.output or "", reference, metric_params(config, m))
             for m in config.item_metrics[1:]
         ]
     except MetricInputError as exc:  # the benchmark's data or metric params are wrong: one line, no traceback
