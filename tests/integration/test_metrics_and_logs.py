@@ -125,8 +125,8 @@ def test_counters_moved_by_the_evaluation(run):
     _, before, after = run
     d = lambda service, name, **labels: delta(before, after, service, name, **labels)  # noqa: E731
     # messages in, per topic, by the subscriber of each stage
-    assert d("inference", "uep_messages_in_total", topic="uep.sample.dispatched.v1", handler="on_sample") == N
-    assert d("scorer", "uep_messages_in_total", topic="uep.output.generated.v1", handler="on_output") == N
+    assert d("inference", "uep_messages_in_total", topic="uep.sample.dispatched.v1", handler="on_samples") == N
+    assert d("scorer", "uep_messages_in_total", topic="uep.output.generated.v1", handler="on_outputs") == N
     assert d("reporter", "uep_messages_in_total", topic="uep.score.computed.v1") == N
     assert d("scheduler", "uep_messages_in_total", topic="uep.score.computed.v1") == N
     assert d("scheduler", "uep_messages_in_total", topic="uep.evaluation.requested.v1") == 1

@@ -170,3 +170,28 @@ async def test_the_message_parameter_is_resolved_without_a_worker_thread(monkeyp
     assert seen == [(event, Topics.REPORT_REQUESTED), (None, Topics.REPORT_READY)]
     assert handled_by_consume == []
     assert hops == ["use"]  # the plain subscriber's Context took the thread hop that consume's avoids
+
+
+async def test_a_batch_handler_with_records_gets_each_event_with_its_headers_and_timestamp():
+    from uep_common.consuming import Received
+
+    broker = KafkaBroker()
+    batches: list[list[Received]] = []
+
+    @broker.subscriber(Topics.EVALUATION_COMPLETED, batch=True)
+    @consume(broker, EvaluationCompleted, batch=True, with_records=True)
+    async def on_completed(items: list[Received]) -> None:
+        batches.append(items)
+
+    dead = _sink(broker)
+    good = EvaluationCompleted(evaluation_id=E, tenant_id=T, status=EvaluationStatus.completed, summary=None)
+    async with TestKafkaBroker(broker) as br:
+        await br.publish_batch(
+            b"not json", good.model_dump(mode="json"), topic=Topics.EVALUATION_COMPLETED, headers={"traceparent": TRACEPARENT}
+        )
+    (items,) = batches
+    (item,) = items  # the undecodable record is dead-lettered, not handed over
+    assert item.event == good and item.body == good.model_dump_json().encode()
+    assert item.headers["traceparent"] == TRACEPARENT.encode()
+    assert item.timestamp_ms is None or item.timestamp_ms > 1_700_000_000_000
+    assert len(dead) == 1

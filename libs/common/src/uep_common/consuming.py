@@ -21,7 +21,8 @@ What the wrapper does with each Kafka record behind the FastStream message:
 * opens the consumer span ``span``: for one record, a child of that context; for a batch, a span linked to
   each decoded record's producer span, and (``item_span``) one span per record in that record's own trace
   (:func:`item_spans`), so every span of an evaluation's items has its trace id;
-* calls the handler with the event (a batch: the list of decoded events, never empty), plus the FastStream
+* calls the handler with the event (a batch: the list of decoded events, never empty; with ``with_records``,
+  each as a :class:`Received` with its record's headers and timestamp), plus the FastStream
   message when the handler takes a second parameter (to reach the raw records, e.g. to dead-letter one
   after processing). Exceptions of the handler propagate, so the subscriber's ``ack_policy`` applies;
 * counts what it sees (:mod:`uep_common.metrics`: records in per topic and handler, the handler's time and
@@ -42,7 +43,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from contextvars import ContextVar
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 from faststream._internal.context.context_type import Context
 from faststream.kafka import KafkaBroker, KafkaMessage
@@ -67,6 +68,17 @@ class _LoopContext(Context):
 
     async def use(self, /, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
         return super().use(**kwargs)
+
+
+class Received(NamedTuple):
+    """One decoded record of a batch, for a handler of :func:`consume` with ``with_records=True``: the event, the
+    record's value and headers (its ``traceparent`` names the producer's span) and its Kafka timestamp
+    (milliseconds since the epoch; None when the record has none)."""
+
+    event: Any
+    body: bytes
+    headers: dict[str, bytes]
+    timestamp_ms: int | None
 
 
 InlineKafkaMessage = Annotated[_KafkaMessage, _LoopContext("message")]
@@ -132,13 +144,19 @@ def within_item(item: object) -> Iterator[None]:
         yield
 
 
-def _shared_ids(payload: Event | list[Event]) -> tuple[object | None, object | None]:
+def _shared_ids(payload: Event | list[Event] | list[Received]) -> tuple[object | None, object | None]:
     """``(evaluation_id, tenant_id)`` of an event, or those every event of a batch shares (else None)."""
     if isinstance(payload, Event):
         return payload.evaluation_id, payload.tenant_id
-    evaluations = {e.evaluation_id for e in payload}
-    tenants = {e.tenant_id for e in payload}
+    events = [e.event if isinstance(e, Received) else e for e in payload]
+    evaluations = {e.evaluation_id for e in events}
+    tenants = {e.tenant_id for e in events}
     return (next(iter(evaluations)) if len(evaluations) == 1 else None), (next(iter(tenants)) if len(tenants) == 1 else None)
+
+
+def _kafka_records(msg: KafkaMessage) -> Sequence[Any]:
+    raw = msg.raw_message
+    return raw if isinstance(raw, tuple | list) else (raw,)
 
 
 def _takes_message(handler: Callable[..., Any]) -> bool:
@@ -158,6 +176,7 @@ def consume(
     topic: str | None = None,
     item_span: str | None = None,
     item_attributes: Callable[[Any], Attributes] | None = None,
+    with_records: bool = False,
 ) -> Callable[[Callable[..., Awaitable[None]]], Callable[[KafkaMessage], Awaitable[None]]]:
     """Decorator: turn a handler of decoded ``cls`` events into a FastStream subscriber function.
 
@@ -173,6 +192,9 @@ def consume(
         item_span: a batch subscriber's span per event, in the event's own trace (:func:`item_spans`;
             the handler reaches one with :func:`within_item`). None: none.
         item_attributes: the attributes of an event's ``item_span``.
+        with_records: a batch handler gets ``list[Received]`` (each event with its record's value, headers and
+            timestamp) instead of the events: for a handler that goes on with an item after it returns, in the
+            item's own trace.
 
     Returns:
         a decorator whose result is ``async (msg: KafkaMessage) -> None``, to be decorated with
@@ -234,13 +256,15 @@ def consume(
                     if token is not None:
                         otel_context.detach(token)
                 return
-            events, links, items = [], [], []
-            for body, headers in records:
+            events, links, items, received = [], [], [], []
+            stamps = [getattr(r, "timestamp", None) for r in _kafka_records(msg)]
+            for (body, headers), stamp in zip(records, stamps, strict=True):
                 event = await decoded(body)
                 if event is None:
                     continue
                 events.append(event)
                 items.append((event, headers))
+                received.append(Received(event, body, headers, stamp if isinstance(stamp, int) and stamp > 0 else None))
                 if (link := producer_link(headers)) is not None:
                     links.append(link)
             if not events:
@@ -251,7 +275,7 @@ def consume(
                     scope.enter_context(span_tracer.start_as_current_span(span, links=links, attributes=attrs))
                 if item_span is not None:
                     scope.enter_context(item_spans(span_tracer, item_span, items, item_attributes))
-                await call(events, msg)
+                await call(received if with_records else events, msg)
 
         on_message.__name__ = handler.__name__
         on_message.__qualname__ = handler.__qualname__

@@ -56,14 +56,6 @@ class CommonSettings(BaseSettings):
         "kafka_idle_fetch_max_wait_ms (long enough that pauses between evaluations in use keep the short wait).",
     )
     kafka_request_timeout_ms: int = 10_000
-    kafka_linger_ms: int = Field(
-        5,
-        ge=0,
-        le=1000,
-        description="How long the producer waits to put records published meanwhile into one produce request (the "
-        "Kafka 4.0 producer default, KIP-1030). Each request costs the broker and the client CPU, so under load "
-        "fewer, larger requests raise throughput; it adds at most this much latency per hop. 0: one request per send.",
-    )
     kafka_min_insync_replicas: int = Field(
         1,
         ge=1,

@@ -17,8 +17,8 @@ def create_app() -> tuple[AsgiFastStream, InferenceSettings]:
     runtime = ServiceRuntime(settings)
     backends = Backends(settings)  # one instance of every registered backend (uep_inference.backends)
     limits = ModelLimits()
-    register(runtime.broker, settings, backends, limits)
-    app = build_app(runtime, on_shutdown=[backends.close])
+    drain = register(runtime.broker, settings, backends, limits)
+    app = build_app(runtime, on_shutdown=[drain, backends.close])
     app.mount(PATH, make_generate_endpoint(backends, limits, settings))  # judge calls (uep_inference.http_api)
     return app, settings
 

@@ -22,7 +22,8 @@ from datetime import UTC, datetime
 from faststream import AckPolicy
 from faststream.kafka import KafkaBroker, KafkaMessage
 
-from uep_common.consuming import consume
+from uep_common import logs, metrics
+from uep_common.consuming import Received, consume
 from uep_common.events import (
     ErrorInfo,
     EvaluationCompleted,
@@ -32,9 +33,9 @@ from uep_common.events import (
     SampleDispatched,
     Topics,
 )
-from uep_common.messaging import consumer_options, dead_letter, publish_event, raw_records
+from uep_common.messaging import consumer_options, dead_letter, publish_event
 from uep_common.prompts import PromptRenderError, render_prompt
-from uep_common.telemetry import tracer
+from uep_common.telemetry import context_from_headers, tracer
 from uep_inference import instruments
 from uep_inference.backends import (
     BackendError,
@@ -304,13 +305,17 @@ async def predict_output(
     )
 
 
-def published_at(msg: KafkaMessage, event: SampleDispatched) -> datetime:
-    """When the record behind ``msg`` was published (its Kafka timestamp, UTC), else the event's
+def published_at(timestamp_ms: int | None, event: SampleDispatched) -> datetime:
+    """When the record was published (its Kafka timestamp ``timestamp_ms``, UTC), else the event's
     ``occurred_at`` (a record without a timestamp)."""
-    stamp = getattr(msg.raw_message, "timestamp", None)
-    if isinstance(stamp, int) and stamp > 0:
-        return datetime.fromtimestamp(stamp / 1000, UTC)
+    if timestamp_ms is not None and timestamp_ms > 0:
+        return datetime.fromtimestamp(timestamp_ms / 1000, UTC)
     return event.occurred_at
+
+
+DRAIN_S = 20.0
+"""At shutdown, how long the items in flight get to finish (and their outputs to be published) before the
+process stops; an item cut off is dispatched again when its lease expires."""
 
 
 def register(
@@ -319,7 +324,7 @@ def register(
     backends: Backends,
     limits: ModelLimits | None = None,
     ended: EndedEvaluations | None = None,
-) -> None:
+) -> Callable[[], Awaitable[None]]:
     """Register the inference subscribers and the publisher on ``broker`` (``limits``: the per-model
     semaphores, shared with the judge's HTTP endpoint, :mod:`uep_inference.http_api`; ``ended``: the
     evaluations seen to end, :mod:`uep_inference.ended`).
@@ -328,7 +333,11 @@ def register(
     the start of the topic, so every replica sees every end (the items of one evaluation are spread over
     the replicas). An item of an evaluation that ended after it was published starts no new model call
     and, when it fails, is not dead-lettered: nothing is wrong with it, and a retry of the evaluation runs it
-    again."""
+    again.
+
+    Items are handled in batches of up to ``inference_concurrency`` records; each gets a worker task of its own
+    (at most ``inference_concurrency`` at once), so a slow item never holds up the next records. Returns ``drain``:
+    awaited at shutdown, it waits up to :data:`DRAIN_S` for the items in flight."""
     broker.publisher(Topics.OUTPUT_GENERATED, schema=OutputGenerated, title="OutputGenerated")
     limits = limits or ModelLimits()
     ended = ended if ended is not None else EndedEvaluations()
@@ -351,23 +360,36 @@ def register(
     subscribe: _Subscribe = broker.subscriber(
         Topics.SAMPLE_DISPATCHED,
         **consumer_options(settings, "inference"),
-        max_workers=settings.inference_concurrency,
+        batch=True,
+        max_records=settings.inference_concurrency,
         ack_policy=AckPolicy.ACK_FIRST,
         title="inference:SampleDispatched",
         description="Renders each sample's prompt and calls its model.",
     )
+    workers = asyncio.Semaphore(settings.inference_concurrency)
+    running: set[asyncio.Task[None]] = set()
 
-    @subscribe
-    @consume(
-        broker,
-        SampleDispatched,
-        span="generate",
-        attributes=lambda e: {"uep.item": e.item_key(), "uep.model": e.target.name},
-        tracer=_tracer,
-    )
-    async def on_sample(event: SampleDispatched, msg: KafkaMessage) -> None:
-        watch = ItemWatch(ended, event.evaluation_id, published_at(msg, event))
-        instruments.observe_queue_wait(published_at(msg, event))
+    async def run_item(item: Received) -> None:
+        event: SampleDispatched = item.event
+        tokens = logs.bind(event.evaluation_id, event.tenant_id)
+        try:
+            with _tracer.start_as_current_span(
+                "generate",
+                context=context_from_headers(item.headers),
+                attributes={"uep.item": event.item_key(), "uep.model": event.target.name},
+            ):
+                await handle_item(event, item)
+        except Exception:
+            metrics.HANDLER_ERRORS.labels(Topics.SAMPLE_DISPATCHED, "on_samples", "item").inc()
+            log.exception("inference of %s failed; its lease expires and it is dispatched again", event.item_key())
+        finally:
+            logs.unbind(tokens)
+            workers.release()
+
+    async def handle_item(event: SampleDispatched, item: Received) -> None:
+        published = published_at(item.timestamp_ms, event)
+        watch = ItemWatch(ended, event.evaluation_id, published)
+        instruments.observe_queue_wait(published)
         out = await generate_output(
             event,
             backends,
@@ -382,13 +404,29 @@ def register(
         await publish_event(broker, out)
         # stored as the item's failed result, and dead-lettered with the reason (not when its evaluation ended)
         if out.error is not None and watch.status() is None:
-            body, headers = raw_records(msg)[0]
             await dead_letter(
                 broker,
-                body,
+                item.body,
                 Topics.SAMPLE_DISPATCHED,
                 f"{out.error.type}: {out.error.message}",
                 key=event.key(),
-                headers=headers,
+                headers=item.headers,
                 dlq_id=f"inference:{event.event_id}",
             )
+
+    @subscribe
+    @consume(broker, SampleDispatched, batch=True, with_records=True, tracer=_tracer)
+    async def on_samples(items: list[Received]) -> None:
+        # each item gets a worker of its own and goes on after this returns, so the next records are fetched
+        # while these are at the model; at most inference_concurrency items are in this replica at once
+        for item in items:
+            await workers.acquire()
+            task = asyncio.create_task(run_item(item))
+            running.add(task)
+            task.add_done_callback(running.discard)
+
+    async def drain() -> None:
+        if running:  # the broker is still up: outputs of the items that finish are published
+            await asyncio.wait(set(running), timeout=DRAIN_S)
+
+    return drain

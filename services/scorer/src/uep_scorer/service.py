@@ -6,6 +6,7 @@ a scoring failure becomes a ScoreComputed with a ``scoring`` error. No output is
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -14,7 +15,7 @@ from faststream import AckPolicy
 from faststream.kafka import KafkaBroker, KafkaMessage
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from uep_common.consuming import consume
+from uep_common.consuming import consume, within_item
 from uep_common.events import JudgeRequested, OutputGenerated, RescoreRequested, ScoreComputed, Topics
 from uep_common.messaging import consumer_options, publish_event
 from uep_common.telemetry import tracer
@@ -45,19 +46,41 @@ def register(
     subscribe_outputs: _Subscribe = broker.subscriber(
         Topics.OUTPUT_GENERATED,
         **consumer_options(settings, "scorer"),
-        max_workers=settings.scorer_concurrency,
+        batch=True,
+        max_records=settings.scorer_batch_max,
         ack_policy=AckPolicy.ACK_FIRST,
         title="scorer:OutputGenerated",
         description="Scores each output with its benchmark's metric.",
     )
+    limit = asyncio.Semaphore(settings.scorer_concurrency)
+
+    async def score_one(event: OutputGenerated) -> None:
+        async with limit:
+            with within_item(event):  # its span is current: the event published continues the item's trace
+                start = time.perf_counter()
+                out = await score_output(event, refs)
+                instruments.observe_scored(out, time.perf_counter() - start)
+                await publish_event(broker, out)
 
     @subscribe_outputs
-    @consume(broker, OutputGenerated, span="score sample", attributes=lambda e: {"uep.item": e.item_key()}, tracer=_tracer)
-    async def on_output(event: OutputGenerated) -> None:
-        start = time.perf_counter()
-        out = await score_output(event, refs)
-        instruments.observe_scored(out, time.perf_counter() - start)
-        await publish_event(broker, out)
+    @consume(
+        broker,
+        OutputGenerated,
+        batch=True,
+        span="score outputs",
+        attributes=lambda events: {"uep.batch_size": len(events)},
+        item_span="score sample",
+        item_attributes=lambda e: {"uep.item": e.item_key()},
+        tracer=_tracer,
+    )
+    async def on_outputs(events: list[OutputGenerated]) -> None:
+        # every output of the batch is scored and published, scorer_concurrency at a time, even when one fails
+        results = await asyncio.gather(*(score_one(e) for e in events), return_exceptions=True)
+        failures = [r for r in results if isinstance(r, BaseException)]
+        for failure in failures:
+            log.error("scoring or publishing an output failed: %r", failure)
+        if failures:
+            raise failures[0]
 
     subscribe_rescores: _Subscribe = broker.subscriber(
         Topics.RESCORE_REQUESTED,

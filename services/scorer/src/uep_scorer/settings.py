@@ -12,6 +12,13 @@ class ScorerSettings(CommonSettings):
 
     service_name: str = "scorer"
     scorer_concurrency: int = Field(4, ge=1, description="Outputs scored concurrently (code runs in subprocesses).")
+    scorer_batch_max: int = Field(
+        256,
+        ge=1,
+        le=10_000,
+        description="Most OutputGenerated records handled per consumer batch: one handler call scores and publishes "
+        "them all (scorer_concurrency at a time), instead of one per record.",
+    )
     reference_cache_size: int = Field(50_000, ge=0)
     sandbox_mode: Literal["bwrap", "unsafe_process"] = Field(
         "bwrap",
