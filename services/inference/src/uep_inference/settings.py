@@ -9,7 +9,13 @@ class InferenceSettings(CommonSettings):
     """Settings of the inference service."""
 
     service_name: str = "inference"
-    inference_concurrency: int = Field(8, ge=1, description="Model calls in flight in this replica.")
+    inference_concurrency: int = Field(
+        64,
+        ge=1,
+        description="Items in this replica at once, across every model; each model's capacity (its registry "
+        "max_in_flight) still bounds the calls to it. Below a model's capacity this is what limits it: a model "
+        "that answers in t seconds gets at most inference_concurrency / t items a second from one replica.",
+    )
     inference_timeout_s: float = Field(120.0, gt=0, description="Per-call timeout, seconds.")
     inference_max_attempts: int = Field(3, ge=1, le=10, description="Calls per item when failures are transient.")
     inference_backoff_s: float = Field(0.5, ge=0, description="Base of the exponential backoff with jitter, seconds.")

@@ -80,6 +80,8 @@ class PassResult:
     """Evaluations the pass ended (budget exhausted); their events are left to the outbox relay."""
     redispatch_capped: bool = False
     """The reconcile found MAX_REDISPATCH_PER_PASS leases to dispatch again: more may be left for the next."""
+    in_flight: int = 0
+    """Open leases after the pass (those found open, plus the new ones); 0 when the pass stopped before counting."""
 
     @property
     def dispatched(self) -> int:
@@ -396,6 +398,7 @@ async def allocate(
         await _reconcile_leases(session, running, models, now, expires, result, orphans_before, claim, orphans_since)
 
     per_ev, per_model, total = await _in_flight(session, now)
+    result.in_flight = total
     free = settings.max_in_flight_global - total
     waiting = {i: e for i, e in running.items() if e.dispatched_items < e.total_items}
     if free <= 0 or not waiting:
@@ -529,6 +532,7 @@ async def allocate(
             session, ev, benchmarks[ev.benchmark_id], model_target(models[ev.model_id]), samples, fresh, expires, claim
         )
         result.leased[ev_id] = end - start
+        result.in_flight += end - start
 
     await _store_tags(session, queue, charged)
     return result

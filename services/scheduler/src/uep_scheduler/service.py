@@ -56,6 +56,11 @@ class Scheduler:
         self._swept_at: datetime | None = None
         """Clock of the last orphan sweep that saw everything it looked for (the next looks from there)."""
         self._to_admit: set[uuid.UUID] = set()
+        self._released = 0
+        """Leases released since the last pass."""
+        self._refill_at = 1
+        """Released leases that wake the allocator (:meth:`refill_threshold` of the last pass)."""
+        self._refill_timer: asyncio.TimerHandle | None = None
         self._publishing: set[asyncio.Task[None]] = set()
         self.busy = True
         """An evaluation was running or pending at the last reconcile pass, or a pass since dispatched."""
@@ -69,6 +74,20 @@ class Scheduler:
     def wake(self) -> None:
         """Ask the allocation task for a pass now."""
         self._loop.wake()
+
+    def refill_threshold(self, in_flight: int) -> int:
+        """Released leases worth a pass, given ``in_flight`` leases open after the last one:
+        ``max(1, floor(refill_fraction × in_flight))``."""
+        return max(1, int(self.settings.refill_fraction * in_flight))
+
+    def _on_released(self, n: int) -> None:
+        """``n`` leases were released: wake the allocator when enough have been since the last pass, else make
+        sure a pass comes within ``refill_delay_s``."""
+        self._released += n
+        if self._released >= self._refill_at:
+            self.wake()
+        elif self._refill_timer is None:
+            self._refill_timer = asyncio.get_running_loop().call_later(self.settings.refill_delay_s, self.wake)
 
     def _remember(self, evaluation_ids: Iterable[uuid.UUID]) -> None:
         for evaluation_id in evaluation_ids:
@@ -109,6 +128,11 @@ class Scheduler:
                 self._to_admit.update(to_admit)  # the next pass tries again
                 raise
             self._remember(result.admitted)
+            self._released = 0
+            self._refill_at = self.refill_threshold(result.in_flight)
+            if self._refill_timer is not None:
+                self._refill_timer.cancel()
+                self._refill_timer = None
         instruments.observe_pass(
             sum(result.leased.values()), sum(result.redispatched.values()), reconcile, time.perf_counter() - start
         )
@@ -143,7 +167,7 @@ class Scheduler:
                     log.info("adaptive concurrency: %s", moved)
         instruments.observe_released(leased_at)  # committed: end-to-end latency of each released lease
         if evaluations:
-            self.wake()
+            self._on_released(max(1, len(leased_at)))
 
     async def reconcile_once(self) -> bool:
         """One reconcile pass: admit stale pending evaluations, create due scheduled runs, allocate with

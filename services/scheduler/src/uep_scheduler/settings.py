@@ -2,10 +2,10 @@
 
 from pydantic import Field
 
-from uep_common.settings import CommonSettings
+from uep_common.outbox_retention import OutboxRetentionSettings
 
 
-class SchedulerSettings(CommonSettings):
+class SchedulerSettings(OutboxRetentionSettings):
     """Settings of the scheduler service."""
 
     service_name: str = "scheduler"
@@ -63,6 +63,21 @@ class SchedulerSettings(CommonSettings):
         gt=0,
         description="Period of a sweep over every released lease of the running evaluations (also the first after a "
         "start): the backstop of the windowed sweeps.",
+    )
+    refill_fraction: float = Field(
+        0.25,
+        ge=0,
+        le=1,
+        description="Released leases wake the allocator once they are this share of the leases open after the last "
+        "pass (at least one): a pass costs a transaction of about fifteen statements whatever it leases, so under "
+        "load passes come fewer and larger while the items still queued at inference keep the models busy. 0: "
+        "every released batch wakes it.",
+    )
+    refill_delay_s: float = Field(
+        0.5,
+        gt=0,
+        description="Longest wait, after a lease is released, for the pass that refills it when fewer than "
+        "refill_fraction have been released.",
     )
     tick_seconds: float = Field(1.0, gt=0, description="Period of the reconcile loop (allocation, expired leases, schedules).")
     idle_tick_seconds: float = Field(
