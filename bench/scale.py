@@ -10,14 +10,29 @@ For each size, one evaluation of the first MMLU items on ``uep-bench-echo`` (a f
 - RSS of each stack process with its descendants (``/proc/<pid>/status`` VmRSS; PIDs from ``<run dir>/pids``),
   at the end of the run — the broker (tansu keeps every event in memory) among them;
 - database bytes per item: the growth of ``pg_total_relation_size`` of each table the pipeline writes over the
-  run, divided by the items.
+  run, divided by the items;
+- retained bytes per item: after the run, the bench waits until the reporter's compaction has finished with the
+  evaluation (``evaluations.details_compacted_at``, :mod:`uep_reporter.compaction`) and the relays have pruned
+  its published outbox rows, runs a plain ``VACUUM`` (not FULL) on the tables, and divides by the items the
+  growth since before the run of ``pg_total_relation_size`` ("files") and of the bytes the live rows and index
+  entries take (``pgstattuple``, :func:`live_bytes`: "rows"); "beyond results" is every table but
+  ``sample_results``. ``VACUUM`` gives the empty pages at the end of a heap back to the file system (when it gets
+  the brief exclusive lock for it) and keeps the others, and every emptied index page, for the next rows: the
+  files keep what the tables' largest working set needed, the rows what each item leaves behind.
 
-Target for the project: items/s at 100k within 10 % of items/s at 1k. Each size runs on the same stack, one
-after the other (the broker and the tables keep what the smaller runs left). Takes about 15–25 minutes on 2
-cores for the three default sizes.
+The stack runs at default settings except, so that retention is measured right after each run, a short
+compaction grace period (``--compaction-grace-s``, 5; the service default is 600) and a short outbox retention
+(``--outbox-retain-s``, 10, pruned every 5 s; the default keeps published rows 120 s, pruned every 30 s). The
+work per row is the same, done sooner. The warm-up evaluation and each size are compacted and vacuumed before
+the next one starts, so a run reuses the space the previous ones freed (``--sizes 1000,1000``: the second run
+shows what a size costs once the tables have grown to it).
+
+Target for the project: items/s at 100k within 10 % of items/s at 1k; retained bytes per item beyond results
+≤ 300. Each size runs on the same stack, one after the other (the broker and the tables keep what the smaller
+runs left). Takes about 15–25 minutes on 2 cores for the three default sizes.
 
 Usage: ``python bench/scale.py [--sizes 1000,10000,100000] [--million] [--port-base 20000] [--database
-uep_bench_scale] [--redis-db 14] [--run-dir .run/bench-scale]``
+uep_bench_scale] [--redis-db 14] [--run-dir .run/bench-scale] [--compaction-grace-s 5] [--outbox-retain-s 10]``
 """
 
 from __future__ import annotations
@@ -81,8 +96,77 @@ def table_bytes(engine) -> dict[str, int]:
         return {t: int(c.execute(text("SELECT pg_total_relation_size(CAST(:t AS regclass))"), {"t": t}).scalar()) for t in TABLES}
 
 
-def run(cfg, engine, auth: dict[str, str], n: int) -> tuple[float, list[float]]:
-    """Post an n-item echo evaluation and follow it: ``(seconds POST → completed, the 10 decile rates)``."""
+def live_bytes(engine) -> dict[str, int] | None:
+    """Bytes the live rows and index entries of each of :data:`TABLES` take, from the ``pgstattuple`` extension
+    (created if missing): heap and TOAST pages less their free space and dead rows, and of each B-tree index its
+    meta and internal pages plus its leaf pages times their fill. None when the extension cannot be created."""
+    from sqlalchemy import text
+    from sqlalchemy.exc import DBAPIError
+
+    page = 8192
+    with engine.connect() as c:
+        try:
+            with c.begin():
+                c.execute(text("CREATE EXTENSION IF NOT EXISTS pgstattuple"))
+        except DBAPIError as exc:  # not installed on this server (PostgreSQL's contrib)
+            print(f"  (no pgstattuple: {type(exc).__name__}; live bytes not measured)", flush=True)
+            return None
+        out = {}
+        for t in TABLES:
+            toast = c.execute(
+                text("SELECT reltoastrelid::bigint FROM pg_class WHERE oid = CAST(:t AS regclass)"), {"t": t}
+            ).scalar()
+            heaps = [t] + ([str(toast)] if toast else [])
+            used = 0
+            for rel in heaps:
+                cast = "CAST(CAST(:r AS bigint) AS oid)::regclass" if rel.isdigit() else "CAST(:r AS regclass)"
+                used += int(
+                    c.execute(
+                        text(f"SELECT table_len - free_space - dead_tuple_len FROM pgstattuple({cast})"), {"r": rel}
+                    ).scalar()
+                )
+            indexes = c.execute(
+                text("SELECT indexrelid::regclass::text FROM pg_index WHERE indrelid = CAST(:t AS regclass)"), {"t": t}
+            ).scalars()
+            for index in list(indexes):
+                internal, leaf, density = c.execute(
+                    text("SELECT internal_pages, leaf_pages, avg_leaf_density FROM pgstatindex(CAST(:i AS regclass))"),
+                    {"i": index},
+                ).one()
+                used += int(page * (1 + internal + (leaf * density / 100 if leaf else 0)))
+            out[t] = used
+    return out
+
+
+def compacted_and_vacuumed(engine, evaluation_id: str, timeout_s: float) -> dict[str, int]:
+    """Wait until compaction finished with ``evaluation_id`` and the outbox holds no published row of it (at most
+    ``timeout_s``; a warning names what is left after it), run a plain ``VACUUM`` on :data:`TABLES`, and return
+    their sizes (:func:`table_bytes`)."""
+    from sqlalchemy import text
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with engine.connect() as c:
+            compacted = c.execute(
+                text("SELECT details_compacted_at IS NOT NULL FROM evaluations WHERE id = :e"), {"e": evaluation_id}
+            ).scalar()
+            outbox = c.execute(
+                text("SELECT count(*) FROM outbox WHERE published_at IS NOT NULL AND payload->>'evaluation_id' = :e"),
+                {"e": evaluation_id},
+            ).scalar()
+        if compacted and not outbox:
+            break
+        if time.monotonic() > deadline:
+            print(f"  (after {timeout_s:.0f} s: compacted {bool(compacted)}, {outbox} published outbox rows left)", flush=True)
+            break
+        time.sleep(1)
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
+        c.execute(text("VACUUM " + ", ".join(TABLES)))
+    return table_bytes(engine)
+
+
+def run(cfg, engine, auth: dict[str, str], n: int) -> tuple[str, float, list[float]]:
+    """Post an n-item echo evaluation and follow it: ``(its id, seconds POST → completed, the 10 decile rates)``."""
     import httpx
     from sqlalchemy import text
 
@@ -112,7 +196,7 @@ def run(cfg, engine, auth: dict[str, str], n: int) -> tuple[float, list[float]]:
     while len(marks) <= 10:
         marks.append(marks[-1])
     rates = [step / max(b - a, 1e-6) for a, b in zip(marks, marks[1:], strict=False)]
-    return marks[-1] - t0, rates
+    return eid, marks[-1] - t0, rates
 
 
 def main() -> int:
@@ -123,6 +207,10 @@ def main() -> int:
     ap.add_argument("--database", default="uep_bench_scale", help="PostgreSQL database of the bench's stack")
     ap.add_argument("--redis-db", type=int, default=14, help="Redis database number of the bench's stack")
     ap.add_argument("--run-dir", default=str(ROOT / ".run" / "bench-scale"), help="run directory of the bench's stack")
+    ap.add_argument(
+        "--compaction-grace-s", type=float, default=5.0, help="UEP_COMPACTION_GRACE_S of the stack (service default 600)"
+    )
+    ap.add_argument("--outbox-retain-s", type=float, default=10.0, help="UEP_OUTBOX_RETAIN_S of the stack (default 120)")
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the stack (finally) on kill too
     sizes = [int(x) for x in args.sizes.split(",") if x.strip()] + ([1_000_000] if args.million else [])
@@ -138,8 +226,14 @@ def main() -> int:
             # the work limits of the default tenant: one evaluation of the largest size may be created and queued
             "UEP_MAX_ITEMS_PER_EVALUATION": str(max(100_000, *sizes)),
             "UEP_MAX_QUEUED_ITEMS": str(max(1_000_000, 2 * max(sizes))),
+            # retention measured right after each run (see the module docstring)
+            "UEP_COMPACTION_GRACE_S": str(args.compaction_grace_s),
+            "UEP_COMPACTION_INTERVAL_S": "2",
+            "UEP_OUTBOX_RETAIN_S": str(args.outbox_retain_s),
+            "UEP_OUTBOX_PRUNE_INTERVAL_S": "5",
         }
     )
+    settle_s = 120 + args.compaction_grace_s + args.outbox_retain_s
     import uep_stack
     from free_ports import stack_ports, wait_until_free
     from uep_common.db.session import make_sync_engine
@@ -151,34 +245,57 @@ def main() -> int:
     engine = make_sync_engine(cfg.database_url)
     results = []
     try:
-        run(cfg, engine, cfg.auth_headers(), 200)  # warm-up: consumers joined, call times learned
+        warm_up, *_ = run(cfg, engine, cfg.auth_headers(), 200)  # warm-up: consumers joined, call times learned
+        compacted_and_vacuumed(engine, warm_up, settle_s)
+        live_before = live_bytes(engine)
         for n in sizes:
             before = table_bytes(engine)
-            seconds, rates = run(cfg, engine, cfg.auth_headers(), n)
+            eid, seconds, rates = run(cfg, engine, cfg.auth_headers(), n)
             after = table_bytes(engine)
             rss = tree_rss_mib(cfg.run_dir)
             per_item = {t: (after[t] - before[t]) / n for t in TABLES}
-            results.append((n, seconds, rates, rss, per_item))
             print(f"  {n:>9,} items: {n / seconds:7.1f} items/s ({seconds:.1f} s)", flush=True)
+            kept = compacted_and_vacuumed(engine, eid, settle_s + n / 200)
+            retained = {t: (kept[t] - before[t]) / n for t in TABLES}
+            live_after = live_bytes(engine)
+            live = {t: (live_after[t] - live_before[t]) / n for t in TABLES} if live_before and live_after else None
+            live_before = live_after
+            results.append((n, seconds, rates, rss, per_item, retained, live))
     finally:
         engine.dispose()
         uep_stack.down(cfg)
     print("\nitems/s per decile of each run (POST → completed, polled every 0.5 s)")
-    for n, seconds, rates, _rss, _b in results:
+    for n, seconds, rates, *_ in results:
         deciles = " ".join(f"{r:6.0f}" for r in rates)
         print(f"  {n:>9,}: {n / seconds:7.1f} overall | {deciles} | last/first {rates[-1] / rates[0]:.2f}")
     base = results[0][0] / results[0][1]
     for n, seconds, *_ in results[1:]:
         print(f"  {n:,} vs {results[0][0]:,}: items/s ratio {n / seconds / base:.3f}   (target ≥ 0.90)")
-    names = sorted({k for *_x, rss, _b in results for k in rss})
+    names = sorted({k for r in results for k in r[3]})
     print("\nRSS at the end of each run, MiB (process and its descendants)")
     print("  " + " " * 11 + "".join(f"{k:>11}" for k in names))
-    for n, _s, _r, rss, _b in results:
+    for n, _s, _r, rss, *_ in results:
         print(f"  {n:>9,}: " + "".join(f"{rss.get(k, 0):11.1f}" for k in names))
     print("\ndatabase bytes per item (growth of pg_total_relation_size over the run / items)")
     print("  " + " " * 11 + "".join(f"{t:>15}" for t in TABLES) + f"{'total':>10}")
-    for n, _s, _r, _rss, per_item in results:
+    for n, _s, _r, _rss, per_item, *_k in results:
         print(f"  {n:>9,}: " + "".join(f"{per_item[t]:15.0f}" for t in TABLES) + f"{sum(per_item.values()):10.0f}")
+    for title, column in (
+        (
+            "retained bytes per item, files (growth of pg_total_relation_size since before the run, after compaction and VACUUM / items)",
+            -2,
+        ),
+        ("retained bytes per item, rows (growth of the bytes live rows and index entries take, pgstattuple / items)", -1),
+    ):
+        print(f"\n{title}")
+        print("  " + " " * 11 + "".join(f"{t:>15}" for t in TABLES) + f"{'beyond results':>16}")
+        for n, *rest in results:
+            retained = rest[column]
+            if retained is None:
+                print(f"  {n:>9,}: not measured")
+                continue
+            beyond = sum(v for t, v in retained.items() if t != "sample_results")
+            print(f"  {n:>9,}: " + "".join(f"{retained[t]:15.0f}" for t in TABLES) + f"{beyond:16.0f}   (target ≤ 300)")
     return 0
 
 

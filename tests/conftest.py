@@ -33,6 +33,9 @@ TEST_ENV = {
     # Periodic retention would clean the details of older evaluations of one (benchmark, model) while later
     # tests read them; the retention tests run it through POST /v1/retention/run instead.
     "UEP_RETENTION_ENABLED": "false",
+    # Periodic compaction would fold the ledger rows and delete the leases of evaluations that ended more than
+    # UEP_COMPACTION_GRACE_S ago while later tests count them; tests/db/test_compaction.py runs it directly.
+    "UEP_COMPACTION_ENABLED": "false",
     # Tests poll and fuzz far faster than people do; tests/identity/test_rate_limits.py checks the limits
     # with the viewer's read rate, kept low here.
     "UEP_RATE_LIMITS": json.dumps(

@@ -8,21 +8,35 @@ A row is needed after publication only while it may be published again or read b
   row on the dead-letter topic when the item's lease attempts run out (``uep_scheduler.lifecycle``), so it is
   kept until the lease is released.
 
-Rows are kept :data:`DEFAULT_RETAIN_S` after publication (an operator reading the table during an incident
-sees the recent traffic), then deleted in batches of at most ``limit`` rows with ``FOR UPDATE SKIP LOCKED``,
-so relays of several replicas prune side by side without blocking each other or a publishing relay.
+Rows are kept :data:`DEFAULT_RETAIN_S` after publication (``UEP_OUTBOX_RETAIN_S`` in every service with a
+relay, :class:`OutboxRetentionSettings`; an operator reading the table during an incident sees the recent
+traffic), then deleted in batches of at most ``limit`` rows with ``FOR UPDATE SKIP LOCKED``, so relays of
+several replicas prune side by side without blocking each other or a publishing relay. Every relay prunes the
+whole table, so the shortest retention among the services is the one in force.
 What is left is vacuumed by PostgreSQL's autovacuum (docs/operations.md, "Storage and retention").
 """
 
 from __future__ import annotations
 
+from pydantic import Field
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common.events import Topics
+from uep_common.settings import CommonSettings
 
 DEFAULT_RETAIN_S = 120.0
 """Seconds a published outbox row is kept before it may be deleted."""
+
+
+class OutboxRetentionSettings(CommonSettings):
+    """Settings of a service whose outbox relay prunes published rows (``UEP_OUTBOX_*``)."""
+
+    outbox_retain_s: float = Field(
+        DEFAULT_RETAIN_S, ge=0, description="Seconds a published outbox row is kept before the relays delete it."
+    )
+    outbox_prune_interval_s: float = Field(30.0, gt=0, description="Seconds between a relay's pruning rounds.")
+
 
 _PRUNE = text(
     """

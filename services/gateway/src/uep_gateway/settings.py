@@ -2,10 +2,10 @@
 
 from pydantic import Field, SecretStr
 
-from uep_common.settings import CommonSettings
+from uep_common.outbox_retention import OutboxRetentionSettings
 
 
-class GatewaySettings(CommonSettings):
+class GatewaySettings(OutboxRetentionSettings):
     """Settings of the gateway."""
 
     service_name: str = "gateway"

@@ -362,6 +362,7 @@ def register(
         **consumer_options(settings, "inference"),
         batch=True,
         max_records=settings.inference_concurrency,
+        batch_timeout_ms=settings.inference_batch_timeout_ms,
         ack_policy=AckPolicy.ACK_FIRST,
         title="inference:SampleDispatched",
         description="Renders each sample's prompt and calls its model.",

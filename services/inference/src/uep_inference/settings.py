@@ -16,6 +16,13 @@ class InferenceSettings(CommonSettings):
         "max_in_flight) still bounds the calls to it. Below a model's capacity this is what limits it: a model "
         "that answers in t seconds gets at most inference_concurrency / t items a second from one replica.",
     )
+    inference_batch_timeout_ms: int = Field(
+        20,
+        ge=1,
+        description="Batch wait of the SampleDispatched consumer: records are taken as soon as they are there; with "
+        "none the consumer polls again after twice this (FastStream's batch loop), so a record arriving meanwhile "
+        "waits up to this long (FastStream's default, 200 ms, would add that to an idle model's first item).",
+    )
     inference_timeout_s: float = Field(120.0, gt=0, description="Per-call timeout, seconds.")
     inference_max_attempts: int = Field(3, ge=1, le=10, description="Calls per item when failures are transient.")
     inference_backoff_s: float = Field(0.5, ge=0, description="Base of the exponential backoff with jitter, seconds.")

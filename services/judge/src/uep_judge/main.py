@@ -16,7 +16,12 @@ def create_app() -> tuple[AsgiFastStream, JudgeSettings]:
     settings = JudgeSettings()
     runtime = ServiceRuntime(settings, use_db=True)
     assert runtime.sessionmaker is not None  # use_db=True
-    relay = OutboxRelay(runtime.sessionmaker, runtime.broker)
+    relay = OutboxRelay(
+        runtime.sessionmaker,
+        runtime.broker,
+        retain_s=settings.outbox_retain_s,
+        prune_interval_s=settings.outbox_prune_interval_s,
+    )
     client = InferenceClient(settings.inference_url, settings.judge_timeout_s, token=settings.internal_token)
     register(runtime.broker, settings, runtime.sessionmaker, relay, client)
 

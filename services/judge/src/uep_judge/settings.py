@@ -2,10 +2,10 @@
 
 from pydantic import Field
 
-from uep_common.settings import CommonSettings
+from uep_common.outbox_retention import OutboxRetentionSettings
 
 
-class JudgeSettings(CommonSettings):
+class JudgeSettings(OutboxRetentionSettings):
     """Settings of the judge service."""
 
     service_name: str = "judge"

@@ -270,12 +270,20 @@ def _scored_stats(ok: np.ndarray[Any, Any], score: np.ndarray[Any, Any]) -> tupl
 
 async def cost_by_role(session: AsyncSession, evaluation_id: uuid.UUID) -> CostStats:
     """Cost per role from the spend ledger (``spend_ledger``: ``settled`` of its settle and charge entries,
-    in the site currency); tokens only when no ledger exists or it holds nothing for the evaluation."""
+    in the site currency; calls = entries, an aggregate row of a compacted evaluation counting as its
+    ``entries``, :mod:`uep_common.ledger_compaction`); tokens only when no ledger exists or it holds nothing for
+    the evaluation."""
     tokens_note = "no spend ledger entries: tokens only (see summary.tokens)"
     se = SpendEntry
     rows = (
         await session.execute(
-            select(se.role, func.sum(se.settled), func.sum(se.prompt_tokens), func.sum(se.completion_tokens), func.count())
+            select(
+                se.role,
+                func.sum(se.settled),
+                func.sum(se.prompt_tokens),
+                func.sum(se.completion_tokens),
+                func.sum(func.coalesce(se.entries, 1)),  # an aggregate row stands for `entries` calls
+            )
             .where(se.evaluation_id == evaluation_id, se.kind.in_(("settle", "charge")))
             .group_by(se.role)
             .order_by(se.role)

@@ -5,6 +5,7 @@ from redis.asyncio import Redis
 
 from uep_common.outbox import OutboxRelay
 from uep_common.service import ServiceRuntime, build_app, serve
+from uep_reporter.compaction import CompactionWorker
 from uep_reporter.leaderboards import LeaderboardReconciler
 from uep_reporter.retention import RetentionWorker
 from uep_reporter.service import register
@@ -20,9 +21,12 @@ def create_app() -> tuple[AsgiFastStream, ReporterSettings]:
     sessionmaker, redis = runtime.sessionmaker, runtime.redis
     assert sessionmaker is not None  # use_db=True
     assert isinstance(redis, Redis)  # use_redis=True
-    relay = OutboxRelay(sessionmaker, runtime.broker)
+    relay = OutboxRelay(
+        sessionmaker, runtime.broker, retain_s=settings.outbox_retain_s, prune_interval_s=settings.outbox_prune_interval_s
+    )
     register(runtime.broker, settings, sessionmaker, redis, relay)
     retention_worker = RetentionWorker(sessionmaker, settings)
+    compaction_worker = CompactionWorker(sessionmaker, settings)
     reconciler = LeaderboardReconciler(sessionmaker, settings.leaderboard_reconcile_s)
 
     async def start_relay() -> None:
@@ -30,12 +34,13 @@ def create_app() -> tuple[AsgiFastStream, ReporterSettings]:
 
     async def start_background() -> None:
         retention_worker.start()
+        compaction_worker.start()
         reconciler.start()
 
     return build_app(
         runtime,
         on_startup=[start_relay, start_background],
-        on_shutdown=[relay.stop, retention_worker.stop, reconciler.stop],
+        on_shutdown=[relay.stop, retention_worker.stop, compaction_worker.stop, reconciler.stop],
     ), settings
 
 

@@ -3,9 +3,10 @@
 from pydantic import Field
 
 from uep_common.artifacts import ArtifactSettings
+from uep_common.outbox_retention import OutboxRetentionSettings
 
 
-class ReporterSettings(ArtifactSettings):
+class ReporterSettings(ArtifactSettings, OutboxRetentionSettings):
     """Settings of the reporter service (with the artifact store's: ``UEP_ARTIFACT_*``)."""
 
     service_name: str = "reporter"
@@ -22,6 +23,18 @@ class ReporterSettings(ArtifactSettings):
     retention_interval_s: float = Field(3600.0, gt=0, description="Seconds between periodic retention runs.")
     retention_initial_delay_s: float = Field(300.0, ge=0, description="Seconds after start-up before the first periodic run.")
     retention_poll_s: float = Field(2.0, gt=0, description="Seconds between checks for runs requested through the API.")
+    compaction_enabled: bool = Field(True, description="Run the periodic compaction of ended evaluations.")
+    compaction_grace_s: float = Field(
+        600.0,
+        ge=0,
+        description="Seconds after an evaluation ended (and after a lease was released) before compaction deletes "
+        "the leases it no longer needs and folds its spend-ledger rows.",
+    )
+    compaction_interval_s: float = Field(60.0, gt=0, description="Seconds between compaction rounds.")
+    compaction_batch_size: int = Field(
+        2000, ge=1, description="Leases deleted, and ledger rows folded, per compaction transaction (each at most)."
+    )
+    compaction_max_batches: int = Field(50, ge=1, description="Compaction transactions per round (the rest next round).")
     leaderboard_reconcile_s: float = Field(
         30.0, gt=0, description="Seconds between backstop passes recording missed leaderboard scores."
     )

@@ -48,6 +48,7 @@ def register(
         **consumer_options(settings, "scorer"),
         batch=True,
         max_records=settings.scorer_batch_max,
+        batch_timeout_ms=settings.scorer_batch_timeout_ms,
         ack_policy=AckPolicy.ACK_FIRST,
         title="scorer:OutputGenerated",
         description="Scores each output with its benchmark's metric.",

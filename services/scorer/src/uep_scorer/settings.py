@@ -19,6 +19,13 @@ class ScorerSettings(CommonSettings):
         description="Most OutputGenerated records handled per consumer batch: one handler call scores and publishes "
         "them all (scorer_concurrency at a time), instead of one per record.",
     )
+    scorer_batch_timeout_ms: int = Field(
+        20,
+        ge=1,
+        description="Batch wait of the OutputGenerated consumer: outputs are taken as soon as they are there; with "
+        "none the consumer polls again after twice this (FastStream's batch loop), so an output arriving meanwhile "
+        "waits up to this long.",
+    )
     reference_cache_size: int = Field(50_000, ge=0)
     sandbox_mode: Literal["bwrap", "unsafe_process"] = Field(
         "bwrap",

@@ -125,6 +125,11 @@ class BudgetAccount(Base):
     exhausted_reason: Mapped[str | None] = mapped_column(Text)
     exhausted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
+    ledger_compacted_at: Mapped[datetime | None] = mapped_column(
+        DateTime(timezone=True),
+        doc="When compaction first took the evaluation's leases and ledger rows (uep_common.ledger_compaction); from "
+        "then on a settle row of an item without a lease is dropped by a trigger (migration 0018).",
+    )
 
     @property
     def used(self) -> Decimal:
@@ -133,13 +138,20 @@ class BudgetAccount(Base):
 
 
 class SpendEntry(Base):
-    """The spend ledger (append-only).
+    """The spend ledger (append-only while an evaluation can change; compacted after it ended, below).
 
     ``reserve``: ``items`` dispatched items reserved ``reserved`` (> 0) at the per-item estimate.
     ``settle``: one scored item (its ``attempt``): ``settled`` = actual cost, ``reserved`` = −(the release of
     its reservation; 0 when an earlier attempt of the item already released it). Unique per
     (evaluation, sample, repeat, arm, attempt): a redelivered score never settles twice.
     ``charge``: a judge call, ``settled`` = its cost. ``day`` is the UTC day of the entry.
+
+    ``entries`` is NULL on a row as written. Compaction of an ended evaluation (:mod:`uep_common.ledger_compaction`)
+    replaces rows by aggregate rows of the same ``kind``, one per (tenant, evaluation, model, role, kind, day), whose
+    sums are those of the rows they replace and whose ``entries`` is how many rows that was; ``sample_id``,
+    ``repeat``, ``arm`` and ``attempt`` are NULL there. Readers count entries as ``sum(coalesce(entries, 1))``.
+    The trigger ``spend_ledger_late_settle`` (migration 0018) drops a settle row of an item whose lease compaction
+    removed (a late duplicate score), so an aggregated item never settles twice.
     """
 
     __tablename__ = "spend_ledger"
@@ -177,6 +189,9 @@ class SpendEntry(Base):
     latency_ms: Mapped[float | None] = mapped_column(Float)
     day: Mapped[date] = mapped_column(Date, nullable=False, server_default=text("(now() AT TIME ZONE 'utc')::date"))
     occurred_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
+    entries: Mapped[int | None] = mapped_column(
+        Integer, doc="NULL: one entry as written; a number: an aggregate row standing for that many entries (0018)."
+    )
 
 
 def cap_target(

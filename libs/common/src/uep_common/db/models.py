@@ -270,6 +270,11 @@ class Evaluation(Base):
     details_cleaned_at: Mapped[datetime | None] = mapped_column(
         DateTime(timezone=True), doc="When retention deleted the per-item details (the summary stays); NULL = intact."
     )
+    details_compacted_at: Mapped[datetime | None] = mapped_column(
+        DateTime(timezone=True),
+        doc="When compaction last finished with the evaluation (the leases and ledger rows it no longer needs gone, "
+        "uep_reporter.compaction); earlier than completed_at = ended again since (migration 0018).",
+    )
 
 
 class SampleLease(Base):

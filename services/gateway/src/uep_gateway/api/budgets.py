@@ -460,7 +460,8 @@ async def spend(
         func.coalesce(func.sum(s.settled), 0),
         func.coalesce(func.sum(case((s.kind == "reserve", s.items), else_=0)), 0),
         func.coalesce(func.sum(case((s.kind == "settle", s.items), else_=0)), 0),
-        func.count().filter(s.kind != "reserve"),
+        # a compacted evaluation's aggregate rows stand for ``entries`` rows each (uep_common.ledger_compaction)
+        func.coalesce(func.sum(func.coalesce(s.entries, 1)).filter(s.kind != "reserve"), 0),
     ).join(Tenant, Tenant.id == s.tenant_id)
     if not (principal.site_act and tenant is None):
         q = q.where(s.tenant_id == tenant_id)
