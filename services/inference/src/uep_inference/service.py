@@ -380,8 +380,8 @@ def register(
                 attributes={"uep.item": event.item_key(), "uep.model": event.target.name},
             ):
                 await handle_item(event, item)
-        except Exception:
-            metrics.HANDLER_ERRORS.labels(Topics.SAMPLE_DISPATCHED, "on_samples", "item").inc()
+        except Exception as exc:
+            metrics.HANDLER_ERRORS.labels(Topics.SAMPLE_DISPATCHED, "on_samples", type(exc).__name__).inc()
             log.exception("inference of %s failed; its lease expires and it is dispatched again", event.item_key())
         finally:
             logs.unbind(tokens)
