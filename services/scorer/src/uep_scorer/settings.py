@@ -13,11 +13,13 @@ class ScorerSettings(CommonSettings):
     service_name: str = "scorer"
     scorer_concurrency: int = Field(4, ge=1, description="Outputs scored concurrently (code runs in subprocesses).")
     scorer_batch_max: int = Field(
-        256,
+        64,
         ge=1,
         le=10_000,
         description="Most OutputGenerated records handled per consumer batch: one handler call scores and publishes "
-        "them all (scorer_concurrency at a time), instead of one per record.",
+        "them all (scorer_concurrency at a time), instead of one per record. A batch of code items runs for about "
+        "scorer_batch_max / scorer_concurrency sandbox runs, which must stay well inside the consumer's "
+        "max.poll.interval (aiokafka's default 300 s).",
     )
     scorer_batch_timeout_ms: int = Field(
         20,
