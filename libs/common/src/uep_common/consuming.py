@@ -54,7 +54,7 @@ from opentelemetry.trace import Status, StatusCode
 
 from uep_common import logs, metrics, tenant_guard
 from uep_common.events import Event
-from uep_common.messaging import UndecodableEvent, dead_letter, decode_event, raw_records
+from uep_common.messaging import UndecodableEvent, dead_letter, decode_event, kafka_records, raw_records
 from uep_common.telemetry import context_from_headers
 from uep_common.telemetry import tracer as make_tracer
 
@@ -152,11 +152,6 @@ def _shared_ids(payload: Event | list[Event] | list[Received]) -> tuple[object |
     evaluations = {e.evaluation_id for e in events}
     tenants = {e.tenant_id for e in events}
     return (next(iter(evaluations)) if len(evaluations) == 1 else None), (next(iter(tenants)) if len(tenants) == 1 else None)
-
-
-def _kafka_records(msg: KafkaMessage) -> Sequence[Any]:
-    raw = msg.raw_message
-    return raw if isinstance(raw, tuple | list) else (raw,)
 
 
 def _takes_message(handler: Callable[..., Any]) -> bool:
@@ -257,7 +252,7 @@ def consume(
                         otel_context.detach(token)
                 return
             events, links, items, received = [], [], [], []
-            stamps = [getattr(r, "timestamp", None) for r in _kafka_records(msg)]
+            stamps = [getattr(r, "timestamp", None) for r in kafka_records(msg)]
             for (body, headers), stamp in zip(records, stamps, strict=True):
                 event = await decoded(body)
                 if event is None:

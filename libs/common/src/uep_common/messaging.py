@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
@@ -266,12 +266,16 @@ def decode_event(cls: type[Event], body: bytes | str | dict[str, Any]) -> Event:
         raise UndecodableEvent(f"invalid {cls.__name__}: {problems}") from exc
 
 
+def kafka_records(msg: StreamMessage[Any]) -> Sequence[Any]:
+    r"""The aiokafka ``ConsumerRecord``\ s behind a FastStream message: one, or a batch subscriber's records."""
+    raw = msg.raw_message
+    return raw if isinstance(raw, tuple | list) else (raw,)
+
+
 def raw_records(msg: StreamMessage[Any]) -> list[tuple[bytes, dict[str, bytes]]]:
     """``(value, headers)`` of each Kafka record behind a FastStream message (one, or a batch's records).
 
     Handlers decode values themselves with :func:`decode_event`, so an undecodable message can be
     dead-lettered with its reason instead of failing inside the framework.
     """
-    raw = msg.raw_message
-    records = raw if isinstance(raw, tuple | list) else (raw,)
-    return [(r.value or b"", dict(r.headers or ())) for r in records]
+    return [(r.value or b"", dict(r.headers or ())) for r in kafka_records(msg)]

@@ -26,7 +26,7 @@ from uep_common.background import BackgroundLoop
 from uep_common.db.models import OutboxMessage
 from uep_common.events import Event
 from uep_common.messaging import publish
-from uep_common.outbox_retention import DEFAULT_RETAIN_S, prune_published
+from uep_common.outbox_retention import DEFAULT_RETAIN_S, OutboxRetentionSettings, prune_published
 from uep_common.telemetry import context_from_headers, current_trace_headers
 from uep_common.trace_propagation import TRACE_HEADERS
 
@@ -42,17 +42,23 @@ def add_to_outbox(
     publishes the event as part of the same trace. ``claim_until``: the caller publishes the row itself
     after its commit (:meth:`OutboxRelay.publish_claimed`); relays take it over only after this time.
     """
-    row = OutboxMessage(
-        claimed_until=claim_until,
-        event_id=event.event_id,
-        event_type=type(event).__name__,
-        topic=event.topic,
-        key=event.key(),
-        payload=event.model_dump(mode="json"),
-        headers={**event.headers(), **(trace_headers if trace_headers is not None else current_trace_headers())},
-    )
+    headers = trace_headers if trace_headers is not None else current_trace_headers()
+    row = OutboxMessage(**_row_values(event, headers, claim_until))
     session.add(row)
     return row
+
+
+def _row_values(event: Event, trace_headers: dict[str, str], claim_until: datetime | None) -> dict[str, Any]:
+    """The ``outbox`` columns of ``event`` (its uep headers plus ``trace_headers``)."""
+    return {
+        "claimed_until": claim_until,
+        "event_id": event.event_id,
+        "event_type": type(event).__name__,
+        "topic": event.topic,
+        "key": event.key(),
+        "payload": event.model_dump(mode="json"),
+        "headers": {**event.headers(), **trace_headers},
+    }
 
 
 @dataclass(frozen=True)
@@ -79,18 +85,7 @@ async def stage_in_outbox(
     order, with their ids."""
     if not events:
         return []
-    rows: list[dict[str, Any]] = [
-        {
-            "claimed_until": claim_until,
-            "event_id": event.event_id,
-            "event_type": type(event).__name__,
-            "topic": event.topic,
-            "key": event.key(),
-            "payload": event.model_dump(mode="json"),
-            "headers": {**event.headers(), **trace_headers},
-        }
-        for event, trace_headers in events
-    ]
+    rows = [_row_values(event, trace_headers, claim_until) for event, trace_headers in events]
     ids = (await session.execute(_INSERT_OUTBOX, rows)).scalars().all()
     return [
         StagedMessage(row_id, row["topic"], row["key"], row["payload"], row["headers"])
@@ -129,6 +124,14 @@ class OutboxRelay:
         self._next_prune = time.monotonic() + prune_interval_s
         self.published = 0
         self.pruned = 0
+
+    @classmethod
+    def from_settings(
+        cls, sessionmaker: async_sessionmaker[AsyncSession], broker: KafkaBroker, settings: OutboxRetentionSettings
+    ) -> OutboxRelay:
+        """The relay of a service, with the retention of its settings (``UEP_OUTBOX_RETAIN_S``,
+        ``UEP_OUTBOX_PRUNE_INTERVAL_S``) and the other defaults."""
+        return cls(sessionmaker, broker, retain_s=settings.outbox_retain_s, prune_interval_s=settings.outbox_prune_interval_s)
 
     def kick(self) -> None:
         """Ask the relay to run now (call after committing outbox rows)."""

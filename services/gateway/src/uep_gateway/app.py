@@ -63,12 +63,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         app.state.rate_limiter = RateLimiter(settings)
         app.state.broker = make_broker(settings)
         await asyncio.wait_for(app.state.broker.start(), 30)
-        app.state.relay = OutboxRelay(
-            app.state.sessionmaker,
-            app.state.broker,
-            retain_s=settings.outbox_retain_s,
-            prune_interval_s=settings.outbox_prune_interval_s,
-        )
+        app.state.relay = OutboxRelay.from_settings(app.state.sessionmaker, app.state.broker, settings)
         app.state.relay.start()
         metrics.start_server(settings)  # only with UEP_METRICS_PORT; else /metrics below
         try:

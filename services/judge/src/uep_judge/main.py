@@ -16,12 +16,7 @@ def create_app() -> tuple[AsgiFastStream, JudgeSettings]:
     settings = JudgeSettings()
     runtime = ServiceRuntime(settings, use_db=True)
     assert runtime.sessionmaker is not None  # use_db=True
-    relay = OutboxRelay(
-        runtime.sessionmaker,
-        runtime.broker,
-        retain_s=settings.outbox_retain_s,
-        prune_interval_s=settings.outbox_prune_interval_s,
-    )
+    relay = OutboxRelay.from_settings(runtime.sessionmaker, runtime.broker, settings)
     client = InferenceClient(settings.inference_url, settings.judge_timeout_s, token=settings.internal_token)
     register(runtime.broker, settings, runtime.sessionmaker, relay, client)
 

@@ -21,9 +21,7 @@ def create_app() -> tuple[AsgiFastStream, ReporterSettings]:
     sessionmaker, redis = runtime.sessionmaker, runtime.redis
     assert sessionmaker is not None  # use_db=True
     assert isinstance(redis, Redis)  # use_redis=True
-    relay = OutboxRelay(
-        sessionmaker, runtime.broker, retain_s=settings.outbox_retain_s, prune_interval_s=settings.outbox_prune_interval_s
-    )
+    relay = OutboxRelay.from_settings(sessionmaker, runtime.broker, settings)
     register(runtime.broker, settings, sessionmaker, redis, relay)
     retention_worker = RetentionWorker(sessionmaker, settings)
     compaction_worker = CompactionWorker(sessionmaker, settings)

@@ -58,7 +58,7 @@ from uep_common.db.lifecycle import LOCK_NAMESPACE, DeadLetter, SchedulerInstanc
 from uep_common.db.models import Benchmark, OutboxMessage, SampleLease, SampleResult
 from uep_common.events import ErrorInfo, EvaluationStatus, ScoreComputed, Topics
 from uep_common.lifecycle import interrupt_running
-from uep_common.messaging import DEAD_LETTER_TOPIC, consumer_options
+from uep_common.messaging import DEAD_LETTER_TOPIC, consumer_options, kafka_records
 from uep_common.outbox import OutboxRelay, add_to_outbox
 from uep_common.settings import CommonSettings
 from uep_common.telemetry import tracer
@@ -402,9 +402,7 @@ def register_dead_letters(broker: KafkaBroker, settings: CommonSettings, session
 
     @subscribe
     async def on_dead_letters(msg: KafkaMessage) -> None:
-        raw = msg.raw_message
-        records = raw if isinstance(raw, tuple | list) else (raw,)
-        batch = [(r.value or b"", dict(r.headers or ()), r.key) for r in records]
+        batch = [(r.value or b"", dict(r.headers or ()), r.key) for r in kafka_records(msg)]
         # a span per dead letter in its message's trace (the headers are the original message's)
         with item_spans(_tracer, "store dead letter", [(b, b[1]) for b in batch]):
             async with sessionmaker() as s, s.begin():

@@ -18,12 +18,7 @@ def create_app() -> tuple[AsgiFastStream, SchedulerSettings]:
     settings = SchedulerSettings()
     runtime = ServiceRuntime(settings, use_db=True)
     assert runtime.sessionmaker is not None  # use_db=True
-    relay = OutboxRelay(
-        runtime.sessionmaker,
-        runtime.broker,
-        retain_s=settings.outbox_retain_s,
-        prune_interval_s=settings.outbox_prune_interval_s,
-    )
+    relay = OutboxRelay.from_settings(runtime.sessionmaker, runtime.broker, settings)
     scheduler = Scheduler(runtime.sessionmaker, relay, settings)
     register(runtime.broker, settings, scheduler)
     lifecycle = install_lifecycle(runtime, relay)  # dead-letter consumer; instance registry, interrupt on restart
