@@ -1,5 +1,7 @@
 """Reporter settings (``UEP_*`` environment variables)."""
 
+from typing import Literal
+
 from pydantic import Field
 
 from uep_common.artifacts import ArtifactSettings
@@ -35,6 +37,13 @@ class ReporterSettings(ArtifactSettings, OutboxRetentionSettings):
         2000, ge=1, description="Leases deleted, and ledger rows folded, per compaction transaction (each at most)."
     )
     compaction_max_batches: int = Field(50, ge=1, description="Compaction transactions per round (the rest next round).")
+    vacuum_mode: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="Vacuum and analyze uep's tables by autovacuum's rules: 'auto' only while the server's "
+        "autovacuum is off, 'on' always, 'off' never (uep_reporter.vacuuming).",
+    )
+    vacuum_interval_s: float = Field(10.0, gt=0, description="Seconds between vacuum rounds.")
+    vacuum_max_tables: int = Field(8, ge=1, description="Tables vacuumed or analyzed per round, the most overdue first.")
     leaderboard_reconcile_s: float = Field(
         30.0, gt=0, description="Seconds between backstop passes recording missed leaderboard scores."
     )
