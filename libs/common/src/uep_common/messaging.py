@@ -88,7 +88,8 @@ def make_broker(settings: CommonSettings) -> KafkaBroker:
     """FastStream Kafka broker with uep's producer settings, the settings' security and W3C trace context on every
     record it publishes (:class:`uep_common.trace_propagation.TraceContextMiddleware`; no messaging spans).
 
-    ``acks="all"``; the idempotent producer unless ``kafka_tansu_compat`` (tansu refuses it). FastStream logs
+    ``acks="all"``; the idempotent producer unless ``kafka_tansu_compat`` (tansu refuses it); record batches
+    compressed with ``kafka_compression_type`` when set. FastStream logs
     through the logger ``faststream.access.kafka`` without handlers of its own (:mod:`uep_common.logs` formats it),
     its per-record lines at ``kafka_access_log_level``."""
     middlewares: list[Any] = [TraceContextMiddleware]
@@ -101,6 +102,7 @@ def make_broker(settings: CommonSettings) -> KafkaBroker:
         enable_idempotence=not settings.kafka_tansu_compat,
         request_timeout_ms=settings.kafka_request_timeout_ms,
         linger_ms=0,
+        compression_type=settings.kafka_compression_type,
         middlewares=middlewares,
         client_id=f"uep-{settings.service_name}",
         security=security(settings),

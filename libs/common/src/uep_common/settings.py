@@ -56,6 +56,12 @@ class CommonSettings(BaseSettings):
         "kafka_idle_fetch_max_wait_ms (long enough that pauses between evaluations in use keep the short wait).",
     )
     kafka_request_timeout_ms: int = 10_000
+    kafka_compression_type: Literal["gzip", "lz4", "zstd"] | None = Field(
+        None,
+        description="Producer compression of record batches (Kafka's compression.type): fewer bytes on the wire and "
+        "in the broker's log; consumers decompress whatever they receive. gzip needs only the standard library, lz4 "
+        "and zstd their Python packages. The local stack sets gzip: tansu keeps every record in memory.",
+    )
     kafka_min_insync_replicas: int = Field(
         1,
         ge=1,
