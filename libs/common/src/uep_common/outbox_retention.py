@@ -13,7 +13,8 @@ relay, :class:`OutboxRetentionSettings`; an operator reading the table during an
 traffic), then deleted in batches of at most ``limit`` rows with ``FOR UPDATE SKIP LOCKED``, so relays of
 several replicas prune side by side without blocking each other or a publishing relay. Every relay prunes the
 whole table, so the shortest retention among the services is the one in force.
-What is left is vacuumed by PostgreSQL's autovacuum (docs/operations.md, "Storage and retention").
+What is left is vacuumed by PostgreSQL's autovacuum, or, on a server running without it, by the reporter's
+vacuum worker (docs/operations.md, "Storage and retention").
 """
 
 from __future__ import annotations

@@ -7,6 +7,9 @@ from pydantic import Field
 from uep_common.artifacts import ArtifactSettings
 from uep_common.outbox_retention import OutboxRetentionSettings
 
+VacuumMode = Literal["auto", "on", "off"]
+"""When the reporter's vacuum worker runs (:mod:`uep_reporter.vacuuming`)."""
+
 
 class ReporterSettings(ArtifactSettings, OutboxRetentionSettings):
     """Settings of the reporter service (with the artifact store's: ``UEP_ARTIFACT_*``)."""
@@ -37,7 +40,7 @@ class ReporterSettings(ArtifactSettings, OutboxRetentionSettings):
         2000, ge=1, description="Leases deleted, and ledger rows folded, per compaction transaction (each at most)."
     )
     compaction_max_batches: int = Field(50, ge=1, description="Compaction transactions per round (the rest next round).")
-    vacuum_mode: Literal["auto", "on", "off"] = Field(
+    vacuum_mode: VacuumMode = Field(
         "auto",
         description="Vacuum and analyze uep's tables by autovacuum's rules: 'auto' only while the server's "
         "autovacuum is off, 'on' always, 'off' never (uep_reporter.vacuuming).",

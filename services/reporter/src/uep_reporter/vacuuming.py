@@ -29,19 +29,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from uep_common.background import BackgroundLoop
-
-if TYPE_CHECKING:
-    from uep_reporter.settings import ReporterSettings
+from uep_reporter.settings import ReporterSettings, VacuumMode
 
 log = logging.getLogger(__name__)
-
-VacuumMode = Literal["auto", "on", "off"]
 
 _PARAMETERS = (
     "autovacuum_vacuum_threshold",
