@@ -113,6 +113,28 @@ async def test_the_breast_cancer_classifier_predicts_what_scikit_learn_does(serv
     assert np.allclose(proba, local.predict_proba(split.x_test.astype(np.float32)), atol=1e-5)
 
 
+async def test_concurrent_calls_share_multi_row_calls_and_each_item_gets_what_a_call_of_its_own_gives(server):
+    from uep_inference.settings import InferenceSettings
+
+    items = load_breast_cancer_test()
+    stacked, alone = TritonBackend(), TritonBackend(InferenceSettings(triton_row_batching=False))
+    target = _target(server, "uep_breast_cancer")
+    requests = [PredictionRequest(target, 10.0, features=tuple(it.input["features"])) for it in items]
+    try:
+        assert await stacked.max_rows(target) == 64  # the classifier's Triton max_batch_size
+        assert await stacked.max_rows(_target(server, "uep_vllm_echo")) == 1  # no batch dimension
+        together = await _predict_all(stacked, target, requests, concurrency=32)
+        each = await _predict_all(alone, target, requests, concurrency=32)
+    finally:
+        await stacked.close()
+        await alone.close()
+    assert stacked.batcher is not None and alone.batcher is None
+    assert stacked.batcher.rows == len(items) == 143
+    assert stacked.batcher.calls <= len(items) // 4  # rows went out several to a call
+    assert [o.label_index for o in together] == [o.label_index for o in each]
+    assert np.allclose([o.probabilities for o in together], [o.probabilities for o in each], atol=1e-6)
+
+
 async def test_the_mmlu_topic_classifier_predicts_what_scikit_learn_does(server):
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import SGDClassifier

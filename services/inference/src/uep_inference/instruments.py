@@ -19,7 +19,17 @@ MODEL_CALL_SECONDS = metrics.histogram(
 MODEL_ATTEMPTS_THROTTLED = metrics.counter(
     "uep_inference_throttled_total", "Items whose model refused an attempt for overload before the outcome, by model.", ("model",)
 )
+TRITON_ROWS_PER_CALL = metrics.histogram(
+    "uep_inference_triton_rows_per_call",
+    "Items carried by each Triton call (row batching stacks the one-row requests of items at a model at once).",
+    buckets=(1, 2, 4, 8, 16, 32, 64, 128),
+)
 _models = metrics.BoundedLabel(50)
+
+
+def observe_triton_call(rows: int) -> None:
+    """One Triton call that carried ``rows`` items."""
+    TRITON_ROWS_PER_CALL.observe(rows)
 
 
 def observe_queue_wait(published: datetime) -> None:

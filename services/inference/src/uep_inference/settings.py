@@ -23,6 +23,11 @@ class InferenceSettings(CommonSettings):
         "none the consumer polls again after twice this (FastStream's batch loop), so a record arriving meanwhile "
         "waits up to this long (FastStream's default, 200 ms, would add that to an idle model's first item).",
     )
+    triton_row_batching: bool = Field(
+        True,
+        description="Send the one-row requests that several items of one Triton model make at once as one call of "
+        "up to the model's max_batch_size rows (uep_inference.backends.row_batching); off: one call per item.",
+    )
     inference_timeout_s: float = Field(120.0, gt=0, description="Per-call timeout, seconds.")
     inference_max_attempts: int = Field(3, ge=1, le=10, description="Calls per item when failures are transient.")
     inference_backoff_s: float = Field(0.5, ge=0, description="Base of the exponential backoff with jitter, seconds.")

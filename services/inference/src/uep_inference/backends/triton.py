@@ -25,6 +25,7 @@ contract than ``uep``), ``contract_unsupported`` (a kind and contract this backe
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from uep_common.events import ModelKind, ModelTarget
+from uep_inference import instruments
 from uep_inference.backends import triton_contracts as contracts
 from uep_inference.backends.base import (
     BackendError,
@@ -44,9 +46,15 @@ from uep_inference.backends.base import (
     registry_capacity,
 )
 from uep_inference.backends.registry import register_backend
+from uep_inference.backends.row_batching import RowBatcher
 
 if TYPE_CHECKING:
     from uep_inference.settings import InferenceSettings
+
+log = logging.getLogger(__name__)
+
+CONFIG_RETRY_S = 60.0
+"""After a model's configuration could not be read, how long its calls go one row each before it is asked again."""
 
 LOGLIK_BATCH = 8
 """Continuations sent in one Triton call (the model server's ``max_batch_size``)."""
@@ -63,6 +71,12 @@ class TritonBackend:
 
     def __init__(self, settings: InferenceSettings | None = None) -> None:
         self._clients: dict[str, tuple[str, Any, Any]] = {}
+        self.batcher: RowBatcher | None = (
+            RowBatcher(instruments.observe_triton_call) if settings is None or settings.triton_row_batching else None
+        )
+        """Stacks concurrent one-row calls of a model (:mod:`uep_inference.backends.row_batching`); None when
+        ``UEP_TRITON_ROW_BATCHING`` is off."""
+        self._max_rows: dict[tuple[str, str, str], tuple[int, float]] = {}
 
     def _client(self, endpoint: str) -> tuple[str, Any, Any]:
         if endpoint not in self._clients:
@@ -90,11 +104,56 @@ class TritonBackend:
             return BackendError("triton_error", str(exc))
         return BackendError("triton_unavailable", repr(exc))
 
+    async def max_rows(self, target: ModelTarget) -> int:
+        """Rows one call to ``target``'s model may carry: its Triton configuration's ``max_batch_size`` (0, no
+        batch dimension, counts as 1), read once per model; 1 while the configuration cannot be read (asked
+        again after :data:`CONFIG_RETRY_S`)."""
+        from tritonclient.utils import InferenceServerException
+
+        name, version = target.triton_model_name or target.name, target.triton_model_version or ""
+        key = (target.endpoint, name, version)
+        known = self._max_rows.get(key)
+        if known is not None and (known[1] == 0.0 or time.monotonic() < known[1]):
+            return known[0]
+        protocol, _, client = self._client(target.endpoint)
+        try:
+            if protocol == "grpc":
+                config = (await client.get_model_config(name, model_version=version, as_json=True)).get("config", {})
+            else:
+                config = await client.get_model_config(name, model_version=version)
+            rows = max(1, int(config.get("max_batch_size", 0) or 0))
+        except (InferenceServerException, OSError, TimeoutError, ValueError, TypeError) as exc:
+            log.info("model %s: configuration not read (%s); its calls go one row each", name, exc)
+            self._max_rows[key] = (1, time.monotonic() + CONFIG_RETRY_S)
+            return 1
+        self._max_rows[key] = (rows, 0.0)
+        return rows
+
     async def _infer(
+        self,
+        target: ModelTarget,
+        timeout_s: float,
+        inputs: Sequence[contracts.Tensor],
+        outputs: Sequence[str],
+        stackable: bool = False,
+    ) -> Any:
+        """The answer of ``target``'s model (name, version) within ``timeout_s`` to ``inputs``, with the
+        ``outputs`` asked for: the tritonclient result, or, for a ``stackable`` one-row request (every input's
+        batch dimension is 1 and each row is answered on its own), that row of a call shared with other items
+        of the model (:class:`~uep_inference.backends.row_batching.RowBatcher`). Raises :class:`BackendError`
+        (:meth:`_error`)."""
+        if stackable and self.batcher is not None:
+            rows = await self.max_rows(target)
+            key = (target.endpoint, target.triton_model_name or target.name, target.triton_model_version or "")
+            return await self.batcher.infer(
+                key, rows, inputs, outputs, timeout_s, lambda i, o, t: self._infer_now(target, t, i, o)
+            )
+        return await self._infer_now(target, timeout_s, inputs, outputs)
+
+    async def _infer_now(
         self, target: ModelTarget, timeout_s: float, inputs: Sequence[contracts.Tensor], outputs: Sequence[str]
     ) -> Any:
-        """One ``infer`` call on ``target``'s model (name, version) within ``timeout_s``, with ``inputs`` and
-        the ``outputs`` asked for; the tritonclient result. Raises :class:`BackendError` (:meth:`_error`)."""
+        """One ``infer`` call on ``target``'s model with ``inputs`` as they are (see :meth:`_infer`)."""
         from tritonclient.utils import InferenceServerException
 
         protocol, mod, client = self._client(target.endpoint)
@@ -119,7 +178,7 @@ class TritonBackend:
         """One inference call with the tensors of the target's generation contract (``uep``, ``vllm``,
         ``trtllm``). Raises :class:`BackendError`."""
         contract = contracts.generation_contract(request.target.contract)
-        result = await self._infer(request.target, request.timeout_s, contract.build(request), contract.outputs)
+        result = await self._infer(request.target, request.timeout_s, contract.build(request), contract.outputs, stackable=True)
         return contract.read(request, result.as_numpy)
 
     async def loglikelihood(self, request: GenerationRequest) -> Generation:
@@ -168,11 +227,11 @@ class TritonBackend:
         kind = ModelKind(target.kind)
         if kind is ModelKind.classification:
             inputs = contracts.classification_inputs(request)
-            result = await self._infer(target, request.timeout_s, inputs, ["probabilities", "label"])
+            result = await self._infer(target, request.timeout_s, inputs, ["probabilities", "label"], stackable=True)
             return contracts.read_classification(result.as_numpy)
         if kind is ModelKind.ranking and target.contract == "uep":
             inputs = contracts.ranking_inputs(request)
-            result = await self._infer(target, request.timeout_s, inputs, ["scores"])
+            result = await self._infer(target, request.timeout_s, inputs, ["scores"], stackable=True)
             return contracts.read_scores(result.as_numpy, len(request.candidates))
         if kind is ModelKind.embedding and target.contract == "uep":
             prefixes = target.spec.get("query_prefix", ""), target.spec.get("passage_prefix", "")
