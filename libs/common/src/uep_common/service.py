@@ -17,7 +17,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
 from faststream.asgi import AsgiFastStream, AsgiResponse, get
 from faststream.asgi.types import Scope
 from faststream.kafka import KafkaBroker
@@ -25,7 +24,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from uep_common import metrics, tenant_guard
+from uep_common import http_server, metrics, tenant_guard
 from uep_common.db.session import make_async_engine, make_sessionmaker
 from uep_common.logs import configure_logging
 from uep_common.messaging import make_broker
@@ -168,7 +167,7 @@ def serve(app: AsgiFastStream, settings: CommonSettings, default_port: int) -> N
     """Run ``app`` in uvicorn on ``settings.health_host``:``settings.health_port or default_port`` (its log lines
     in the format of :func:`uep_common.logs.configure_logging`)."""
     configure_logging(settings, force=True)
-    uvicorn.run(
+    http_server.run(
         app,
         host=settings.health_host,
         port=settings.health_port or default_port,

@@ -159,7 +159,9 @@ async def call_model(
             made += 1
             start = time.perf_counter()
             try:
-                gen = await asyncio.wait_for(invoke(), timeout_s + 5)
+                # in this task, not a task of its own (wait_for's): a slot handed over starts its call at once
+                async with asyncio.timeout(timeout_s + 5):
+                    gen = await invoke()
             except BackendError as exc:
                 err = ErrorInfo(stage="inference", type=exc.kind, message=str(exc)[:2000])
                 retry_after = exc.retry_after_s
@@ -168,6 +170,8 @@ async def call_model(
             else:
                 err = None
             latency_ms = (time.perf_counter() - start) * 1000
+        # one turn of the loop: the item that waited for this slot sends its call before this one's output is built
+        await asyncio.sleep(0)
         throttled = throttled or (err is not None and err.type in TRANSIENT)
         if err is None or err.type not in TRANSIENT or made == max_attempts:
             break
