@@ -6,6 +6,7 @@ The server is started ONCE for the module as a subprocess on free ports, in its 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 
@@ -306,3 +307,33 @@ async def test_smollm2_answers_loglikelihood_requests(server):
     assert london.logprob < paris.logprob and not london.is_greedy
     assert paris_dot.n_tokens == 2 and paris_dot.logprob < paris.logprob
     assert out.prompt_tokens == 5 and out.completion_tokens == 4
+
+
+async def test_stacked_generation_calls_answer_each_prompt_as_a_call_of_its_own_would(server):
+    """20 MMLU prompts at once to the oracle (max_batch_size 8): row batching sends them in calls of up to 8
+    rows, and each item gets the oracle's answer to its own question, with its own token counts."""
+    from uep_common.events import ModelTarget
+    from uep_inference.backends.base import GenerationRequest
+    from uep_inference.backends.triton import TritonBackend
+    from uep_inference.settings import InferenceSettings
+
+    items = load_mmlu()[:20]
+    target = ModelTarget(model_id=uuid.UUID(int=3), name="uep_oracle", backend="triton", endpoint=f"grpc://{server['grpc']}")
+    # rows of one call differ in their stop strings and max_tokens (each row carries its own)
+    requests = [
+        GenerationRequest(target, _mmlu_prompt(it), 64 - i, 10.0, stop=("\n\n",) if i % 3 == 0 else ())
+        for i, it in enumerate(items)
+    ]
+    stacked, alone = TritonBackend(), TritonBackend(InferenceSettings(triton_row_batching=False))
+    try:
+        assert await stacked.max_rows(target) == 8  # read once; then the 20 calls find it at once
+        together = await asyncio.gather(*(stacked.generate(r) for r in requests))
+        each = [await alone.generate(r) for r in requests]
+    finally:
+        await stacked.close()
+        await alone.close()
+    assert together == each
+    assert together[0].text == "The answer is (B)."  # ordinal 0's oracle answer (test_oracle_mmlu_correct_and_wrong)
+    assert len({g.text for g in together}) > 1
+    assert together[1].prompt_tokens == len(_mmlu_prompt(items[1]).split())
+    assert stacked.batcher is not None and (stacked.batcher.calls, stacked.batcher.rows) == (3, 20)  # 8 + 8 + 4
