@@ -326,7 +326,7 @@ async def test_stacked_generation_calls_answer_each_prompt_as_a_call_of_its_own_
     ]
     stacked, alone = TritonBackend(), TritonBackend(InferenceSettings(triton_row_batching=False))
     try:
-        assert await stacked.max_rows(target) == 8  # read once; then the 20 calls find it at once
+        # the 20 calls await one read of the model's configuration, then go out together
         together = await asyncio.gather(*(stacked.generate(r) for r in requests))
         each = [await alone.generate(r) for r in requests]
     finally:
@@ -337,3 +337,4 @@ async def test_stacked_generation_calls_answer_each_prompt_as_a_call_of_its_own_
     assert len({g.text for g in together}) > 1
     assert together[1].prompt_tokens == len(_mmlu_prompt(items[1]).split())
     assert stacked.batcher is not None and (stacked.batcher.calls, stacked.batcher.rows) == (3, 20)  # 8 + 8 + 4
+    assert await stacked.max_rows(target) == 8

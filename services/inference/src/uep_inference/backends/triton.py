@@ -25,6 +25,7 @@ contract than ``uep``), ``contract_unsupported`` (a kind and contract this backe
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Sequence
@@ -53,6 +54,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+CONFIG_TIMEOUT_S = 10.0
+"""How long reading a model's Triton configuration may take."""
+
 CONFIG_RETRY_S = 60.0
 """After a model's configuration could not be read, how long its calls go one row each before it is asked again."""
 
@@ -77,6 +81,7 @@ class TritonBackend:
         """Stacks concurrent one-row calls of a model (:mod:`uep_inference.backends.row_batching`); None when
         ``UEP_TRITON_ROW_BATCHING`` is off."""
         self._max_rows: dict[tuple[str, str, str], tuple[int, float]] = {}
+        self._config_reads: dict[tuple[str, str, str], asyncio.Future[int]] = {}
 
     def _client(self, endpoint: str) -> tuple[str, Any, Any]:
         if endpoint not in self._clients:
@@ -108,19 +113,28 @@ class TritonBackend:
         """Rows one call to ``target``'s model may carry: its Triton configuration's ``max_batch_size`` (0, no
         batch dimension, counts as 1), read once per model; 1 while the configuration cannot be read (asked
         again after :data:`CONFIG_RETRY_S`)."""
-        from tritonclient.utils import InferenceServerException
-
         name, version = target.triton_model_name or target.name, target.triton_model_version or ""
         key = (target.endpoint, name, version)
         known = self._max_rows.get(key)
         if known is not None and (known[1] == 0.0 or time.monotonic() < known[1]):
             return known[0]
+        reading = self._config_reads.get(key)
+        if reading is None:  # one read, which every item arriving meanwhile awaits (they then go out together)
+            reading = self._config_reads[key] = asyncio.ensure_future(self._read_max_rows(target, key))
+            reading.add_done_callback(lambda _: self._config_reads.pop(key, None))
+        return await asyncio.shield(reading)
+
+    async def _read_max_rows(self, target: ModelTarget, key: tuple[str, str, str]) -> int:
+        from tritonclient.utils import InferenceServerException
+
+        _, name, version = key
         protocol, _, client = self._client(target.endpoint)
         try:
-            if protocol == "grpc":
-                config = (await client.get_model_config(name, model_version=version, as_json=True)).get("config", {})
-            else:
-                config = await client.get_model_config(name, model_version=version)
+            async with asyncio.timeout(CONFIG_TIMEOUT_S):
+                if protocol == "grpc":
+                    config = (await client.get_model_config(name, model_version=version, as_json=True)).get("config", {})
+                else:
+                    config = await client.get_model_config(name, model_version=version)
             rows = max(1, int(config.get("max_batch_size", 0) or 0))
         except (InferenceServerException, OSError, TimeoutError, ValueError, TypeError) as exc:
             log.info("model %s: configuration not read (%s); its calls go one row each", name, exc)
