@@ -10,7 +10,8 @@ serialisation instead of one per item. Nothing waits for a batch to fill: the ro
 of the event loop are sent together, so a lone item goes out at once, alone.
 
 Requests are stacked only when they are alike: same model and version, same input names, datatypes and
-per-row shapes, same outputs asked for (:func:`signature`). A multi-row call that fails with a transient
+per-row shapes, same outputs asked for (:func:`signature`); a multi-row call has the shortest timeout of its
+rows. A multi-row call that fails with a transient
 error (the server is unavailable, the deadline passed) fails every row with it, and each item's own retries
 follow; any other error sends each row again alone, so one row the model refuses fails only its own item.
 """
@@ -164,7 +165,10 @@ class RowBatcher:
         except BaseException as exc:  # cancelled at shutdown, or a bug: no caller is left waiting
             for r in batch:
                 if not r.future.done():
-                    r.future.set_exception(exc if isinstance(exc, Exception) else asyncio.CancelledError())
+                    if isinstance(exc, Exception):
+                        r.future.set_exception(exc)
+                    else:
+                        r.future.cancel()
             raise
         for row, r in enumerate(batch):
             if not r.future.done():
@@ -174,11 +178,13 @@ class RowBatcher:
         self._count(1)
         try:
             result = await send(row.inputs, outputs, row.timeout_s)
-        except BaseException as exc:  # the caller gets the error; a cancellation (shutdown) goes on up too
+        except Exception as exc:  # noqa: BLE001 - the caller's error, whatever it is: handed to the caller
             if not row.future.done():
-                row.future.set_exception(exc if isinstance(exc, Exception) else asyncio.CancelledError())
-            if not isinstance(exc, Exception):
-                raise
+                row.future.set_exception(exc)
             return
+        except BaseException:  # cancelled at shutdown: the caller is cancelled too
+            if not row.future.done():
+                row.future.cancel()
+            raise
         if not row.future.done():
             row.future.set_result(result)

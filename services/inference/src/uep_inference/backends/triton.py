@@ -16,6 +16,11 @@ continuation (a batch of at most :data:`LOGLIK_BATCH` rows per call); ``completi
 continuation's token count and ``prompt_tokens`` the context's. A model without the ``continuation`` input
 answers with an error, reported as ``loglik_unsupported``.
 
+Row batching (:mod:`uep_inference.backends.row_batching`, ``UEP_TRITON_ROW_BATCHING``): the one-row requests of
+the ``uep`` and ``trtllm`` generation contracts, of classifiers and of the ``uep`` ranker that several items of one
+model make at once go out as one call of up to the model's ``max_batch_size`` rows (its Triton configuration,
+read once per model, :meth:`TritonBackend.max_rows`), and each item reads its own row of the answer.
+
 Error kinds: ``triton_unavailable`` (nothing listens, or the server is restarting; transient),
 ``timeout`` (the deadline passed), ``triton_error`` (any other Triton error, e.g. an unknown model),
 ``loglik_unsupported`` (a log-likelihood request to a model without the ``continuation`` input, or of another
