@@ -38,14 +38,15 @@ from uep_reporter.settings import ReporterSettings, VacuumMode
 
 log = logging.getLogger(__name__)
 
-_PARAMETERS = (
-    "autovacuum_vacuum_threshold",
-    "autovacuum_vacuum_scale_factor",
-    "autovacuum_vacuum_insert_threshold",
-    "autovacuum_vacuum_insert_scale_factor",
-    "autovacuum_analyze_threshold",
-    "autovacuum_analyze_scale_factor",
-)
+_FIELD_OF = {
+    "autovacuum_vacuum_threshold": "vacuum_threshold",
+    "autovacuum_vacuum_scale_factor": "vacuum_scale_factor",
+    "autovacuum_vacuum_insert_threshold": "insert_threshold",
+    "autovacuum_vacuum_insert_scale_factor": "insert_scale_factor",
+    "autovacuum_analyze_threshold": "analyze_threshold",
+    "autovacuum_analyze_scale_factor": "analyze_scale_factor",
+}
+"""The :class:`Rules` field of each autovacuum parameter in ``pg_settings``."""
 _SETTINGS = text("SELECT name, setting FROM pg_settings WHERE name = ANY(:names)")
 _TABLES = text(
     """
@@ -109,19 +110,8 @@ def due(stats: TableStats, rules: Rules) -> Due | None:
 
 async def read_rules(conn: AsyncConnection) -> Rules:
     """The server's autovacuum parameters (defaults of :class:`Rules` for any it does not report)."""
-    values = {name: float(setting) for name, setting in await conn.execute(_SETTINGS, {"names": list(_PARAMETERS)})}
-    return Rules(
-        vacuum_threshold=values.get("autovacuum_vacuum_threshold", 50),
-        vacuum_scale_factor=values.get("autovacuum_vacuum_scale_factor", 0.2),
-        insert_threshold=values.get("autovacuum_vacuum_insert_threshold", 1000),
-        insert_scale_factor=values.get("autovacuum_vacuum_insert_scale_factor", 0.2),
-        analyze_threshold=values.get("autovacuum_analyze_threshold", 50),
-        analyze_scale_factor=values.get("autovacuum_analyze_scale_factor", 0.1),
-    )
-
-
-def _quoted(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
+    rows = await conn.execute(_SETTINGS, {"names": list(_FIELD_OF)})
+    return Rules(**{_FIELD_OF[name]: float(setting) for name, setting in rows})
 
 
 async def vacuum_round(engine: AsyncEngine, mode: VacuumMode = "auto", max_tables: int = 8) -> list[Due]:
@@ -141,7 +131,8 @@ async def vacuum_round(engine: AsyncEngine, mode: VacuumMode = "auto", max_table
         for d in todo:
             options = "SKIP_LOCKED, ANALYZE" if d.vacuum and d.analyze else "SKIP_LOCKED"
             verb = "VACUUM" if d.vacuum else "ANALYZE"
-            await conn.execute(text(f"{verb} ({options}) {_quoted(d.table)}"))
+            table = conn.dialect.identifier_preparer.quote_identifier(d.table)
+            await conn.execute(text(f"{verb} ({options}) {table}"))
     if todo:
         log.debug("vacuum round: %s", [(d.table, d.vacuum, d.analyze) for d in todo])
     return todo
