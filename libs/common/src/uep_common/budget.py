@@ -38,13 +38,14 @@ from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import Table, func, select, text, tuple_
+from sqlalchemy import Table, and_, func, select, text, tuple_
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from uep_common import lifecycle
 from uep_common.configs import check_evaluation_config, parse_evaluation_config
 from uep_common.costs import Expected, Pricing, affordable, currency, evaluation_estimate, money, per_item_estimate
 from uep_common.db.budgets import BenchmarkCostProfile, BudgetAccount, BudgetCap, SpendEntry, cap_target
+from uep_common.db.bulk import column_arrays, insert_from_arrays, rows_from_arrays
 from uep_common.db.models import Benchmark, Evaluation, Model, Tenant
 from uep_common.events import EvaluationStatus
 from uep_common.summary import compute_summary
@@ -394,8 +395,26 @@ def _call_made(score: ScoreComputed) -> bool:
 
 
 _SPEND = cast(Table, SpendEntry.__table__)
+_SETTLEMENT_COLUMNS = (
+    "tenant_id",
+    "evaluation_id",
+    "model_id",
+    "role",
+    "kind",
+    "sample_id",
+    "repeat",
+    "arm",
+    "attempt",
+    "items",
+    "reserved",
+    "settled",
+    "prompt_tokens",
+    "completion_tokens",
+    "latency_ms",
+    "day",
+)
 _INSERT_SETTLEMENTS = (
-    pg_insert(_SPEND)
+    insert_from_arrays(_SPEND, _SETTLEMENT_COLUMNS)
     .on_conflict_do_nothing(
         index_elements=["evaluation_id", "sample_id", "repeat", "arm", "attempt"],
         # a literal, not a bound parameter: PostgreSQL infers the arbiter index when planning, and a
@@ -405,8 +424,17 @@ _INSERT_SETTLEMENTS = (
     )
     .returning(_SPEND.c.evaluation_id, _SPEND.c["items"], _SPEND.c.reserved, _SPEND.c.settled)
 )
-"""The settlement insert, one statement for every batch size run as an executemany (compiled once and cached;
-a multi-row ``VALUES`` of each batch's length was compiled anew per batch)."""
+"""The settlement insert: one short statement for every batch size (a column array each,
+:mod:`uep_common.db.bulk`), which psycopg caches and prepares."""
+
+_ITEM_COLUMNS = ("evaluation_id", "sample_id", "repeat", "arm")
+_SETTLED_ITEMS = rows_from_arrays(_SPEND, _ITEM_COLUMNS, name="item")
+_RELEASED_ITEMS = (
+    select(*(_SPEND.c[c] for c in _ITEM_COLUMNS))
+    .join(_SETTLED_ITEMS, and_(*(_SPEND.c[c] == _SETTLED_ITEMS.c[c] for c in _ITEM_COLUMNS)))
+    .where(_SPEND.c.kind == "settle", _SPEND.c.reserved < 0)
+)
+"""The items among a batch's whose reservation a settlement released already (any attempt)."""
 
 
 async def settle_scores(session: AsyncSession, scores: list[ScoreComputed]) -> None:
@@ -440,11 +468,7 @@ async def settle_scores(session: AsyncSession, scores: list[ScoreComputed]) -> N
         tuple(row)
         for row in (
             await session.execute(
-                select(SpendEntry.evaluation_id, SpendEntry.sample_id, SpendEntry.repeat, SpendEntry.arm).where(
-                    SpendEntry.kind == "settle",
-                    SpendEntry.reserved < 0,
-                    tuple_(SpendEntry.evaluation_id, SpendEntry.sample_id, SpendEntry.repeat, SpendEntry.arm).in_(items),
-                )
+                _RELEASED_ITEMS, column_arrays([dict(zip(_ITEM_COLUMNS, i, strict=True)) for i in items], _ITEM_COLUMNS)
             )
         ).all()
     }
@@ -485,7 +509,7 @@ async def settle_scores(session: AsyncSession, scores: list[ScoreComputed]) -> N
                 "day": today,
             }
         )
-    inserted = (await session.execute(_INSERT_SETTLEMENTS, rows)).all()
+    inserted = (await session.execute(_INSERT_SETTLEMENTS, column_arrays(rows, _SETTLEMENT_COLUMNS))).all()
     for evaluation_id, n_items, reserved, settled in inserted:
         acct = accounts[evaluation_id]
         acct.items_settled += n_items

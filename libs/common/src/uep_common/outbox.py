@@ -19,10 +19,12 @@ from typing import Any, cast
 
 from faststream.kafka import KafkaBroker
 from opentelemetry import context as otel_context
-from sqlalchemy import Table, func, insert, or_, select, update
+from sqlalchemy import BigInteger, Table, any_, bindparam, func, or_, select, update
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from uep_common.background import BackgroundLoop
+from uep_common.db.bulk import column_arrays, insert_from_arrays
 from uep_common.db.models import OutboxMessage
 from uep_common.events import Event
 from uep_common.messaging import publish
@@ -58,6 +60,7 @@ def _row_values(event: Event, trace_headers: dict[str, str], claim_until: dateti
         "key": event.key(),
         "payload": event.model_dump(mode="json"),
         "headers": {**event.headers(), **trace_headers},
+        "attempts": 0,
     }
 
 
@@ -73,24 +76,29 @@ class StagedMessage:
 
 
 _OUTBOX = cast(Table, OutboxMessage.__table__)
-_INSERT_OUTBOX = insert(_OUTBOX).returning(_OUTBOX.c.id, sort_by_parameter_order=True)
+_STAGED_COLUMNS = ("claimed_until", "event_id", "event_type", "topic", "key", "payload", "headers", "attempts")
+_INSERT_OUTBOX = insert_from_arrays(_OUTBOX, _STAGED_COLUMNS).returning(_OUTBOX.c.event_id, _OUTBOX.c.id)
+"""One short statement for any number of rows (:mod:`uep_common.db.bulk`), which psycopg caches and prepares."""
+_MARK_PUBLISHED = (
+    update(_OUTBOX)
+    .where(_OUTBOX.c.id == any_(bindparam("ids", type_=ARRAY(BigInteger))), _OUTBOX.c.published_at.is_(None))
+    .values(published_at=bindparam("now"), attempts=_OUTBOX.c.attempts + 1)
+)
+"""Stamp ``published_at`` on the rows ``ids`` (one array parameter: the same statement for any number of rows)."""
 
 
 async def stage_in_outbox(
     session: AsyncSession, events: Sequence[tuple[Event, dict[str, str]]], claim_until: datetime | None = None
 ) -> list[StagedMessage]:
-    """Stage many events in the outbox within the caller's transaction, in one executemany INSERT (one cached
-    statement for any number of rows; :func:`add_to_outbox` adds one ORM object per event). ``events`` are
+    """Stage many events in the outbox within the caller's transaction, in one INSERT of column arrays (one
+    cached statement for any number of rows; :func:`add_to_outbox` adds one ORM object per event). ``events`` are
     ``(event, trace_headers)``; ``claim_until`` as in :func:`add_to_outbox`. Returns the rows in ``events``
     order, with their ids."""
     if not events:
         return []
     rows = [_row_values(event, trace_headers, claim_until) for event, trace_headers in events]
-    ids = (await session.execute(_INSERT_OUTBOX, rows)).scalars().all()
-    return [
-        StagedMessage(row_id, row["topic"], row["key"], row["payload"], row["headers"])
-        for row_id, row in zip(ids, rows, strict=True)
-    ]
+    ids: dict[Any, int] = dict((await session.execute(_INSERT_OUTBOX, column_arrays(rows, _STAGED_COLUMNS))).all())
+    return [StagedMessage(ids[row["event_id"]], row["topic"], row["key"], row["payload"], row["headers"]) for row in rows]
 
 
 class OutboxRelay:
@@ -211,11 +219,7 @@ class OutboxRelay:
         failed = [(r.id, repr(res)[:2000]) for r, res in zip(rows, results, strict=True) if isinstance(res, BaseException)]
         async with self._sessionmaker() as session, session.begin():
             if ok:
-                await session.execute(
-                    update(OutboxMessage)
-                    .where(OutboxMessage.id.in_(ok), OutboxMessage.published_at.is_(None))
-                    .values(published_at=now, attempts=OutboxMessage.attempts + 1)
-                )
+                await session.execute(_MARK_PUBLISHED, {"ids": ok, "now": now})
             for row_id, error in failed:
                 await session.execute(
                     update(OutboxMessage)

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from sqlalchemy import Table, func, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common import budget
+from uep_common.db.bulk import column_arrays, insert_from_arrays
 from uep_common.db.models import Evaluation, Rescore, SampleResult, ScoreHistory
 from uep_common.events import EvaluationCompleted, EvaluationStatus, ScoreComputed
 from uep_common.lifecycle import TERMINAL, Transition, end
@@ -66,13 +66,33 @@ def _row(ev: ScoreComputed) -> dict[str, Any]:
 
 
 _RESULTS = cast(Table, SampleResult.__table__)
+_RESULT_COLUMNS = (
+    "evaluation_id",
+    "sample_id",
+    "repeat",
+    "arm",
+    "output",
+    "extracted",
+    "is_correct",
+    "score",
+    "metric_name",
+    "metric_version",
+    "metrics",
+    "latency_ms",
+    "prompt_tokens",
+    "completion_tokens",
+    "error",
+    "prediction",
+    "attempt",
+    "score_event_id",
+)
 _INSERT_RESULTS = (
-    pg_insert(_RESULTS)
+    insert_from_arrays(_RESULTS, _RESULT_COLUMNS)
     .on_conflict_do_nothing(constraint="uq_sample_results_item")
     .returning(_RESULTS.c.evaluation_id, _RESULTS.c.error)
 )
-"""One statement for every batch size, run as an executemany (SQLAlchemy's insertmanyvalues): compiled once and
-cached, where a multi-row ``VALUES`` of each batch's length was compiled anew per batch."""
+"""One short statement for every batch size (a column array each, :mod:`uep_common.db.bulk`): psycopg caches
+and prepares it, where a multi-row ``VALUES`` of a batch was converted and parsed anew on every run."""
 
 
 @dataclass(frozen=True)
@@ -125,7 +145,7 @@ async def store_scores(session: AsyncSession, events: list[ScoreComputed], stop_
         events = [e for e in events if e.evaluation_id not in cancelled]
         if not events:
             return []
-    inserted = (await session.execute(_INSERT_RESULTS, [_row(e) for e in events])).all()
+    inserted = (await session.execute(_INSERT_RESULTS, column_arrays([_row(e) for e in events], _RESULT_COLUMNS))).all()
     gained: dict[uuid.UUID, list[int]] = defaultdict(lambda: [0, 0])
     for evaluation_id, error in inserted:
         gained[evaluation_id][0] += 1

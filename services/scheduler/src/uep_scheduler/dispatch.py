@@ -14,12 +14,13 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
 
-from sqlalchemy import and_, exists, func, select, tuple_, update
+from sqlalchemy import Table, and_, exists, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common.configs import item_prompt, parse_evaluation_config
+from uep_common.db.bulk import column_arrays, rows_from_arrays
 from uep_common.db.models import Benchmark, Evaluation, Model, Sample, SampleLease, SampleResult
 from uep_common.events import ModelTarget, SampleDispatched
 from uep_common.outbox import StagedMessage, stage_in_outbox
@@ -155,6 +156,19 @@ def stored_result(lease: type[SampleLease] | AliasedClass[SampleLease] = SampleL
     )
 
 
+_ITEM_COLUMNS = ("evaluation_id", "sample_id", "repeat", "arm")
+_LEASES = cast(Table, SampleLease.__table__)
+_SCORED = rows_from_arrays(_LEASES, _ITEM_COLUMNS, name="scored")
+_RELEASE_LEASES = (
+    update(_LEASES)
+    .where(_LEASES.c.state == "leased", *(_LEASES.c[c] == _SCORED.c[c] for c in _ITEM_COLUMNS))
+    .values(state="released", released_at=func.now())
+    .returning(_LEASES.c.leased_at)
+)
+"""Release the open leases of a batch of items: one short statement for any number (``UPDATE … FROM unnest``,
+:mod:`uep_common.db.bulk`), which psycopg caches and prepares."""
+
+
 async def release(
     session: AsyncSession, items: list[tuple[uuid.UUID, uuid.UUID, int, str]], leased_at: list[datetime] | None = None
 ) -> set[uuid.UUID]:
@@ -165,16 +179,8 @@ async def release(
     """
     if not items:
         return set()
-    released = await session.execute(
-        update(SampleLease)
-        .where(
-            SampleLease.state == "leased",
-            tuple_(SampleLease.evaluation_id, SampleLease.sample_id, SampleLease.repeat, SampleLease.arm).in_(items),
-        )
-        .values(state="released", released_at=func.now())
-        .returning(SampleLease.leased_at)
-        .execution_options(synchronize_session=False)
-    )
+    keys = [dict(zip(_ITEM_COLUMNS, item, strict=True)) for item in items]
+    released = await session.execute(_RELEASE_LEASES, column_arrays(keys, _ITEM_COLUMNS))
     if leased_at is not None:
         leased_at.extend(released.scalars())
     return {i[0] for i in items}
