@@ -18,7 +18,6 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from faststream.kafka import KafkaBroker
-from opentelemetry import context as otel_context
 from sqlalchemy import BigInteger, Table, any_, bindparam, func, or_, select, update
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -29,8 +28,7 @@ from uep_common.db.models import OutboxMessage
 from uep_common.events import Event
 from uep_common.messaging import publish
 from uep_common.outbox_retention import DEFAULT_RETAIN_S, OutboxRetentionSettings, prune_published
-from uep_common.telemetry import context_from_headers, current_trace_headers
-from uep_common.trace_propagation import TRACE_HEADERS
+from uep_common.telemetry import current_trace_headers
 
 log = logging.getLogger(__name__)
 
@@ -233,14 +231,6 @@ class OutboxRelay:
         return len(ok)
 
     async def _publish(self, row: OutboxMessage | StagedMessage) -> None:
-        token = otel_context.attach(context_from_headers({k: v for k, v in row.headers.items() if k in TRACE_HEADERS}))
-        try:
-            await publish(
-                self._broker,
-                row.payload,
-                topic=row.topic,
-                key=row.key,
-                headers={k: v for k, v in row.headers.items() if k not in TRACE_HEADERS},
-            )
-        finally:
-            otel_context.detach(token)
+        # the row's stored trace headers go out as they are (TraceContextMiddleware keeps a traceparent it is given),
+        # so the record continues the trace of the transaction that staged it
+        await publish(self._broker, row.payload, topic=row.topic, key=row.key, headers=dict(row.headers))

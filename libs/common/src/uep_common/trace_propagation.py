@@ -24,8 +24,8 @@ from faststream import BaseMiddleware
 from opentelemetry.propagate import inject
 
 TRACE_HEADERS = ("traceparent", "tracestate")
-"""The W3C Trace Context headers (https://www.w3.org/TR/trace-context/); the outbox relay takes a row's stored
-ones as the context it publishes in (:meth:`uep_common.outbox.OutboxRelay.publish_claimed`)."""
+"""The W3C Trace Context headers (https://www.w3.org/TR/trace-context/); the outbox relay publishes a row's stored
+ones as they are (:meth:`uep_common.outbox.OutboxRelay.publish_claimed`)."""
 
 
 class TraceContextMiddleware(BaseMiddleware):
