@@ -90,7 +90,11 @@ _ITEM_SPANS: ContextVar[dict[int, trace.Span] | None] = ContextVar("uep_item_spa
 
 def producer_link(headers: Mapping[str, str | bytes]) -> trace.Link | None:
     """A span link to the producer's span named by a record's ``traceparent`` header, or None without one."""
-    ctx = trace.get_current_span(context_from_headers(headers)).get_span_context()
+    return _link_to(context_from_headers(headers))
+
+
+def _link_to(remote: otel_context.Context) -> trace.Link | None:
+    ctx = trace.get_current_span(remote).get_span_context()
     return trace.Link(ctx) if ctx.is_valid else None
 
 
@@ -100,6 +104,7 @@ def item_spans(
     name: str,
     items: Sequence[tuple[object, Mapping[str, str | bytes]]],
     attributes: Callable[[Any], Attributes] | None = None,
+    contexts: Sequence[otel_context.Context] | None = None,
 ) -> Iterator[list[trace.Span]]:
     """One span ``name`` per item of a batch, in the item's own trace, for the duration of the block.
 
@@ -109,13 +114,14 @@ def item_spans(
     ``uep.batch_size`` (+ ``attributes(item)``) and a link to the current (batch) span; when the block raises,
     each is marked ERROR with the exception's class and the exception propagates. Inside the block,
     :func:`within_item` makes one item's span current (for work done for that item alone). Yields the spans
-    in item order.
+    in item order. ``contexts``: each item's context as :func:`uep_common.telemetry.context_from_headers` reads it
+    from its headers, when the caller has it already (one per item, in item order).
     """
     batch = trace.get_current_span().get_span_context()
     links = [trace.Link(batch)] if batch.is_valid else None
     spans: dict[int, trace.Span] = {}
-    for item, headers in items:
-        remote = context_from_headers(headers)
+    for i, (item, headers) in enumerate(items):
+        remote = contexts[i] if contexts is not None else context_from_headers(headers)
         parent = remote if trace.get_current_span(remote).get_span_context().is_valid else None
         attrs = {"uep.batch_size": len(items), **(attributes(item) if attributes else {})}
         spans[id(item)] = tracer.start_span(name, context=parent, links=links, attributes=attrs)
@@ -251,7 +257,7 @@ def consume(
                     if token is not None:
                         otel_context.detach(token)
                 return
-            events, links, items, received = [], [], [], []
+            events, links, items, received, contexts = [], [], [], [], []
             stamps = [getattr(r, "timestamp", None) for r in kafka_records(msg)]
             for (body, headers), stamp in zip(records, stamps, strict=True):
                 event = await decoded(body)
@@ -260,7 +266,8 @@ def consume(
                 events.append(event)
                 items.append((event, headers))
                 received.append(Received(event, body, headers, stamp if isinstance(stamp, int) and stamp > 0 else None))
-                if (link := producer_link(headers)) is not None:
+                contexts.append(remote := context_from_headers(headers))  # read once: the link and the item span
+                if (link := _link_to(remote)) is not None:
                     links.append(link)
             if not events:
                 return
@@ -269,7 +276,7 @@ def consume(
                     attrs = attributes(events) if attributes else None
                     scope.enter_context(span_tracer.start_as_current_span(span, links=links, attributes=attrs))
                 if item_span is not None:
-                    scope.enter_context(item_spans(span_tracer, item_span, items, item_attributes))
+                    scope.enter_context(item_spans(span_tracer, item_span, items, item_attributes, contexts))
                 await call(received if with_records else events, msg)
 
         on_message.__name__ = handler.__name__

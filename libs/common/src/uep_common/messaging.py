@@ -122,9 +122,18 @@ def fetch_pacer(settings: CommonSettings) -> FetchPacer | None:
     return FetchPacer(settings.kafka_fetch_max_wait_ms, settings.kafka_idle_fetch_max_wait_ms, settings.kafka_idle_after_s)
 
 
+async def undecoded_body(msg: StreamMessage[Any]) -> None:
+    """FastStream decoder of uep's subscribers: decodes nothing. Their handlers read the raw records
+    (:func:`raw_records`, through :func:`uep_common.consuming.consume`) and validate each with its event model, so
+    FastStream's own JSON decoding of every record (for a batch, after parsing each record again) was thrown
+    away."""
+    return None
+
+
 def consumer_options(settings: CommonSettings, service: str) -> dict[str, Any]:
     """Keyword arguments for ``broker.subscriber``: group ``<prefix>.<service>``, fast-join timings, the
-    starting fetch wait (:func:`start_fetch_wait_ms`) and the fetch loop's idle wake-up period.
+    starting fetch wait (:func:`start_fetch_wait_ms`), the fetch loop's idle wake-up period, and
+    :func:`undecoded_body` as the decoder (a handler reads the raw records).
 
     Give every subscriber of a process its own group: two members of one group leaving together can
     wedge the group on tansu (a "ghost leader" the group waits for).
@@ -136,6 +145,7 @@ def consumer_options(settings: CommonSettings, service: str) -> dict[str, Any]:
         "heartbeat_interval_ms": settings.kafka_heartbeat_interval_ms,
         "fetch_max_wait_ms": start_fetch_wait_ms(settings),
         "consumer_timeout_ms": settings.kafka_consumer_timeout_ms,
+        "decoder": undecoded_body,
     }
 
 
