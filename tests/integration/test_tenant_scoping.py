@@ -116,6 +116,10 @@ def owned(gateway, db, a, b) -> dict:
         lambda: gateway.get(f"/v1/evaluations/{done}/reports/{report}", headers=a).json()["status"] == "ready",
         90,
     )
+    # the reporter writes each completed evaluation's report on its own, after the completion: wait for it, so
+    # that no test sees that row appear between its "before" and "after"
+    for evaluation_id in (first, done, theirs):
+        wait_for("the completion report", lambda e=evaluation_id: _row(db, e)[1][1] >= 1, 90)
     interrupted = _insert_evaluation(db, A_SLUG, "interrupted")
     r = gateway.post("/v1/schedules", json={"cron": "0 2 * * *", "model": "uep-oracle", "benchmark": "gsm8k"}, headers=a)
     assert r.status_code == 201, r.text
