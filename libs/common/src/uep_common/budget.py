@@ -45,7 +45,7 @@ from uep_common import lifecycle
 from uep_common.configs import check_evaluation_config, parse_evaluation_config
 from uep_common.costs import Expected, Pricing, affordable, currency, evaluation_estimate, money, per_item_estimate
 from uep_common.db.budgets import BenchmarkCostProfile, BudgetAccount, BudgetCap, SpendEntry, cap_target
-from uep_common.db.bulk import column_arrays, insert_from_arrays, rows_from_arrays
+from uep_common.db.bulk import ITEM_KEY, column_arrays, insert_from_arrays, key_arrays, rows_from_arrays
 from uep_common.db.models import Benchmark, Evaluation, Model, Tenant
 from uep_common.events import EvaluationStatus
 from uep_common.summary import compute_summary
@@ -427,11 +427,10 @@ _INSERT_SETTLEMENTS = (
 """The settlement insert: one short statement for every batch size (a column array each,
 :mod:`uep_common.db.bulk`), which psycopg caches and prepares."""
 
-_ITEM_COLUMNS = ("evaluation_id", "sample_id", "repeat", "arm")
-_SETTLED_ITEMS = rows_from_arrays(_SPEND, _ITEM_COLUMNS, name="item")
+_SETTLED_ITEMS = rows_from_arrays(_SPEND, ITEM_KEY, name="item")
 _RELEASED_ITEMS = (
-    select(*(_SPEND.c[c] for c in _ITEM_COLUMNS))
-    .join(_SETTLED_ITEMS, and_(*(_SPEND.c[c] == _SETTLED_ITEMS.c[c] for c in _ITEM_COLUMNS)))
+    select(*(_SPEND.c[c] for c in ITEM_KEY))
+    .join(_SETTLED_ITEMS, and_(*(_SPEND.c[c] == _SETTLED_ITEMS.c[c] for c in ITEM_KEY)))
     .where(_SPEND.c.kind == "settle", _SPEND.c.reserved < 0)
 )
 """The items among a batch's whose reservation a settlement released already (any attempt)."""
@@ -464,14 +463,7 @@ async def settle_scores(session: AsyncSession, scores: list[ScoreComputed]) -> N
     if not unique:
         return
     items = list({(s.evaluation_id, s.sample_id, s.repeat, s.arm) for s in unique})
-    released: set[tuple[Any, ...]] = {
-        tuple(row)
-        for row in (
-            await session.execute(
-                _RELEASED_ITEMS, column_arrays([dict(zip(_ITEM_COLUMNS, i, strict=True)) for i in items], _ITEM_COLUMNS)
-            )
-        ).all()
-    }
+    released: set[tuple[Any, ...]] = {tuple(row) for row in (await session.execute(_RELEASED_ITEMS, key_arrays(items))).all()}
     prices: dict[uuid.UUID, Pricing] = {}
     open_items = {e: a.items_reserved - a.items_settled for e, a in accounts.items()}
     open_money = {e: Decimal(a.reserved_open) for e, a in accounts.items()}

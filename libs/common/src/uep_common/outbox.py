@@ -57,7 +57,6 @@ def _row_values(event: Event, trace_headers: dict[str, str], claim_until: dateti
         "key": event.key(),
         "payload": event.model_dump(mode="json"),
         "headers": {**event.headers(), **trace_headers},
-        "attempts": 0,
     }
 
 

@@ -20,7 +20,7 @@ from sqlalchemy import Table, and_, exists, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common.configs import item_prompt, parse_evaluation_config
-from uep_common.db.bulk import column_arrays, rows_from_arrays
+from uep_common.db.bulk import ITEM_KEY, key_arrays, rows_from_arrays
 from uep_common.db.models import Benchmark, Evaluation, Model, Sample, SampleLease, SampleResult
 from uep_common.events import ModelTarget, SampleDispatched
 from uep_common.outbox import StagedMessage, stage_in_outbox
@@ -156,12 +156,11 @@ def stored_result(lease: type[SampleLease] | AliasedClass[SampleLease] = SampleL
     )
 
 
-_ITEM_COLUMNS = ("evaluation_id", "sample_id", "repeat", "arm")
 _LEASES = cast(Table, SampleLease.__table__)
-_SCORED = rows_from_arrays(_LEASES, _ITEM_COLUMNS, name="scored")
+_SCORED = rows_from_arrays(_LEASES, ITEM_KEY, name="scored")
 _RELEASE_LEASES = (
     update(_LEASES)
-    .where(_LEASES.c.state == "leased", *(_LEASES.c[c] == _SCORED.c[c] for c in _ITEM_COLUMNS))
+    .where(_LEASES.c.state == "leased", *(_LEASES.c[c] == _SCORED.c[c] for c in ITEM_KEY))
     .values(state="released", released_at=func.now())
     .returning(_LEASES.c.leased_at)
 )
@@ -179,8 +178,7 @@ async def release(
     """
     if not items:
         return set()
-    keys = [dict(zip(_ITEM_COLUMNS, item, strict=True)) for item in items]
-    released = await session.execute(_RELEASE_LEASES, column_arrays(keys, _ITEM_COLUMNS))
+    released = await session.execute(_RELEASE_LEASES, key_arrays(items))
     if leased_at is not None:
         leased_at.extend(released.scalars())
     return {i[0] for i in items}

@@ -10,7 +10,8 @@ both sides. Here each column is one array parameter, so a statement's text is th
 
 (PostgreSQL's multi-argument ``unnest`` in ``FROM``: one row per array position, "Array Functions and
 Operators" of the PostgreSQL manual.) :func:`insert_from_arrays` builds such an insert and :func:`column_arrays`
-its parameters; :func:`rows_from_arrays` the same row source for a join (look-ups and updates of many keys).
+its parameters; :func:`rows_from_arrays` the same row source for a join (look-ups and updates of many keys), with
+:func:`key_arrays` its parameters from key tuples.
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ from sqlalchemy.sql.selectable import TableValuedAlias
 
 PREFIX = "col_"
 """Name prefix of the array parameters (``col_<column>``)."""
+
+ITEM_KEY = ("evaluation_id", "sample_id", "repeat", "arm")
+"""The columns naming one item of an evaluation (the event contract's item key; unique in ``sample_leases`` and
+``sample_results``): the keys of :func:`key_arrays`."""
 
 
 def rows_from_arrays(table: Table, columns: Sequence[str], name: str = "u") -> TableValuedAlias:
@@ -50,3 +55,13 @@ def column_arrays(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> 
     """The parameters of :func:`insert_from_arrays` / :func:`rows_from_arrays` for ``rows`` (dicts by column
     name): ``{"col_<c>": [row[c] for row in rows]}``. Raises KeyError for a row without one of ``columns``."""
     return {PREFIX + c: [row[c] for row in rows] for c in columns}
+
+
+def key_arrays(keys: Sequence[Sequence[Any]], columns: Sequence[str] = ITEM_KEY) -> dict[str, list[Any]]:
+    """:func:`column_arrays` of rows given as tuples in ``columns`` order, e.g. item keys ``(evaluation_id,
+    sample_id, repeat, arm)``. Raises ValueError for a tuple of another length."""
+    arrays: dict[str, list[Any]] = {PREFIX + c: [] for c in columns}
+    for key in keys:
+        for c, value in zip(columns, key, strict=True):
+            arrays[PREFIX + c].append(value)
+    return arrays
