@@ -104,7 +104,14 @@ def test_two_oracle_evaluations_are_two_closed_traces_over_five_services(gateway
         assert len(keys) == 5
 
         def ready(spans: list[dict], keys: set[str] = keys) -> bool:
-            return set(_items(spans, "reporter", "store result")) == keys and bool(_named(spans, "reporter", report_process))
+            """Every span asserted on below is exported: each service's exporter flushes on its own clock."""
+            per_item = [("scorer", "score sample"), ("scheduler", "release lease"), ("reporter", "store result")]
+            return (
+                all(set(_items(spans, svc, name)) == keys for svc, name in per_item)
+                and len(_named(spans, "scheduler", "dispatch sample")) >= 5
+                and len(_named(spans, "inference", "generate")) >= 5
+                and bool(_named(spans, "reporter", report_process))
+            )
 
         spans = _trace(stack, db, evaluation_id, ready)
         traces[evaluation_id] = spans
@@ -164,7 +171,13 @@ def test_a_judge_evaluation_is_one_trace_over_all_six_services(gateway, db, stac
     keys = _item_keys(gateway, evaluation_id)
 
     def ready(spans: list[dict]) -> bool:
-        return set(_items(spans, "reporter", "store result")) == keys and bool(_named(spans, "judge", "judge item"))
+        """The spans asserted on below are exported; the inference service's server spans end after the judge
+        has its answers, and each service's exporter flushes on its own clock."""
+        return (
+            set(_items(spans, "reporter", "store result")) == keys
+            and len(_named(spans, "judge", "judge item")) >= 2
+            and len(_named(spans, "inference", "POST /internal/generate")) >= 2
+        )
 
     spans = _trace(stack, db, evaluation_id, ready)
     _check_tree(spans, evaluation_id)
