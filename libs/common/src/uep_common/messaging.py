@@ -140,9 +140,19 @@ def consumer_options(settings: CommonSettings, service: str) -> dict[str, Any]:
     """
     return {
         "group_id": f"{settings.consumer_group_prefix}.{service}",
-        "auto_offset_reset": "earliest",
         "session_timeout_ms": settings.kafka_session_timeout_ms,
         "heartbeat_interval_ms": settings.kafka_heartbeat_interval_ms,
+        **broadcast_options(settings),
+    }
+
+
+def broadcast_options(settings: CommonSettings) -> dict[str, Any]:
+    """Keyword arguments for ``broker.subscriber`` of a consumer without a group (every replica reads every
+    record, from the start of the topic): the starting fetch wait (:func:`start_fetch_wait_ms`, so an idle process
+    long-polls slowly from its start), the fetch loop's idle wake-up period and :func:`undecoded_body` as the
+    decoder. :func:`consumer_options` adds a group to these."""
+    return {
+        "auto_offset_reset": "earliest",
         "fetch_max_wait_ms": start_fetch_wait_ms(settings),
         "consumer_timeout_ms": settings.kafka_consumer_timeout_ms,
         "decoder": undecoded_body,

@@ -33,7 +33,7 @@ from uep_common.events import (
     SampleDispatched,
     Topics,
 )
-from uep_common.messaging import consumer_options, dead_letter, publish_event
+from uep_common.messaging import broadcast_options, consumer_options, dead_letter, publish_event
 from uep_common.prompts import PromptRenderError, render_prompt
 from uep_common.telemetry import context_from_headers, tracer
 from uep_inference import instruments
@@ -349,8 +349,7 @@ def register(
     subscribe_ends: _Subscribe = broker.subscriber(
         Topics.EVALUATION_COMPLETED,
         group_id=None,
-        auto_offset_reset="earliest",
-        fetch_max_wait_ms=settings.kafka_fetch_max_wait_ms,
+        **broadcast_options(settings),
         ack_policy=AckPolicy.ACK_FIRST,
         title="inference:EvaluationCompleted",
         description="Notes each ended evaluation, so its items start no further model call.",

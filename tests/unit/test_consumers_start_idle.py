@@ -1,0 +1,60 @@
+"""Every Kafka consumer of every uep service starts with the idle fetch wait and the idle fetch-loop wake-up
+(uep_common.messaging.consumer_options / broadcast_options), so a process that never sees a message never
+long-polls fast: a consumer registered with the busy wait stays on it for good, since only a message makes the
+pacer (uep_common.fetch_pacing) set the waits. The subscribers are registered on real FastStream brokers and
+read back from what each subscriber hands to aiokafka."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from uep_common.messaging import make_broker
+from uep_inference.service import register as register_inference
+from uep_inference.settings import InferenceSettings
+from uep_judge.service import register as register_judge
+from uep_judge.settings import JudgeSettings
+from uep_reporter.service import register as register_reporter
+from uep_reporter.settings import ReporterSettings
+from uep_scheduler.lifecycle import register_dead_letters
+from uep_scheduler.service import register as register_scheduler
+from uep_scheduler.settings import SchedulerSettings
+from uep_scorer.service import register as register_scorer
+from uep_scorer.settings import ScorerSettings
+
+WAITS = {"kafka_fetch_max_wait_ms": 100, "kafka_idle_fetch_max_wait_ms": 2000, "kafka_consumer_timeout_ms": 1000}
+
+
+def _consumer_waits(settings: Any, *registers: Any) -> list[tuple[str, Any, Any]]:
+    """``(topic, fetch_max_wait_ms, consumer_timeout_ms)`` of each subscriber after ``registers`` ran on one
+    broker (each a callable of the broker)."""
+    broker = make_broker(settings)
+    for register in registers:
+        register(broker)
+    return [
+        (",".join(sub.topic_names), sub._connection_args["fetch_max_wait_ms"], sub._connection_args["consumer_timeout_ms"])
+        for sub in broker.subscribers
+    ]
+
+
+def test_every_consumer_of_every_service_starts_idle():
+    inference = InferenceSettings(**WAITS)
+    scheduler = SchedulerSettings(**WAITS)
+    scorer = ScorerSettings(**WAITS)
+    judge = JudgeSettings(**WAITS)
+    reporter = ReporterSettings(**WAITS)
+    by_service = {
+        "inference": _consumer_waits(inference, lambda b: register_inference(b, inference, backends=None)),
+        "scheduler": _consumer_waits(
+            scheduler,
+            lambda b: register_scheduler(b, scheduler, None),
+            lambda b: register_dead_letters(b, scheduler, None),
+        ),
+        "scorer": _consumer_waits(scorer, lambda b: register_scorer(b, scorer, None)),
+        "judge": _consumer_waits(judge, lambda b: register_judge(b, judge, None, None, None)),
+        "reporter": _consumer_waits(reporter, lambda b: register_reporter(b, reporter, None, None, None)),
+    }
+    topics = {service: sorted(t for t, _, _ in consumers) for service, consumers in by_service.items()}
+    assert topics["inference"] == ["uep.evaluation.completed.v1", "uep.sample.dispatched.v1"]  # the first: no group
+    assert sum(map(len, topics.values())) == 11, topics  # ten groups and the broadcast one; the gateway has none
+    wrong = [(service, *c) for service, consumers in by_service.items() for c in consumers if c[1:] != (2000, 1000)]
+    assert wrong == []
