@@ -317,6 +317,15 @@ def published_at(timestamp_ms: int | None, event: SampleDispatched) -> datetime:
     return event.occurred_at
 
 
+def in_publication_order(items: list[Received]) -> list[Received]:
+    """The records of one fetch in the order they were published (record timestamp, ms; a record without one
+    first), each partition's own order kept (a stable sort). A fetch holds records of several partitions (the
+    evaluations' keys), grouped by partition; their workers reach a model's capacity slots in the order they start,
+    so started in partition order an item leased in a later allocation pass could take a slot before one the
+    scheduler leased earlier, urgent ones included."""
+    return sorted(items, key=lambda item: item.timestamp_ms or 0)
+
+
 DRAIN_S = 20.0
 """At shutdown, how long the items in flight get to finish (and their outputs to be published) before the
 process stops; an item cut off is dispatched again when its lease expires."""
@@ -423,7 +432,7 @@ def register(
     async def on_samples(items: list[Received]) -> None:
         # each item gets a worker of its own and goes on after this returns, so the next records are fetched
         # while these are at the model; at most inference_concurrency items are in this replica at once
-        for item in items:
+        for item in in_publication_order(items):
             await workers.acquire()
             task = asyncio.create_task(run_item(item))
             running.add(task)
