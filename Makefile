@@ -81,7 +81,7 @@ test-stack: install ## run the tests on a fresh test stack and in headless Chrom
 bench: install ## bench/pipeline_overhead: pipeline vs direct Triton throughput, echo model and LLM at 1 and 4 slots, at defaults
 	$(PY) bench/pipeline_overhead.py
 
-bench-scale: install ## bench/scale: echo evaluations of 1k, 10k, 100k items: items/s per decile, RSS per process, database bytes per item
+bench-scale: install ## bench/scale: echo evaluations of 1k, 10k, 100k items (and the model alone): items/s per decile, RSS per process, database bytes per item
 	$(PY) bench/scale.py
 
 bench-idle: install ## bench/idle_cost: CPU of an idle stack per process over 30 s (target < 2 % of a core in total)

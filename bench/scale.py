@@ -1,9 +1,13 @@
 """bench/scale: does per-item cost grow with the size of an evaluation? Echo-model evaluations of 1k, 10k and
 100k items (``--million``: also 1M) through the whole pipeline, at default settings.
 
-For each size, one evaluation of the first MMLU items on ``uep-bench-echo`` (a fixed 20 ms per batch of up to 8;
-``repeats`` make up sizes past the 14,042 MMLU items: 100k = 12,500 × 8) is posted and followed in PostgreSQL
-(``evaluations.completed_items`` every 0.5 s) until it completes. Printed per size:
+For each size, one evaluation of the first MMLU items on ``uep-bench-echo`` (a fixed service time per batch of up
+to 8: ``--service-ms``, default 2; ``repeats`` make up sizes past the 14,042 MMLU items: 100k = 12,500 × 8) is
+posted and followed in PostgreSQL (``evaluations.completed_items`` every 0.5 s) until it completes. The model must
+not be what bounds the run: one Triton instance answering a batch of at most 8 per service time serves at most
+8 / service time (400 items/s at the model server's default of 20 ms, below the project's 500 items/s target), so
+the bench first measures the model alone — tritonclient's gRPC client at the model's registry capacity (64 calls
+in flight), ``--direct-items`` MMLU prompts — and prints each size's items/s as a share of that. Printed per size:
 
 - items/s over the whole run and per decile of it (the time between 10 % steps of ``completed_items``), and the
   last decile's rate over the first's;
@@ -29,10 +33,11 @@ shows what a size costs once the tables have grown to it).
 
 Target for the project: items/s at 100k within 10 % of items/s at 1k; retained bytes per item beyond results
 ≤ 300. Each size runs on the same stack, one after the other (the broker and the tables keep what the smaller
-runs left). Takes about 15–25 minutes on 2 cores for the three default sizes.
+runs left). Takes about 7–25 minutes on 2 cores for the three default sizes.
 
-Usage: ``python bench/scale.py [--sizes 1000,10000,100000] [--million] [--port-base 20000] [--database
-uep_bench_scale] [--redis-db 14] [--run-dir .run/bench-scale] [--compaction-grace-s 5] [--outbox-retain-s 10]``
+Usage: ``python bench/scale.py [--sizes 1000,10000,100000] [--million] [--service-ms 2] [--direct-items 5000]
+[--port-base 20000] [--database uep_bench_scale] [--redis-db 14] [--run-dir .run/bench-scale]
+[--compaction-grace-s 5] [--outbox-retain-s 10]``
 """
 
 from __future__ import annotations
@@ -165,6 +170,23 @@ def compacted_and_vacuumed(engine, evaluation_id: str, timeout_s: float) -> dict
     return table_bytes(engine)
 
 
+ECHO_CAPACITY = 64
+"""Registry capacity (``max_in_flight``) of ``uep-bench-echo`` (uep_common.builtin.catalog): the direct run's
+calls in flight."""
+
+
+def model_alone(cfg, n: int) -> float:
+    """Items/s of the echo model called directly: ``n`` MMLU prompts as inference renders them, sent by
+    :data:`ECHO_CAPACITY` tritonclient gRPC workers (bench/pipeline_overhead's direct side)."""
+    import asyncio
+
+    from pipeline_overhead import MODELS, _requests, direct
+
+    requests = _requests(n, MODELS["echo"])
+    seconds, _tokens = asyncio.run(direct(f"127.0.0.1:{cfg.triton_grpc}", MODELS["echo"], requests, ECHO_CAPACITY))
+    return n / seconds
+
+
 def run(cfg, engine, auth: dict[str, str], n: int) -> tuple[str, float, list[float]]:
     """Post an n-item echo evaluation and follow it: ``(its id, seconds POST → completed, the 10 decile rates)``."""
     import httpx
@@ -212,6 +234,10 @@ def main() -> int:
         "--compaction-grace-s", type=float, default=5.0, help="UEP_COMPACTION_GRACE_S of the stack (service default 600)"
     )
     ap.add_argument("--outbox-retain-s", type=float, default=10.0, help="UEP_OUTBOX_RETAIN_S of the stack (default 120)")
+    ap.add_argument(
+        "--service-ms", type=float, default=2.0, help="the echo model's service time per batch (UEP_BENCH_SERVICE_MS)"
+    )
+    ap.add_argument("--direct-items", type=int, default=5000, help="calls of the model-alone run")
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the stack (finally) on kill too
     sizes = [int(x) for x in args.sizes.split(",") if x.strip()] + ([1_000_000] if args.million else [])
@@ -222,6 +248,7 @@ def main() -> int:
             "UEP_DATABASE_URL": f"postgresql+psycopg://postgres@127.0.0.1:5432/{args.database}",
             "UEP_REDIS_URL": f"redis://127.0.0.1:6379/{args.redis_db}",
             "UEP_TRITON_MODELS": "bench_echo",
+            "UEP_BENCH_SERVICE_MS": str(args.service_ms),
             "UEP_OTEL_EXPORTER": "none",
             "UEP_LOG_LEVEL": "WARNING",
             # the work limits of the default tenant: one evaluation of the largest size may be created and queued
@@ -246,6 +273,9 @@ def main() -> int:
     engine = make_sync_engine(cfg.database_url)
     results = []
     try:
+        model_alone(cfg, min(args.direct_items, 500))  # warm-up of the direct client
+        alone = model_alone(cfg, args.direct_items)
+        print(f"  the model alone: {alone:7.1f} items/s ({ECHO_CAPACITY} calls in flight)", flush=True)
         warm_up, *_ = run(cfg, engine, cfg.auth_headers(), 200)  # warm-up: consumers joined, call times learned
         compacted_and_vacuumed(engine, warm_up, settle_s)
         live_before = live_bytes(engine)
@@ -265,6 +295,9 @@ def main() -> int:
     finally:
         engine.dispose()
         uep_stack.down(cfg)
+    print(f"\nthe echo model ({args.service_ms:g} ms per batch of up to 8) alone: {alone:.1f} items/s")
+    for n, seconds, *_ in results:
+        print(f"  {n:>9,}: {n / seconds:7.1f} items/s through the pipeline, {n / seconds / alone:.3f} of the model alone")
     print("\nitems/s per decile of each run (POST → completed, polled every 0.5 s)")
     for n, seconds, rates, *_ in results:
         deciles = " ".join(f"{r:6.0f}" if not math.isnan(r) else f"{'—':>6}" for r in rates)
