@@ -338,3 +338,26 @@ async def test_stacked_generation_calls_answer_each_prompt_as_a_call_of_its_own_
     assert together[1].prompt_tokens == len(_mmlu_prompt(items[1]).split())
     assert stacked.batcher is not None and (stacked.batcher.calls, stacked.batcher.rows) == (3, 20)  # 8 + 8 + 4
     assert await stacked.max_rows(target) == 8
+
+
+async def test_a_model_of_capacity_one_is_called_without_the_batcher(server):
+    """A model of capacity 1 (registry max_in_flight) never has two rows at the backend at once: its calls go out
+    directly, not through the row batcher (whose turn of the event loop would only delay them)."""
+    from uep_common.events import ModelTarget
+    from uep_inference.backends.base import GenerationRequest
+    from uep_inference.backends.triton import TritonBackend
+
+    item = load_mmlu()[0]
+    target = ModelTarget(
+        model_id=uuid.UUID(int=3), name="uep_oracle", backend="triton", endpoint=f"grpc://{server['grpc']}", max_concurrency=1
+    )
+    wide = target.model_copy(update={"max_concurrency": 4})
+    backend = TritonBackend()
+    try:
+        one = await backend.generate(GenerationRequest(target, _mmlu_prompt(item), 64, 10.0))
+        assert backend.batcher is not None and backend.batcher.calls == 0
+        four = await backend.generate(GenerationRequest(wide, _mmlu_prompt(item), 64, 10.0))
+        assert backend.batcher.calls == 1  # capacity 4: through the batcher (a lone row, sent alone)
+    finally:
+        await backend.close()
+    assert one == four and one.text == "The answer is (B)."  # test_oracle_mmlu_correct_and_wrong

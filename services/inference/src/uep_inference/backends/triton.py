@@ -160,8 +160,10 @@ class TritonBackend:
         ``outputs`` asked for: the tritonclient result, or, for a ``stackable`` one-row request (every input's
         batch dimension is 1 and each row is answered on its own), that row of a call shared with other items
         of the model (:class:`~uep_inference.backends.row_batching.RowBatcher`). Raises :class:`BackendError`
-        (:meth:`_error`)."""
-        if stackable and self.batcher is not None:
+        (:meth:`_error`). A model of capacity 1 never has two rows at the backend at once: its calls go out at
+        once, without the batcher's turn of the event loop."""
+        capacity = registry_capacity(target)
+        if stackable and self.batcher is not None and (capacity is None or capacity > 1):
             rows = await self.max_rows(target)
             key = (target.endpoint, target.triton_model_name or target.name, target.triton_model_version or "")
             return await self.batcher.infer(
