@@ -52,3 +52,55 @@ async def _scenario() -> list[uuid.UUID]:
 def test_notifications_are_delivered_on_commit_only_in_order():
     got = asyncio.run(_scenario())
     assert len(got) == 2
+
+
+async def _idle_timer_count(seconds: float) -> tuple[int, list[str]]:
+    """Timers the event loop arms while a listener waits ``seconds`` with nothing notified (after one probe
+    came through), and the payloads it received."""
+    from sqlalchemy import text
+
+    from uep_common.db.session import make_async_engine, make_sessionmaker
+    from uep_common.wakeups import ChannelListener
+
+    got: list[str] = []
+
+    async def on_payload(payload: str) -> None:
+        got.append(payload)
+
+    listener = ChannelListener(URL, "uep_test_idle_listener", on_payload)
+    listener.start()
+    engine = make_async_engine(URL)
+    try:
+        async with make_sessionmaker(engine)() as s, s.begin():
+            for _ in range(50):
+                await s.execute(text("SELECT pg_notify('uep_test_idle_listener', 'probe')"))
+                await s.commit()
+                await asyncio.sleep(0.1)
+                if got:
+                    break
+        loop = asyncio.get_running_loop()
+        armed = 0
+        call_at = loop.call_at
+
+        def counting(when, callback, *args, **kwargs):
+            nonlocal armed
+            armed += 1
+            return call_at(when, callback, *args, **kwargs)
+
+        loop.call_at = counting  # type: ignore[method-assign]
+        try:
+            await asyncio.sleep(seconds)
+        finally:
+            del loop.call_at
+        return armed, got
+    finally:
+        await listener.stop()
+        await engine.dispose()
+
+
+def test_an_idle_listener_arms_no_poll_timer():
+    """psycopg's ``notifies()`` re-arms a 0.1 s timer while it waits (about 10 in a second); the listener waits
+    on the socket alone, so one idle second arms only the test's own sleep."""
+    armed, got = asyncio.run(_idle_timer_count(1.0))
+    assert got[:1] == ["probe"]
+    assert armed <= 2, armed

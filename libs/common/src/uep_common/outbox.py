@@ -137,9 +137,16 @@ class OutboxRelay:
     def from_settings(
         cls, sessionmaker: async_sessionmaker[AsyncSession], broker: KafkaBroker, settings: OutboxRetentionSettings
     ) -> OutboxRelay:
-        """The relay of a service, with the retention of its settings (``UEP_OUTBOX_RETAIN_S``,
-        ``UEP_OUTBOX_PRUNE_INTERVAL_S``) and the other defaults."""
-        return cls(sessionmaker, broker, retain_s=settings.outbox_retain_s, prune_interval_s=settings.outbox_prune_interval_s)
+        """The relay of a service, with the backstop poll and retention of its settings
+        (``UEP_OUTBOX_POLL_INTERVAL_S``, ``UEP_OUTBOX_RETAIN_S``, ``UEP_OUTBOX_PRUNE_INTERVAL_S``) and the other
+        defaults."""
+        return cls(
+            sessionmaker,
+            broker,
+            poll_interval_s=settings.outbox_poll_interval_s,
+            retain_s=settings.outbox_retain_s,
+            prune_interval_s=settings.outbox_prune_interval_s,
+        )
 
     def kick(self) -> None:
         """Ask the relay to run now (call after committing outbox rows)."""

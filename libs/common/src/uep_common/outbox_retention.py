@@ -31,12 +31,19 @@ DEFAULT_RETAIN_S = 120.0
 
 
 class OutboxRetentionSettings(CommonSettings):
-    """Settings of a service whose outbox relay prunes published rows (``UEP_OUTBOX_*``)."""
+    """Settings of a service whose outbox relay polls and prunes published rows (``UEP_OUTBOX_*``)."""
 
     outbox_retain_s: float = Field(
         DEFAULT_RETAIN_S, ge=0, description="Seconds a published outbox row is kept before the relays delete it."
     )
     outbox_prune_interval_s: float = Field(30.0, gt=0, description="Seconds between a relay's pruning rounds.")
+    outbox_poll_interval_s: float = Field(
+        10.0,
+        gt=0,
+        description="Seconds between a relay's backstop polls. A writer kicks its relay after each commit, so the poll "
+        "only publishes rows a crashed writer or relay left behind and rows whose claim expired; an idle relay's only "
+        "work is this poll (one transaction of four statements).",
+    )
 
 
 _PRUNE = text(

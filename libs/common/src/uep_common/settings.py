@@ -31,7 +31,12 @@ class CommonSettings(BaseSettings):
     kafka_session_timeout_ms: int = Field(
         6000, ge=1000, description="Consumer session timeout; tansu holds a join for half of it."
     )
-    kafka_heartbeat_interval_ms: int = 1000
+    kafka_heartbeat_interval_ms: int = Field(
+        2000,
+        ge=100,
+        description="Consumer heartbeat period (a third of the session timeout, Kafka's rule): members learn of a "
+        "rebalance at their next heartbeat; each idle consumer sends one request per period.",
+    )
     kafka_fetch_max_wait_ms: int = Field(
         100, ge=1, description="Long-poll wait while messages flow; latency ~ half of it on tansu (uep_common.fetch_pacing)."
     )
@@ -44,7 +49,7 @@ class CommonSettings(BaseSettings):
         "period waits up to about half of it per hop. At most kafka_fetch_max_wait_ms: no pacing.",
     )
     kafka_consumer_timeout_ms: int = Field(
-        1000,
+        2000,
         ge=10,
         description="Longest sleep of a consumer's background fetch loop (aiokafka consumer_timeout_ms, default 200): "
         "it wakes at once for new data, consumed data and rebalances, so this only paces its idle wake-ups.",

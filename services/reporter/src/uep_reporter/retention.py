@@ -1,9 +1,10 @@
 """Reporter side of retention: the periodic cleanup and the runs requested through the gateway.
 
 A reporter replica runs :class:`RetentionWorker`: every ``retention_interval_s`` (first after
-``retention_initial_delay_s``) a periodic run, and every ``retention_poll_s`` it claims a run requested by
-``POST /v1/retention/run`` (a ``retention_runs`` row in status 'requested', claimed ``FOR UPDATE SKIP
-LOCKED`` so exactly one replica executes it). The reporter executes them because it owns the artifact files.
+``retention_initial_delay_s``) a periodic run, and it claims each run requested by ``POST /v1/retention/run``
+(a ``retention_runs`` row in status 'requested', claimed ``FOR UPDATE SKIP LOCKED`` so exactly one replica
+executes it) as soon as the gateway's NOTIFY on :data:`uep_common.wakeups.RETENTION_CHANNEL` arrives, and every
+``retention_poll_s`` as a backstop. The reporter executes them because it owns the artifact files.
 What a run keeps and deletes is defined in :mod:`uep_reporter.retention_policy`.
 """
 
@@ -20,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from uep_common.artifacts import ArtifactStore, artifact_store
 from uep_common.background import BackgroundLoop
 from uep_common.db.leaderboards import RetentionRun
+from uep_common.wakeups import RETENTION_CHANNEL, ChannelListener
 from uep_reporter import retention_policy
 
 log = logging.getLogger(__name__)
@@ -72,13 +74,19 @@ class RetentionWorker:
         self._root = artifact_store(settings)
         self._next_periodic = time.monotonic() + settings.retention_initial_delay_s
         self._loop = BackgroundLoop("retention", self._round, settings.retention_poll_s)
+        self._listener = ChannelListener(settings.database_url, RETENTION_CHANNEL, self._requested)
+
+    async def _requested(self, _run_id: str) -> None:
+        self._loop.wake()
 
     def start(self) -> None:
-        """Start on the running event loop."""
+        """Start on the running event loop: the loop, and the listener that wakes it when a run is requested."""
         self._loop.start()
+        self._listener.start()
 
     async def stop(self) -> None:
         """Cancel the loop (a run in progress is rolled back evaluation by evaluation; each is atomic)."""
+        await self._listener.stop()
         await self._loop.stop()
 
     async def periodic_once(self) -> dict[str, Any]:

@@ -27,7 +27,12 @@ class ReporterSettings(ArtifactSettings, OutboxRetentionSettings):
     retention_enabled: bool = Field(True, description="Run the periodic retention cleanup.")
     retention_interval_s: float = Field(3600.0, gt=0, description="Seconds between periodic retention runs.")
     retention_initial_delay_s: float = Field(300.0, ge=0, description="Seconds after start-up before the first periodic run.")
-    retention_poll_s: float = Field(2.0, gt=0, description="Seconds between checks for runs requested through the API.")
+    retention_poll_s: float = Field(
+        30.0,
+        gt=0,
+        description="Seconds between checks for runs requested through the API when no notification came (the "
+        "gateway's NOTIFY wakes the worker at once; this is the backstop for one sent while its listener reconnected).",
+    )
     compaction_enabled: bool = Field(True, description="Run the periodic compaction of ended evaluations.")
     compaction_grace_s: float = Field(
         600.0,

@@ -88,7 +88,12 @@ class LifecycleSettings(CommonSettings):
         description="Dispatches of one item (since its last retry) before it is recorded failed "
         "and dead-lettered; each ends when its lease expires without a result.",
     )
-    scheduler_heartbeat_seconds: float = Field(2.0, gt=0, description="Period of a scheduler instance's heartbeat.")
+    scheduler_heartbeat_seconds: float = Field(
+        10.0,
+        gt=0,
+        description="Period of a scheduler instance's heartbeat (``heartbeat_at``, shown in the live-instances gauge; "
+        "liveness itself is the advisory lock, so this bounds no failover).",
+    )
     lease_seconds: float = Field(300.0, gt=0, description="The scheduler's lease length (same variable as dispatch).")
     tick_seconds: float = Field(1.0, gt=0, description="Period of the lease-exhaustion pass.")
 

@@ -41,6 +41,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from uep_common import leaderboards as lb
 from uep_common.db.leaderboards import RetentionRun
 from uep_common.db.models import Benchmark, Model
+from uep_common.wakeups import RETENTION_CHANNEL, notify
 from uep_gateway.deps import db_session, unscoped_session
 from uep_gateway.errors import FieldError
 from uep_gateway.tenancy import principal_of_session
@@ -398,6 +399,7 @@ async def request_retention(
         scope={k: v for k, v in (("benchmark", body.benchmark), ("model", body.model)) if v is not None},
     )
     session.add(run)
+    await notify(session, RETENTION_CHANNEL, str(run.id))
     await session.commit()
     deadline = time.monotonic() + wait_s
     while True:
