@@ -112,6 +112,28 @@ def measure(run_dir: Path, seconds: float) -> dict[str, tuple[float, float]]:
     }
 
 
+def wait_quiet(
+    run_dir: Path, below_pct: float = 10.0, window_s: float = 1.0, timeout_s: float = 120.0
+) -> tuple[float, str | None]:
+    """Wait until the stack of ``run_dir`` (every process with its descendants, the model server included) uses
+    less than ``below_pct`` percent of one core in total over a ``window_s`` window, or ``timeout_s`` passed.
+    Returns the seconds waited and the process that used the most CPU meanwhile (None when the stack was quiet at
+    once). Benches call it before each timed run, so work left by the previous one (an evaluation's report and
+    PDF rendered after it completed, a compaction round) does not weigh on the next."""
+    t0 = time.monotonic()
+    pids = stack_pids(run_dir)
+    first = before = tree_ticks(pids)
+    while True:
+        time.sleep(window_s)
+        after = tree_ticks(pids)
+        busy = sum(after[n][0] - before[n][0] for n in pids) / TICKS / window_s * 100.0
+        if busy < below_pct or time.monotonic() - t0 >= timeout_s:
+            used = {n: after[n][0] - first[n][0] for n in pids}
+            waited = time.monotonic() - t0
+            return waited, (max(used, key=used.__getitem__) if waited > 1.5 * window_s else None)
+        before = after
+
+
 def report(usage: dict[str, tuple[float, float]], seconds: float, name: str = "") -> None:
     """Print the table of :func:`measure`."""
     label = f" [{name}]" if name else ""

@@ -60,3 +60,27 @@ def test_make_broker_paces_its_consumers_unless_the_waits_are_equal():
     flat = CommonSettings(kafka_fetch_max_wait_ms=100, kafka_idle_fetch_max_wait_ms=100)
     assert not any(getattr(m, "__name__", "") == "Pace" for m in make_broker(flat).middlewares)
     assert consumer_options(flat, "x")["fetch_max_wait_ms"] == 100
+
+
+async def test_consumers_of_per_evaluation_topics_keep_the_idle_wait():
+    """A subscriber of per-evaluation topics only (here EvaluationRequested) keeps the idle fetch wait and the
+    idle batch wait while its process is busy; one of a per-item topic gets the busy wait."""
+    from uep_common.events import Topics
+    from uep_common.messaging import PER_EVALUATION_TOPICS, fetch_pacer
+
+    per_item = AIOKafkaConsumer(bootstrap_servers="127.0.0.1:1", fetch_max_wait_ms=2000)
+    per_evaluation = AIOKafkaConsumer(bootstrap_servers="127.0.0.1:1", fetch_max_wait_ms=2000)
+    steady_batch = SimpleNamespace(consumer=per_evaluation, batch_timeout_ms=50, topic_names=[Topics.EVALUATION_REQUESTED])
+    pacer = fetch_pacer(CommonSettings(kafka_fetch_max_wait_ms=100, kafka_idle_fetch_max_wait_ms=2000, kafka_idle_after_s=60))
+    assert pacer is not None and pacer.steady_topics == PER_EVALUATION_TOPICS
+    assert Topics.SAMPLE_DISPATCHED not in PER_EVALUATION_TOPICS and Topics.SCORE_COMPUTED not in PER_EVALUATION_TOPICS
+    pacer.broker = SimpleNamespace(
+        subscribers=[SimpleNamespace(consumer=per_item, topic_names=[Topics.SCORE_COMPUTED]), steady_batch]
+    )
+    pacer.pace_batches(idle=True)  # the broker's start
+    assert steady_batch.batch_timeout_ms == IDLE_BATCH_TIMEOUT_MS
+    pacer.touch()
+    assert (per_item._fetch_max_wait_ms, per_evaluation._fetch_max_wait_ms) == (100, 2000)
+    assert steady_batch.batch_timeout_ms == IDLE_BATCH_TIMEOUT_MS
+    for c in (per_item, per_evaluation):
+        await c.stop()

@@ -39,13 +39,22 @@ sleeps waits up to this once, after a quiet period."""
 class FetchPacer:
     """Sets the fetch wait of every consumer of ``broker`` to ``busy_ms`` while messages flow and to ``idle_ms``
     after ``idle_after_s`` seconds without one (see the module docstring). ``broker`` may be given after
-    construction (the broker takes the pacer's middleware when it is built)."""
+    construction (the broker takes the pacer's middleware when it is built). A subscriber whose topics are all in
+    ``steady_topics`` is left alone: its consumer keeps the wait it started with (the idle one) whatever flows."""
 
-    def __init__(self, busy_ms: int, idle_ms: int, idle_after_s: float, broker: KafkaBroker | None = None) -> None:
+    def __init__(
+        self,
+        busy_ms: int,
+        idle_ms: int,
+        idle_after_s: float,
+        broker: KafkaBroker | None = None,
+        steady_topics: frozenset[str] = frozenset(),
+    ) -> None:
         self.busy_ms = busy_ms
         self.idle_ms = idle_ms
         self.idle_after_s = idle_after_s
         self.broker = broker
+        self.steady_topics = steady_topics
         self.idle = True
         """Consumers have the idle wait (the state at start)."""
         self._batch_waits: dict[int, int] = {}
@@ -53,9 +62,16 @@ class FetchPacer:
         self._last = 0.0
         self._timer: asyncio.TimerHandle | None = None
 
+    def paced(self, sub: Any) -> bool:
+        """Whether subscriber ``sub`` follows the pacer (not every one of its topics is a steady topic)."""
+        topics = set(getattr(sub, "topic_names", ()) or ())
+        return not topics or not topics <= self.steady_topics
+
     def consumers(self) -> Iterator[Any]:
-        """The aiokafka consumers of the broker's subscribers (started or not)."""
+        """The aiokafka consumers of the broker's paced subscribers (started or not)."""
         for sub in self.broker.subscribers if self.broker is not None else ():
+            if not self.paced(sub):
+                continue
             for consumer in (getattr(sub, "consumer", None), *getattr(sub, "consumer_subgroup", ())):
                 if consumer is not None:
                     yield consumer
@@ -72,15 +88,17 @@ class FetchPacer:
 
     def pace_batches(self, idle: bool) -> None:
         """Give every batch subscriber (FastStream's ``batch_timeout_ms``) :data:`IDLE_BATCH_TIMEOUT_MS` when
-        ``idle`` (if longer than its own), else its own wait back."""
+        ``idle`` (if longer than its own), else its own wait back; a subscriber of steady topics only ever gets
+        the idle one."""
         for sub in self.broker.subscribers if self.broker is not None else ():
             own = getattr(sub, "batch_timeout_ms", None)
             if not isinstance(own, int):
                 continue
-            if idle and own < IDLE_BATCH_TIMEOUT_MS:
+            sub_idle = idle or not self.paced(sub)
+            if sub_idle and own < IDLE_BATCH_TIMEOUT_MS:
                 self._batch_waits[id(sub)] = own
                 setattr(sub, "batch_timeout_ms", IDLE_BATCH_TIMEOUT_MS)  # noqa: B010 - not on the base type
-            elif not idle and id(sub) in self._batch_waits:
+            elif not sub_idle and id(sub) in self._batch_waits:
                 setattr(sub, "batch_timeout_ms", self._batch_waits.pop(id(sub)))  # noqa: B010
 
     def touch(self) -> None:

@@ -36,6 +36,22 @@ DEAD_LETTER_TOPIC = "uep.dead-letter.v1"
 ``uep-dlq-reason``, ``uep-dlq-source-topic`` and optionally ``uep-dlq-id``; the scheduler keeps each in the
 ``dead_letters`` table and the gateway re-drives them (``POST /v1/dead-letters/{id}/redrive``)."""
 
+PER_EVALUATION_TOPICS = frozenset(
+    {
+        Topics.EVALUATION_REQUESTED,
+        Topics.EVALUATION_COMPLETED,
+        Topics.RESCORE_REQUESTED,
+        Topics.REPORT_REQUESTED,
+        Topics.REPORT_READY,
+        DEAD_LETTER_TOPIC,
+    }
+)
+"""Topics that carry a few events per evaluation (or, the dead-letter topic, only failures), not one per item.
+Their consumers keep the idle fetch wait while their process is busy (:class:`uep_common.fetch_pacing.FetchPacer`):
+on the per-item path a short wait saves latency at every hop, here it would only add fetches — ten a second per
+consumer — for events that come once per evaluation, and that admission (the gateway's NOTIFY) and lease
+release do not wait for."""
+
 
 _SASL: dict[str, type[SASLPlaintext | SASLScram256 | SASLScram512]] = {
     "SCRAM-SHA-512": SASLScram512,
@@ -116,10 +132,15 @@ def make_broker(settings: CommonSettings) -> KafkaBroker:
 
 def fetch_pacer(settings: CommonSettings) -> FetchPacer | None:
     """The settings' :class:`uep_common.fetch_pacing.FetchPacer`, or None when the idle wait is no longer than
-    the busy one (no pacing)."""
+    the busy one (no pacing). Consumers of :data:`PER_EVALUATION_TOPICS` keep the idle wait."""
     if settings.kafka_idle_fetch_max_wait_ms <= settings.kafka_fetch_max_wait_ms:
         return None
-    return FetchPacer(settings.kafka_fetch_max_wait_ms, settings.kafka_idle_fetch_max_wait_ms, settings.kafka_idle_after_s)
+    return FetchPacer(
+        settings.kafka_fetch_max_wait_ms,
+        settings.kafka_idle_fetch_max_wait_ms,
+        settings.kafka_idle_after_s,
+        steady_topics=PER_EVALUATION_TOPICS,
+    )
 
 
 async def undecoded_body(msg: StreamMessage[Any]) -> None:
