@@ -17,7 +17,8 @@ consumer and of its fetcher, which reads it for every fetch request it builds (a
 ``tests/unit/test_fetch_pacing.py`` fails when an upgrade moves it). Consumers start with the idle wait, so an
 idle process that never sees a message never polls fast. Batch subscribers get a longer batch wait while idle
 too (:data:`IDLE_BATCH_TIMEOUT_MS`; FastStream's ``batch_timeout_ms``, read by its loop each round), from the
-broker's start (:class:`PacedKafkaBroker`).
+broker's start (:class:`PacedKafkaBroker`), and their loop polls again at once after an empty poll
+(:func:`get_batch`), so the batch wait costs no latency and only sets how often an empty loop wakes.
 """
 
 from __future__ import annotations
@@ -25,15 +26,47 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from itertools import chain
+from types import MethodType
 from typing import Any
 
 from faststream import BaseMiddleware
 from faststream.kafka import KafkaBroker
+from faststream.kafka.subscriber.usecase import BatchSubscriber
 
 IDLE_BATCH_TIMEOUT_MS = 500
-"""Batch wait of a batch subscriber while its process is idle. FastStream's batch loop polls every twice its
-batch wait when nothing comes (20–50 ms for uep's: 10–25 wake-ups a second); a score arriving while the loop
-sleeps waits up to this once, after a quiet period."""
+"""Batch wait of a batch subscriber while its process is idle: one empty poll of its loop waits this long (see
+:func:`get_batch`; a record that comes meanwhile is taken at once)."""
+
+
+async def get_batch(self: BatchSubscriber, consumer: Any) -> tuple[Any, ...]:
+    """``get_msg`` of a FastStream batch subscriber without the sleep after an empty poll.
+
+    FastStream's own waits ``batch_timeout_ms`` for records (``getmany`` returns as soon as there are some) and,
+    when none came, sleeps ``batch_timeout_ms`` more before the next poll: two wake-ups per round, and a record
+    that arrives during the sleep waits for its end. This one polls again at once, so a record is taken as soon
+    as the consumer's fetcher has it and an empty round costs one wake-up; a poll that returns empty early (the
+    consumer closing, a fetch error) still waits out the rest of the period, so the loop never spins.
+    Returns the records of one ``getmany`` (at most ``max_records``), in partition order.
+    """
+    t0 = time.monotonic()
+    messages = await consumer.getmany(timeout_ms=self.batch_timeout_ms, max_records=self.max_records)
+    if messages:
+        return tuple(chain(*messages.values()))
+    left = self.batch_timeout_ms / 1000 - (time.monotonic() - t0)
+    if left > 0.001:
+        await asyncio.sleep(left)
+    return ()
+
+
+def poll_batches_without_sleep(broker: KafkaBroker) -> int:
+    """Give every batch subscriber of ``broker`` :func:`get_batch` as its ``get_msg``; returns how many."""
+    n = 0
+    for sub in broker.subscribers:
+        if isinstance(sub, BatchSubscriber):
+            sub.get_msg = MethodType(get_batch, sub)  # type: ignore[method-assign]
+            n += 1
+    return n
 
 
 class FetchPacer:
@@ -145,7 +178,9 @@ class PacedKafkaBroker(KafkaBroker):
     pacer: FetchPacer | None = None
 
     async def start(self) -> None:
-        """Start the broker and its subscribers, then pace the idle batch subscribers."""
+        """Start the broker and its subscribers (batch ones with :func:`get_batch`), then pace the idle batch
+        subscribers."""
+        poll_batches_without_sleep(self)
         await super().start()
         if self.pacer is not None and self.pacer.idle:
             self.pacer.pace_batches(idle=True)

@@ -17,11 +17,10 @@ class InferenceSettings(CommonSettings):
         "that answers in t seconds gets at most inference_concurrency / t items a second from one replica.",
     )
     inference_batch_timeout_ms: int = Field(
-        20,
+        100,
         ge=1,
-        description="Batch wait of the SampleDispatched consumer: records are taken as soon as they are there; with "
-        "none the consumer polls again after twice this (FastStream's batch loop), so a record arriving meanwhile "
-        "waits up to this long (FastStream's default, 200 ms, would add that to an idle model's first item).",
+        description="Longest wait of one empty poll of the SampleDispatched consumer (uep_common.fetch_pacing."
+        "get_batch): records are taken as soon as they are there, so this sets only how often an empty loop wakes.",
     )
     triton_row_batching: bool = Field(
         True,

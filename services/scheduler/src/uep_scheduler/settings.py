@@ -87,12 +87,10 @@ class SchedulerSettings(OutboxRetentionSettings):
         "wake the allocator at once either way; due cron runs start up to this late).",
     )
     scores_batch_timeout_ms: int = Field(
-        20,
+        100,
         ge=1,
-        description="Batch wait of the ScoreComputed consumer: a batch is taken as soon as scores are there; with none "
-        "the consumer polls again after twice this (FastStream's batch loop), so it paces idle wake-ups and adds up "
-        "to this to a score that arrives while the loop sleeps — which delays the next lease unless items are "
-        "queued at inference (model_queue_seconds > 0).",
+        description="Longest wait of one empty poll of the ScoreComputed consumer (uep_common.fetch_pacing.get_batch): "
+        "a batch is taken as soon as scores are there, so this sets only how often an empty loop wakes.",
     )
     admit_pending_after_seconds: float = Field(
         5.0, ge=0, description="Admit a pending evaluation whose EvaluationRequested was not seen after this long."

@@ -22,11 +22,10 @@ class ScorerSettings(CommonSettings):
         "max.poll.interval (aiokafka's default 300 s).",
     )
     scorer_batch_timeout_ms: int = Field(
-        20,
+        100,
         ge=1,
-        description="Batch wait of the OutputGenerated consumer: outputs are taken as soon as they are there; with "
-        "none the consumer polls again after twice this (FastStream's batch loop), so an output arriving meanwhile "
-        "waits up to this long.",
+        description="Longest wait of one empty poll of the OutputGenerated consumer (uep_common.fetch_pacing."
+        "get_batch): outputs are taken as soon as they are there, so this sets only how often an empty loop wakes.",
     )
     reference_cache_size: int = Field(50_000, ge=0)
     sandbox_mode: Literal["bwrap", "unsafe_process"] = Field(
