@@ -117,12 +117,12 @@ async def test_get_batch_takes_a_record_at_once_after_an_empty_poll():
     consumer = _Consumer()
     loop = asyncio.get_running_loop()
     t0 = loop.time()
-    assert await get_batch(sub, consumer) == ()  # an empty poll: the whole batch wait, no more
-    assert 0.09 <= loop.time() - t0 < 0.15
+    assert await get_batch(sub, consumer) == ()  # an empty poll: the whole batch wait, not twice it (FastStream's)
+    assert 0.09 <= loop.time() - t0 < 0.19
     loop.call_later(0.01, consumer.records.put_nowait, "r1")
     t1 = loop.time()
     assert await get_batch(sub, consumer) == ("r1",)
-    assert loop.time() - t1 < 0.06
+    assert loop.time() - t1 < 0.09
 
 
 async def test_make_broker_gives_batch_subscribers_get_batch():
