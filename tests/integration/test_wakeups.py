@@ -71,13 +71,14 @@ async def _idle_timer_count(seconds: float) -> tuple[int, list[str]]:
     listener.start()
     engine = make_async_engine(URL)
     try:
-        async with make_sessionmaker(engine)() as s, s.begin():
-            for _ in range(50):
+        sessions = make_sessionmaker(engine)
+        for _ in range(50):  # until the listener has subscribed: a probe sent before its LISTEN is not heard
+            async with sessions() as s, s.begin():
                 await s.execute(text("SELECT pg_notify('uep_test_idle_listener', 'probe')"))
-                await s.commit()
-                await asyncio.sleep(0.1)
-                if got:
-                    break
+            await asyncio.sleep(0.1)
+            if got:
+                break
+        await asyncio.sleep(0.5)  # any later probe delivered and drained before the count starts
         loop = asyncio.get_running_loop()
         armed = 0
         call_at = loop.call_at

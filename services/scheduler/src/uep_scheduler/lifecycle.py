@@ -89,10 +89,12 @@ class LifecycleSettings(CommonSettings):
         "and dead-lettered; each ends when its lease expires without a result.",
     )
     scheduler_heartbeat_seconds: float = Field(
-        10.0,
+        2.0,
         gt=0,
-        description="Period of a scheduler instance's heartbeat (``heartbeat_at``, shown in the live-instances gauge; "
-        "liveness itself is the advisory lock, so this bounds no failover).",
+        description="Period of a scheduler instance's heartbeat (``heartbeat_at``, shown in the live-instances gauge). "
+        "Liveness itself is the advisory lock, but the heartbeat is also how an instance notices that its registration "
+        "connection, and so its lock, is gone (a PostgreSQL restart) and takes it again: until then a replica starting "
+        "up sees no live instance and interrupts the running evaluations, so this stays short.",
     )
     lease_seconds: float = Field(300.0, gt=0, description="The scheduler's lease length (same variable as dispatch).")
     tick_seconds: float = Field(1.0, gt=0, description="Period of the lease-exhaustion pass.")
