@@ -46,8 +46,9 @@ class HealthProbe:
             t0 = time.perf_counter()
             time.sleep(0.02)
             t1 = time.perf_counter()
-            self.client_stall = max(self.client_stall, t1 - t0 - 0.02)
-            if t1 - t0 - 0.02 > self.CLIENT_STALL_S:
+            overshoot = t1 - t0 - 0.02
+            self.client_stall = max(self.client_stall, overshoot)
+            if overshoot > self.CLIENT_STALL_S:
                 self.stalls.append((t0 + 0.02 - self._start, t1 - self._start))
 
     def _run(self) -> None:
