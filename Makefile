@@ -87,6 +87,9 @@ bench-scale: install ## bench/scale: echo evaluations of 1k, 10k, 100k items (an
 bench-idle: install ## bench/idle_cost: CPU of an idle stack per process over 30 s (target < 2 % of a core in total)
 	$(PY) bench/idle_cost.py
 
+bench-llm-interference: install ## bench/llm_interference: the embedded LLM's throughput under a small background CPU load, by llama.cpp thread count
+	$(PY) bench/llm_interference.py
+
 bench-classifier: install ## bench/classifier_throughput: a classifier's and a ranker's throughput, pipeline vs direct Triton, ratios
 	$(PY) bench/classifier_throughput.py
 
@@ -115,4 +118,4 @@ bench-cli: install ## bench/cli_startup: `uep --help` start-up time against the 
 asyncapi: install ## regenerate docs/asyncapi.json from the services' FastStream apps
 	$(PY) docs/generate_asyncapi.py
 
-.PHONY: help install up down status demo check check-k8s test test-unit test-db test-stack bench bench-scale bench-idle bench-classifier bench-scorer bench-chaos asyncapi bench-scheduler bench-report bench-lm-eval bench-cli
+.PHONY: help install up down status demo check check-k8s test test-unit test-db test-stack bench bench-scale bench-idle bench-llm-interference bench-classifier bench-scorer bench-chaos asyncapi bench-scheduler bench-report bench-lm-eval bench-cli

@@ -26,6 +26,12 @@ server, that contention is part of the ratio. So the bench also prints how busy 
 each pipeline run (the items' call times, ``latency_ms``, over slots × run time): below 1 the model idled
 waiting for work; a ratio below the busy share means each call itself took longer than in the direct run.
 
+``--pin-model``: the model server on a core of its own, as on a production model node (``bench/cpu_pinning``:
+the last CPU for Triton and its backends, the others for the broker, the six services and the bench's client), the
+LLM with one llama.cpp thread per core it has (``UEP_LLM_THREADS``). Direct and pipeline runs then call the same
+pinned model, so the ratio is the pipeline's own cost, without the CPU the services would take from a model on
+the same cores (``bench/llm_interference`` measures that).
+
 ``--compare-instrumentation``: the cost of observability. The pipeline run (echo, the first case's slots) is
 repeated with the services restarted in two modes, interleaved (off, on, on, off, off, on, … for
 ``--rounds`` rounds): *on* — Prometheus metrics recorded and served (``UEP_METRICS_ENABLED=true``) and
@@ -35,7 +41,7 @@ trace context they carry across Kafka is what puts one trace id on an evaluation
 mode's throughput per round and the ratio of the medians on/off (target ≥ 0.97).
 
 Usage: ``python bench/pipeline_overhead.py [--cases echo:1,llm:1,echo:4,llm:4] [--rounds 3] [--n-echo 1000]
-[--n-llm 30] [--service-ms 20] [--compare-instrumentation] [--port-base 20000] [--database uep_bench]
+[--n-llm 30] [--service-ms 20] [--pin-model] [--compare-instrumentation] [--port-base 20000] [--database uep_bench]
 [--redis-db 14] [--run-dir .run/bench]``
 """
 
@@ -245,6 +251,18 @@ def warm_up(grpc_url: str, model: BenchModel, requests: list[Request], slots: in
     return runs
 
 
+PINNED: dict[str, set[int]] = {}
+"""With ``--pin-model``: ``{"model": CPUs, "stack": CPUs}`` (:func:`cpu_pinning.split_cpus`)."""
+
+
+def _pin(cfg) -> None:
+    """Re-apply ``--pin-model``'s affinities (a restarted service inherits the bench's own)."""
+    if PINNED:
+        from cpu_pinning import pin_stack
+
+        pin_stack(cfg.run_dir, PINNED["model"], PINNED["stack"])
+
+
 def run_case(cfg, kind: str, slots: int, n: int, rounds: int) -> CaseResult:
     """``rounds`` rounds of direct and pipeline on ``kind`` at ``slots``, interleaved (A,B then B,A), each run
     started once the stack is quiet (``bench/idle_cost.wait_quiet``: the previous pipeline run's report is
@@ -254,6 +272,7 @@ def run_case(cfg, kind: str, slots: int, n: int, rounds: int) -> CaseResult:
     model = MODELS[kind]
     requests = _requests(n, model)
     _size(cfg, model.name, slots)
+    _pin(cfg)
     grpc_url = f"127.0.0.1:{cfg.triton_grpc}"
     warm = min(n, max(8 * slots, WARM_UP_ITEMS))
     runs = warm_up(grpc_url, model, requests[:warm], slots)
@@ -338,6 +357,7 @@ def main() -> int:
     ap.add_argument("--n-echo", type=int, default=1000, help="items per run on the echo model")
     ap.add_argument("--n-llm", type=int, default=30, help="items per run on the LLM")
     ap.add_argument("--service-ms", type=int, default=20, help="the echo model's service time per batch")
+    ap.add_argument("--pin-model", action="store_true", help="the model server on a core of its own, the rest on the others")
     ap.add_argument("--compare-instrumentation", action="store_true", help="pipeline with metrics and span export on vs off")
     ap.add_argument("--port-base", type=int, default=20000, help="UEP_STACK_PORT_BASE of the bench's private stack")
     ap.add_argument("--database", default="uep_bench", help="PostgreSQL database of the bench's stack (made if missing)")
@@ -363,11 +383,25 @@ def main() -> int:
     import uep_stack
     from free_ports import stack_ports, wait_until_free
 
+    if args.pin_model:
+        from cpu_pinning import split_cpus
+
+        PINNED["model"], PINNED["stack"] = split_cpus()
+        os.environ["UEP_LLM_THREADS"] = str(len(PINNED["model"]))
     cfg = uep_stack.config()
     uep_stack.down(cfg)
     wait_until_free(stack_ports(cfg))  # a stack stopped just before leaves TIME_WAIT sockets
     uep_stack.up(cfg)
     AUTH.update(cfg.auth_headers())
+    if PINNED:
+        from cpu_pinning import pin_stack
+
+        threads = pin_stack(cfg.run_dir, PINNED["model"], PINNED["stack"])
+        print(
+            f"pinned: the model server to CPU {sorted(PINNED['model'])} ({threads.get('triton', 0)} threads), the rest to "
+            f"{sorted(PINNED['stack'])}; UEP_LLM_THREADS={os.environ['UEP_LLM_THREADS']}",
+            flush=True,
+        )
     results: list[CaseResult] = []
     cpu: dict[str, dict[str, list[float]]] = {}
     try:
@@ -380,7 +414,10 @@ def main() -> int:
         )
     finally:
         uep_stack.down(cfg)
-    print(f"\nMMLU prompts, defaults everywhere, echo service time {args.service_ms} ms/batch, {args.rounds} rounds per case")
+    pinning = f", the model server pinned to CPU {sorted(PINNED['model'])} (one llama.cpp thread)" if PINNED else ""
+    print(
+        f"\nMMLU prompts, defaults everywhere, echo service time {args.service_ms} ms/batch, {args.rounds} rounds per case{pinning}"
+    )
     print(
         f"{'case':<8} {'N':>5} {'direct items/s':>15} {'pipeline items/s':>17} {'ratio (median)':>15} {'spread':>14} "
         f"{'slots busy':>11}"

@@ -14,6 +14,8 @@ Settings (environment):
 * ``UEP_LLM_N_PARALLEL`` (default 1): llama.cpp slots (continuous batching). Keep 1 for reproducible
   evaluations: with more than one slot, greedy outputs change with the batch composition.
 * ``UEP_LLM_THREADS`` (default 2): CPU threads for decoding and prompt processing.
+* ``UEP_LLM_POLL`` (default 50, llama.cpp's own): how hard a thread busy-waits (0–100) for the others at the
+  barrier after each step before it sleeps.
 * ``UEP_LLM_N_CTX`` (default 4096): context size PER SLOT, in tokens (prompt + completion).
 * ``UEP_LLM_CACHE_PROMPT`` (default 1): reuse the KV cache of a common prompt prefix. Faster; llama.cpp
   notes logits may then differ in the last bits from an uncached run. Set 0 for strict reproducibility.
@@ -81,6 +83,7 @@ class LlmSettings:
 
     n_parallel: int = 1
     n_threads: int = 2
+    poll: int = 50
     n_ctx_per_slot: int = 4096
     cache_prompt: bool = True
     verbosity: int = 1
@@ -93,9 +96,13 @@ class LlmSettings:
         Raises:
             ValueError: a variable is malformed.
         """
+        poll = _env_int("UEP_LLM_POLL", 50, 0)
+        if poll > 100:
+            raise ValueError(f"UEP_LLM_POLL must be between 0 and 100, got {poll}")
         return cls(
             n_parallel=_env_int("UEP_LLM_N_PARALLEL", 1, 1),
             n_threads=_env_int("UEP_LLM_THREADS", 2, 1),
+            poll=poll,
             n_ctx_per_slot=_env_int("UEP_LLM_N_CTX", 4096, 256),
             cache_prompt=_env_int("UEP_LLM_CACHE_PROMPT", 1, 0) != 0,
             verbosity=_env_int("UEP_LLM_VERBOSITY", 1, 0),
@@ -123,6 +130,7 @@ class SmolLM2:
         params.n_ctx = self.settings.n_ctx_per_slot * self.settings.n_parallel  # llama.cpp splits n_ctx over slots
         params.cpuparams.n_threads = self.settings.n_threads
         params.cpuparams_batch.n_threads = self.settings.n_threads
+        params.cpuparams.poll = params.cpuparams_batch.poll = self.settings.poll
         params.verbosity = self.settings.verbosity
         started = time.perf_counter()
         self._server = xlc.Server(params)
