@@ -12,20 +12,16 @@ import os
 from collections import defaultdict
 from pathlib import Path
 
-from idle_cost import MODEL_SERVER, stack_pids
+from idle_cost import MODEL_SERVER, _stat, stack_pids
 
 
 def descendants(root: int) -> list[int]:
     """``root`` and every live process below it (from ``/proc/<pid>/stat``'s parent field)."""
     children: dict[int, list[int]] = defaultdict(list)
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            raw = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        children[int(raw[raw.rindex(")") + 2 :].split()[1])].append(int(entry))
+        st = _stat(int(entry)) if entry.isdigit() else None
+        if st is not None:
+            children[st[0]].append(int(entry))
     out, todo = [], [root]
     while todo:
         pid = todo.pop()
