@@ -9,7 +9,7 @@ from uep_model_server.llm import LlmSettings
 
 def test_poll_defaults_to_llama_cpps_own_and_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("UEP_LLM_POLL", raising=False)
-    assert LlmSettings.from_env().poll == 50  # llama.cpp's default (common.h: cpu_params.poll)
+    assert LlmSettings.from_env().poll == 50  # llama.cpp's own default poll
     monkeypatch.setenv("UEP_LLM_POLL", "0")
     assert LlmSettings.from_env().poll == 0
 
