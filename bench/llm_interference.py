@@ -33,6 +33,11 @@ import time
 from collections import defaultdict
 from multiprocessing.synchronize import Event
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from uep_model_server.io import GenerationRequest
+    from uep_model_server.llm import SmolLM2
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
@@ -48,7 +53,7 @@ def spin(share: float, period_s: float, stop: Event) -> None:
         time.sleep(max(0.0, period_s - (time.perf_counter() - t0)))
 
 
-def run(model: object, requests: list[object], load_pct: float, procs: int, period_s: float) -> float:
+def run(model: SmolLM2, requests: list[GenerationRequest], load_pct: float, procs: int, period_s: float) -> float:
     """Items/s of ``requests`` through ``model`` one at a time, under ``load_pct`` percent of one core of load
     spread over ``procs`` spinning processes (none at 0)."""
     stop = mp.Event()
@@ -61,7 +66,7 @@ def run(model: object, requests: list[object], load_pct: float, procs: int, peri
     try:
         t0 = time.perf_counter()
         for r in requests:
-            model.generate_one(r)  # type: ignore[attr-defined]
+            model.generate_one(r)
         elapsed = time.perf_counter() - t0
     finally:
         stop.set()

@@ -255,12 +255,14 @@ PINNED: dict[str, set[int]] = {}
 """With ``--pin-model``: ``{"model": CPUs, "stack": CPUs}`` (:func:`cpu_pinning.split_cpus`)."""
 
 
-def _pin(cfg) -> None:
-    """Re-apply ``--pin-model``'s affinities (a restarted service inherits the bench's own)."""
-    if PINNED:
-        from cpu_pinning import pin_stack
+def _pin(cfg) -> dict[str, int]:
+    """Apply ``--pin-model``'s affinities again (a restarted service inherits the bench's own); returns the
+    threads pinned per process (none without ``--pin-model``)."""
+    if not PINNED:
+        return {}
+    from cpu_pinning import pin_stack
 
-        pin_stack(cfg.run_dir, PINNED["model"], PINNED["stack"])
+    return pin_stack(cfg.run_dir, PINNED["model"], PINNED["stack"])
 
 
 def run_case(cfg, kind: str, slots: int, n: int, rounds: int) -> CaseResult:
@@ -394,9 +396,7 @@ def main() -> int:
     uep_stack.up(cfg)
     AUTH.update(cfg.auth_headers())
     if PINNED:
-        from cpu_pinning import pin_stack
-
-        threads = pin_stack(cfg.run_dir, PINNED["model"], PINNED["stack"])
+        threads = _pin(cfg)
         print(
             f"pinned: the model server to CPU {sorted(PINNED['model'])} ({threads.get('triton', 0)} threads), the rest to "
             f"{sorted(PINNED['stack'])}; UEP_LLM_THREADS={os.environ['UEP_LLM_THREADS']}",

@@ -66,7 +66,7 @@ def gguf_path() -> Path:
     return path
 
 
-def _env_int(name: str, default: int, minimum: int) -> int:
+def _env_int(name: str, default: int, minimum: int, maximum: int | None = None) -> int:
     raw = os.environ.get(name, "").strip()
     try:
         value = int(raw) if raw else default
@@ -74,6 +74,8 @@ def _env_int(name: str, default: int, minimum: int) -> int:
         raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {value}")
     return value
 
 
@@ -96,13 +98,10 @@ class LlmSettings:
         Raises:
             ValueError: a variable is malformed.
         """
-        poll = _env_int("UEP_LLM_POLL", 50, 0)
-        if poll > 100:
-            raise ValueError(f"UEP_LLM_POLL must be between 0 and 100, got {poll}")
         return cls(
             n_parallel=_env_int("UEP_LLM_N_PARALLEL", 1, 1),
             n_threads=_env_int("UEP_LLM_THREADS", 2, 1),
-            poll=poll,
+            poll=_env_int("UEP_LLM_POLL", 50, 0, 100),
             n_ctx_per_slot=_env_int("UEP_LLM_N_CTX", 4096, 256),
             cache_prompt=_env_int("UEP_LLM_CACHE_PROMPT", 1, 0) != 0,
             verbosity=_env_int("UEP_LLM_VERBOSITY", 1, 0),
