@@ -15,10 +15,14 @@ For each, the same items at the same concurrency C, interleaved direct, pipeline
   registry capacity) → scorer → reporter, timed from the POST until the evaluation is completed (every item
   scored and stored in PostgreSQL).
 
-The ranker's passage cache (every candidate embedded once) is warmed before the first round, so both kinds of
-run embed only the queries. Prints each run's items/s and, per model, the ratio of the medians
-pipeline/direct (target ≥ 0.9). Everything runs in this process on a private stack (ports
-``--port-base``, database ``--database``, Redis db ``--redis-db``).
+Each run starts once the stack is quiet (``bench/idle_cost.wait_quiet``): a pipeline run's evaluation has its
+report rendered after it completes, which would otherwise weigh on the next run. The ranker's passage cache
+(every candidate embedded once) is warmed before the first round, so both kinds of run embed only the queries.
+Prints each run's items/s and, per model, the ratio of the medians pipeline/direct (target ≥ 0.9), then the
+CPU each side spends per item, by process (``bench/cpu_share``: the stack's processes, PostgreSQL and this
+process, which is the direct client), with the items/s the machine's cores would give at that cost. Everything
+runs in this process on a private stack (ports ``--port-base``, database ``--database``, Redis db
+``--redis-db``).
 
 Usage: ``python bench/classifier_throughput.py [--concurrency 8] [--rounds 2] [--repeats 3] [--port-base 21000]
 [--database uep_bench_classifier] [--redis-db 14]``
@@ -82,9 +86,23 @@ async def direct(grpc_url: str, model: str, items: list[Any], build: Callable[[A
     return elapsed
 
 
-def pipeline(gateway_url: str, benchmark: str, model: str, n: int, repeats: int, in_flight: int) -> float:
-    """Seconds from POST /v1/evaluations to status completed for ``benchmark`` × ``repeats`` on ``model``."""
+def _median_parts(runs: list[dict[str, float]]) -> dict[str, float]:
+    """Per part, the median over ``runs`` of its ms per item."""
+    return {k: statistics.median(r.get(k, 0.0) for r in runs) for k in runs[0]}
+
+
+POLL_S = 0.05
+"""Seconds between two reads of a pipeline run's status: one primary-key SELECT in PostgreSQL, as bench/scale
+reads it. (A GET of the evaluation through the gateway 20 times a second cost the gateway ~6 ms of CPU each,
+about 7 % of the CPU the stack spent per item of a classifier run: the bench's load, not a user's.)"""
+
+
+def pipeline(gateway_url: str, engine: Any, benchmark: str, model: str, n: int, repeats: int, in_flight: int) -> float:
+    """Seconds from POST /v1/evaluations to status completed for ``benchmark`` × ``repeats`` on ``model``: the
+    status is read from ``engine`` (the stack's database) every :data:`POLL_S`, and the summary once through
+    the gateway at the end (asserted: every item scored, no error)."""
     import httpx
+    from sqlalchemy import text
 
     with httpx.Client(base_url=gateway_url, timeout=30, headers=AUTH) as c:
         t0 = time.perf_counter()
@@ -95,11 +113,13 @@ def pipeline(gateway_url: str, benchmark: str, model: str, n: int, repeats: int,
         r.raise_for_status()
         eid = r.json()["id"]
         while True:
-            body = c.get(f"/v1/evaluations/{eid}").json()
-            if body["status"] in ("completed", "failed", "cancelled"):
+            with engine.connect() as conn:
+                status = conn.execute(text("SELECT status FROM evaluations WHERE id = :e"), {"e": eid}).scalar_one()
+            if status in ("completed", "failed", "cancelled"):
                 break
-            time.sleep(0.05)
+            time.sleep(POLL_S)
         elapsed = time.perf_counter() - t0
+        body = c.get(f"/v1/evaluations/{eid}").json()
     assert body["status"] == "completed" and body["summary"]["n"] == n * repeats and body["summary"]["errors"] == 0, body
     return elapsed
 
@@ -143,8 +163,11 @@ def main() -> int:
             "UEP_LOG_LEVEL": "WARNING",
         }
     )
+    import cpu_share
     import uep_stack
+    from idle_cost import wait_quiet
     from uep_common.builtin.labelled import load_breast_cancer_test, load_humaneval_retrieval
+    from uep_common.db.session import make_sync_engine
 
     cases = [
         (
@@ -162,24 +185,37 @@ def main() -> int:
     uep_stack.down(cfg)
     uep_stack.up(cfg)
     AUTH.update(cfg.auth_headers())
+    engine = make_sync_engine(cfg.database_url)
     results: dict[str, dict[str, list[float]]] = {}
+    cpu_rows: dict[str, list[tuple[str, dict[str, float]]]] = {}
     try:
         _set_capacity(cfg.database_url, [c[1] for c in cases], args.concurrency)
         grpc_url = f"127.0.0.1:{cfg.triton_grpc}"
         for label, name, triton_name, benchmark, items, build, repeats in cases:
             work = items * repeats
             asyncio.run(direct(grpc_url, triton_name, items, build, args.concurrency))  # warm-up (and the ranker's cache)
-            pipeline(cfg.gateway_url, benchmark, name, len(items), 1, window)  # warm-up: consumers joined, caches filled
+            pipeline(cfg.gateway_url, engine, benchmark, name, len(items), 1, window)  # warm-up: consumers joined, caches filled
             runs: dict[str, list[float]] = {"direct": [], "pipeline": []}
+            cpu: dict[str, list[dict[str, float]]] = {"direct": [], "pipeline": []}
             for r in range(args.rounds):
-                t = asyncio.run(direct(grpc_url, triton_name, work, build, args.concurrency))
-                runs["direct"].append(len(work) / t)
-                print(f"  {label} round {r + 1} direct:   {len(work) / t:8.1f} items/s ({t:.2f} s)", flush=True)
-                t = pipeline(cfg.gateway_url, benchmark, name, len(items), repeats, window)
-                runs["pipeline"].append(len(work) / t)
-                print(f"  {label} round {r + 1} pipeline: {len(work) / t:8.1f} items/s ({t:.2f} s)", flush=True)
+                for side in ("direct", "pipeline"):
+                    quiet_s, busiest = wait_quiet(cfg.run_dir)  # the previous run's report rendered first
+                    before = cpu_share.snapshot(cfg.run_dir, own=True)
+                    if side == "direct":
+                        t = asyncio.run(direct(grpc_url, triton_name, work, build, args.concurrency))
+                    else:
+                        t = pipeline(cfg.gateway_url, engine, benchmark, name, len(items), repeats, window)
+                    cpu[side].append(cpu_share.per_item_ms(before, cpu_share.snapshot(cfg.run_dir, own=True), len(work)))
+                    runs[side].append(len(work) / t)
+                    print(
+                        f"  {label} round {r + 1} {side + ':':<9} {len(work) / t:8.1f} items/s ({t:.2f} s; after {quiet_s:.1f} s "
+                        f"for the stack to go quiet{f', mostly {busiest}' if busiest else ''})",
+                        flush=True,
+                    )
             results[label] = runs
+            cpu_rows[label] = [(f"{label} {side}", _median_parts(cpu[side])) for side in ("direct", "pipeline")]
     finally:
+        engine.dispose()
         uep_stack.down(cfg)
     print(f"\nconcurrency {args.concurrency}, {args.rounds} interleaved rounds (direct, pipeline), scheduler window {window}")
     for (label, name, _, benchmark, items, _, repeats), runs in zip(cases, results.values(), strict=True):
@@ -188,6 +224,13 @@ def main() -> int:
         print(f"  direct tritonclient (gRPC):   {d:8.1f} items/s (median)")
         print(f"  whole pipeline (6 services):  {p:8.1f} items/s (median, POST → completed, all stored)")
         print(f"  ratio pipeline/direct:        {p / d:8.3f}   (target ≥ 0.9)")
+    print(
+        "\nCPU per item, ms (medians over the rounds; each stack process with its descendants, PostgreSQL's server,"
+        f"\nand this process: the direct client and the pipeline runs' polls), and the items/s {os.cpu_count()} cores"
+        "\nwould give at that cost (bench/cpu_share)"
+    )
+    for line in cpu_share.table([row for rows in cpu_rows.values() for row in rows]):
+        print(line)
     return 0
 
 

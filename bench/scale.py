@@ -43,6 +43,7 @@ Usage: ``python bench/scale.py [--sizes 1000,10000,100000] [--million] [--servic
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import os
 import signal
@@ -187,6 +188,27 @@ def model_alone(cfg, n: int) -> float:
     return n / seconds
 
 
+@dataclasses.dataclass(frozen=True)
+class SizeRun:
+    """What one size's run measured: items, seconds POST → completed, the 10 decile rates (items/s), RSS per
+    process (MiB), table growth over the run, retained bytes after compaction and VACUUM (files, and live rows
+    when pgstattuple is there) per table and item, and CPU ms per item by part (:mod:`cpu_share`)."""
+
+    n: int
+    seconds: float
+    rates: list[float]
+    rss: dict[str, float]
+    grown: dict[str, float]
+    retained_files: dict[str, float]
+    retained_rows: dict[str, float] | None
+    cpu_ms: dict[str, float]
+
+    @property
+    def rate(self) -> float:
+        """Items/s over the whole run."""
+        return self.n / self.seconds
+
+
 POLL_S = 0.05
 """Seconds between two reads of a run's progress (one primary-key SELECT each): a 1,000-item run lasts about two
 seconds, so a coarser poll (0.5 s before) quantised its time and let several deciles pass within one read."""
@@ -267,6 +289,7 @@ def main() -> int:
         }
     )
     settle_s = 120 + args.compaction_grace_s + args.outbox_retain_s
+    import cpu_share
     import uep_stack
     from free_ports import stack_ports, wait_until_free
     from uep_common.db.session import make_sync_engine
@@ -276,7 +299,7 @@ def main() -> int:
     wait_until_free(stack_ports(cfg))  # a stack stopped just before leaves TIME_WAIT sockets
     uep_stack.up(cfg)
     engine = make_sync_engine(cfg.database_url)
-    results = []
+    results: list[SizeRun] = []
     try:
         model_alone(cfg, min(args.direct_items, 500))  # warm-up of the direct client
         alone = model_alone(cfg, args.direct_items)
@@ -286,7 +309,9 @@ def main() -> int:
         live_before = live_bytes(engine)
         for n in sizes:
             before = table_bytes(engine)
+            cpu_before = cpu_share.snapshot(cfg.run_dir)
             eid, seconds, rates = run(cfg, engine, cfg.auth_headers(), n)
+            cpu = cpu_share.per_item_ms(cpu_before, cpu_share.snapshot(cfg.run_dir), n)
             after = table_bytes(engine)
             rss = tree_rss_mib(cfg.run_dir)
             per_item = {t: (after[t] - before[t]) / n for t in TABLES}
@@ -296,47 +321,53 @@ def main() -> int:
             live_after = live_bytes(engine)
             live = {t: (live_after[t] - live_before[t]) / n for t in TABLES} if live_before and live_after else None
             live_before = live_after
-            results.append((n, seconds, rates, rss, per_item, retained, live))
+            results.append(SizeRun(n, seconds, rates, rss, per_item, retained, live, cpu))
     finally:
         engine.dispose()
         uep_stack.down(cfg)
     print(f"\nthe echo model ({args.service_ms:g} ms per batch of up to 8) alone: {alone:.1f} items/s")
-    for n, seconds, *_ in results:
-        print(f"  {n:>9,}: {n / seconds:7.1f} items/s through the pipeline, {n / seconds / alone:.3f} of the model alone")
+    for r in results:
+        print(f"  {r.n:>9,}: {r.rate:7.1f} items/s through the pipeline, {r.rate / alone:.3f} of the model alone")
     print(f"\nitems/s per decile of each run (POST → completed, polled every {POLL_S * 1000:.0f} ms)")
-    for n, seconds, rates, *_ in results:
-        deciles = " ".join(f"{r:6.0f}" if not math.isnan(r) else f"{'—':>6}" for r in rates)
-        timed = [r for r in rates if not math.isnan(r)]
+    for r in results:
+        deciles = " ".join(f"{d:6.0f}" if not math.isnan(d) else f"{'—':>6}" for d in r.rates)
+        timed = [d for d in r.rates if not math.isnan(d)]
         trend = f"{timed[-1] / timed[0]:.2f}" if len(timed) >= 2 else "—"
-        print(f"  {n:>9,}: {n / seconds:7.1f} overall | {deciles} | last/first {trend}")
-    base = results[0][0] / results[0][1]
-    for n, seconds, *_ in results[1:]:
-        print(f"  {n:,} vs {results[0][0]:,}: items/s ratio {n / seconds / base:.3f}   (target ≥ 0.90)")
-    names = sorted({k for r in results for k in r[3]})
+        print(f"  {r.n:>9,}: {r.rate:7.1f} overall | {deciles} | last/first {trend}")
+    for r in results[1:]:
+        print(f"  {r.n:,} vs {results[0].n:,}: items/s ratio {r.rate / results[0].rate:.3f}   (target ≥ 0.90)")
+    print("\nCPU per item, ms (each stack process with its descendants, and PostgreSQL's server; bench/cpu_share), and")
+    print(f"the items/s the machine's {os.cpu_count()} cores would give at that cost")
+    for line in cpu_share.table([(f"{r.n:,}", r.cpu_ms) for r in results]):
+        print(line)
+    names = sorted({k for r in results for k in r.rss})
     print("\nRSS at the end of each run, MiB (process and its descendants)")
     print("  " + " " * 11 + "".join(f"{k:>11}" for k in names))
-    for n, _s, _r, rss, *_ in results:
-        print(f"  {n:>9,}: " + "".join(f"{rss.get(k, 0):11.1f}" for k in names))
+    for r in results:
+        print(f"  {r.n:>9,}: " + "".join(f"{r.rss.get(k, 0):11.1f}" for k in names))
     print("\ndatabase bytes per item (growth of pg_total_relation_size over the run / items)")
     print("  " + " " * 11 + "".join(f"{t:>15}" for t in TABLES) + f"{'total':>10}")
-    for n, _s, _r, _rss, per_item, *_k in results:
-        print(f"  {n:>9,}: " + "".join(f"{per_item[t]:15.0f}" for t in TABLES) + f"{sum(per_item.values()):10.0f}")
+    for r in results:
+        print(f"  {r.n:>9,}: " + "".join(f"{r.grown[t]:15.0f}" for t in TABLES) + f"{sum(r.grown.values()):10.0f}")
     for title, column in (
         (
             "retained bytes per item, files (growth of pg_total_relation_size since before the run, after compaction and VACUUM / items)",
-            -2,
+            "retained_files",
         ),
-        ("retained bytes per item, rows (growth of the bytes live rows and index entries take, pgstattuple / items)", -1),
+        (
+            "retained bytes per item, rows (growth of the bytes live rows and index entries take, pgstattuple / items)",
+            "retained_rows",
+        ),
     ):
         print(f"\n{title}")
         print("  " + " " * 11 + "".join(f"{t:>15}" for t in TABLES) + f"{'beyond results':>16}")
-        for n, *rest in results:
-            retained = rest[column]
+        for r in results:
+            retained = getattr(r, column)
             if retained is None:
-                print(f"  {n:>9,}: not measured")
+                print(f"  {r.n:>9,}: not measured")
                 continue
             beyond = sum(v for t, v in retained.items() if t != "sample_results")
-            print(f"  {n:>9,}: " + "".join(f"{retained[t]:15.0f}" for t in TABLES) + f"{beyond:16.0f}   (target ≤ 300)")
+            print(f"  {r.n:>9,}: " + "".join(f"{retained[t]:15.0f}" for t in TABLES) + f"{beyond:16.0f}   (target ≤ 300)")
     return 0
 
 
