@@ -15,14 +15,15 @@ For each, the same items at the same concurrency C, interleaved direct, pipeline
   registry capacity) → scorer → reporter, timed from the POST until the evaluation is completed (every item
   scored and stored in PostgreSQL).
 
-Each run starts once the stack is quiet (``bench/idle_cost.wait_quiet``): a pipeline run's evaluation has its
-report rendered after it completes, which would otherwise weigh on the next run. The ranker's passage cache
-(every candidate embedded once) is warmed before the first round, so both kinds of run embed only the queries.
-Prints each run's items/s and, per model, the ratio of the medians pipeline/direct (target ≥ 0.9), then the
-CPU each side spends per item, by process (``bench/cpu_share``: the stack's processes, PostgreSQL and this
-process, which is the direct client), with the items/s the machine's cores would give at that cost. Everything
-runs in this process on a private stack (ports ``--port-base``, database ``--database``, Redis db
-``--redis-db``).
+After each run the bench waits until the stack is quiet (``bench/idle_cost.wait_quiet``): a pipeline run's
+evaluation has its report rendered after it completes, which would otherwise weigh on the next run. The CPU of
+a run is counted over the run and, for a pipeline run, again until that quiet point (the run and its report:
+what a steady stream of evaluations costs per item). The ranker's passage cache (every candidate embedded once)
+is warmed before the first round, so both kinds of run embed only the queries. Prints each run's items/s and,
+per model, the ratio of the medians pipeline/direct (target ≥ 0.9), then the CPU each side spends per item, by
+process (``bench/cpu_share``: the stack's processes, PostgreSQL and this process, which is the direct client),
+with the items/s the machine's cores would give at that cost. Everything runs in this process on a private
+stack (ports ``--port-base``, database ``--database``, Redis db ``--redis-db``).
 
 Usage: ``python bench/classifier_throughput.py [--concurrency 8] [--rounds 2] [--repeats 3] [--port-base 21000]
 [--database uep_bench_classifier] [--redis-db 14]``
@@ -86,15 +87,33 @@ async def direct(grpc_url: str, model: str, items: list[Any], build: Callable[[A
     return elapsed
 
 
+QUIET_TIMEOUT_S = 120.0
+"""Longest wait for the stack to go quiet after a run."""
+
+
+def _quiet_note(waited_s: float, busiest: str | None) -> str:
+    """How long the stack took to go quiet after a run, and whether it did (``wait_quiet``'s result)."""
+    if waited_s >= QUIET_TIMEOUT_S:
+        return f"the stack did NOT go quiet within {QUIET_TIMEOUT_S:.0f} s (busiest: {busiest})"
+    return f"then {waited_s:.1f} s for the stack to go quiet{f', mostly {busiest}' if busiest else ''}"
+
+
 def _median_parts(runs: list[dict[str, float]]) -> dict[str, float]:
     """Per part, the median over ``runs`` of its ms per item."""
     return {k: statistics.median(r.get(k, 0.0) for r in runs) for k in runs[0]}
 
 
 POLL_S = 0.05
-"""Seconds between two reads of a pipeline run's status: one primary-key SELECT in PostgreSQL, as bench/scale
-reads it. (A GET of the evaluation through the gateway 20 times a second cost the gateway ~6 ms of CPU each,
-about 7 % of the CPU the stack spent per item of a classifier run: the bench's load, not a user's.)"""
+"""Seconds between two reads of a pipeline run's status: a primary-key SELECT in PostgreSQL (and the pool's
+pre-ping), as bench/scale reads it. (A GET of the evaluation through the gateway 20 times a second cost the
+gateway ~6 ms of CPU each, about 7 % of the CPU the stack spent per item of a classifier run: the bench's load,
+not a user's.)"""
+
+
+ENDED = ("completed", "failed", "cancelled", "interrupted", "stopped", "budget_exhausted")
+"""Statuses after which an evaluation does no more work (the lifecycle's end states)."""
+RUN_TIMEOUT_S = 600.0
+"""Longest a pipeline run may take before the bench gives up on it."""
 
 
 def pipeline(gateway_url: str, engine: Any, benchmark: str, model: str, n: int, repeats: int, in_flight: int) -> float:
@@ -115,8 +134,10 @@ def pipeline(gateway_url: str, engine: Any, benchmark: str, model: str, n: int, 
         while True:
             with engine.connect() as conn:
                 status = conn.execute(text("SELECT status FROM evaluations WHERE id = :e"), {"e": eid}).scalar_one()
-            if status in ("completed", "failed", "cancelled"):
+            if status in ENDED:
                 break
+            if time.perf_counter() - t0 > RUN_TIMEOUT_S:
+                raise TimeoutError(f"evaluation {eid} still {status} after {RUN_TIMEOUT_S:.0f} s")
             time.sleep(POLL_S)
         elapsed = time.perf_counter() - t0
         body = c.get(f"/v1/evaluations/{eid}").json()
@@ -196,24 +217,31 @@ def main() -> int:
             asyncio.run(direct(grpc_url, triton_name, items, build, args.concurrency))  # warm-up (and the ranker's cache)
             pipeline(cfg.gateway_url, engine, benchmark, name, len(items), 1, window)  # warm-up: consumers joined, caches filled
             runs: dict[str, list[float]] = {"direct": [], "pipeline": []}
-            cpu: dict[str, list[dict[str, float]]] = {"direct": [], "pipeline": []}
+            cpu: dict[str, list[dict[str, float]]] = {"direct": [], "pipeline": [], "sustained": []}
+            wait_quiet(cfg.run_dir)  # the warm-up's report rendered first
             for r in range(args.rounds):
                 for side in ("direct", "pipeline"):
-                    quiet_s, busiest = wait_quiet(cfg.run_dir)  # the previous run's report rendered first
                     before = cpu_share.snapshot(cfg.run_dir, own=True)
                     if side == "direct":
                         t = asyncio.run(direct(grpc_url, triton_name, work, build, args.concurrency))
                     else:
                         t = pipeline(cfg.gateway_url, engine, benchmark, name, len(items), repeats, window)
-                    cpu[side].append(cpu_share.per_item_ms(before, cpu_share.snapshot(cfg.run_dir, own=True), len(work)))
+                    ended = cpu_share.snapshot(cfg.run_dir, own=True)
+                    waited = _quiet_note(*wait_quiet(cfg.run_dir, timeout_s=QUIET_TIMEOUT_S))
+                    cpu[side].append(cpu_share.per_item_ms(before, ended, len(work)))
+                    if side == "pipeline":  # the run and what it left: the evaluation's report, mostly
+                        cpu["sustained"].append(
+                            cpu_share.per_item_ms(before, cpu_share.snapshot(cfg.run_dir, own=True), len(work))
+                        )
                     runs[side].append(len(work) / t)
                     print(
-                        f"  {label} round {r + 1} {side + ':':<9} {len(work) / t:8.1f} items/s ({t:.2f} s; after {quiet_s:.1f} s "
-                        f"for the stack to go quiet{f', mostly {busiest}' if busiest else ''})",
-                        flush=True,
+                        f"  {label} round {r + 1} {side + ':':<9} {len(work) / t:8.1f} items/s ({t:.2f} s; {waited})", flush=True
                     )
             results[label] = runs
-            cpu_rows[label] = [(f"{label} {side}", _median_parts(cpu[side])) for side in ("direct", "pipeline")]
+            cpu_rows[label] = [
+                (f"{label} {side}", _median_parts(cpu[key]))
+                for side, key in (("direct", "direct"), ("pipeline", "pipeline"), ("pipeline + report", "sustained"))
+            ]
     finally:
         engine.dispose()
         uep_stack.down(cfg)
@@ -225,9 +253,10 @@ def main() -> int:
         print(f"  whole pipeline (6 services):  {p:8.1f} items/s (median, POST → completed, all stored)")
         print(f"  ratio pipeline/direct:        {p / d:8.3f}   (target ≥ 0.9)")
     print(
-        "\nCPU per item, ms (medians over the rounds; each stack process with its descendants, PostgreSQL's server,"
-        f"\nand this process: the direct client and the pipeline runs' polls), and the items/s {os.cpu_count()} cores"
-        "\nwould give at that cost (bench/cpu_share)"
+        "\nCPU per item, ms, over each run (medians over the rounds; each stack process with its descendants,"
+        "\nPostgreSQL's server, and this process: the direct client and the pipeline runs' polls), and the items/s"
+        f"\n{cpu_share.usable_cores()} cores would give at that cost (bench/cpu_share); 'pipeline + report': until the"
+        "\nstack is quiet again after the evaluation completed (its report rendered), the cost of a steady stream of runs"
     )
     for line in cpu_share.table([row for rows in cpu_rows.values() for row in rows]):
         print(line)

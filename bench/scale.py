@@ -22,7 +22,10 @@ in flight), ``--direct-items`` MMLU prompts — and prints each size's items/s a
   entries take (``pgstattuple``, :func:`live_bytes`: "rows"); "beyond results" is every table but
   ``sample_results``. ``VACUUM`` gives the empty pages at the end of a heap back to the file system (when it gets
   the brief exclusive lock for it) and keeps the others, and every emptied index page, for the next rows: the
-  files keep what the tables' largest working set needed, the rows what each item leaves behind.
+  files keep what the tables' largest working set needed, the rows what each item leaves behind;
+- CPU per item (:mod:`cpu_share`): each stack process's and PostgreSQL's CPU time from the POST until the
+  evaluation completed, divided by the items, and the items/s the machine's cores would give at that cost. The
+  work done after completion (the report, compaction) is not in it.
 
 The stack runs at default settings except, so that retention is measured right after each run, a short
 compaction grace period (``--compaction-grace-s``, 5; the service default is 600) and a short outbox retention
@@ -210,7 +213,7 @@ class SizeRun:
 
 
 POLL_S = 0.05
-"""Seconds between two reads of a run's progress (one primary-key SELECT each): a 1,000-item run lasts about two
+"""Seconds between two reads of a run's progress (a primary-key SELECT each, and the pool's pre-ping): a 1,000-item run lasts about two
 seconds, so a coarser poll (0.5 s before) quantised its time and let several deciles pass within one read."""
 
 
@@ -337,7 +340,7 @@ def main() -> int:
     for r in results[1:]:
         print(f"  {r.n:,} vs {results[0].n:,}: items/s ratio {r.rate / results[0].rate:.3f}   (target ≥ 0.90)")
     print("\nCPU per item, ms (each stack process with its descendants, and PostgreSQL's server; bench/cpu_share), and")
-    print(f"the items/s the machine's {os.cpu_count()} cores would give at that cost")
+    print(f"the items/s the {cpu_share.usable_cores()} usable cores would give at that cost")
     for line in cpu_share.table([(f"{r.n:,}", r.cpu_ms) for r in results]):
         print(line)
     names = sorted({k for r in results for k in r.rss})

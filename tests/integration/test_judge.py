@@ -178,9 +178,11 @@ def test_hybrid_routes_automatic_judge_and_human(gateway, db):
     routes: list = []
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
-        routes = gateway.get("/v1/judges/routes", params={"evaluation_id": evaluation_id}).json()
+        # progress first: a judged item's route row is committed before its result is stored, so routes read after
+        # progress counts an item hold that item's route
         done = gateway.get(f"/v1/evaluations/{evaluation_id}").json()["progress"]["completed"]
-        if done == 3 and sum(x["stage"] == "human" for x in routes) == 2:
+        routes = gateway.get("/v1/judges/routes", params={"evaluation_id": evaluation_id}).json()
+        if done == 3 and sum(x["stage"] == "human" for x in routes) == 2 and len(routes) == 5:
             break
         time.sleep(0.3)
     items = all_results(gateway, evaluation_id)
