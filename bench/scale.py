@@ -213,8 +213,9 @@ class SizeRun:
 
 
 POLL_S = 0.05
-"""Seconds between two reads of a run's progress (a primary-key SELECT each, and the pool's pre-ping): a 1,000-item run lasts about two
-seconds, so a coarser poll (0.5 s before) quantised its time and let several deciles pass within one read."""
+"""Seconds between two reads of a run's progress (a primary-key SELECT each, and the pool's pre-ping): a
+1,000-item run lasts about two seconds, so a coarser poll (0.5 s before) quantised its time and let several
+deciles pass within one read."""
 
 
 def run(cfg, engine, auth: dict[str, str], n: int) -> tuple[str, float, list[float]]:
