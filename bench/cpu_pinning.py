@@ -9,32 +9,16 @@ On one development machine both share the cores, and a CPU-bound model loses mor
 from __future__ import annotations
 
 import os
-from collections import defaultdict
 from pathlib import Path
 
-from idle_cost import MODEL_SERVER, _stat, stack_pids
-
-
-def descendants(root: int) -> list[int]:
-    """``root`` and every live process below it (from ``/proc/<pid>/stat``'s parent field)."""
-    children: dict[int, list[int]] = defaultdict(list)
-    for entry in os.listdir("/proc"):
-        st = _stat(int(entry)) if entry.isdigit() else None
-        if st is not None:
-            children[st[0]].append(int(entry))
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo.extend(children.get(pid, ()))
-    return out
+from idle_cost import MODEL_SERVER, descendants, processes, stack_pids
 
 
 def pin_tree(root: int, cpus: set[int]) -> int:
     """Set the affinity of every thread of ``root`` and its descendants to ``cpus``; returns the threads set
     (threads that exit meanwhile are skipped; threads started later inherit their creator's affinity)."""
     n = 0
-    for pid in descendants(root):
+    for pid in descendants(root, processes()):
         try:
             tids = os.listdir(f"/proc/{pid}/task")
         except OSError:

@@ -23,26 +23,14 @@ counted under their own names.
 from __future__ import annotations
 
 import os
-from collections import defaultdict
 from pathlib import Path
 
-from idle_cost import TICKS, stack_pids
+from idle_cost import TICKS, descendants, processes, stack_pids
 
 POSTGRES = "postgres"
 """Command name of PostgreSQL's processes, and the name of their share in a snapshot."""
 BENCH = "bench"
 """Name of the bench process's own share (``snapshot(..., own=True)``)."""
-
-
-def _proc_stat(pid: int) -> tuple[int, int, int] | None:
-    """``(ppid, own ticks, reaped children's ticks)`` of ``pid`` (``utime + stime``, ``cutime + cstime``), or
-    None when it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
-    except (OSError, IndexError):
-        return None
-    return int(fields[1]), int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14])
 
 
 def _comm(pid: int) -> str | None:
@@ -53,46 +41,28 @@ def _comm(pid: int) -> str | None:
         return None
 
 
-def _all_processes() -> dict[int, tuple[int, int, int]]:
-    out = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            st = _proc_stat(int(entry))
-            if st is not None:
-                out[int(entry)] = st
-    return out
-
-
 def tree_ticks(roots: dict[str, int], procs: dict[int, tuple[int, int, int]] | None = None) -> dict[str, int]:
     """CPU ticks so far of each root PID and its live descendants, with the children each has reaped.
-    ``procs``: :func:`_all_processes` when the caller has read it already."""
-    procs = _all_processes() if procs is None else procs
-    children: dict[int, list[int]] = defaultdict(list)
-    for pid, (ppid, _own, _reaped) in procs.items():
-        children[ppid].append(pid)
+    ``procs``: ``idle_cost.processes()`` when the caller has read it already."""
+    procs = processes() if procs is None else procs
     out = {}
     for name, root in roots.items():
-        total, todo = 0, [root]
-        while todo:
-            pid = todo.pop()
-            if pid in procs:
-                total += procs[pid][1] + procs[pid][2]
-            todo.extend(children.get(pid, ()))
-        out[name] = total
+        tree = [procs[pid] for pid in descendants(root, procs) if pid in procs]
+        out[name] = sum(own + reaped for _ppid, own, reaped in tree)
     return out
 
 
 def named_ticks(comm: str, procs: dict[int, tuple[int, int, int]] | None = None) -> int:
     """CPU ticks so far of every live process whose command name is ``comm``, with the children each has reaped
     (a server's exited backends)."""
-    procs = _all_processes() if procs is None else procs
+    procs = processes() if procs is None else procs
     return sum(own + reaped for pid, (_ppid, own, reaped) in procs.items() if _comm(pid) == comm)
 
 
 def snapshot(run_dir: Path | None, *, own: bool = False) -> dict[str, int]:
     """CPU ticks so far of each stack process under ``run_dir`` (none when it is None), of PostgreSQL's server
     (:data:`POSTGRES`) and, with ``own``, of this process alone (:data:`BENCH`)."""
-    procs = _all_processes()
+    procs = processes()
     out = tree_ticks(stack_pids(run_dir), procs) if run_dir else {}
     out[POSTGRES] = named_ticks(POSTGRES, procs)
     if own:

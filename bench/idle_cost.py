@@ -37,14 +37,39 @@ TICKS = os.sysconf("SC_CLK_TCK")
 MODEL_SERVER = "triton"
 
 
-def _stat(pid: int) -> tuple[int, int] | None:
-    """``(ppid, utime + stime)`` of ``pid`` in clock ticks, or None when it is gone."""
+def _stat(pid: int) -> tuple[int, int, int] | None:
+    """``(ppid, utime + stime, cutime + cstime)`` of ``pid`` in clock ticks (the last: the children it has waited
+    for), or None when it is gone."""
     try:
         raw = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
     fields = raw[raw.rindex(")") + 2 :].split()  # after "pid (comm) ": state is field 3 of proc(5)
-    return int(fields[1]), int(fields[11]) + int(fields[12])
+    return int(fields[1]), int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14])
+
+
+def processes() -> dict[int, tuple[int, int, int]]:
+    """:func:`_stat` of every live process, by PID."""
+    out = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            st = _stat(int(entry))
+            if st is not None:
+                out[int(entry)] = st
+    return out
+
+
+def descendants(root: int, procs: dict[int, tuple[int, int, int]]) -> list[int]:
+    """``root`` and every live process below it in ``procs`` (:func:`processes`; by their parent field)."""
+    children: dict[int, list[int]] = defaultdict(list)
+    for pid, (ppid, _own, _reaped) in procs.items():
+        children[ppid].append(pid)
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(children.get(pid, ()))
+    return out
 
 
 def _switches(pid: int) -> int:
@@ -65,24 +90,13 @@ def _switches(pid: int) -> int:
 
 
 def tree_ticks(roots: dict[str, int]) -> dict[str, tuple[int, int]]:
-    """``(CPU ticks, voluntary context switches)`` of each root PID plus all its live descendants."""
-    children: dict[int, list[int]] = defaultdict(list)
-    ticks: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            st = _stat(int(entry))
-            if st is not None:
-                children[st[0]].append(int(entry))
-                ticks[int(entry)] = st[1]
+    """``(CPU ticks, voluntary context switches)`` of each root PID plus all its live descendants (their own
+    ``utime + stime``)."""
+    procs = processes()
     out: dict[str, tuple[int, int]] = {}
     for name, root in roots.items():
-        total, switches, todo = 0, 0, [root]
-        while todo:
-            pid = todo.pop()
-            total += ticks.get(pid, 0)
-            switches += _switches(pid)
-            todo.extend(children.get(pid, ()))
-        out[name] = (total, switches)
+        tree = descendants(root, procs)
+        out[name] = (sum(procs[pid][1] for pid in tree if pid in procs), sum(_switches(pid) for pid in tree))
     return out
 
 
