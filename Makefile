@@ -1,13 +1,14 @@
 # uep — Unified Evaluation Platform. `make demo` and `make test` are the two commands a new user needs.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: chromium sandbox
+.PHONY: chromium sandbox servers-packages
 
 UV_VERSION := 0.13.9
 TOOLS := .tools
 UV := $(TOOLS)/bin/uv
 PY := .venv/bin/python
 STACK := $(PY) deploy/local/uep_stack.py
+KAFKA_LIBS := .run/kafka-libs
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -16,8 +17,24 @@ $(UV):
 	python3 -m venv $(TOOLS)
 	$(TOOLS)/bin/pip install -q "uv==$(UV_VERSION)"
 
-install: $(UV) chromium sandbox ## create .venv and install the whole workspace from uv.lock
+install: $(UV) chromium sandbox servers-packages $(KAFKA_LIBS)/.complete ## create .venv, install the workspace from uv.lock, the servers' packages and Kafka's jars
 	$(UV) sync --frozen
+
+# The stack runs its own servers (deploy/local/servers.py): Debian's PostgreSQL and Redis, and Apache Kafka from
+# Maven Central (a Java 17 runtime and Maven from Debian where missing).
+SERVER_PKGS := postgresql redis-server openjdk-17-jre-headless maven
+servers-packages:
+	@{ ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 && command -v redis-server >/dev/null && command -v java >/dev/null && command -v mvn >/dev/null; } || { \
+	  echo "installing Debian's $(SERVER_PKGS) (the stack's PostgreSQL, Redis and Kafka)"; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(SERVER_PKGS); \
+	  else sudo apt-get update -q && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(SERVER_PKGS); fi; }
+
+# Apache Kafka's broker classpath (deploy/local/kafka/pom.xml pins the version): collected once into an ignored
+# folder, again only when the POM changes; Maven keeps its download cache in ~/.m2.
+$(KAFKA_LIBS)/.complete: deploy/local/kafka/pom.xml | servers-packages
+	rm -rf $(KAFKA_LIBS)
+	mvn -q -B -f deploy/local/kafka/pom.xml dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(KAFKA_LIBS)
+	touch $@
 
 # Reports are rendered to PDF and the annotation page is tested in headless Chromium (Debian's package;
 # Playwright drives it with executable_path, it never downloads a browser).
@@ -36,11 +53,11 @@ sandbox:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(SANDBOX_PKGS); \
 	  else sudo apt-get update -q && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(SANDBOX_PKGS); fi; }
 
-up: install ## start the local stack (broker, migrations, Triton, six services)
-	$(STACK) up
+up: install ## start the local stack (PostgreSQL, Redis, Kafka, migrations, Triton, six services; REPLICAS=2: two of each consumer service)
+	UEP_STACK_REPLICAS=$(or $(REPLICAS),1) $(STACK) up
 
-down: ## stop the local stack (by PID)
-	@if [ -x $(PY) ]; then $(STACK) down; fi
+down: ## stop the local stack, then its PostgreSQL and Redis (by PID)
+	@if [ -x $(PY) ]; then UEP_STACK_REPLICAS=$(or $(REPLICAS),1) $(STACK) down; fi
 
 status: ## show the local stack's processes and health
 	@if [ -x $(PY) ]; then $(STACK) status; else echo "not installed: run make install"; fi

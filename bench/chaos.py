@@ -1,14 +1,13 @@
 """bench/chaos: kill services under a running evaluation and check that every sample is scored exactly once.
 
 On a private stack (oracle model), one clean run of a ``--n``-sample MMLU evaluation gives the reference
-verdicts. Then, ``--runs`` times, an evaluation of the same samples runs while, one at a time with a gap
-(tansu wedges a consumer group whose members leave within a second of each other):
+verdicts. Then, ``--runs`` times, an evaluation of the same samples runs while, one at a time with a gap:
 
 1. ``kill -9`` inference, restart it;     2. ``kill -9`` the scorer, restart it;
 3. ``kill -9`` the scheduler, restart it — the evaluation is now ``interrupted`` — and resume it with
    ``POST /v1/evaluations/{id}/retry``;
-4. restart the broker (tansu keeps nothing: topics are re-created, consumers rejoin, lost messages come
-   back from PostgreSQL leases);
+4. ``kill -9`` the broker and start it on the same log (topics, records and committed offsets survive on
+   disk; the services reconnect and rejoin their groups);
 5. ``kill -9`` the reporter, restart it.
 
 The reporter comes last: while it is down the rest of the pipeline keeps dispatching and scoring, and on its
@@ -37,7 +36,7 @@ from uep_common.lifecycle import TERMINAL
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "deploy" / "local"))
-
+from servers import PG_SERVER, REDIS_SERVER  # noqa: E402 - deploy/local is on the path from here
 
 STEPS = [(0.04, "inference"), (0.10, "scorer"), (0.16, "scheduler"), (0.0, "broker"), (0.0, "reporter")]
 """(fraction of items stored before the fault, process) in order; 0 = right after the previous fault (while a
@@ -49,8 +48,8 @@ def _env(args) -> dict[str, str]:
     return {
         "UEP_STACK_PORT_BASE": os.environ.get("UEP_CHAOS_PORT_BASE", "25000"),
         "UEP_STACK_RUN_DIR": str(ROOT / ".run" / os.environ.get("UEP_CHAOS_RUN_NAME", "chaos")),
-        "UEP_DATABASE_URL": f"postgresql+psycopg://postgres@127.0.0.1:5432/{db}",
-        "UEP_REDIS_URL": f"redis://127.0.0.1:6379/{os.environ.get('UEP_CHAOS_REDIS_DB', '13')}",
+        "UEP_DATABASE_URL": f"{PG_SERVER}/{db}",
+        "UEP_REDIS_URL": f"{REDIS_SERVER}/{os.environ.get('UEP_CHAOS_REDIS_DB', '13')}",
         "UEP_TRITON_MODELS": "oracle",
         "UEP_OTEL_EXPORTER": "none",
         "UEP_LOG_LEVEL": "WARNING",
@@ -196,7 +195,7 @@ def main() -> int:
 
     stack = uep_stack.config()
     uep_stack.down(stack)
-    admin = make_sync_engine("postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+    admin = make_sync_engine(f"{PG_SERVER}/postgres")
     with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
         c.execute(text(f"DROP DATABASE IF EXISTS {stack.database_url.rsplit('/', 1)[1]} WITH (FORCE)"))
     admin.dispose()

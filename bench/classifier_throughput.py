@@ -43,6 +43,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "deploy" / "local"))
+from servers import PG_SERVER, REDIS_SERVER  # noqa: E402 - deploy/local is on the path from here
 
 AUTH: dict[str, str] = {}
 """Authorization header of the bench stack's admin key (set once the stack is up)."""
@@ -173,8 +174,8 @@ def main() -> int:
         {
             "UEP_STACK_PORT_BASE": str(args.port_base),
             "UEP_STACK_RUN_DIR": str(ROOT / ".run" / "bench-classifier"),
-            "UEP_DATABASE_URL": f"postgresql+psycopg://postgres@127.0.0.1:5432/{args.database}",
-            "UEP_REDIS_URL": f"redis://127.0.0.1:6379/{args.redis_db}",
+            "UEP_DATABASE_URL": f"{PG_SERVER}/{args.database}",
+            "UEP_REDIS_URL": f"{REDIS_SERVER}/{args.redis_db}",
             "UEP_TRITON_MODELS": "breast_cancer,e5_rank",
             # handler workers > model slots, so decoding and publishing overlap the model calls; the models'
             # registry capacity (set below) keeps exactly `concurrency` calls in flight at Triton.

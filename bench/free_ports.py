@@ -1,7 +1,7 @@
 """Wait until a private stack's ports can be bound again (for the benches that stop and start stacks).
 
-A stack stopped a moment ago leaves its server sockets in TIME_WAIT for up to a minute; tansu and Triton bind
-without ``SO_REUSEADDR`` and exit at once ("Address in use") when started on such a port.
+A stack stopped a moment ago leaves its server sockets in TIME_WAIT for up to a minute; Triton binds
+without ``SO_REUSEADDR`` and exits at once ("Address in use") when started on such a port.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import time
 
 
 def busy(port: int, host: str = "127.0.0.1") -> bool:
-    """Whether ``host:port`` cannot be bound now (without ``SO_REUSEADDR``, as tansu and Triton bind)."""
+    """Whether ``host:port`` cannot be bound now (without ``SO_REUSEADDR``, as Triton binds)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         try:
             s.bind((host, port))
@@ -37,6 +37,7 @@ def stack_ports(cfg) -> list[int]:
     """Every port of a ``uep_stack.StackConfig``."""
     return [
         cfg.broker_port,
+        cfg.controller_port,
         cfg.triton_http,
         cfg.triton_grpc,
         cfg.triton_metrics,

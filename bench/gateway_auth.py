@@ -30,10 +30,16 @@ import os
 import sys
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "deploy" / "local"))
+
+from servers import PG_SERVER, REDIS_SERVER  # noqa: E402 - deploy/local is on the path from here
+
 DB = "uep_bench_auth"
-SERVER = "postgresql+psycopg://postgres@127.0.0.1:5432"
+SERVER = f"{PG_SERVER}"
 ROUTE = "/v1/models"
 
 
@@ -166,7 +172,7 @@ def main() -> int:
     os.environ.update(
         {
             "UEP_DATABASE_URL": url,
-            "UEP_REDIS_URL": f"redis://127.0.0.1:6379/{os.environ.get('UEP_BENCH_REDIS_DB', '12')}",
+            "UEP_REDIS_URL": f"{REDIS_SERVER}/{os.environ.get('UEP_BENCH_REDIS_DB', '12')}",
             "UEP_OTEL_EXPORTER": "none",
             "UEP_LOG_LEVEL": "WARNING",
         }

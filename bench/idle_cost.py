@@ -32,6 +32,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "deploy" / "local"))
+from servers import PG_SERVER, REDIS_SERVER  # noqa: E402 - deploy/local is on the path from here
 
 TICKS = os.sysconf("SC_CLK_TCK")
 MODEL_SERVER = "triton"
@@ -184,8 +185,8 @@ def main() -> int:
         {
             "UEP_STACK_PORT_BASE": str(args.port_base),
             "UEP_STACK_RUN_DIR": args.run_dir,
-            "UEP_DATABASE_URL": f"postgresql+psycopg://postgres@127.0.0.1:5432/{args.database}",
-            "UEP_REDIS_URL": f"redis://127.0.0.1:6379/{args.redis_db}",
+            "UEP_DATABASE_URL": f"{PG_SERVER}/{args.database}",
+            "UEP_REDIS_URL": f"{REDIS_SERVER}/{args.redis_db}",
             "UEP_TRITON_MODELS": args.triton_models,
         }
     )

@@ -11,7 +11,7 @@ Measured (wall clock, one process): ``collect`` (every query and statistic), ``r
 the ranked board), and separately the PDF (headless Chromium, not part of the target). Peak memory:
 tracemalloc's peak of Python allocations during the build, and the process's max RSS.
 
-Usage: ``make bench-report`` (needs PostgreSQL on 127.0.0.1:5432; ``--items N`` to change the size).
+Usage: ``make bench-report`` (starts the checkout's PostgreSQL where it does not run; ``--items N`` to change the size).
 """
 
 from __future__ import annotations
@@ -20,14 +20,20 @@ import argparse
 import asyncio
 import os
 import resource
+import sys
 import time
 import tracemalloc
 import uuid
+from pathlib import Path
 
 from sqlalchemy import text
 
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "deploy" / "local"))
+from servers import PG_SERVER  # noqa: E402 - deploy/local is on the path from here
+
 DB = os.environ.get("UEP_BENCH_REPORT_DB", "uep_bench_report")
-URL = f"postgresql+psycopg://postgres@127.0.0.1:5432/{DB}"
+URL = f"{PG_SERVER}/{DB}"
 SUBJECTS = 57
 
 
@@ -37,7 +43,7 @@ def prepare(n: int) -> tuple[uuid.UUID, uuid.UUID]:
     from uep_common.admin import create_database, migrate
     from uep_common.db.session import make_sync_engine
 
-    admin = make_sync_engine("postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+    admin = make_sync_engine(f"{PG_SERVER}/postgres")
     with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
         c.execute(text(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)"))
     admin.dispose()

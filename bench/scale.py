@@ -12,7 +12,7 @@ in flight), ``--direct-items`` MMLU prompts — and prints each size's items/s a
 - items/s over the whole run and per decile of it (the time between 10 % steps of ``completed_items``), and the
   last decile's rate over the first's;
 - RSS of each stack process with its descendants (``/proc/<pid>/status`` VmRSS; PIDs from ``<run dir>/pids``),
-  at the end of the run — the broker (tansu keeps every event in memory) among them;
+  at the end of the run — the broker (its JVM heap; the log itself is on disk) among them;
 - database bytes per item: the growth of ``pg_total_relation_size`` of each table the pipeline writes over the
   run, divided by the items;
 - retained bytes per item: after the run, the bench waits until the reporter's compaction has finished with the
@@ -57,6 +57,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "deploy" / "local"))
 sys.path.insert(0, str(ROOT / "bench"))
+from servers import PG_SERVER, REDIS_SERVER  # noqa: E402 - deploy/local is on the path from here
 
 MMLU_ITEMS = 14_042
 TABLES = ("sample_leases", "sample_results", "outbox", "spend_ledger", "evaluations", "sched_flows")
@@ -276,8 +277,8 @@ def main() -> int:
         {
             "UEP_STACK_PORT_BASE": str(args.port_base),
             "UEP_STACK_RUN_DIR": args.run_dir,
-            "UEP_DATABASE_URL": f"postgresql+psycopg://postgres@127.0.0.1:5432/{args.database}",
-            "UEP_REDIS_URL": f"redis://127.0.0.1:6379/{args.redis_db}",
+            "UEP_DATABASE_URL": f"{PG_SERVER}/{args.database}",
+            "UEP_REDIS_URL": f"{REDIS_SERVER}/{args.redis_db}",
             "UEP_TRITON_MODELS": "bench_echo",
             "UEP_BENCH_SERVICE_MS": str(args.service_ms),
             "UEP_OTEL_EXPORTER": "none",

@@ -30,9 +30,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "deploy" / "local"))
+from servers import PG_SERVER, REDIS_SERVER  # noqa: E402 - deploy/local is on the path from here
 
 DB = "uep_bench_sched"
-DB_URL = f"postgresql+psycopg://postgres@127.0.0.1:5432/{DB}"
+DB_URL = f"{PG_SERVER}/{DB}"
 
 
 AUTH: dict[str, str] = {}
@@ -190,7 +191,7 @@ def main() -> int:
             "UEP_STACK_PORT_BASE": "31500",
             "UEP_STACK_RUN_DIR": str(ROOT / ".run" / "bench-sched"),
             "UEP_DATABASE_URL": DB_URL,
-            "UEP_REDIS_URL": "redis://127.0.0.1:6379/13",
+            "UEP_REDIS_URL": f"{REDIS_SERVER}/13",
             "UEP_TRITON_MODELS": "bench_echo",
             "UEP_BENCH_SERVICE_MS": "2",
             "UEP_INFERENCE_CONCURRENCY": "128",
@@ -209,7 +210,7 @@ def main() -> int:
 
     cfg = uep_stack.config()
     uep_stack.down(cfg)
-    admin = make_sync_engine("postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+    admin = make_sync_engine(f"{PG_SERVER}/postgres")
     with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
         c.execute(text(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)"))
     admin.dispose()

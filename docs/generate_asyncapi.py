@@ -33,7 +33,7 @@ def build() -> dict:
     from uep_scorer.service import register as scorer
     from uep_scorer.settings import ScorerSettings
 
-    broker = KafkaBroker("kafka:9092", description="uep event bus (Apache Kafka; tansu in local tests)")
+    broker = KafkaBroker("kafka:9092", description="uep event bus (Apache Kafka)")
     broker.publisher(
         events.Topics.EVALUATION_REQUESTED,
         schema=events.EvaluationRequested,

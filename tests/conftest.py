@@ -1,9 +1,10 @@
 """Shared fixtures.
 
-``stack`` starts a complete, fresh test stack once per test session — tansu broker (new, empty),
-database ``uep_test`` (dropped and migrated), Redis db 15 (flushed), Triton (``uep-model-server``) and the
-six services — on ports 10000 above the dev stack, so it can run beside ``make up``. It is stopped by PID
-at the end. Unit tests do not request it and run without any server.
+Every test that is not a unit test gets the checkout's PostgreSQL and Redis (``servers``: started if they do
+not run, and then stopped at the end of the session). ``stack`` starts a complete, fresh test stack once per
+test session — an Apache Kafka broker with an empty log, database ``uep_test`` (dropped and migrated), Redis db
+15 (flushed), Triton (``uep-model-server``) and the six services — on ports 10000 above the dev stack, so it can
+run beside ``make up``. It is stopped by PID at the end. Unit tests run without any server.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "deploy" / "local"))
+from servers import PG_SERVER, REDIS_SERVER  # noqa: E402 - deploy/local is on the path from here
 
 # Several test sessions may run side by side (parallel work on one machine): UEP_TEST_PORT_BASE,
 # UEP_TEST_DB, UEP_TEST_REDIS_DB, UEP_TEST_RUN_NAME and UEP_TEST_TRITON_MODELS move one to its own ports,
@@ -25,11 +27,10 @@ TEST_DB = os.environ.get("UEP_TEST_DB", "uep_test")
 TEST_ENV = {
     "UEP_STACK_PORT_BASE": os.environ.get("UEP_TEST_PORT_BASE", "10000"),
     "UEP_STACK_RUN_DIR": str(ROOT / ".run" / os.environ.get("UEP_TEST_RUN_NAME", "test")),
-    "UEP_DATABASE_URL": f"postgresql+psycopg://postgres@127.0.0.1:5432/{TEST_DB}",
-    "UEP_REDIS_URL": f"redis://127.0.0.1:6379/{os.environ.get('UEP_TEST_REDIS_DB', '15')}",
+    "UEP_DATABASE_URL": f"{PG_SERVER}/{TEST_DB}",
+    "UEP_REDIS_URL": f"{REDIS_SERVER}/{os.environ.get('UEP_TEST_REDIS_DB', '15')}",
     "UEP_TRITON_MODELS": os.environ.get("UEP_TEST_TRITON_MODELS", "smollm2,oracle,bench_echo,judge,judge_first,breast_cancer"),
     "UEP_OTEL_EXPORTER": "console",
-    "UEP_KAFKA_TANSU_COMPAT": "true",  # the test stack's broker is tansu (clients made by the tests themselves)
     # Periodic retention would clean the details of older evaluations of one (benchmark, model) while later
     # tests read them; the retention tests run it through POST /v1/retention/run instead.
     "UEP_RETENTION_ENABLED": "false",
@@ -55,18 +56,40 @@ TEST_ENV = {
 
 
 @pytest.fixture(scope="session")
-def stack():
+def servers_running():
+    """The checkout's PostgreSQL and Redis, started for this session where they did not run (and then stopped at
+    its end)."""
+    import servers
+
+    started = servers.ensure(PG_SERVER + "/postgres", REDIS_SERVER + "/0")
+    yield
+    if started:
+        servers.stop_all()
+
+
+@pytest.fixture(autouse=True)
+def _servers_for_non_unit_tests(request: pytest.FixtureRequest) -> None:
+    """Every test above the unit tier gets :func:`servers_running` (a unit test needs no server)."""
+    if request.node.get_closest_marker("unit") is None:
+        request.getfixturevalue("servers_running")
+
+
+@pytest.fixture(scope="session")
+def stack(servers_running):
     """The running test stack's configuration (``uep_stack.StackConfig``)."""
     import redis
     from sqlalchemy import text
 
     os.environ.update(TEST_ENV)
+    import shutil
+
     import uep_stack
     from uep_common.db.session import make_sync_engine
 
     cfg = uep_stack.config()
     uep_stack.down(cfg)  # leftovers of an interrupted run
-    admin = make_sync_engine("postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+    shutil.rmtree(cfg.run_dir / "kafka", ignore_errors=True)  # a fresh broker log, as the database is fresh
+    admin = make_sync_engine(f"{PG_SERVER}/postgres")
     with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
         c.execute(text(f"DROP DATABASE IF EXISTS {TEST_DB} WITH (FORCE)"))
     admin.dispose()
@@ -134,8 +157,7 @@ _FOLDER_TIERS = {
 }
 # Modules that start servers without requesting one of the fixtures above.
 _MODULE_TIERS = {
-    "integration/test_broker_restart_topics.py": "stack",  # a private tansu broker, restarted
-    "integration/test_offset_watchdog.py": "stack",  # a private tansu broker, restarted
+    "integration/test_kafka_broker.py": "stack",  # a private Kafka broker, restarted
     "integration/test_wakeups.py": "db",  # PostgreSQL LISTEN/NOTIFY on the server's own database
 }
 

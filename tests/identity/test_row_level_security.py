@@ -17,13 +17,14 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
+from servers import PG_SERVER
 from uep_common.db import rls
 from uep_common.db.annotation import AnnotationTask
 from uep_common.db.models import Benchmark, Evaluation, Model, Sample, SampleResult, Tenant
 
 pytestmark = pytest.mark.db
 DB_NAME = os.environ.get("UEP_TEST_RLS_DB", "uep_rls_test")
-DB_URL = f"postgresql+psycopg://postgres@127.0.0.1:5432/{DB_NAME}"
+DB_URL = f"{PG_SERVER}/{DB_NAME}"
 # Tables with a tenant_id that the gateway never reads: the scheduler's own fair-share state.
 SCHEDULER_INTERNAL = {"sched_tenants", "sched_flows"}
 
@@ -33,7 +34,7 @@ def engine():
     from uep_common.admin import migrate
     from uep_common.db.session import make_sync_engine
 
-    admin = make_sync_engine("postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+    admin = make_sync_engine(f"{PG_SERVER}/postgres")
     with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
         c.execute(text(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)"))
         c.execute(text(f"CREATE DATABASE {DB_NAME}"))

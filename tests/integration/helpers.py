@@ -13,13 +13,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def private_broker_config(port_offset: int, name: str):
-    """A ``uep_stack.StackConfig`` for a tansu broker of a test's own, on ``UEP_TEST_PORT_BASE + port_offset``
-    (beside the test stack's broker at +9092), its state under ``.run/<test run>/<name>``."""
+    """A ``uep_stack.StackConfig`` for a Kafka broker of a test's own, on ``UEP_TEST_PORT_BASE + port_offset``
+    (its controller on the next port; beside the test stack's broker at +9092), its state under
+    ``.run/<test run>/<name>``."""
     import uep_stack
 
     port = int(os.environ.get("UEP_TEST_PORT_BASE", "10000")) + port_offset
     run_dir = ROOT / ".run" / os.environ.get("UEP_TEST_RUN_NAME", "test") / name
-    return dataclasses.replace(uep_stack.config(), broker_port=port, run_dir=run_dir)
+    return dataclasses.replace(uep_stack.config(), broker_port=port, controller_port=port + 1, run_dir=run_dir)
 
 
 def fresh_database(stack, name: str) -> str:

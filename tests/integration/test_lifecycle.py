@@ -320,8 +320,8 @@ def test_a_second_replica_starting_does_not_interrupt_the_live_ones(gateway, db,
     evaluation_id = submit(gateway, benchmark="gsm8k", model="uep-oracle", sample_limit=40, max_in_flight=2)
     wait_for("2 results", lambda: status_of(gateway, evaluation_id)["progress"]["completed"] >= 2, 60)
     # Its own consumer-group prefix: to PostgreSQL (instances, leases, outbox) it is a second replica, but it does
-    # not join the first one's groups — tansu wedges a group whose members leave close together, and both
-    # consumers handle every message idempotently anyway.
+    # not join the first one's groups, so it reads every record too — what is asserted is that its start and
+    # registration leave the live instance's evaluation alone (both handle every message idempotently).
     env = {
         **stack.service_env("scheduler"),
         **LEASE_ENV,

@@ -1,4 +1,4 @@
-"""End to end on the real stack (tansu broker, PostgreSQL, Redis, Triton, six services).
+"""End to end on the real stack (Apache Kafka, PostgreSQL, Redis, Triton, six services).
 
 The deterministic ``uep-oracle`` Triton model answers a built-in item correctly iff ``ordinal % 3 != 2``
 (deploy/model-server/README.md), in each benchmark's real answer format; so for the first 12 items the

@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+from servers import PG_SERVER
+
+URL = f"{PG_SERVER}/postgres"
 
 
 async def _scenario() -> list[uuid.UUID]:

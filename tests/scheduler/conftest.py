@@ -12,8 +12,10 @@ import uuid
 import pytest
 from sqlalchemy import text
 
+from servers import PG_SERVER
+
 DB_NAME = os.environ.get("UEP_TEST_DB", "uep_test") + "_alloc"
-DB_URL = f"postgresql+psycopg://postgres@127.0.0.1:5432/{DB_NAME}"
+DB_URL = f"{PG_SERVER}/{DB_NAME}"
 
 
 @pytest.fixture(scope="session")
@@ -22,7 +24,7 @@ def alloc_db_url() -> str:
     from uep_common.admin import migrate
     from uep_common.db.session import make_sync_engine
 
-    admin = make_sync_engine("postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+    admin = make_sync_engine(f"{PG_SERVER}/postgres")
     with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
         c.execute(text(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)"))
         c.execute(text(f"CREATE DATABASE {DB_NAME}"))

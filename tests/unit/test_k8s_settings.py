@@ -1,6 +1,6 @@
 """Every setting a workload reads without a safe default for a cluster is set in its Kubernetes manifest.
 
-The defaults of the ``UEP_*`` settings are the local stack's (``make up``): PostgreSQL, Redis, tansu and the
+The defaults of the ``UEP_*`` settings are the local stack's (``make up``): PostgreSQL, Redis, Kafka and the
 other services on 127.0.0.1. In a pod, 127.0.0.1 is the pod itself, so a setting left at such a default
 fails at run time (the judge's database readiness check, judge → inference calls). This reads, for each
 workload of ``deploy/k8s/base``:
@@ -261,7 +261,7 @@ def test_unsafe_default_rules() -> None:
     from pydantic import Field
 
     assert unsafe_default(FieldInfo(annotation=str)) == "required"
-    assert unsafe_default(Field("redis://127.0.0.1:6379/0")) is not None
+    assert unsafe_default(Field("redis://127.0.0.1:26379/0")) is not None
     assert unsafe_default(Field("", repr=False)) == "a secret with an empty default"
     assert unsafe_default(Field(None, description="optional API key")) is None
     assert unsafe_default(Field(8, ge=1)) is None
