@@ -1,8 +1,8 @@
-"""Every Kafka consumer of every uep service starts with the idle fetch wait and the idle fetch-loop wake-up
-(uep_common.messaging.consumer_options / broadcast_options), so a process that never sees a message never
-long-polls fast: a consumer registered with the busy wait stays on it for good, since only a message makes the
-pacer (uep_common.fetch_pacing) set the waits. The subscribers are registered on real FastStream brokers and
-read back from what each subscriber hands to aiokafka."""
+"""Every Kafka consumer of every uep service long-polls with the settings' fetch wait and fetch-loop wake-up
+(uep_common.messaging.consumer_options / broadcast_options): Kafka answers a waiting fetch as soon as a record
+arrives, so a long wait only makes an idle consumer fetch less often. A subscriber registered with other waits
+would poll an idle broker faster. The subscribers are registered on real FastStream brokers and read back from
+what each subscriber hands to aiokafka."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from uep_scheduler.settings import SchedulerSettings
 from uep_scorer.service import register as register_scorer
 from uep_scorer.settings import ScorerSettings
 
-WAITS = {"kafka_fetch_max_wait_ms": 100, "kafka_idle_fetch_max_wait_ms": 2000, "kafka_consumer_timeout_ms": 1000}
+WAITS = {"kafka_fetch_max_wait_ms": 2000, "kafka_consumer_timeout_ms": 1000}
 
 
 def _consumer_waits(settings: Any, *registers: Any) -> list[tuple[str, Any, Any]]:
@@ -36,7 +36,7 @@ def _consumer_waits(settings: Any, *registers: Any) -> list[tuple[str, Any, Any]
     ]
 
 
-def test_every_consumer_of_every_service_starts_idle():
+def test_every_consumer_of_every_service_long_polls_with_the_settings_waits():
     inference = InferenceSettings(**WAITS)
     scheduler = SchedulerSettings(**WAITS)
     scorer = ScorerSettings(**WAITS)

@@ -157,7 +157,7 @@ def test_every_kafka_client_authenticates_with_scram_over_tls(
         settings = CommonSettings()
         sec = messaging.security(settings)
         assert isinstance(sec, SASLScram512) and sec.use_ssl, workload
-        assert settings.kafka_tansu_compat is False and settings.kafka_min_insync_replicas == 2, workload
+        assert settings.kafka_min_insync_replicas == 2, workload
         assert messaging.make_broker(settings)._connection_kwargs["enable_idempotence"] is True, workload
     # containers that never connect to Kafka keep PLAINTEXT (no credentials needed)
     for c in _containers(workloads["uep-migrate"]):
@@ -178,7 +178,7 @@ def test_keda_kafka_triggers_authenticate(prod: list[dict[str, Any]]) -> None:
 def test_dev_overlay_keeps_plaintext_and_replication_one(dev: list[dict[str, Any]]) -> None:
     assert not _objects(dev, "KafkaTopic") and not _objects(dev, "TriggerAuthentication")
     config = _config(dev)
-    assert "UEP_KAFKA_REPLICATION_FACTOR" not in config and "UEP_KAFKA_TANSU_COMPAT" not in config
+    assert "UEP_KAFKA_REPLICATION_FACTOR" not in config
     for obj in _objects(dev, "Deployment").values():
         for c in _containers(obj):
             assert "UEP_KAFKA_SECURITY_PROTOCOL" not in _env(c)

@@ -1,8 +1,8 @@
-"""Kafka client settings: security objects of the broker factory and admin clients, the tansu switches, topic specs.
+"""Kafka client settings: security objects of the broker factory and admin clients, the producer, topic specs.
 
 Expected values are those of aiokafka's and FastStream's parameters (``security_protocol``, ``sasl_mechanism``,
 ``sasl_plain_username``/``sasl_plain_password``, ``ssl_context``, ``enable_idempotence``) and Kafka's topic config
-``min.insync.replicas``. The broker's connection keywords are read from FastStream 0.7's ``_connection_kwargs``
+``min.insync.replicas``, ``retention.ms``, ``retention.bytes``, ``segment.bytes``. The broker's connection keywords are read from FastStream 0.7's ``_connection_kwargs``
 (what ``connect`` passes to aiokafka's producer) and its consumer builder.
 """
 
@@ -18,7 +18,6 @@ from faststream.security import BaseSecurity, SASLPlaintext, SASLScram256, SASLS
 from pydantic import ValidationError
 
 from uep_common.messaging import client_options, make_admin, make_broker, security, topic_spec
-from uep_common.offsets import OffsetWatchdog
 from uep_common.settings import CommonSettings
 
 pytestmark = pytest.mark.unit
@@ -29,7 +28,7 @@ CA = certifi.where()
 
 @pytest.fixture(autouse=True)
 def _no_uep_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The settings' own defaults: a test session that started a stack has UEP_* variables (tansu mode) set."""
+    """The settings' own defaults: a test session that started a stack has UEP_* variables set."""
     for name in [n for n in os.environ if n.startswith("UEP_")]:
         monkeypatch.delenv(name)
 
@@ -40,17 +39,12 @@ def _settings(**kwargs: object) -> CommonSettings:
 
 def test_plaintext_has_no_security_and_the_idempotent_producer() -> None:
     settings = _settings()
-    assert settings.kafka_security_protocol == "PLAINTEXT" and settings.kafka_tansu_compat is False
+    assert settings.kafka_security_protocol == "PLAINTEXT"
     assert security(settings) is None
     assert client_options(settings) == {"bootstrap_servers": "127.0.0.1:9092", "client_id": "uep-uep"}
     kwargs = make_broker(settings)._connection_kwargs
     assert kwargs["enable_idempotence"] is True and kwargs["acks"] == "all"
     assert "security_protocol" not in kwargs
-
-
-def test_tansu_compat_turns_idempotence_off() -> None:
-    kwargs = make_broker(_settings(kafka_tansu_compat=True))._connection_kwargs
-    assert kwargs["enable_idempotence"] is False and kwargs["acks"] == "all"
 
 
 def test_sasl_ssl_scram_512_with_a_ca_file() -> None:
@@ -134,24 +128,26 @@ def test_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("UEP_KAFKA_SECURITY_PROTOCOL", "SASL_SSL")
     monkeypatch.setenv("UEP_KAFKA_SASL_USERNAME", "uep-judge")
     monkeypatch.setenv("UEP_KAFKA_SASL_PASSWORD", "pw")
-    monkeypatch.setenv("UEP_KAFKA_TANSU_COMPAT", "true")
+    monkeypatch.setenv("UEP_KAFKA_RETENTION_MS", "3600000")
     settings = _settings()
     assert settings.kafka_sasl_password is not None and settings.kafka_sasl_password.get_secret_value() == "pw"
-    assert settings.kafka_tansu_compat is True and settings.kafka_sasl_username == "uep-judge"
+    assert settings.kafka_retention_ms == 3_600_000 and settings.kafka_sasl_username == "uep-judge"
 
 
-def test_topic_spec_replication_and_min_insync() -> None:
+RETENTION = {"cleanup.policy": "delete", "retention.ms": "86400000", "retention.bytes": "1073741824", "segment.bytes": "67108864"}
+"""The default retention of a uep topic: a day, 1 GiB per partition, 64 MiB segments (CommonSettings)."""
+
+
+def test_topic_spec_replication_min_insync_and_retention() -> None:
     prod = topic_spec(_settings(kafka_partitions=24, kafka_replication_factor=3, kafka_min_insync_replicas=2), "uep.x.v1")
     assert (prod.name, prod.num_partitions, prod.replication_factor) == ("uep.x.v1", 24, 3)
-    assert prod.topic_configs == {"min.insync.replicas": "2"}
+    assert prod.topic_configs == {**RETENTION, "min.insync.replicas": "2"}
     local = topic_spec(_settings(), "uep.x.v1")
-    assert (local.num_partitions, local.replication_factor, local.topic_configs) == (6, 1, {})
+    assert (local.num_partitions, local.replication_factor, local.topic_configs) == (6, 1, RETENTION)
 
 
-@pytest.mark.parametrize(("compat", "expected"), [(True, OffsetWatchdog), (False, type(None))])
-def test_the_offset_watchdog_runs_only_with_tansu_compat(compat: bool, expected: type) -> None:
-    from uep_common.service import ServiceRuntime, build_app
+def test_the_dead_letter_topic_keeps_a_week() -> None:
+    from uep_common.messaging import DEAD_LETTER_TOPIC
 
-    runtime = ServiceRuntime(_settings(kafka_tansu_compat=compat))
-    build_app(runtime)
-    assert type(runtime.watchdog) is expected
+    spec = topic_spec(_settings(), DEAD_LETTER_TOPIC)
+    assert spec.topic_configs == {**RETENTION, "retention.ms": str(7 * 24 * 3600 * 1000)}

@@ -2,10 +2,14 @@
 
 Every client (the FastStream broker, admin clients) gets the connection security of the settings
 (:func:`security`: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL with SCRAM-SHA-512/256 or PLAIN, an optional CA
-file and client certificate). Producers use ``acks="all"`` and the idempotent producer, except with
-``kafka_tansu_compat`` (the local stack's tansu rejects aiokafka's InitProducerId; exactly-once comes from
-PostgreSQL and idempotent consumers either way). Topics are created explicitly with their partition count,
-replication factor and ``min.insync.replicas`` (:func:`ensure_topics`).
+file and client certificate). Producers use ``acks="all"`` and the idempotent producer: the broker drops a batch
+that a producer retries after a lost acknowledgement (exactly-once results themselves come from PostgreSQL and
+idempotent consumers). Topics are created explicitly with their partition count, replication factor,
+``min.insync.replicas`` and retention (:func:`ensure_topics`).
+
+Consumer groups: every replica of a service joins the same groups, so the replicas share the partitions of each
+topic (Kafka's scaling model); a service has one group per subscription (:func:`consumer_options`), so that a
+rebalance of one topic's consumers never pauses the service's others.
 """
 
 from __future__ import annotations
@@ -24,8 +28,8 @@ from faststream.message import StreamMessage
 from faststream.security import BaseSecurity, SASLPlaintext, SASLScram256, SASLScram512
 
 from uep_common import metrics
+from uep_common.batch_polling import BatchPollingKafkaBroker
 from uep_common.events import Event, Topics
-from uep_common.fetch_pacing import FetchPacer, PacedKafkaBroker
 from uep_common.settings import CommonSettings
 from uep_common.trace_propagation import TraceContextMiddleware
 
@@ -35,23 +39,6 @@ DEAD_LETTER_TOPIC = "uep.dead-letter.v1"
 """Messages a consumer could not decode or an item that still failed after its retries, with headers
 ``uep-dlq-reason``, ``uep-dlq-source-topic`` and optionally ``uep-dlq-id``; the scheduler keeps each in the
 ``dead_letters`` table and the gateway re-drives them (``POST /v1/dead-letters/{id}/redrive``)."""
-
-PER_EVALUATION_TOPICS = frozenset(
-    {
-        Topics.EVALUATION_REQUESTED,
-        Topics.EVALUATION_COMPLETED,
-        Topics.RESCORE_REQUESTED,
-        Topics.REPORT_REQUESTED,
-        Topics.REPORT_READY,
-        DEAD_LETTER_TOPIC,
-    }
-)
-"""Topics that carry a few events per evaluation (or, the dead-letter topic, only failures), not one per item.
-Their consumers keep the idle fetch wait while their process is busy (:class:`uep_common.fetch_pacing.FetchPacer`):
-on the per-item path a short wait saves latency at every hop, here it would only add fetches — ten a second per
-consumer — for events that come once per evaluation, and that admission (the gateway's NOTIFY) and lease
-release do not wait for."""
-
 
 _SASL: dict[str, type[SASLPlaintext | SASLScram256 | SASLScram512]] = {
     "SCRAM-SHA-512": SASLScram512,
@@ -104,42 +91,22 @@ def make_broker(settings: CommonSettings) -> KafkaBroker:
     """FastStream Kafka broker with uep's producer settings, the settings' security and W3C trace context on every
     record it publishes (:class:`uep_common.trace_propagation.TraceContextMiddleware`; no messaging spans).
 
-    ``acks="all"``; the idempotent producer unless ``kafka_tansu_compat`` (tansu refuses it); record batches
-    compressed with ``kafka_compression_type`` when set. FastStream logs
-    through the logger ``faststream.access.kafka`` without handlers of its own (:mod:`uep_common.logs` formats it),
-    its per-record lines at ``kafka_access_log_level``."""
-    middlewares: list[Any] = [TraceContextMiddleware]
-    pacer = fetch_pacer(settings)
-    if pacer is not None:
-        middlewares.append(pacer.middleware())
-    broker = PacedKafkaBroker(
+    ``acks="all"`` and the idempotent producer; record batches compressed with ``kafka_compression_type`` when set;
+    batch subscribers poll without FastStream's sleep (:mod:`uep_common.batch_polling`). FastStream logs through the
+    logger ``faststream.access.kafka`` without handlers of its own (:mod:`uep_common.logs` formats it), its
+    per-record lines at ``kafka_access_log_level``."""
+    return BatchPollingKafkaBroker(
         settings.kafka_bootstrap,
         acks="all",
-        enable_idempotence=not settings.kafka_tansu_compat,
+        enable_idempotence=True,
         request_timeout_ms=settings.kafka_request_timeout_ms,
         linger_ms=0,
         compression_type=settings.kafka_compression_type,
-        middlewares=middlewares,
+        middlewares=[TraceContextMiddleware],
         client_id=f"uep-{settings.service_name}",
         security=security(settings),
         logger=logging.getLogger("faststream.access.kafka"),
         log_level=logging.getLevelName(settings.kafka_access_log_level),
-    )
-    if pacer is not None:
-        pacer.broker, broker.pacer = broker, pacer
-    return broker
-
-
-def fetch_pacer(settings: CommonSettings) -> FetchPacer | None:
-    """The settings' :class:`uep_common.fetch_pacing.FetchPacer`, or None when the idle wait is no longer than
-    the busy one (no pacing). Consumers of :data:`PER_EVALUATION_TOPICS` keep the idle wait."""
-    if settings.kafka_idle_fetch_max_wait_ms <= settings.kafka_fetch_max_wait_ms:
-        return None
-    return FetchPacer(
-        settings.kafka_fetch_max_wait_ms,
-        settings.kafka_idle_fetch_max_wait_ms,
-        settings.kafka_idle_after_s,
-        steady_topics=PER_EVALUATION_TOPICS,
     )
 
 
@@ -152,13 +119,10 @@ async def undecoded_body(msg: StreamMessage[Any]) -> None:
 
 
 def consumer_options(settings: CommonSettings, service: str) -> dict[str, Any]:
-    """Keyword arguments for ``broker.subscriber``: group ``<prefix>.<service>``, fast-join timings, the
-    starting fetch wait (:func:`start_fetch_wait_ms`), the fetch loop's idle wake-up period, and
-    :func:`undecoded_body` as the decoder (a handler reads the raw records).
+    """Keyword arguments for ``broker.subscriber``: group ``<prefix>.<service>`` (``service`` may name a
+    subscription too, e.g. ``scorer.rescore``), the session and heartbeat timings, and :func:`broadcast_options`.
 
-    Give every subscriber of a process its own group: two members of one group leaving together can
-    wedge the group on tansu (a "ghost leader" the group waits for).
-    """
+    Every replica of a service passes the same name, so the replicas share the subscription's partitions."""
     return {
         "group_id": f"{settings.consumer_group_prefix}.{service}",
         "session_timeout_ms": settings.kafka_session_timeout_ms,
@@ -169,27 +133,32 @@ def consumer_options(settings: CommonSettings, service: str) -> dict[str, Any]:
 
 def broadcast_options(settings: CommonSettings) -> dict[str, Any]:
     """Keyword arguments for ``broker.subscriber`` of a consumer without a group (every replica reads every
-    record, from the start of the topic): the starting fetch wait (:func:`start_fetch_wait_ms`, so an idle process
-    long-polls slowly from its start), the fetch loop's idle wake-up period and :func:`undecoded_body` as the
-    decoder. :func:`consumer_options` adds a group to these."""
+    record, from the start of the topic): the fetch wait (``kafka_fetch_max_wait_ms``: Kafka answers a waiting fetch
+    when a record arrives), the fetch loop's idle wake-up period and :func:`undecoded_body` as the decoder.
+    :func:`consumer_options` adds a group to these."""
     return {
         "auto_offset_reset": "earliest",
-        "fetch_max_wait_ms": start_fetch_wait_ms(settings),
+        "fetch_max_wait_ms": settings.kafka_fetch_max_wait_ms,
         "consumer_timeout_ms": settings.kafka_consumer_timeout_ms,
         "decoder": undecoded_body,
     }
 
 
-def start_fetch_wait_ms(settings: CommonSettings) -> int:
-    """Fetch wait a consumer of a broker from :func:`make_broker` starts with: the idle wait when the settings
-    pace consumers (the first message shortens it, :mod:`uep_common.fetch_pacing`), else ``kafka_fetch_max_wait_ms``."""
-    return max(settings.kafka_fetch_max_wait_ms, settings.kafka_idle_fetch_max_wait_ms)
-
-
 def topic_spec(settings: CommonSettings, name: str) -> NewTopic:
-    """How uep creates topic ``name``: ``kafka_partitions`` partitions, ``kafka_replication_factor`` replicas and,
-    above the broker default of 1, ``min.insync.replicas`` = ``kafka_min_insync_replicas``."""
-    configs = {"min.insync.replicas": str(settings.kafka_min_insync_replicas)} if settings.kafka_min_insync_replicas > 1 else None
+    """How uep creates topic ``name``: ``kafka_partitions`` partitions, ``kafka_replication_factor`` replicas, the
+    retention of the settings (``retention.ms``, ``retention.bytes`` per partition, ``segment.bytes``; the
+    dead-letter topic keeps ``kafka_dead_letter_retention_ms``) and, above the broker default of 1,
+    ``min.insync.replicas`` = ``kafka_min_insync_replicas``. No topic is compacted: every event is one fact, none
+    replaces an earlier one of its key."""
+    retention_ms = settings.kafka_dead_letter_retention_ms if name == DEAD_LETTER_TOPIC else settings.kafka_retention_ms
+    configs = {
+        "cleanup.policy": "delete",
+        "retention.ms": str(retention_ms),
+        "retention.bytes": str(settings.kafka_retention_bytes),
+        "segment.bytes": str(settings.kafka_segment_bytes),
+    }
+    if settings.kafka_min_insync_replicas > 1:
+        configs["min.insync.replicas"] = str(settings.kafka_min_insync_replicas)
     return NewTopic(
         name=name,
         num_partitions=settings.kafka_partitions,
@@ -219,28 +188,13 @@ async def ensure_topics(settings: CommonSettings) -> list[str]:
 
 
 PUBLISH_ATTEMPTS = 3
-"""Tries of :func:`publish` (the first and two after a metadata refresh)."""
-
-
-def refresh_metadata(broker: KafkaBroker) -> bool:
-    """Ask the broker's aiokafka producer to refresh its cluster metadata now; False when it has none yet.
-
-    A producer whose cached metadata names partitions the broker no longer has (a memory-storage broker
-    restarted and a topic re-created with fewer partitions) fails every
-    send to them with ``UnknownError`` and does not refresh by itself until ``metadata_max_age_ms``.
-    """
-    state = getattr(broker._producer, "_producer", None)  # FastStream 0.7: AioKafkaFastProducerImpl → RealProducer
-    producer = getattr(state, "producer", None)
-    if producer is None:
-        return False
-    producer.client.force_metadata_update()
-    return True
+"""Tries of :func:`publish` (the first and two more, 0.1 s and 0.2 s later)."""
 
 
 async def publish(broker: KafkaBroker, body: Any, *, topic: str, key: bytes | str | None, headers: dict[str, str]) -> None:
-    """``broker.publish`` with the ack awaited; on a Kafka error refresh the metadata and try again, up to
-    :data:`PUBLISH_ATTEMPTS` times in all (0.1 s, then 0.2 s apart). Raises the last error. Counted in
-    ``uep_messages_out_total`` / ``uep_publish_errors_total``."""
+    """``broker.publish`` with the ack awaited; on a Kafka error (the broker restarting, a leader moving) try
+    again, up to :data:`PUBLISH_ATTEMPTS` times in all. The idempotent producer keeps a retried batch from being
+    written twice. Raises the last error. Counted in ``uep_messages_out_total`` / ``uep_publish_errors_total``."""
     for attempt in range(PUBLISH_ATTEMPTS):
         try:
             await broker.publish(body, topic=topic, key=key, headers=headers)
@@ -250,8 +204,7 @@ async def publish(broker: KafkaBroker, body: Any, *, topic: str, key: bytes | st
             if attempt == PUBLISH_ATTEMPTS - 1:
                 metrics.PUBLISH_ERRORS.labels(topic).inc()
                 raise
-            log.warning("publish to %s failed (%r); refreshing metadata and retrying", topic, exc)
-            refresh_metadata(broker)
+            log.warning("publish to %s failed (%r); retrying", topic, exc)
             await asyncio.sleep(0.1 * 2**attempt)
 
 

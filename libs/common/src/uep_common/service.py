@@ -28,7 +28,6 @@ from uep_common import http_server, metrics, tenant_guard
 from uep_common.db.session import make_async_engine, make_sessionmaker
 from uep_common.logs import configure_logging
 from uep_common.messaging import make_broker
-from uep_common.offsets import OffsetWatchdog
 from uep_common.settings import CommonSettings
 from uep_common.telemetry import setup_telemetry, shutdown_telemetry
 
@@ -56,8 +55,6 @@ class ServiceRuntime:
     sessionmaker: async_sessionmaker[AsyncSession] | None = field(init=False, default=None)
     redis: object | None = field(init=False, default=None)
     ready_checks: dict[str, ReadyCheck] = field(init=False, default_factory=dict)
-    watchdog: OffsetWatchdog | None = field(init=False, default=None)
-    """The offset watchdog :func:`build_app` runs (only with ``kafka_tansu_compat``), else None."""
     started: bool = field(init=False, default=False)
     """True once the broker and every start-up hook have run (FastStream's ASGI lifespan lets the HTTP
     server answer before that, so readiness must not rely on the server answering)."""
@@ -131,11 +128,6 @@ def build_app(
         body = json.dumps({"status": "ready" if ok else "not_ready", "checks": checks}).encode()
         return AsgiResponse(body, 200 if ok else 503, headers={"content-type": "application/json"})
 
-    # Only a broker that can lose its log (tansu's memory storage) needs the watchdog; Kafka resets by itself.
-    watchdog = (
-        OffsetWatchdog(runtime.broker, runtime.settings.kafka_offset_watchdog_s) if runtime.settings.kafka_tansu_compat else None
-    )
-    runtime.watchdog = watchdog
     sampler = metrics.Sampler(runtime.settings.metrics_sample_s, [metrics.consumer_lag(runtime.broker), *(samplers or [])])
     routes: list[tuple[str, Any]] = [("/healthz", healthz), ("/readyz", readyz)]
     if metrics.on_health_port(runtime.settings):
@@ -143,13 +135,9 @@ def build_app(
 
     async def _close() -> None:
         await sampler.stop()
-        if watchdog is not None:
-            await watchdog.stop()
         await runtime.close()
 
     async def _mark_started() -> None:
-        if watchdog is not None:
-            watchdog.start()
         metrics.start_server(runtime.settings)
         sampler.start()
         runtime.started = True

@@ -1,7 +1,7 @@
 """Settings shared by every uep process, read from ``UEP_*`` environment variables.
 
-Defaults point at the local stack that ``make up`` starts (PostgreSQL and Redis on this machine, tansu
-on 127.0.0.1:9092). Each service extends :class:`CommonSettings` with its own fields.
+Defaults point at the local stack that ``make up`` starts (its PostgreSQL on 127.0.0.1:25432, Redis on
+127.0.0.1:26379, Apache Kafka on 127.0.0.1:9092). Each service extends :class:`CommonSettings` with its own fields.
 """
 
 from __future__ import annotations
@@ -21,15 +21,18 @@ class CommonSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="UEP_", extra="ignore")
 
     service_name: str = "uep"
-    database_url: str = "postgresql+psycopg://postgres@127.0.0.1:5432/uep"
-    redis_url: str = "redis://127.0.0.1:6379/0"
+    database_url: str = "postgresql+psycopg://postgres@127.0.0.1:25432/uep"
+    redis_url: str = "redis://127.0.0.1:26379/0"
     kafka_bootstrap: str = "127.0.0.1:9092"
     kafka_partitions: int = Field(6, ge=1, description="Partitions per topic when uep creates its topics.")
     kafka_replication_factor: int = Field(
         1, ge=1, description="Replication factor of topics uep creates (3 on a production cluster)."
     )
     kafka_session_timeout_ms: int = Field(
-        6000, ge=1000, description="Consumer session timeout; tansu holds a join for half of it."
+        6000,
+        ge=1000,
+        description="Consumer session timeout: a member that sends no heartbeat for this long (a killed replica) "
+        "leaves its group and its partitions go to the others (the broker's group.min.session.timeout.ms is 6000).",
     )
     kafka_heartbeat_interval_ms: int = Field(
         2000,
@@ -38,15 +41,10 @@ class CommonSettings(BaseSettings):
         "rebalance at their next heartbeat; each idle consumer sends one request per period.",
     )
     kafka_fetch_max_wait_ms: int = Field(
-        100, ge=1, description="Long-poll wait while messages flow; latency ~ half of it on tansu (uep_common.fetch_pacing)."
-    )
-    kafka_idle_fetch_max_wait_ms: int = Field(
         2000,
         ge=1,
-        description="Long-poll wait after kafka_idle_after_s without a message received or published by the process "
-        "(fewer idle fetches); the first message brings every consumer back to kafka_fetch_max_wait_ms. Kafka answers "
-        "a waiting fetch when data arrives, so this costs no latency there; on tansu the first message after an idle "
-        "period waits up to about half of it per hop. At most kafka_fetch_max_wait_ms: no pacing.",
+        description="Long-poll wait of a fetch (Kafka's fetch.max.wait.ms): the broker answers a waiting fetch as "
+        "soon as a record arrives, so this costs no latency and only sets how often an idle consumer fetches.",
     )
     kafka_consumer_timeout_ms: int = Field(
         2000,
@@ -54,19 +52,35 @@ class CommonSettings(BaseSettings):
         description="Longest sleep of a consumer's background fetch loop (aiokafka consumer_timeout_ms, default 200): "
         "it wakes at once for new data, consumed data and rebalances, so this only paces its idle wake-ups.",
     )
-    kafka_idle_after_s: float = Field(
-        60.0,
-        gt=0,
-        description="Seconds without a message received or published before consumers switch to "
-        "kafka_idle_fetch_max_wait_ms (long enough that pauses between evaluations in use keep the short wait).",
-    )
     kafka_request_timeout_ms: int = 10_000
     kafka_compression_type: Literal["gzip", "lz4", "zstd"] | None = Field(
         None,
         description="Producer compression of record batches (Kafka's compression.type): fewer bytes on the wire and "
-        "in the broker's log; consumers decompress whatever they receive. gzip needs only the standard library (aiokafka "
-        "compresses at level 9: the costliest in CPU), lz4 and zstd cramjam (installed with uep_common). The local stack "
-        "sets lz4: tansu keeps every record in memory.",
+        "in the broker's log for some CPU in every producer and consumer; unset: none. gzip needs only the standard "
+        "library (aiokafka compresses at level 9: the costliest in CPU), lz4 and zstd cramjam (installed with uep_common).",
+    )
+    kafka_retention_ms: int = Field(
+        24 * 3600 * 1000,
+        ge=60_000,
+        description="retention.ms of the topics uep creates: a closed log segment older than this is deleted. The "
+        "events are a transport (PostgreSQL and the outbox are the record), so a day covers any consumer's outage.",
+    )
+    kafka_retention_bytes: int = Field(
+        1 << 30,
+        ge=1 << 20,
+        description="retention.bytes of the topics uep creates, per partition: the oldest closed segments are deleted "
+        "beyond it (with 6 partitions a topic holds at most about 6 GiB plus one open segment each).",
+    )
+    kafka_segment_bytes: int = Field(
+        64 << 20,
+        ge=1 << 20,
+        description="segment.bytes of the topics uep creates: retention deletes whole closed segments, so this is the "
+        "grain of what it frees.",
+    )
+    kafka_dead_letter_retention_ms: int = Field(
+        7 * 24 * 3600 * 1000,
+        ge=60_000,
+        description="retention.ms of the dead-letter topic (the scheduler also keeps each dead letter in PostgreSQL).",
     )
     kafka_min_insync_replicas: int = Field(
         1,
@@ -87,18 +101,9 @@ class CommonSettings(BaseSettings):
     )
     kafka_ssl_cert_file: str | None = Field(None, description="PEM client certificate for mutual TLS (with kafka_ssl_key_file).")
     kafka_ssl_key_file: str | None = Field(None, description="PEM private key of kafka_ssl_cert_file.")
-    kafka_tansu_compat: bool = Field(
-        False,
-        description="Work around the tansu broker of the local stack: no idempotent producer (tansu refuses aiokafka's "
-        "InitProducerId) and the offset watchdog for a broker that lost its log (uep_common.offsets). "
-        "Off (Apache Kafka): idempotent producer, no watchdog.",
+    consumer_group_prefix: str = Field(
+        "uep", description="Consumer groups are '<prefix>.<service>' or '<prefix>.<service>.<subscription>'."
     )
-    kafka_offset_watchdog_s: float = Field(
-        3.0,
-        gt=0,
-        description="Seconds between checks for consumers left past a lost log (uep_common.offsets; with kafka_tansu_compat).",
-    )
-    consumer_group_prefix: str = Field("uep", description="Consumer groups are '<prefix>.<service>'.")
     health_host: str = "127.0.0.1"
     health_port: int = Field(0, ge=0, le=65535, description="Port of /healthz and /readyz; 0 = service default.")
     internal_token: str = Field(

@@ -17,9 +17,9 @@ class InferenceSettings(CommonSettings):
         "that answers in t seconds gets at most inference_concurrency / t items a second from one replica.",
     )
     inference_batch_timeout_ms: int = Field(
-        100,
+        1000,
         ge=1,
-        description="Longest wait of one empty poll of the SampleDispatched consumer (uep_common.fetch_pacing."
+        description="Longest wait of one empty poll of the SampleDispatched consumer (uep_common.batch_polling."
         "get_batch): records are taken as soon as they are there, so this sets only how often an empty loop wakes.",
     )
     triton_row_batching: bool = Field(

@@ -17,9 +17,9 @@ class ReporterSettings(ArtifactSettings, OutboxRetentionSettings):
     service_name: str = "reporter"
     reporter_batch_size: int = Field(500, ge=1, description="ScoreComputed events stored per transaction.")
     reporter_batch_timeout_ms: int = Field(
-        100,
+        1000,
         ge=1,
-        description="Longest wait of one empty poll of the ScoreComputed consumer (uep_common.fetch_pacing.get_batch): "
+        description="Longest wait of one empty poll of the ScoreComputed consumer (uep_common.batch_polling.get_batch): "
         "scores are taken as soon as they are there, so this sets only how often an empty loop wakes.",
     )
     stop_loss_error_rate: float = Field(

@@ -87,9 +87,9 @@ class SchedulerSettings(OutboxRetentionSettings):
         "wake the allocator at once either way; due cron runs start up to this late).",
     )
     scores_batch_timeout_ms: int = Field(
-        100,
+        1000,
         ge=1,
-        description="Longest wait of one empty poll of the ScoreComputed consumer (uep_common.fetch_pacing.get_batch): "
+        description="Longest wait of one empty poll of the ScoreComputed consumer (uep_common.batch_polling.get_batch): "
         "a batch is taken as soon as scores are there, so this sets only how often an empty loop wakes.",
     )
     admit_pending_after_seconds: float = Field(

@@ -22,9 +22,9 @@ class ScorerSettings(CommonSettings):
         "max.poll.interval (aiokafka's default 300 s).",
     )
     scorer_batch_timeout_ms: int = Field(
-        100,
+        1000,
         ge=1,
-        description="Longest wait of one empty poll of the OutputGenerated consumer (uep_common.fetch_pacing."
+        description="Longest wait of one empty poll of the OutputGenerated consumer (uep_common.batch_polling."
         "get_batch): outputs are taken as soon as they are there, so this sets only how often an empty loop wakes.",
     )
     reference_cache_size: int = Field(50_000, ge=0)
