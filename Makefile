@@ -98,8 +98,8 @@ test-stack: install ## run the tests on a fresh test stack and in headless Chrom
 bench: install ## bench/pipeline_overhead: pipeline vs direct Triton throughput, echo model and LLM at 1 and 4 slots, at defaults
 	$(PY) bench/pipeline_overhead.py
 
-bench-scale: install ## bench/scale: echo evaluations of 1k, 10k, 100k items (and the model alone): items/s per decile, RSS per process, database bytes per item
-	$(PY) bench/scale.py
+bench-scale: install ## bench/scale: echo evaluations of 1k, 10k, 100k items (SIZES=1000,1000000: others) and the model alone: items/s per decile, RSS, broker disk, bytes per item
+	$(PY) bench/scale.py $(if $(SIZES),--sizes $(SIZES))
 
 bench-idle: install ## bench/idle_cost: CPU of an idle stack per process over 30 s (target < 2 % of a core in total)
 	$(PY) bench/idle_cost.py

@@ -9,8 +9,8 @@ The parts:
 
 - each stack process (the ``<run dir>/pids/*.pid`` files, as ``bench/idle_cost`` reads them) with its live
   descendants;
-- PostgreSQL's server (:data:`POSTGRES`): every process of that command name. The server is shared with other
-  databases, so measure on an otherwise idle machine;
+- PostgreSQL's server (:data:`POSTGRES`): every process of that command name, and Redis (:data:`REDIS`). The
+  servers are shared with other databases, so measure on an otherwise idle machine;
 - optionally the bench's own process (:data:`BENCH`): a direct client's cost.
 
 A process's CPU time is ``utime + stime`` of ``/proc/<pid>/stat`` plus ``cutime + cstime``, the time of the
@@ -29,6 +29,8 @@ from idle_cost import TICKS, descendants, processes, stack_pids
 
 POSTGRES = "postgres"
 """Command name of PostgreSQL's processes, and the name of their share in a snapshot."""
+REDIS = "redis-server"
+"""Command name of the Redis server, and the name of its share in a snapshot."""
 BENCH = "bench"
 """Name of the bench process's own share (``snapshot(..., own=True)``)."""
 
@@ -61,10 +63,11 @@ def named_ticks(comm: str, procs: dict[int, tuple[int, int, int]] | None = None)
 
 def snapshot(run_dir: Path | None, *, own: bool = False) -> dict[str, int]:
     """CPU ticks so far of each stack process under ``run_dir`` (none when it is None), of PostgreSQL's server
-    (:data:`POSTGRES`) and, with ``own``, of this process alone (:data:`BENCH`)."""
+    (:data:`POSTGRES`), of Redis (:data:`REDIS`) and, with ``own``, of this process alone (:data:`BENCH`)."""
     procs = processes()
     out = tree_ticks(stack_pids(run_dir), procs) if run_dir else {}
     out[POSTGRES] = named_ticks(POSTGRES, procs)
+    out[REDIS] = named_ticks(REDIS, procs)
     if own:
         st = procs.get(os.getpid())
         out[BENCH] = st[1] if st else 0

@@ -3,15 +3,16 @@
 Starts a private stack (or, with ``--attach RUN_DIR``, measures one already running, e.g. ``.run/dev``), lets it
 settle (``--settle`` seconds with no evaluation: consumers joined, first reconcile passes done), then reads the
 CPU time (``utime + stime`` of ``/proc/<pid>/stat``, in clock ticks) of each stack process and all its
-descendants — the broker, Triton (with its Python backend stubs), the six services — twice, ``--seconds`` apart
-(default 30), and prints each one's share of one core over that window and the total. The stack's PIDs are
-the files ``<run dir>/pids/<name>.pid``.
+descendants — the broker (Kafka's JVM), Triton (with its Python backend stubs), the six services, and the
+checkout's PostgreSQL (the postmaster with its backends) and Redis — twice, ``--seconds`` apart (default 30), and
+prints each one's share of one core over that window and the total. The stack's PIDs are the files
+``<run dir>/pids/<name>.pid``, the servers' ``.run/servers/pids/<name>.pid``.
 
-Target for the project: the six services and the broker together under 2 % of a core (Triton is listed but is
-the model server, not uep's overhead; the total is printed with and without it).
+Target for the project: everything but the model server under 2 % of a core (Triton is listed but is the model
+server, not uep's overhead; the total is printed with and without it).
 
 ``--variant NAME:K=V,K=V`` (repeatable) measures the services in each environment in turn, restarting the six
-services before each (e.g. ``--variant before:UEP_KAFKA_IDLE_FETCH_MAX_WAIT_MS=100 --variant after:``), and
+services before each (e.g. ``--variant before:UEP_KAFKA_FETCH_MAX_WAIT_MS=100 --variant after:``), and
 prints one table per variant.
 
 Usage: ``python bench/idle_cost.py [--seconds 30] [--settle 20] [--attach RUN_DIR] [--variant NAME:K=V,…]
@@ -112,10 +113,12 @@ def stack_pids(run_dir: Path) -> dict[str, int]:
 
 
 def measure(run_dir: Path, seconds: float) -> dict[str, tuple[float, float]]:
-    """``(percent of one core, wake-ups per second)`` of each stack process (with its descendants) over
-    ``seconds``; wake-ups are voluntary context switches, a count that machine load does not inflate as it
-    does tick-sampled CPU time."""
-    pids = stack_pids(run_dir)
+    """``(percent of one core, wake-ups per second)`` of each stack process and of the checkout's PostgreSQL and
+    Redis (each with its descendants) over ``seconds``; wake-ups are voluntary context switches, a count that
+    machine load does not inflate as it does tick-sampled CPU time."""
+    import servers
+
+    pids = {**stack_pids(run_dir), **stack_pids(servers.config().run_dir)}
     if not pids:
         raise SystemExit(f"no live process under {run_dir / 'pids'}")
     t0, before = time.monotonic(), tree_ticks(pids)
@@ -160,7 +163,7 @@ def report(usage: dict[str, tuple[float, float]], seconds: float, name: str = ""
     total = (sum(p for p, _w in usage.values()), sum(w for _p, w in usage.values()))
     print(f"  {'total':<10} {total[0]:6.2f} %  {total[1]:7.0f}/s")
     print(
-        f"  {'uep+broker':<10} {sum(p for p, _w in ours):6.2f} %  {sum(w for _p, w in ours):7.0f}/s"
+        f"  {'uep+servers':<10} {sum(p for p, _w in ours):6.2f} %  {sum(w for _p, w in ours):7.0f}/s"
         "   (without the model server; target < 2 %)"
     )
 

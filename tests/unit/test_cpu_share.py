@@ -80,7 +80,7 @@ def test_a_stack_process_counts_its_children_alive_and_reaped(tmp_path: Path) ->
         (tmp_path / "pids").mkdir()
         (tmp_path / "pids" / "svc.pid").write_text(str(parent.pid))
         before = cpu_share.snapshot(tmp_path)
-        assert set(before) == {"svc", cpu_share.POSTGRES}
+        assert set(before) == {"svc", cpu_share.POSTGRES, cpu_share.REDIS}
         # while the child runs, its time shows in the parent's tree; once reaped, in the parent's cutime
         assert _wait_for(lambda: not [p for p in _children(parent.pid) if _comm(p) == "sh"] and _children(parent.pid))
         after = cpu_share.snapshot(tmp_path)
