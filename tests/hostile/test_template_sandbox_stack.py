@@ -116,3 +116,24 @@ def test_arm_and_prompt_template_escapes_refused(gateway):
     )
     assert r.status_code == 422, r.text
     assert not marker.exists()
+
+
+def test_deeply_nested_templates_are_a_422_naming_the_field(gateway):
+    nested = "{{ " + "(" * 2000 + "answer" + ")" * 2000 + " }}"
+    slug = f"hostile-nested-{uuid.uuid4().hex[:8]}"
+    r = _upload_judged(gateway, slug, ["[[say:Paris. JUDGE:SCORE=8]]"], {"mode": "rubric", "judges": ["uep-judge"]})
+    assert r.status_code == 201, r.text
+    r = gateway.post("/v1/evaluations", json={"benchmark": slug, "model": "uep-judge", "judge": {"template_text": nested}})
+    assert r.status_code == 422, r.text
+    problem = r.json()["detail"][0]
+    assert problem["loc"] == ["body", "judge", "template_text"] and problem["type"] == "bad_template", problem
+    assert "nested too deeply" in problem["msg"]
+    r = _upload_judged(gateway, slug + "-b", ["x"], {"mode": "rubric", "judges": ["uep-judge"], "template_text": nested})
+    assert r.status_code == 422, r.text
+    assert r.json()["detail"][0]["loc"] == ["body", "spec", "judge", "template_text"]
+    arms = [{"name": "base"}, {"name": "deep", "prompt_template": nested.replace("answer", "question")}]
+    r = gateway.post("/v1/evaluations", json={"benchmark": "gsm8k", "model": "uep-oracle", "sample_limit": 1, "arms": arms})
+    assert r.status_code == 422, r.text
+    problem = r.json()["detail"][0]
+    assert problem["loc"] == ["body", "arms", 1, "prompt_template"] and problem["type"] == "bad_template", problem
+    assert "nested too deeply" in problem["msg"]

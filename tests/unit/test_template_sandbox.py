@@ -10,7 +10,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from jinja2 import TemplateError
+from jinja2 import TemplateError, TemplateSyntaxError
 
 from uep_common.judge_config import TEMPLATE_FILTERS, JudgeConfig, template_trial_variables
 from uep_common.prompts import PromptRenderError, check_prompt_template, render_prompt
@@ -49,6 +49,11 @@ ESCAPES = {
     "recursive_macro": "{% macro f(n) %}{% if n > 0 %}{{ f(n - 1) }}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(40) }}",
     "int_to_str": "{{ (10 ** 5000)|string }}",
     "long_source": "x" * 70_000,
+    # sources nested past the parser's recursion or Python's compiler: a syntax error, not a RecursionError
+    "nested_parentheses": "{{ " + "(" * 2000 + "question" + ")" * 2000 + " }}",
+    "nested_brackets": "{{ " + "[" * 2000 + "1" + "]" * 2000 + " }}",
+    "nested_unary_minus": "{{ " + "-" * 2000 + "1 }}",
+    "long_plus_chain": "{{ 1" + "+1" * 250 + " }}",
 }
 
 
@@ -106,6 +111,18 @@ def test_limits_name_what_was_exceeded() -> None:
         _prompt("{{ cycler.__init__ }}")
     with pytest.raises(PromptRenderError, match="longer than 65536|more than 65536"):
         check_prompt_template("y" * 70_000)
+
+
+@pytest.mark.parametrize("depth", [100, 2000])
+def test_deep_nesting_is_a_syntax_error_naming_it(depth: int) -> None:
+    source = "{{ " + "(" * depth + "question" + ")" * depth + " }}"
+    with pytest.raises(PromptRenderError, match="nested too deeply to compile") as info:
+        check_prompt_template(source)
+    assert isinstance(info.value.__cause__, TemplateSyntaxError)
+    with pytest.raises(TemplateSyntaxError, match="nested too deeply to compile"):
+        _gateway_judge_check(source)
+    # the same environment compiles an ordinary template afterwards
+    assert _prompt("{{ (((question))) }}") == "q"
 
 
 def test_output_cap_and_time_budget() -> None:

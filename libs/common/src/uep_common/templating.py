@@ -23,6 +23,9 @@ Work and size limits (:class:`TemplateLimits`), enforced while rendering, each r
   filter's result after it returns;
 * output: the rendered text is accumulated chunk by chunk and the render stops past ``max_output_chars``.
 
+A source nested too deeply for the parser or Python's compiler (thousands of parentheses) is refused as a
+:class:`jinja2.TemplateSyntaxError` when it is compiled.
+
 Any other exception raised while rendering (``OverflowError``, ``RecursionError``, ``ValueError`` from an
 over-long integer conversion, ...) comes out as :class:`TemplateRenderFailure`, also a
 :class:`jinja2.TemplateError`, so callers catch one type.
@@ -303,6 +306,28 @@ class BoundedSandboxedEnvironment(ImmutableSandboxedEnvironment):
         return bounded
 
     # -- parsing ----------------------------------------------------------------------------------
+    def compile(
+        self,
+        source: str | nodes.Template,
+        name: str | None = None,
+        filename: str | None = None,
+        raw: bool = False,
+        defer_init: bool = False,
+    ) -> Any:
+        """Jinja2's ``compile``, with a source nested past what the parser, the code generator or Python's
+        compiler can take (``((((…))))``, ``[[[[…]]]]``, ``----1``, long ``+`` chains) refused as a
+        :class:`jinja2.TemplateSyntaxError` instead of escaping as ``RecursionError``, ``MemoryError`` or
+        Python's own ``SyntaxError`` ("too many nested parentheses")."""
+        try:
+            return super().compile(source, name, filename, raw, defer_init)  # type: ignore[call-overload]
+        except jinja2.TemplateSyntaxError:
+            raise
+        except (RecursionError, MemoryError, SyntaxError) as exc:
+            reason = exc.msg if isinstance(exc, SyntaxError) else type(exc).__name__
+            raise jinja2.TemplateSyntaxError(
+                f"template is nested too deeply to compile ({reason}): flatten its expressions", 1, name, filename
+            ) from None
+
     def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
         if len(source) > self.limits.max_source_chars:
             raise jinja2.TemplateSyntaxError(
