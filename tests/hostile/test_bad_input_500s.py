@@ -135,6 +135,39 @@ def test_arm_template_that_does_not_compile_is_a_422_naming_the_arm(gateway, db,
     assert _counts(db) == before
 
 
+@pytest.mark.parametrize(
+    ("arm", "msg"),
+    [
+        ({"prompt_template": "Q: {{ no_such_field }}"}, "'no_such_field' is undefined"),
+        ({"prompt_template": "{{ question.nope.deeper }}"}, "has no attribute 'nope'"),
+        (
+            {"prompt_template": "{% for ex in fewshot %}{{ ex.input.nope.x }}{% endfor %}{{ question }}", "fewshot_k": 1},
+            "has no attribute 'nope'",
+        ),
+        ({"prompt_template": "{{ cycler.__init__.__globals__ }}"}, "unsafe"),
+        ({"prompt_template": "{{ 'a' * 100000000 }}"}, "more than 262144"),
+    ],
+)
+def test_arm_template_that_fails_to_render_is_a_422_at_creation(gateway, db, arm, msg):
+    before = _counts(db)
+    body = {**CREATE, "arms": [ARMS[0], {"name": "bad", **arm}]}
+    for url in ("/v1/evaluations", "/v1/evaluations/estimate"):
+        detail = _detail(gateway.post(url, json=body), 422)
+        assert detail[0]["loc"] == ["body", "arms", 1, "prompt_template"] and detail[0]["type"] == "bad_template", detail
+        assert msg in detail[0]["msg"], detail
+    assert _counts(db) == before
+
+
+def test_arm_template_that_renders_is_accepted_with_its_fewshot(gateway):
+    # the demonstrations loop renders nothing without fewshot_k, and real fields with it
+    template = "{% for ex in fewshot %}{{ ex.input.question }} {{ ex.reference.solution }}\n{% endfor %}Q: {{ question }}"
+    for fewshot_k in (0, 2):
+        arms = [ARMS[0], {"name": "shots", "prompt_template": template, "fewshot_k": fewshot_k}]
+        r = gateway.post("/v1/evaluations", json={**CREATE, "arms": arms})
+        assert r.status_code == 202, r.text
+        assert [e["arm"] for e in r.json()["evaluations"]] == ["base", "shots"]
+
+
 def test_concurrent_creates_with_one_idempotency_key_return_the_first(stack, db, admin_key):
     key = f"race-{uuid.uuid4()}"
     with db.connect() as c:

@@ -97,16 +97,10 @@ def test_arm_and_prompt_template_escapes_refused(gateway):
             "arms": [{"name": "base"}, {"name": "evil", "prompt_template": "{{ question }} " + payload}],
         },
     )
-    # the arm's template compiles (the escape is only refused when rendered); if accepted, its items are
-    # rendered by the inference service in the sandbox and fail there
-    if r.status_code == 202:
-        for ev in r.json()["evaluations"]:
-            wait_done(gateway, ev["id"], timeout_s=90)
-        evil = next(e for e in r.json()["evaluations"] if e["arm"] == "evil")
-        items = all_results(gateway, evil["id"])
-        assert items and all(x["is_correct"] is not True and x["error"] is not None for x in items)
-    else:
-        assert r.status_code == 422, r.text
+    # the arm's template compiles; the trial render on the first sample at creation meets the escape
+    assert r.status_code == 422, r.text
+    problem = r.json()["detail"][0]
+    assert problem["loc"] == ["body", "arms", 1, "prompt_template"] and "unsafe" in problem["msg"], problem
     slug = f"hostile-prompt-{uuid.uuid4().hex[:8]}"
     spec = {"slug": slug, "name": slug, "prompt": {"template": payload}, "metric": {"name": "exact_match", "params": {}}}
     r = gateway.post(

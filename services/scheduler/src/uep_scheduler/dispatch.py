@@ -23,6 +23,7 @@ from uep_common.configs import item_prompt, parse_evaluation_config
 from uep_common.db.bulk import ITEM_KEY, key_arrays, rows_from_arrays
 from uep_common.db.models import Benchmark, Evaluation, Model, Sample, SampleLease, SampleResult
 from uep_common.events import ModelTarget, SampleDispatched
+from uep_common.fewshot import fewshot_examples
 from uep_common.outbox import StagedMessage, stage_in_outbox
 from uep_common.telemetry import context_from_headers, current_trace_headers, tracer
 
@@ -54,27 +55,6 @@ def model_target(model: Model) -> ModelTarget:
         api_key_ref=model.api_key_ref,
         tenant_model=model.owner_tenant_id is not None,
     )
-
-
-MAX_FEWSHOT = 16
-
-
-async def fewshot_examples(
-    session: AsyncSession, sample: Sample, k: int, pools: dict[tuple[Any, ...], Sequence[Any]]
-) -> list[dict[str, Any]]:
-    """``k`` demonstrations for ``sample``: the first samples of its benchmark in benchmark order — of the
-    same ``subject`` when samples have one (as MMLU's per-subject few-shot prompts) — excluding the sample
-    itself. Each is ``{"input": …, "reference": …}``. ``pools`` caches candidates per (benchmark, subject)."""
-    if k <= 0:
-        return []
-    subject = sample.input.get("subject") if isinstance(sample.input, dict) else None
-    key = (sample.benchmark_id, subject)
-    if key not in pools:
-        q = select(Sample.id, Sample.input, Sample.reference).where(Sample.benchmark_id == sample.benchmark_id)
-        if subject is not None:
-            q = q.where(Sample.input["subject"].astext == subject)
-        pools[key] = (await session.execute(q.order_by(Sample.ordinal).limit(MAX_FEWSHOT + 1))).all()
-    return [{"input": i, "reference": r} for sid, i, r in pools[key] if sid != sample.id][:k]
 
 
 class Leased(Protocol):

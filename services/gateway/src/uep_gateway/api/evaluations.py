@@ -17,7 +17,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common import budget, lifecycle
-from uep_common.configs import check_evaluation_config, parse_benchmark_config, parse_evaluation_config
+from uep_common.configs import check_evaluation_config, item_prompt, parse_benchmark_config, parse_evaluation_config
 from uep_common.creation import (
     ModelUnusableError,
     WorkLimitRefused,
@@ -31,9 +31,10 @@ from uep_common.creation import (
 )
 from uep_common.db.models import EVALUATION_STATUSES, Benchmark, Evaluation, Model, Sample, SampleResult, Tenant
 from uep_common.events import EvaluationRequested, EvaluationStatus, EvaluationSummary
+from uep_common.fewshot import fewshot_examples
 from uep_common.outbox import add_to_outbox
 from uep_common.progress import progress_key
-from uep_common.prompts import PromptRenderError, check_prompt_template
+from uep_common.prompts import PromptRenderError, check_prompt_template, render_prompt
 from uep_common.sampling import MAX_SAMPLED, choose_ordinals
 from uep_common.stats import wilson_interval
 from uep_common.summary import Headline, headline_of
@@ -213,15 +214,15 @@ async def plan_evaluations(
                 arm.model_version or (None if arm.model else body.model_version),
                 loc=("body", "arms", i, "model") if arm.model else ("body", "model"),
             )
-            if arm.prompt_template is not None:
-                try:
-                    _compile_template(arm.prompt_template)
-                except PromptRenderError as exc:
-                    raise FieldError(422, ("body", "arms", i, "prompt_template"), str(exc), "bad_template") from exc
             over: dict[str, Any] = {
                 k: v for k, v in (("fewshot_k", arm.fewshot_k), ("chat_template", arm.chat_template)) if v is not None
             }
             config = evaluation_config(**(base | over), prompt_template=arm.prompt_template)
+            if arm.prompt_template is not None:
+                try:
+                    await _trial_render(session, bench, config)
+                except PromptRenderError as exc:
+                    raise FieldError(422, ("body", "arms", i, "prompt_template"), str(exc), "bad_template") from exc
             plans.append((model, arm.name, config | ({"release": True} if arm.release else {})))
     elif body.models is not None:
         batch_id = uuid.uuid4()
@@ -300,10 +301,22 @@ def check_options(options: EvaluationOptions, settings: GatewaySettings, loc: tu
         )
 
 
-def _compile_template(template: str) -> None:
-    """Raise PromptRenderError if ``template`` does not compile in the template sandbox (rendering needs a
-    sample, so only the syntax and the source length are checked here)."""
-    check_prompt_template(template)
+async def _trial_render(session: AsyncSession, bench: Benchmark, config: dict[str, Any]) -> None:
+    """Render the prompt the items of an evaluation with ``config`` get (an arm's template, few-shot and chat
+    overrides applied: :func:`uep_common.configs.item_prompt`) once, on its first sample with that sample's
+    demonstrations, as the inference service will: a template that fails there is refused at creation rather
+    than stored and failed item by item as ``prompt_render_error``.
+
+    Raises:
+        PromptRenderError: syntax, a variable the sample lacks, a sandbox violation or a work/size limit.
+    """
+    prompt = item_prompt(bench.config, config)
+    check_prompt_template(prompt.template)  # syntax first: needs no sample
+    ordinals = config.get("sample_ordinals") or [0]
+    sample = await session.scalar(select(Sample).where(Sample.benchmark_id == bench.id, Sample.ordinal == ordinals[0]))
+    if sample is None:  # a benchmark without samples has nothing to render
+        return
+    render_prompt(prompt.template, sample.input, await fewshot_examples(session, sample, prompt.fewshot_k, {}))
 
 
 async def _accepted_group(session: AsyncSession, first: Evaluation, group: list[Evaluation] | None = None) -> EvaluationAccepted:
