@@ -84,7 +84,20 @@ def _fast_schedule_tenant(stack) -> dict:
     return tenant_headers(stack, f"sched-{uuid.uuid4().hex[:8]}", "builder", min_schedule_interval_s=1)
 
 
-def test_schedule_runs_create_linked_evaluations_until_deleted(gateway, stack):
+def _schedule_runs(db, schedule_id: str) -> list[tuple[str, str | None]]:
+    """(evaluation id, its status) of each run of a schedule, read from the database."""
+    with db.connect() as c:
+        rows = c.execute(
+            text(
+                "SELECT r.evaluation_id, e.status FROM schedule_runs r LEFT JOIN evaluations e ON e.id = r.evaluation_id "
+                "WHERE r.schedule_id = :s"
+            ),
+            {"s": schedule_id},
+        ).all()
+    return [(str(ev), status) for ev, status in rows]
+
+
+def test_schedule_runs_create_linked_evaluations_until_deleted(gateway, stack, db):
     hdr = _fast_schedule_tenant(stack)
     r = gateway.post(
         "/v1/schedules",
@@ -114,15 +127,35 @@ def test_schedule_runs_create_linked_evaluations_until_deleted(gateway, stack):
         assert first["schedule_id"] == sid and first["summary"]["correct"] == 2  # [T, T, F]
     finally:  # a schedule left behind would start a run every 2 s for the rest of the test session
         assert gateway.delete(f"/v1/schedules/{sid}", headers=hdr).status_code == 204
-    n = len(gateway.get(f"/v1/schedules/{sid}", headers=hdr).json()["runs"])
+    n = len(_schedule_runs(db, sid))
     time.sleep(3)
-    after = gateway.get(f"/v1/schedules/{sid}", headers=hdr).json()
-    assert after["deleted_at"] and len(after["runs"]) == n
+    after = _schedule_runs(db, sid)
+    assert len(after) == n
+    # a deleted schedule is gone from the API, as an unknown one; its runs stay (linked evaluations)
+    gone = gateway.get(f"/v1/schedules/{sid}", headers=hdr)
+    assert gone.status_code == 404, gone.text
+    assert gone.json()["detail"][0]["loc"] == ["path", "schedule_id"]
+    assert gone.json()["detail"][0]["type"] == "unknown_schedule"
     assert all(s["id"] != sid for s in gateway.get("/v1/schedules", headers=hdr).json())
+    assert gateway.get(f"/v1/evaluations/{after[-1][0]}", headers=hdr).json()["schedule_id"] == sid
     # its runs still in progress are cancelled so that they do not load the stack for later tests
-    for run in after["runs"]:
-        if run["status"] in ("pending", "running"):
-            gateway.post(f"/v1/evaluations/{run['evaluation_id']}/cancel", headers=hdr)
+    for evaluation_id, status in after:
+        if status in ("pending", "running"):
+            gateway.post(f"/v1/evaluations/{evaluation_id}/cancel", headers=hdr)
+
+
+def test_a_deleted_schedule_is_a_404_like_an_unknown_one(gateway):
+    r = gateway.post("/v1/schedules", json={"cron": "0 2 * * *", "model": "uep-oracle", "benchmark": "gsm8k"})
+    assert r.status_code == 201, r.text
+    sid = r.json()["id"]
+    assert gateway.get(f"/v1/schedules/{sid}").status_code == 200
+    assert gateway.delete(f"/v1/schedules/{sid}").status_code == 204
+    gone, unknown = gateway.get(f"/v1/schedules/{sid}"), gateway.get(f"/v1/schedules/{uuid.uuid4()}")
+    assert gone.status_code == unknown.status_code == 404, gone.text
+    assert gone.json()["detail"][0]["loc"] == unknown.json()["detail"][0]["loc"] == ["path", "schedule_id"]
+    assert gone.json()["detail"][0]["type"] == unknown.json()["detail"][0]["type"] == "unknown_schedule"
+    assert gone.json()["detail"][0]["msg"] == f"unknown schedule {sid}"
+    assert gateway.delete(f"/v1/schedules/{sid}").status_code == 204  # deleting stays idempotent
 
 
 def _model_queue_seconds() -> float:

@@ -155,15 +155,19 @@ async def list_schedules(session: AsyncSession = Depends(db_session)) -> list[Sc
 
 
 async def _get(session: AsyncSession, schedule_id: uuid.UUID) -> Schedule:
-    """The caller's tenant's schedule ``schedule_id``. Raises 404 naming it when unknown or another tenant's."""
+    """The caller's tenant's schedule ``schedule_id``, deleted or not. Raises 404 naming it when unknown or
+    another tenant's."""
     return await owned(session, Schedule, schedule_id, ("path", "schedule_id"), "schedule")
 
 
 @router.get("/{schedule_id}", response_model=ScheduleView)
 async def get_schedule(schedule_id: uuid.UUID, session: AsyncSession = Depends(db_session)) -> ScheduleView:
-    """A schedule (deleted ones too) with its runs, newest first, each with its evaluation's status. 404 when
-    unknown or another tenant's."""
+    """A schedule with its runs, newest first, each with its evaluation's status. 404 naming ``schedule_id``
+    when unknown, deleted or another tenant's (the same body each time); a deleted schedule's runs stay
+    linked to it (``schedule_id`` of their evaluations)."""
     sch = await _get(session, schedule_id)
+    if sch.deleted_at is not None:
+        raise FieldError(404, ("path", "schedule_id"), f"unknown schedule {schedule_id}", "unknown_schedule")
     rows = await session.execute(
         select(ScheduleRun, Evaluation.status)
         .outerjoin(Evaluation, Evaluation.id == ScheduleRun.evaluation_id)
