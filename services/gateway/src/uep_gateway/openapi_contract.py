@@ -32,6 +32,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Match
 
 from uep_gateway.access import entry
 from uep_gateway.auth import CSRF_HEADER, SESSION_COOKIE, SITE_ADMIN_HEADER, TENANT_HEADER
@@ -240,13 +241,31 @@ PLAIN_ERRORS: dict[int, tuple[list[str], str]] = {
 }
 
 
+METHOD_ORDER = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Every method of :data:`METHOD_ORDER` that some route of the app answers at the request's path, in that
+    order. FastAPI makes one route per method, and Starlette's own 405 names only the methods of the first
+    route whose path matched; here each method is matched against the app's routes (included routers too)."""
+    base = {k: request.scope[k] for k in ("type", "path", "root_path", "headers", "query_string") if k in request.scope}
+    return [
+        method
+        for method in METHOD_ORDER
+        if any(route.matches({**base, "method": method})[0] == Match.FULL for route in request.app.router.routes)
+    ]
+
+
 async def http_error(request: Request, exc: Exception) -> Response:
     """Exception handler: an HTTP error whose ``detail`` is a plain string (raised by FastAPI or Starlette
     themselves: unparsable body 400, unknown path 404, method not allowed 405 …) answers in the ``Error``
     shape, ``{"detail": [{"loc": [...], "msg": detail, "type": ...}]}``; a list ``detail`` (a
-    :class:`uep_gateway.errors.FieldError`) is kept as it is. Headers are kept; 204/304 have no body."""
+    :class:`uep_gateway.errors.FieldError`) is kept as it is. Headers are kept; 204/304 have no body. A 405's
+    ``Allow`` lists every method of the path (:func:`allowed_methods`)."""
     assert isinstance(exc, StarletteHTTPException)
     headers = dict(exc.headers or {})
+    if exc.status_code == 405 and (methods := allowed_methods(request)):
+        headers = {k: v for k, v in headers.items() if k.lower() != "allow"} | {"Allow": ", ".join(methods)}
     if exc.status_code in (204, 304):
         return Response(status_code=exc.status_code, headers=headers)
     detail: Any = exc.detail
