@@ -152,6 +152,28 @@ def test_the_site_admin_key_acts_across_tenants_only_when_it_says_so(gateway, te
     assert r.status_code == 404 and loc(r) == ["header", "X-UEP-Tenant"]
 
 
+@pytest.mark.parametrize("value", ["yes", "1", "True", "TRUE", "on", "", "truee"])
+def test_the_site_admin_header_takes_only_true_or_false(gateway, tenant, client, value):
+    r = gateway.get("/v1/tenants", headers={"X-UEP-Site-Admin": value})
+    assert r.status_code == 422, r.text
+    assert loc(r) == ["header", "X-UEP-Site-Admin"] and r.json()["detail"][0]["type"] == "invalid_header"
+    assert "'true' or 'false'" in r.json()["detail"][0]["msg"]
+    key = new_key(gateway, tenant, "admin")  # the same for a caller who is no site admin
+    r = client.get(ME, headers=bearer(str(key["key"]), **{"X-UEP-Site-Admin": value}))
+    assert r.status_code == 422 and loc(r) == ["header", "X-UEP-Site-Admin"], r.text
+
+
+def test_the_site_admin_header_false_is_the_same_as_none(gateway, tenant, client):
+    r = gateway.get(ME, headers={"X-UEP-Site-Admin": "false"})
+    assert r.status_code == 200 and r.json()["site_admin"] is True and r.json()["site_act"] is False
+    r = gateway.get("/v1/tenants", headers={"X-UEP-Site-Admin": "false"})
+    assert r.status_code == 403 and loc(r) == ["header", "X-UEP-Site-Admin"]
+    assert gateway.get("/v1/tenants", headers={"X-UEP-Site-Admin": "true"}).status_code == 200
+    key = new_key(gateway, tenant, "viewer")
+    r = client.get(ME, headers=bearer(str(key["key"]), **{"X-UEP-Site-Admin": "false"}))
+    assert r.status_code == 200 and r.json()["site_act"] is False and r.json()["tenant"]["slug"] == tenant
+
+
 def test_a_site_admin_key_only_by_a_site_admin_acting(gateway, tenant, client):
     key = new_key(gateway, tenant, "admin")
     r = client.post("/v1/api-keys", json={"role": "viewer", "site_admin": True}, headers=bearer(str(key["key"])))

@@ -13,7 +13,8 @@ A request names its caller in one of two ways:
 ``X-UEP-Tenant: <slug>`` picks the tenant: a user gets the role of its membership there (a user without
 the header acts in its oldest membership); a key may name only its own tenant. A **site admin** (a user or
 key marked so) may name any tenant (acting as its admin) and, to act across tenants, must say so on each
-request with ``X-UEP-Site-Admin: true``; anyone else sending that header is refused (403).
+request with ``X-UEP-Site-Admin: true``; anyone else sending ``true`` is refused (403). ``false`` is the same as
+leaving the header out; any other value is a 422 naming it.
 
 Lookups are cached per process for ``UEP_AUTH_CACHE_TTL_S`` seconds (default 2); this gateway's own
 revocations, logouts and membership changes clear the cache at once (:func:`forget_all`), other replicas
@@ -262,9 +263,9 @@ async def _resolve(request: Request) -> Principal:
     slug = request.headers.get(TENANT_HEADER)
     site_flag = request.headers.get(SITE_ADMIN_HEADER)
     site_act = False
-    if site_flag is not None:
-        if site_flag.strip().lower() not in ("true", "1", "yes"):
-            raise FieldError(422, ("header", SITE_ADMIN_HEADER), "only 'true' is meaningful here", "invalid_header")
+    if site_flag is not None and site_flag.strip() not in ("true", "false"):
+        raise FieldError(422, ("header", SITE_ADMIN_HEADER), f"'true' or 'false', not {site_flag[:20]!r}", "invalid_header")
+    if site_flag is not None and site_flag.strip() == "true":
         if not cred.site_admin:
             raise FieldError(403, ("header", SITE_ADMIN_HEADER), "only a site admin may act across tenants", "forbidden")
         site_act = True

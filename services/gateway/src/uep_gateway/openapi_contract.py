@@ -132,8 +132,9 @@ HEADER_PARAMETERS: list[dict[str, Any]] = [
         "name": SITE_ADMIN_HEADER,
         "in": "header",
         "required": False,
-        "description": "`true`: a site admin acts across tenants (refused, 403, for anyone else).",
-        "schema": {"type": "string", "enum": ["true"]},
+        "description": "`true`: a site admin acts across tenants (refused, 403, for anyone else); `false`: the same "
+        "as leaving it out; any other value: 422.",
+        "schema": {"type": "string", "enum": ["true", "false"]},
     },
 ]
 
