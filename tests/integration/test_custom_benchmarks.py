@@ -243,6 +243,30 @@ def test_another_tenants_slug_cannot_get_a_new_version(gateway, other_tenant):
     assert builtin.status_code == 409 and builtin.json()["detail"][0]["loc"] == ["body", "spec", "slug"]
 
 
+def test_an_invalid_upload_under_a_private_slug_answers_as_under_a_free_one(gateway, other_tenant):
+    taken = f"hidden-{uuid.uuid4().hex[:8]}"
+    assert upload(gateway, spec(taken), ROWS, "d.jsonl").status_code == 201
+    free = f"free-{uuid.uuid4().hex[:8]}"
+    for content in (b'{"question": "q1", "answer": "a1"}\n{"question": ', b"", b'{"answer": "a1"}\n'):
+        under_taken = upload(other_tenant, spec(taken), content, "d.jsonl")
+        under_free = upload(other_tenant, spec(free), content, "d.jsonl")
+        assert under_taken.status_code == under_free.status_code == 422, (under_taken.text, under_free.text)
+        assert under_taken.json() == under_free.json()
+    assert _listed(other_tenant, free) == []
+    # a valid upload is refused; the message names neither the owner nor the visibility
+    r = upload(other_tenant, spec(taken), ROWS, "d.jsonl")
+    assert r.status_code == 409, r.text
+    problem = r.json()["detail"][0]
+    assert (problem["loc"], problem["type"]) == (["body", "spec", "slug"], "slug_taken")
+    assert problem["msg"] == f"the slug {taken!r} is not available; choose another slug"
+    # a shared slug is refused before the file is read (it is in every tenant's catalogue anyway)
+    shared = f"open-{uuid.uuid4().hex[:8]}"
+    r = gateway.post("/v1/benchmarks", data={"spec": spec(shared), "visibility": "shared"}, files={"file": ("d.jsonl", ROWS)})
+    assert r.status_code == 201, r.text
+    r = upload(other_tenant, spec(shared), b"", "d.jsonl")
+    assert r.status_code == 409 and r.json()["detail"][0]["msg"] == problem["msg"].replace(taken, shared), r.text
+
+
 def test_a_shared_benchmark_is_visible_to_every_tenant(gateway, other_tenant):
     slug = f"shared-{uuid.uuid4().hex[:8]}"
     r = gateway.post("/v1/benchmarks", data={"spec": spec(slug), "visibility": "shared"}, files={"file": ("d.jsonl", ROWS)})

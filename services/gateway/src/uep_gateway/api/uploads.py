@@ -125,26 +125,33 @@ VISIBILITIES = ("private", "shared")
 SLUG_LOC = ("body", "spec", "slug")
 
 
-async def _check_slug_owner(raw: AsyncSession, slug: str, tenant_id: uuid.UUID) -> None:
+async def _check_slug_owner(raw: AsyncSession, slug: str, tenant_id: uuid.UUID, *, visible_only: bool = False) -> None:
     """Refuse (409 naming ``spec.slug``) a slug that is a built-in, in the site catalogue or another tenant's.
 
     ``raw`` is an unscoped session: another tenant's private versions are invisible to the caller's own
-    session, and this check must see them. Only the existence of such a version is read (no content)."""
+    session, and this check must see them. Only the existence of such a version is read (no content).
+    ``visible_only``: refuse only for what the caller can see anyway (built-ins, the site catalogue, other
+    tenants' shared versions); the check made before the upload is validated, so that an invalid upload under
+    another tenant's private slug answers exactly as under a free slug. The check after validation refuses
+    every other owner with one message, whichever it is."""
     rows = (
         await raw.execute(
-            select(Benchmark.owner_tenant_id, Benchmark.is_builtin).where(Benchmark.slug == slug).distinct().limit(10)
+            select(Benchmark.owner_tenant_id, Benchmark.is_builtin, Benchmark.visibility)
+            .where(Benchmark.slug == slug)
+            .distinct()
+            .limit(10)
         )
     ).all()
     await raw.rollback()
-    if any(builtin for _, builtin in rows):
+    if any(builtin for _, builtin, _ in rows):
         raise FieldError(409, SLUG_LOC, f"{slug!r} is a built-in benchmark; choose another slug", "builtin_slug")
-    if any(owner != tenant_id for owner, _ in rows):
-        raise FieldError(
-            409,
-            SLUG_LOC,
-            f"the slug {slug!r} is taken (the site catalogue or another tenant has it); choose another slug",
-            "slug_taken",
-        )
+    others = [
+        (owner, visibility)
+        for owner, _, visibility in rows
+        if owner != tenant_id and (not visible_only or owner is None or visibility == "shared")
+    ]
+    if others:
+        raise FieldError(409, SLUG_LOC, f"the slug {slug!r} is not available; choose another slug", "slug_taken")
 
 
 async def _lock_slug(session: AsyncSession, slug: str) -> None:
@@ -202,7 +209,9 @@ async def upload_benchmark(
 ) -> CatalogBenchmarkView:
     """Upload a custom benchmark version, owned by the caller's tenant. 201 when new; 200 with the existing
     version when the same content was uploaded before (a version is the content hash). A slug is one
-    tenant's: a built-in's, the site catalogue's or another tenant's slug is 409 naming ``spec.slug``.
+    tenant's: a built-in's, the site catalogue's or another tenant's slug is 409 naming ``spec.slug`` (another
+    tenant's private slug only once the rest of the upload is valid, so an invalid upload answers as it would
+    under a free slug and the refusal does not tell a private slug from a shared one).
     Every problem names the field (and, for rows, the line); nothing is stored unless the whole upload is
     valid."""
     settings = request.app.state.settings
@@ -252,7 +261,7 @@ async def upload_benchmark(
         )
     extra_metrics = await _extra_metrics(session, spec_obj)
     tenant_id = caller_tenant_id(session)
-    await _check_slug_owner(raw, spec_obj.slug, tenant_id)
+    await _check_slug_owner(raw, spec_obj.slug, tenant_id, visible_only=True)
     data = await file.read(settings.max_upload_bytes + 1)
     if len(data) > settings.max_upload_bytes:
         raise FieldError(413, ("body", "file"), f"file larger than {settings.max_upload_bytes} bytes", "too_large")
@@ -340,7 +349,9 @@ async def upload_benchmark(
         await session.flush()
     except IntegrityError:  # (slug, version) is unique site-wide: another tenant's identical upload won the race
         await session.rollback()
-        raise FieldError(409, SLUG_LOC, f"the slug {spec_obj.slug!r} is taken; choose another slug", "slug_taken") from None
+        raise FieldError(
+            409, SLUG_LOC, f"the slug {spec_obj.slug!r} is not available; choose another slug", "slug_taken"
+        ) from None
     values = [
         {
             "benchmark_id": bench.id,
