@@ -3,7 +3,9 @@
 On a private stack (oracle model), one clean run of a ``--n``-sample MMLU evaluation gives the reference
 verdicts. Then, ``--runs`` times, an evaluation of the same samples runs while, one at a time with a gap:
 
-1. ``kill -9`` inference, restart it;     2. ``kill -9`` the scorer, restart it;
+1. ``kill -9`` inference, restart it;
+2. ``kill -9`` the scorer, restart it; then start a second scorer (``scorer-2``) and ``kill -9`` it as soon as
+   it answers ``/readyz``, while its consumer group rebalances;
 3. ``kill -9`` the scheduler, restart it — the evaluation is now ``interrupted`` — and resume it with
    ``POST /v1/evaluations/{id}/retry``;
 4. ``kill -9`` the broker and start it on the same log (topics, records and committed offsets survive on
@@ -38,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "deploy" / "local"))
 from servers import PG_SERVER, REDIS_SERVER  # noqa: E402 - deploy/local is on the path from here
 
-STEPS = [(0.04, "inference"), (0.10, "scorer"), (0.16, "scheduler"), (0.0, "broker"), (0.0, "reporter")]
+STEPS = [(0.04, "inference"), (0.10, "scorer"), (0.13, "scorer-2"), (0.16, "scheduler"), (0.0, "broker"), (0.0, "reporter")]
 """(fraction of items stored before the fault, process) in order; 0 = right after the previous fault (while a
 service is down the rest of the pipeline runs ahead, so a later fraction could land after the end)."""
 
@@ -147,6 +149,13 @@ def chaos_run(stack, uep_stack, client, engine, args, reference) -> dict:
             rec["problems"].append(f"finished before the {name} fault")
             break
         t = time.monotonic()
+        if name == "scorer-2":  # a second scorer joins, and is killed while its group rebalances
+            uep_stack.start_service(stack, name, timeout_s=300)
+            uep_stack.kill(stack, name)
+            rec["faults"].append(
+                {"process": name, "at_items": b["progress"]["completed"], "joined_and_killed_s": round(time.monotonic() - t, 2)}
+            )
+            continue
         if name == "broker":
             down = uep_stack.restart_broker(stack)
             rec["faults"].append({"process": name, "at_items": b["progress"]["completed"], "down_s": round(down, 2)})

@@ -73,6 +73,9 @@ def test_every_topic_has_a_kafka_topic_with_three_replicas(prod: list[dict[str, 
         assert topic["spec"]["partitions"] == int(config["UEP_KAFKA_PARTITIONS"]) == 24, name
         assert topic["spec"]["replicas"] == 3, name
         assert int(topic["spec"]["config"]["min.insync.replicas"]) == 2, name
+        # the same configuration `uep-admin create-topics` gives a topic it creates (one rule: topic_spec)
+        spec = messaging.topic_spec(CommonSettings(kafka_replication_factor=3, kafka_min_insync_replicas=2), name)
+        assert {k: str(v) for k, v in topic["spec"]["config"].items()} == spec.topic_configs, name
     # topics uep-admin create-topics would create get the same
     assert (config["UEP_KAFKA_REPLICATION_FACTOR"], config["UEP_KAFKA_MIN_INSYNC_REPLICAS"]) == ("3", "2")
     [kafka] = _objects(prod, "Kafka").values()
