@@ -1,7 +1,9 @@
 """The audit log on the real stack: state-changing calls of tenant A — a create, a refused (403) create and
 a 404 cancel — appear in A's ``GET /v1/audit`` with principal, action, outcome and the request id of the
 answer's ``X-Request-ID``; tenant B's admin sees none of A's rows; failed sign-ins are audited without a
-tenant (seen by a site admin acting as one); pages follow ``next_cursor``."""
+tenant (seen by a site admin acting as one); pages follow ``next_cursor``; a valid key refused for naming
+another tenant or claiming site admin is recorded as itself (key id, tenant, claim), seen by both tenants'
+admins where the claim names the other one."""
 
 from __future__ import annotations
 
@@ -149,3 +151,53 @@ def test_failed_sign_in_is_audited_without_a_tenant(gateway, tenants):
     # a tenant admin does not see rows without a tenant
     ids = {i["request_id"] for i in c["a_admin"].get("/v1/audit", params={"limit": 500}).json()["items"]}
     assert r.headers["X-Request-ID"] not in ids
+
+
+def _request_ids(client: httpx.Client) -> set[str]:
+    r = client.get("/v1/audit", params={"limit": 500})
+    assert r.status_code == 200, r.text
+    return {i["request_id"] for i in r.json()["items"]}
+
+
+def test_a_valid_key_refused_for_its_claims_is_recorded_as_itself(gateway, tenants):
+    a, b, keys, c = tenants
+    other = new_tenant(gateway, "audit-c")
+    with httpx.Client(
+        base_url=gateway.base_url, timeout=30, headers=bearer(str(new_key(gateway, other, "admin")["key"]))
+    ) as c_admin:
+        tried = c["a_admin"].post("/v1/api-keys", json={"role": "viewer"}, headers={"X-UEP-Tenant": b})
+        assert tried.status_code == 403 and loc(tried) == ["header", "X-UEP-Tenant"], tried.text
+        claimed = c["a_viewer"].post("/v1/api-keys", json={"role": "viewer"}, headers=SITE)
+        assert claimed.status_code == 403 and loc(claimed) == ["header", "X-UEP-Site-Admin"], claimed.text
+
+        row = find(c["a_admin"], tried.headers["X-Request-ID"])
+        assert {k: row[k] for k in ("principal", "api_key_id", "tenant", "role", "attempted_tenant", "site_admin_claim")} == {
+            "principal": f"key:{keys['a_admin']['prefix']}",
+            "api_key_id": keys["a_admin"]["id"],
+            "tenant": a,
+            "role": "admin",
+            "attempted_tenant": b,
+            "site_admin_claim": False,
+        }
+        assert (row["action"], row["outcome"], row["status_code"], row["site_admin_act"]) == (
+            "createApiKey",
+            "denied",
+            403,
+            False,
+        )
+        assert str(keys["a_admin"]["key"]) not in str(row)
+        # the tenant it tried sees the same row; a third tenant does not
+        assert find(c["b_admin"], tried.headers["X-Request-ID"]) == row
+        assert tried.headers["X-Request-ID"] not in _request_ids(c_admin)
+
+        row = find(c["a_admin"], claimed.headers["X-Request-ID"])
+        assert {k: row[k] for k in ("principal", "api_key_id", "tenant", "role", "attempted_tenant", "site_admin_claim")} == {
+            "principal": f"key:{keys['a_viewer']['prefix']}",
+            "api_key_id": keys["a_viewer"]["id"],
+            "tenant": a,
+            "role": "viewer",
+            "attempted_tenant": None,
+            "site_admin_claim": True,
+        }
+        # a claim of site admin concerns its own tenant only
+        assert claimed.headers["X-Request-ID"] not in _request_ids(c["b_admin"]) | _request_ids(c_admin)

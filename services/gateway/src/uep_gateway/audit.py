@@ -3,9 +3,11 @@
 :class:`AuditMiddleware` wraps the app as plain ASGI. After a route marked ``audited`` in
 :mod:`uep_gateway.access` has answered, it records who (the principal's name, or ``anonymous`` when
 credentials failed), the tenant, the action (operation id), the path's ids, the HTTP status and outcome,
-the request id (``X-Request-ID`` as sent, else a new UUID, echoed in the response) and the time. It also
-adds the rate-limit headers left by :mod:`uep_gateway.ratelimit`. Secrets never reach the log: neither
-bodies nor headers are recorded.
+the request id (``X-Request-ID`` as sent, else a new UUID, echoed in the response) and the time. A valid
+credential refused for what it claimed (another tenant, site admin) is recorded as itself — name, key id,
+its own tenant and role — with the claim (:class:`uep_gateway.auth.RefusedCaller`); the tried tenant's admins
+see that row too. It also adds the rate-limit headers left by :mod:`uep_gateway.ratelimit`. Secrets never
+reach the log: neither bodies nor headers are recorded (a key's id and prefix are not secrets).
 """
 
 from __future__ import annotations
@@ -16,9 +18,12 @@ import uuid
 from collections.abc import MutableMapping
 from typing import Any
 
+from sqlalchemy import select
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from uep_common.db.identity import AuditEntry
+from uep_common.db.models import Tenant
+from uep_gateway.auth import RefusedCaller
 from uep_gateway.ratelimit import STATE_KEY as RATE_HEADERS_KEY
 
 log = logging.getLogger(__name__)
@@ -71,12 +76,29 @@ class AuditMiddleware:
 
     async def _record(self, scope: Scope, state: MutableMapping[str, Any], access: Any, status: int, request_id: str) -> None:
         principal = state.get("principal")
+        refused: RefusedCaller | None = None if principal else state.get("refused_caller")
         app = scope["app"]
         client = scope.get("client")
+        if principal is not None:
+            who: dict[str, Any] = {
+                "tenant_id": principal.tenant.id,
+                "principal": principal.name,
+                "role": principal.role,
+                "api_key_id": principal.api_key_id,
+            }
+        elif refused is not None:
+            who = {
+                "tenant_id": refused.tenant.id if refused.tenant else None,
+                "principal": refused.name,
+                "role": refused.role,
+                "api_key_id": refused.api_key_id,
+                "attempted_tenant": refused.attempted_tenant,
+                "site_admin_claim": refused.site_admin_claim,
+            }
+        else:
+            who = {"tenant_id": None, "principal": str(state.get("audit_name") or "anonymous")[:200], "role": ""}
         entry = AuditEntry(
-            tenant_id=principal.tenant.id if principal else None,
-            principal=principal.name if principal else str(state.get("audit_name") or "anonymous")[:200],
-            role=principal.role if principal else "",
+            **who,
             site_admin_act=bool(principal and principal.site_act),
             action=access.op,
             method=scope["method"],
@@ -89,6 +111,8 @@ class AuditMiddleware:
         )
         try:
             async with app.state.sessionmaker() as s, s.begin():
+                if entry.attempted_tenant:  # the tried tenant's admins see the row too (when it exists)
+                    entry.attempted_tenant_id = await s.scalar(select(Tenant.id).where(Tenant.slug == entry.attempted_tenant))
                 s.add(entry)
         except Exception:
             log.exception("audit row for %s %s not written", scope["method"], scope["path"])

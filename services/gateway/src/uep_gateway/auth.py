@@ -96,6 +96,26 @@ class _Credential:
     memberships: list[tuple[Membership, Tenant]] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class RefusedCaller:
+    """A valid credential whose request was refused after it was recognised (another tenant named, site admin
+    claimed, CSRF token missing …), kept on ``request.state.refused_caller`` so that the audit log records the
+    caller as itself rather than as ``anonymous``.
+
+    ``name`` (``key:<prefix>`` / ``user:<username>``), ``api_key_id`` (a key's id, never its secret),
+    ``tenant`` (the tenant it acts for without the headers: a key's own, a user's oldest membership; None for a
+    user of no tenant) and ``role`` there, ``attempted_tenant`` (the ``X-UEP-Tenant`` slug as sent, at most 64
+    characters, when it is not that tenant's) and ``site_admin_claim`` (``X-UEP-Site-Admin`` sent with any
+    value but ``false``)."""
+
+    name: str
+    api_key_id: uuid.UUID | None
+    tenant: Tenant | None
+    role: str
+    attempted_tenant: str | None
+    site_admin_claim: bool
+
+
 def unauthorized(loc: tuple[str, str], msg: str) -> FieldError:
     """A 401 naming the credential's header or cookie, with ``WWW-Authenticate: Bearer``."""
     return FieldError(401, loc, msg, "bad_credentials", headers={"WWW-Authenticate": 'Bearer realm="uep"'})
@@ -258,8 +278,39 @@ async def _credential(request: Request) -> tuple[_Credential, tuple[str, str]]:
     return cred, loc
 
 
+def _refused_caller(request: Request, cred: _Credential) -> RefusedCaller:
+    """What the audit log records of ``cred`` when its request is refused after the credential was checked."""
+    slug = request.headers.get(TENANT_HEADER)
+    site_flag = request.headers.get(SITE_ADMIN_HEADER)
+    if cred.key is not None:
+        tenant, role, own = cred.key_tenant, cred.key.role, {cred.key_tenant.slug} if cred.key_tenant else set()
+    else:
+        first = cred.memberships[0] if cred.memberships else None
+        tenant, role = (first[1], first[0].role) if first else (None, "")
+        own = {t.slug for _m, t in cred.memberships}
+    return RefusedCaller(
+        name=cred.name,
+        api_key_id=cred.key.id if cred.key is not None else None,
+        tenant=tenant,
+        role=role,
+        attempted_tenant=slug[:64] if slug and slug not in own else None,
+        site_admin_claim=site_flag is not None and site_flag.strip() != "false",
+    )
+
+
 async def _resolve(request: Request) -> Principal:
     cred, loc = await _credential(request)
+    try:
+        return await _choose(request, cred, loc)
+    except FieldError:
+        request.state.refused_caller = _refused_caller(request, cred)
+        raise
+
+
+async def _choose(request: Request, cred: _Credential, loc: tuple[str, str]) -> Principal:
+    """The principal of a checked credential: its tenant and role under the request's tenant and site-admin
+    headers. Raises 422 (a header's value), 403 (a tenant or site-admin claim refused, CSRF) or 404 (an unknown
+    tenant named by a site admin)."""
     slug = request.headers.get(TENANT_HEADER)
     site_flag = request.headers.get(SITE_ADMIN_HEADER)
     site_act = False

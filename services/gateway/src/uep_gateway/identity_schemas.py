@@ -157,10 +157,12 @@ class ApiKeyCreated(ApiKeyView):
 
 
 class AuditItem(BaseModel):
-    """One audit row: who (``principal``, ``role``, ``site_admin_act``), for which tenant (slug; null for a
-    call that named none, such as a failed sign-in), what (``action`` = operation id, ``method``, ``path``,
-    ``object_ids``), the answer (``status_code``, ``outcome``), ``request_id`` (the ``X-Request-ID`` of the
-    answer), ``client`` address and when."""
+    """One audit row: who (``principal``, ``role``, ``site_admin_act``, ``api_key_id`` for a key), for which
+    tenant (slug; null for a call that named none, such as a failed sign-in), what (``action`` = operation id,
+    ``method``, ``path``, ``object_ids``), the answer (``status_code``, ``outcome``), ``request_id`` (the
+    ``X-Request-ID`` of the answer), ``client`` address and when. A credential refused for what it claimed
+    has ``attempted_tenant`` (the ``X-UEP-Tenant`` it sent, not its own) and/or ``site_admin_claim``; such a
+    row is listed to the admins of its own tenant and of the tenant it tried."""
 
     id: int
     occurred_at: datetime
@@ -176,6 +178,9 @@ class AuditItem(BaseModel):
     outcome: str
     request_id: str
     client: str
+    api_key_id: uuid.UUID | None = None
+    attempted_tenant: str | None = None
+    site_admin_claim: bool = False
 
 
 class AuditPage(BaseModel):

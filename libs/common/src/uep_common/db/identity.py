@@ -119,12 +119,22 @@ class ApiKey(Base):
 
 
 class AuditEntry(Base):
-    """One state-changing call: who (``principal``: ``user:<name>`` or ``key:<prefix>``), for which tenant
-    (null for calls that named none, e.g. a failed login), the action (the operation id), the object (the
-    path's ids), the outcome (HTTP status), the request id and when."""
+    """One state-changing call: who (``principal``: ``user:<name>`` or ``key:<prefix>``; ``api_key_id`` for a
+    key), for which tenant (null for calls that named none, e.g. a failed login), the action (the operation
+    id), the object (the path's ids), the outcome (HTTP status), the request id and when.
+
+    A valid credential refused for what it claimed is recorded as itself, in its own tenant, with what it
+    claimed: ``attempted_tenant`` (the ``X-UEP-Tenant`` slug as sent, when it is not the caller's own) and its
+    id when such a tenant exists (``attempted_tenant_id``: that tenant's admins see the row too, migration
+    0019's policy), ``site_admin_claim`` (it sent ``X-UEP-Site-Admin: true``)."""
 
     __tablename__ = "audit_log"
-    __table_args__ = (Index("ix_audit_log_tenant_id_desc", "tenant_id", "id"),)
+    __table_args__ = (
+        Index("ix_audit_log_tenant_id_desc", "tenant_id", "id"),
+        Index(
+            "ix_audit_log_attempted_tenant_id", "attempted_tenant_id", "id", postgresql_where="attempted_tenant_id IS NOT NULL"
+        ),
+    )
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
     occurred_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
     tenant_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"))
@@ -139,3 +149,9 @@ class AuditEntry(Base):
     outcome: Mapped[str] = mapped_column(String(20), nullable=False)
     request_id: Mapped[str] = mapped_column(String(64), nullable=False)
     client: Mapped[str] = mapped_column(String(100), nullable=False, default="")
+    api_key_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True), ForeignKey("api_keys.id", ondelete="SET NULL"))
+    attempted_tenant: Mapped[str | None] = mapped_column(String(64))
+    attempted_tenant_id: Mapped[uuid.UUID | None] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="SET NULL")
+    )
+    site_admin_claim: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)

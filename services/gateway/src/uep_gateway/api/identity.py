@@ -22,7 +22,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 from fastapi import APIRouter, Depends, Query, Request, Response
-from sqlalchemy import func, select, update
+from sqlalchemy import func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -476,8 +476,9 @@ async def list_audit_entries(
     cursor: str | None = Query(None, max_length=20, description="next_cursor of the previous page."),
     limit: int = Query(100, ge=1, le=500),
 ) -> AuditPage:
-    """The audit log of the caller's tenant, newest first (a site admin acting across tenants sees every
-    tenant's rows and those of calls that named none, such as failed sign-ins). Keyset pages: pass
+    """The audit log of the caller's tenant, newest first, with the refused calls of other tenants' credentials
+    that named this tenant (``attempted_tenant``); a site admin acting across tenants sees every tenant's rows
+    and those of calls that named none, such as failed sign-ins. Keyset pages: pass
     ``next_cursor`` back as ``cursor``; a cursor that is not one is a 422 naming it."""
     since, until = _utc(since), _utc(until)
     if since is not None and until is not None and until <= since:
@@ -488,8 +489,8 @@ async def list_audit_entries(
             raise FieldError(422, ("query", "cursor"), "not a cursor of this list (use next_cursor)", "bad_cursor")
         before = int(cursor)
     q = select(AuditEntry, Tenant.slug).outerjoin(Tenant, Tenant.id == AuditEntry.tenant_id)
-    if not principal.site_act:
-        q = q.where(AuditEntry.tenant_id == principal.tenant.id)
+    if not principal.site_act:  # its own rows, and the refused claims on it of other tenants' credentials
+        q = q.where(or_(AuditEntry.tenant_id == principal.tenant.id, AuditEntry.attempted_tenant_id == principal.tenant.id))
     if action is not None:
         q = q.where(AuditEntry.action == action)
     if principal_name is not None:
@@ -519,6 +520,9 @@ async def list_audit_entries(
             outcome=e.outcome,
             request_id=e.request_id,
             client=e.client,
+            api_key_id=e.api_key_id,
+            attempted_tenant=e.attempted_tenant,
+            site_admin_claim=e.site_admin_claim,
         )
         for e, slug in rows[:limit]
     ]
