@@ -52,6 +52,9 @@ TEST_ENV = {
     ),
     "UEP_TENANT_RATE_LIMITS": json.dumps({"read": "1000000/minute", "write": "1000000/minute", "upload": "100000/minute"}),
     "UEP_FAILED_AUTH_RATE_LIMIT": "100000/minute",
+    # tests/identity/test_signin_limits.py checks the sign-in windows on a gateway of its own
+    "UEP_FAILED_SIGNIN_ACCOUNT_RATE_LIMIT": "100000/minute",
+    "UEP_FAILED_SIGNIN_CLIENT_RATE_LIMIT": "100000/minute",
 }
 
 

@@ -2,8 +2,12 @@
 
 Each call counts against two windows: its principal's (an API key, or a signed-in user) for the route's
 class — ``read``, ``write``, ``upload`` or ``auth`` (see :mod:`uep_gateway.access`) — at the rate of the
-principal's role, and its tenant's, shared by every principal of the tenant. Requests whose credentials fail
-(401) count against their client address. Past a limit the answer is 429 with ``Retry-After`` and the
+principal's role, and its tenant's, shared by every principal of the tenant. Requests whose API key or session
+fails (401) count against their client address. Sign-in counts only its failures, in two windows of its own:
+per account (the username) and per client address; a sign-in is refused before the password is checked when
+either is spent. So a flood of bad keys, or of bad passwords for other accounts, does not deny sign-in to the
+other users at that address (only more failed sign-ins than the address window allows do). Past a limit the
+answer is 429 with ``Retry-After`` and the
 IETF draft headers ``RateLimit-Limit``, ``RateLimit-Remaining``, ``RateLimit-Reset`` (seconds) and
 ``RateLimit-Policy`` (``<limit>;w=<window seconds>``); every other answer of a limited route carries
 ``RateLimit-Policy``, known without asking Redis. The two windows are counted concurrently, so a call
@@ -16,6 +20,7 @@ sliding windows; slowapi's decorator model fits poorly with limits chosen per ro
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import math
 import time
 from typing import TYPE_CHECKING
@@ -40,7 +45,9 @@ STATE_KEY = "rate_headers"
 class RateLimiter:
     """Per-principal and per-tenant limits. ``settings.rate_limits`` maps ``<role>.<class>`` (or
     ``*.<class>``) to a ``limits`` string such as ``"600/minute"``; ``settings.tenant_rate_limits`` maps a
-    class to the tenant-wide rate; ``settings.failed_auth_rate_limit`` bounds 401s per client address."""
+    class to the tenant-wide rate; ``settings.failed_auth_rate_limit`` bounds failed keys and sessions per
+    client address; ``failed_signin_account_rate_limit`` and ``failed_signin_client_rate_limit`` bound failed
+    sign-ins per account and per client address."""
 
     def __init__(self, settings: GatewaySettings) -> None:
         self.enabled = settings.rate_limits_enabled
@@ -49,6 +56,8 @@ class RateLimiter:
         self.by_role: dict[str, RateLimitItem] = {k: parse(v) for k, v in settings.rate_limits.items()}
         self.by_tenant: dict[str, RateLimitItem] = {k: parse(v) for k, v in settings.tenant_rate_limits.items()}
         self.failed = parse(settings.failed_auth_rate_limit)
+        self.signin_account = parse(settings.failed_signin_account_rate_limit)
+        self.signin_client = parse(settings.failed_signin_client_rate_limit)
 
     def limit_for(self, role: str, klass: str) -> RateLimitItem | None:
         """The principal limit of ``role`` for route class ``klass`` (role-specific first, then ``*``)."""
@@ -58,14 +67,17 @@ class RateLimiter:
         if not await self.strategy.hit(item, *ids):
             await self._refuse(item, *ids)
 
-    async def _refuse(self, item: RateLimitItem, *ids: str) -> None:
-        """Raise the 429 of a passed window, with ``Retry-After`` and the ``RateLimit-*`` headers."""
+    async def _refuse(
+        self, item: RateLimitItem, *ids: str, loc: tuple[str, str] = ("header", "Authorization"), what: str | None = None
+    ) -> None:
+        """Raise the 429 of a passed window naming ``loc``, with ``Retry-After`` and the ``RateLimit-*`` headers
+        (``what`` names the window in the message; default: its first id)."""
         stats = await self.strategy.get_window_stats(item, *ids)
         retry = max(1, math.ceil(stats.reset_time - time.time()))
         raise FieldError(
             429,
-            ("header", "Authorization"),
-            f"rate limit {item.amount} per {item.get_expiry()} s exceeded ({ids[0]}); retry in {retry} s",
+            loc,
+            f"rate limit {item.amount} per {item.get_expiry()} s exceeded ({what or ids[0]}); retry in {retry} s",
             "rate_limited",
             headers={"Retry-After": str(retry), **_headers(item, stats.remaining, retry)},
         )
@@ -92,19 +104,44 @@ class RateLimiter:
         if item is not None:
             setattr(request.state, STATE_KEY, {"RateLimit-Policy": f"{item.amount};w={item.get_expiry()}"})
 
-    async def client_limit(self, request: Request, klass: str) -> None:
-        """Count a call of a public route of class ``klass`` (sign-in) against its client address."""
-        item = self.limit_for("*", klass)
-        if self.enabled and item is not None:
-            client = request.client.host if request.client else "unknown"
-            await self._hit(item, f"client:{client}", klass)
-
     async def failed_auth(self, request: Request) -> None:
-        """Count a request whose credentials failed; raise 429 once its client address passes the limit."""
+        """Count a request whose API key or session failed; raise 429 once its client address passes
+        ``failed_auth_rate_limit``. Sign-in has windows of its own (:meth:`check_signin`)."""
         if not self.enabled:
             return
-        client = request.client.host if request.client else "unknown"
-        await self._hit(self.failed, f"failed-auth:{client}")
+        await self._hit(self.failed, f"failed-auth:{_client(request)}")
+
+    def _signin_windows(self, request: Request, username: str) -> list[tuple[RateLimitItem, tuple[str, ...], str, str]]:
+        """(window, ids, field named by its 429, what it counts) of a sign-in: failures of the account (the
+        username, case-folded and hashed: no user text in Redis keys) and of the client address."""
+        account = hashlib.sha256(username.casefold().encode()).hexdigest()[:32]
+        return [
+            (self.signin_account, ("failed-signin-account", account), "username", "failed sign-ins of this account"),
+            (self.signin_client, ("failed-signin-client", _client(request)), "password", "failed sign-ins from this address"),
+        ]
+
+    async def check_signin(self, request: Request, username: str) -> None:
+        """Raise 429 (naming ``body.username`` or ``body.password``) when the account's or the client address's
+        window of failed sign-ins is spent; counts nothing (a sign-in that succeeds costs no window)."""
+        if not self.enabled:
+            return
+        windows = self._signin_windows(request, username)
+        allowed = await asyncio.gather(*(self.strategy.test(item, *ids) for item, ids, _loc, _what in windows))
+        for ok, (item, ids, field, what) in zip(allowed, windows, strict=True):
+            if not ok:
+                await self._refuse(item, *ids, loc=("body", field), what=what)
+
+    async def failed_signin(self, request: Request, username: str) -> None:
+        """Count a failed sign-in against the account's and the client address's windows."""
+        if not self.enabled:
+            return
+        await asyncio.gather(
+            *(self.strategy.hit(item, *ids) for item, ids, _loc, _what in self._signin_windows(request, username))
+        )
+
+
+def _client(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
 
 
 def _headers(item: RateLimitItem, remaining: int, reset_s: int) -> dict[str, str]:

@@ -78,7 +78,15 @@ class GatewaySettings(OutboxRetentionSettings):
         default_factory=lambda: {"read": "6000/minute", "write": "1500/minute", "upload": "60/minute"},
         description="Per tenant, shared by all its principals: class -> rate.",
     )
-    failed_auth_rate_limit: str = Field("60/minute", description="Requests with failing credentials per client address.")
+    failed_auth_rate_limit: str = Field(
+        "60/minute", description="Requests with a failing API key or session per client address (not sign-ins)."
+    )
+    failed_signin_account_rate_limit: str = Field(
+        "10/minute", description="Failed sign-ins per account (username); past it the account's sign-in is 429."
+    )
+    failed_signin_client_rate_limit: str = Field(
+        "100/minute", description="Failed sign-ins per client address, whichever accounts they name."
+    )
     # the model registry (uep_common.model_registry)
     model_secret_key: SecretStr | None = Field(
         None,

@@ -105,15 +105,20 @@ async def login(
     cookie ``uep_csrf`` (readable by scripts) holding the CSRF token that cookie-authenticated writes echo in
     ``X-CSRF-Token`` — and the user, its tenants, that token and the session's end. An unknown user, a wrong
     password and a disabled user all get the same 401 naming ``body.password`` (an unknown user costs the same
-    verification time). The attempt is audited as ``user:<username>``."""
+    verification time). Failed sign-ins are limited per account and per client address
+    (``UEP_FAILED_SIGNIN_ACCOUNT_RATE_LIMIT``, ``UEP_FAILED_SIGNIN_CLIENT_RATE_LIMIT``): past either, 429 naming
+    ``body.username`` or ``body.password``, before the password is checked; a sign-in that succeeds costs
+    nothing. The attempt is audited as ``user:<username>``."""
     request.state.audit_name = f"user:{body.username}"
     _check_password_length(request, body.password, ("body", "password"))
+    limiter = getattr(request.app.state, "rate_limiter", None)
+    if limiter is not None:  # 429 before the password is checked when the account's or the address's failures are spent
+        await limiter.check_signin(request, body.username)
     user: User | None = await session.scalar(select(User).where(User.username == body.username))
     ok = await asyncio.to_thread(verify_password, user.password_hash if user else None, body.password)
     if not ok or user is None or user.disabled_at is not None:
-        limiter = getattr(request.app.state, "rate_limiter", None)
         if limiter is not None:
-            await limiter.failed_auth(request)
+            await limiter.failed_signin(request, body.username)
         raise FieldError(401, ("body", "password"), BAD_LOGIN, "bad_credentials")
     settings = request.app.state.settings
     if user.password_hash and needs_rehash(user.password_hash):
