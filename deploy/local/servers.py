@@ -321,14 +321,27 @@ def start_kafka(
     name: str = "broker",
     overrides: dict[str, str] | None = None,
 ) -> None:
-    """Start the stack's Kafka broker (process ``name``) and wait for a metadata round trip; ``overrides`` are
-    broker properties appended to :data:`SERVER_PROPERTIES` (the later line wins).
+    """Start the stack's Kafka broker (process ``name``) and wait for a metadata round trip: :func:`spawn_kafka`,
+    then :func:`wait_kafka`."""
+    spawn_kafka(place, broker_port, controller_port, name, overrides)
+    wait_kafka(place, broker_port, name)
+
+
+def spawn_kafka(
+    place: processes.Place,
+    broker_port: int,
+    controller_port: int,
+    name: str = "broker",
+    overrides: dict[str, str] | None = None,
+) -> int:
+    """Start the broker without waiting for it; ``overrides`` are broker properties appended to
+    :data:`SERVER_PROPERTIES` (the later line wins). Returns its PID.
 
     The first start formats ``<run_dir>/kafka/data`` (``StorageTool format --standalone`` with a new cluster id);
     later starts find the log there and recover it (a restart keeps every topic, record and committed offset).
 
     Raises:
-        RuntimeError: no jars, the format failed, or no metadata answer within :data:`KAFKA_READY_TIMEOUT_S`."""
+        RuntimeError: no jars, or the format failed."""
     cp = kafka_classpath()
     home = place.run_dir / "kafka"
     data = home / "data"
@@ -348,7 +361,14 @@ def start_kafka(
         )
         if r.returncode != 0:
             raise RuntimeError(f"Kafka storage format failed:\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
-    processes.spawn(place, name, [*java, "kafka.Kafka", str(props)], dict(os.environ), cwd=home)
+    return processes.spawn(place, name, [*java, "kafka.Kafka", str(props)], dict(os.environ), cwd=home)
+
+
+def wait_kafka(place: processes.Place, broker_port: int, name: str = "broker") -> None:
+    """Wait until the broker ``name`` answers a metadata request.
+
+    Raises:
+        RuntimeError: it exited, or did not answer within :data:`KAFKA_READY_TIMEOUT_S` (with its log's tail)."""
     processes.wait_until(
         "a metadata round trip",
         lambda: _metadata_round_trip(f"127.0.0.1:{broker_port}"),

@@ -63,7 +63,8 @@ PORT_OFFSETS = {
 """Port of each stack process = ``UEP_STACK_PORT_BASE`` + its offset."""
 MAX_PORT = 65535
 MAX_PORT_BASE = MAX_PORT - max(PORT_OFFSETS.values())
-"""The highest usable ``UEP_STACK_PORT_BASE``: with it the highest port of the stack (the broker's) is 65535."""
+"""The highest usable ``UEP_STACK_PORT_BASE``: with it the highest port of the stack (the broker's controller
+port) is 65535."""
 
 
 class StackConfigError(ValueError):
@@ -84,7 +85,7 @@ def port_base() -> int:
     if not 0 <= base <= MAX_PORT_BASE:
         raise StackConfigError(
             f"UEP_STACK_PORT_BASE={base} is out of range: it must be between 0 and {MAX_PORT_BASE}, the highest usable "
-            f"base (the stack's highest port, the broker's, is the base + {max(PORT_OFFSETS.values())} and a port is at "
+            f"base (the stack's highest port, the broker's controller port, is the base + {max(PORT_OFFSETS.values())} and a port is at "
             f"most {MAX_PORT})"
         )
     return base
@@ -240,28 +241,51 @@ def start_broker(cfg: StackConfig) -> None:
     servers.start_kafka(cfg, cfg.broker_port, cfg.controller_port)
 
 
-def prepare_database_and_topics(cfg: StackConfig) -> None:
-    """create-db, migrate, create-topics, seed (each ``uep-admin`` command must succeed)."""
-    env = cfg.service_env("admin")
-    for cmd in ("create-db", "migrate", "create-topics", "seed"):
-        r = subprocess.run([str(BIN / "uep-admin"), cmd], env=env, capture_output=True, text=True)
-        if r.returncode != 0:
-            raise RuntimeError(f"uep-admin {cmd} failed:\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}")
-        last = [line for line in r.stdout.splitlines() if line.strip()]
-        if last:
-            print(f"  uep-admin {cmd}: {last[-1]}")
-    r = subprocess.run(
-        [str(BIN / "uep-admin"), "bootstrap", "--credentials", str(cfg.credentials_path)], env=env, capture_output=True, text=True
-    )
+ADMIN_STEPS = """
+import sys
+from uep_common.admin import main
+for argv in sys.argv[1:]:
+    status = main(argv.split("\\x1f"))
+    if status:
+        sys.exit(f"uep-admin {argv.replace(chr(31), ' ')} exited with {status}")
+"""
+"""Runs several ``uep-admin`` commands in one interpreter (each argument: one command, its words joined by
+the unit separator), so the library is imported once, not once per command."""
+
+
+def _admin(cfg: StackConfig, *commands: list[str]) -> None:
+    """Run the ``uep-admin`` ``commands`` in order, in one process with the stack's environment; print the last
+    line each printed.
+
+    Raises:
+        RuntimeError: one failed (with the output's tail)."""
+    argv = ["\x1f".join(c) for c in commands]
+    r = subprocess.run([sys.executable, "-c", ADMIN_STEPS, *argv], env=cfg.service_env("admin"), capture_output=True, text=True)
     if r.returncode != 0:
-        raise RuntimeError(f"uep-admin bootstrap failed:\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}")
-    print(f"  {r.stdout.strip()}")
+        raise RuntimeError(f"uep-admin failed:\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}")
+    for line in r.stdout.splitlines():
+        if line.strip():
+            print(f"  uep-admin: {line.strip()[:300]}")
 
 
-def start_triton(cfg: StackConfig) -> None:
-    """Start ``uep-model-server`` (Triton on CPU) and wait for the server and every model to be ready."""
-    models = [m.strip() for m in cfg.triton_models.split(",") if m.strip()]
-    spawn(
+def prepare_database(cfg: StackConfig) -> None:
+    """``uep-admin create-db`` and ``migrate`` (no broker needed)."""
+    _admin(cfg, ["create-db"], ["migrate"])
+
+
+def prepare_topics_and_seed(cfg: StackConfig) -> None:
+    """``uep-admin create-topics``, ``seed`` and ``bootstrap`` (the admin's credentials file)."""
+    _admin(cfg, ["create-topics"], ["seed"], ["bootstrap", "--credentials", str(cfg.credentials_path)])
+
+
+def _triton_models(cfg: StackConfig) -> list[str]:
+    return [m.strip() for m in cfg.triton_models.split(",") if m.strip()]
+
+
+def spawn_triton(cfg: StackConfig) -> int:
+    """Start ``uep-model-server`` (Triton on CPU) with the stack's models, without waiting. Returns its PID."""
+    models = _triton_models(cfg)
+    return spawn(
         cfg,
         "triton",
         [
@@ -277,6 +301,14 @@ def start_triton(cfg: StackConfig) -> None:
         ],
         cfg.service_env("triton"),
     )
+
+
+def wait_triton(cfg: StackConfig) -> None:
+    """Wait for Triton's ``/v2/health/ready`` and each model's ``/ready``.
+
+    Raises:
+        RuntimeError: it exited, or a check timed out (with its log's tail)."""
+    models = _triton_models(cfg)
     base = f"http://127.0.0.1:{cfg.triton_http}"
     wait_until("Triton /v2/health/ready", lambda: _http_ok(f"{base}/v2/health/ready"), 240, cfg, "triton")
     from uep_model_server.main import MODEL_ALIASES  # short name -> Triton name (the module imports the standard library only)
@@ -293,8 +325,21 @@ def _service_argv(name: str) -> list[str]:
 
 def start_services(cfg: StackConfig) -> None:
     """Start every service instance (:meth:`StackConfig.instances`), then wait for each one's /readyz."""
+    spawn_services(cfg)
+    wait_services(cfg)
+
+
+def spawn_services(cfg: StackConfig) -> None:
+    """Start every service instance (:meth:`StackConfig.instances`) without waiting."""
     for name in cfg.instances():
         spawn(cfg, name, _service_argv(name), cfg.service_env(name))
+
+
+def wait_services(cfg: StackConfig) -> None:
+    """Wait for the /readyz of every service instance.
+
+    Raises:
+        RuntimeError: one exited or was not ready within :data:`READY_TIMEOUT_S` (with its log's tail)."""
     for name in cfg.instances():
         port = cfg.health_port(name)
         wait_until("/readyz", lambda port=port: _http_ok(f"http://127.0.0.1:{port}/readyz"), READY_TIMEOUT_S, cfg, name)
@@ -339,19 +384,30 @@ def up(cfg: StackConfig, with_triton: bool = True) -> None:
         shutil.rmtree(cfg.run_dir / "logs.previous", ignore_errors=True)
         (cfg.run_dir / "logs").rename(cfg.run_dir / "logs.previous")
     t0 = time.monotonic()
+
+    def step(what: str) -> None:
+        print(f"  {time.monotonic() - t0:5.1f} s  {what}", flush=True)
+
     try:
         started = servers.ensure(cfg.database_url, cfg.redis_url)
-        if started:
-            print(f"{' and '.join(started)} started from {servers.config().run_dir}", flush=True)
-        print(f"broker (Apache Kafka, KRaft) on 127.0.0.1:{cfg.broker_port} …", flush=True)
-        start_broker(cfg)
-        print("database, topics, seed …", flush=True)
-        prepare_database_and_topics(cfg)
+        step(f"{' and '.join(started)} started from {servers.config().run_dir}" if started else "PostgreSQL and Redis running")
+        # Triton loads its models (the longest step) while the broker starts and the database is prepared
         if with_triton:
-            print(f"Triton (models: {cfg.triton_models}) on 127.0.0.1:{cfg.triton_grpc} (gRPC) …", flush=True)
-            start_triton(cfg)
-        print("services …", flush=True)
-        start_services(cfg)
+            spawn_triton(cfg)
+            step(f"Triton starting (models: {cfg.triton_models}) on 127.0.0.1:{cfg.triton_grpc} (gRPC)")
+        servers.spawn_kafka(cfg, cfg.broker_port, cfg.controller_port)
+        step(f"broker (Apache Kafka, KRaft) starting on 127.0.0.1:{cfg.broker_port}")
+        prepare_database(cfg)
+        servers.wait_kafka(cfg, cfg.broker_port)
+        step("broker ready")
+        prepare_topics_and_seed(cfg)
+        step("topics and seed ready")
+        spawn_services(cfg)  # their imports take as long as Triton's models: both load at once
+        if with_triton:
+            wait_triton(cfg)
+            step("Triton ready")
+        wait_services(cfg)
+        step("services ready")
     except BaseException:
         down(cfg)
         raise
