@@ -1,7 +1,8 @@
 """bench/idle_cost: CPU an idle local stack burns, per process, from /proc.
 
 Starts a private stack (or, with ``--attach RUN_DIR``, measures one already running, e.g. ``.run/dev``), lets it
-settle (``--settle`` seconds with no evaluation: consumers joined, first reconcile passes done), then reads the
+settle (``--settle`` seconds with no evaluation, 90 by default: consumers joined, first reconcile passes done,
+the broker JVM's just-in-time compiler quiet again), then reads the
 CPU time (``utime + stime`` of ``/proc/<pid>/stat``, in clock ticks) of each stack process and all its
 descendants — the broker (Kafka's JVM), Triton (with its Python backend stubs), the six services, and the
 checkout's PostgreSQL (the postmaster with its backends) and Redis — twice, ``--seconds`` apart (default 30), and
@@ -171,7 +172,12 @@ def report(usage: dict[str, tuple[float, float]], seconds: float, name: str = ""
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seconds", type=float, default=30.0, help="measuring window")
-    ap.add_argument("--settle", type=float, default=20.0, help="idle seconds before the window (own stack only)")
+    ap.add_argument(
+        "--settle",
+        type=float,
+        default=90.0,
+        help="idle seconds before the window (own stack only): the broker's JVM compiles hot code for the first minute",
+    )
     ap.add_argument("--attach", type=Path, help="measure the stack of this run directory instead of starting one")
     ap.add_argument("--port-base", type=int, default=20000, help="UEP_STACK_PORT_BASE of the bench's private stack")
     ap.add_argument("--database", default="uep_bench_idle", help="PostgreSQL database of the bench's stack")

@@ -209,8 +209,8 @@ def ensure(database_url: str, redis_url: str, cfg: ServersConfig | None = None) 
 
 
 def stop_all(cfg: ServersConfig | None = None) -> list[str]:
-    """Stop Redis and PostgreSQL (SIGTERM: PostgreSQL's smart shutdown waits for clients; after 15 s, SIGKILL).
-    Returns the names that ran."""
+    """Stop Redis and PostgreSQL: SIGTERM to each one's process group (PostgreSQL's backends end with their
+    postmaster), SIGKILL of what is left after 15 s. Returns the names that ran."""
     return processes.stop(cfg or config(), ["redis", "postgres"])
 
 
@@ -235,9 +235,12 @@ transaction.state.log.num.partitions=2
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
-num.network.threads=2
+num.network.threads=1
 num.io.threads=2
 background.threads=2
+group.coordinator.threads=1
+share.coordinator.threads=1
+metadata.max.idle.interval.ms=5000
 num.recovery.threads.per.data.dir=1
 num.replica.fetchers=1
 log.cleaner.threads=1
@@ -279,10 +282,8 @@ def kafka_java_options(log4j2: Path) -> list[str]:
     return [
         f"-Xmx{xmx}",
         "-Xms128m",
-        "-XX:+UseG1GC",
-        "-XX:MaxGCPauseMillis=20",
-        "-XX:ParallelGCThreads=2",
-        "-XX:ConcGCThreads=1",
+        "-XX:+UseSerialGC",
+        "-XX:-UsePerfData",
         "-XX:+ExitOnOutOfMemoryError",
         "-Djava.awt.headless=true",
         f"-Dlog4j2.configurationFile=file:{log4j2}",
