@@ -29,25 +29,26 @@ class CommonSettings(BaseSettings):
         1, ge=1, description="Replication factor of topics uep creates (3 on a production cluster)."
     )
     kafka_session_timeout_ms: int = Field(
-        6000,
+        10_000,
         ge=1000,
         description="Consumer session timeout: a member that sends no heartbeat for this long (a killed replica) "
-        "leaves its group and its partitions go to the others (the broker's group.min.session.timeout.ms is 6000).",
+        "leaves its group and its partitions go to the others (the broker allows 6000 to 1800000; Kafka's client "
+        "default is 45000).",
     )
     kafka_heartbeat_interval_ms: int = Field(
-        2000,
+        3000,
         ge=100,
         description="Consumer heartbeat period (a third of the session timeout, Kafka's rule): members learn of a "
         "rebalance at their next heartbeat; each idle consumer sends one request per period.",
     )
     kafka_fetch_max_wait_ms: int = Field(
-        2000,
+        5000,
         ge=1,
         description="Long-poll wait of a fetch (Kafka's fetch.max.wait.ms): the broker answers a waiting fetch as "
         "soon as a record arrives, so this costs no latency and only sets how often an idle consumer fetches.",
     )
     kafka_consumer_timeout_ms: int = Field(
-        2000,
+        5000,
         ge=10,
         description="Longest sleep of a consumer's background fetch loop (aiokafka consumer_timeout_ms, default 200): "
         "it wakes at once for new data, consumed data and rebalances, so this only paces its idle wake-ups.",
