@@ -17,7 +17,15 @@ ROOT = uep_stack.ROOT
 
 
 def ports(cfg: uep_stack.StackConfig) -> list[int]:
-    return [cfg.broker_port, cfg.controller_port, cfg.triton_http, cfg.triton_grpc, cfg.triton_metrics, cfg.gateway_port, *cfg.service_ports.values()]
+    return [
+        cfg.broker_port,
+        cfg.controller_port,
+        cfg.triton_http,
+        cfg.triton_grpc,
+        cfg.triton_metrics,
+        cfg.gateway_port,
+        *cfg.service_ports.values(),
+    ]
 
 
 def test_the_highest_usable_base_is_computed_from_the_highest_offset() -> None:
@@ -29,7 +37,12 @@ def test_the_highest_usable_base_is_computed_from_the_highest_offset() -> None:
 def test_a_usable_base_moves_every_port(monkeypatch: pytest.MonkeyPatch, base: int) -> None:
     monkeypatch.setenv("UEP_STACK_PORT_BASE", str(base))
     cfg = uep_stack.config()
-    assert cfg.broker_port == base + 9092 and cfg.controller_port == base + 9093 and cfg.gateway_port == base + 8080 and cfg.triton_grpc == base + 8001
+    assert (
+        cfg.broker_port == base + 9092
+        and cfg.controller_port == base + 9093
+        and cfg.gateway_port == base + 8080
+        and cfg.triton_grpc == base + 8001
+    )
     assert cfg.service_ports == {
         n: base + p for n, p in zip(["scheduler", "inference", "scorer", "judge", "reporter"], range(8091, 8096), strict=True)
     }
