@@ -58,23 +58,20 @@ TEST_ENV = {
 }
 
 
-@pytest.fixture(scope="session")
-def servers_running():
+@pytest.fixture(scope="session", autouse=True)
+def servers_running(request: pytest.FixtureRequest):
     """The checkout's PostgreSQL and Redis, started for this session where they did not run (and then stopped at
-    its end)."""
+    its end), unless every selected test is a unit test. Session-scoped and autouse, so it runs before any other
+    session fixture (one that creates a database, say)."""
     import servers
 
+    if all(item.get_closest_marker("unit") is not None for item in request.session.items):
+        yield
+        return
     started = servers.ensure(PG_SERVER + "/postgres", REDIS_SERVER + "/0")
     yield
     if started:
         servers.stop_all()
-
-
-@pytest.fixture(autouse=True)
-def _servers_for_non_unit_tests(request: pytest.FixtureRequest) -> None:
-    """Every test above the unit tier gets :func:`servers_running` (a unit test needs no server)."""
-    if request.node.get_closest_marker("unit") is None:
-        request.getfixturevalue("servers_running")
 
 
 @pytest.fixture(scope="session")
