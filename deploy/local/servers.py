@@ -137,6 +137,7 @@ def start_postgres(cfg: ServersConfig) -> bool:
             capture_output=True,
             text=True,
             user=user,
+            cwd=data,  # a directory the server's user can enter (the caller's may be a 0700 home)
         )
         if r.returncode != 0:
             raise RuntimeError(f"initdb failed:\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
