@@ -7,12 +7,29 @@ instead of a traceback. Connection failures are an ``ApiError`` with status 0.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
-
 from uep_cli.config import Credentials
+
+
+def _import_httpx_without_its_cli() -> None:
+    """Import httpx without ``httpx._main``, its own command line, which its ``__init__`` imports whenever click,
+    rich and pygments are installed (they are, with typer): three packages this client never uses, about half of
+    ``uep status``'s start-up. A ``None`` in :data:`sys.modules` makes that import fail, which httpx takes as
+    "the optional command line is not installed"; the entry is removed again afterwards."""
+    if "httpx" in sys.modules:
+        return
+    sys.modules["httpx._main"] = None  # type: ignore[assignment]
+    try:
+        import httpx  # noqa: F401
+    finally:
+        del sys.modules["httpx._main"]
+
+
+_import_httpx_without_its_cli()
+import httpx  # noqa: E402
 
 
 class ApiError(Exception):
