@@ -89,7 +89,7 @@ def _view(eid: str, arm: str, experiment_id: str | None = None) -> dict[str, Any
     }
 
 
-def test_status_prints_the_evaluation_without_importing_rich_or_click(fake_gateway, tmp_path):
+def test_status_prints_the_evaluation_without_importing_pydantic_rich_or_click(fake_gateway, tmp_path):
     fake_gateway.routes[("GET", f"/v1/evaluations/{EID}")] = _view(EID, "main")
     # the console script's main, with the modules loaded by the end written to stderr
     program = (
@@ -109,4 +109,16 @@ def test_status_prints_the_evaluation_without_importing_rich_or_click(fake_gatew
     assert fake_gateway.requests == [("GET", f"/v1/evaluations/{EID}", None)]
     modules = set(r.stderr.split("MODULES ", 1)[1].split())
     assert {"typer", "httpx"} <= modules
-    assert {m.split(".")[0] for m in modules} & {"rich", "click", "pygments"} == set()
+    assert {m.split(".")[0] for m in modules} & {"pydantic", "pydantic_core", "rich", "click", "pygments"} == set()
+
+
+def test_a_string_option_still_reaches_the_command_and_a_bad_one_is_refused(fake_gateway, tmp_path):
+    env = _env(fake_gateway, tmp_path)
+    r = subprocess.run([UEP, "results", EID, "--format", "xml"], env=env, capture_output=True, text=True, timeout=60)
+    assert (r.returncode, "jsonl or csv" in r.stderr) == (2, True)
+    fake_gateway.routes[("GET", f"/v1/evaluations/{EID}/results")] = {
+        "items": [{"sample_ordinal": 0, "is_correct": True}],
+        "next_cursor": None,
+    }
+    r = subprocess.run([UEP, "results", EID, "--format", "csv"], env=env, capture_output=True, text=True, timeout=60)
+    assert (r.returncode, r.stdout.splitlines()) == (0, ["sample_ordinal,is_correct", "0,True"])

@@ -19,10 +19,12 @@ from __future__ import annotations
 import contextlib
 import json as jsonlib
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
+from typer.core import TyperGroup
 
 from uep_cli import models
 
@@ -38,7 +40,55 @@ EXIT_CODES = {
     130: "interrupted",
 }
 
+
+def _runtime_params_without_pydantic(build: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """typer's builder of a parameter's value coercion (``build``), but without pydantic for ``str`` and ``bool``.
+
+    typer coerces each parameter's value through a pydantic ``TypeAdapter``, and the first one imports pydantic
+    (about a third of ``uep status ID``'s start-up, more without a bytecode cache) although click has already
+    parsed a string option's value into a ``str``, and a flag's (``--json``, ``--help``) into a ``bool`` or None.
+    For those two types, without a ``parser`` and not a file, this builder returns typer's own pass-through
+    coercion (which only checks the value's type); every other type (int, float, Path, lists) keeps typer's.
+    ``uep`` has no ``bool`` argument and no option read from an environment variable, whose strings ("true")
+    only pydantic's coercion would accept."""
+    from typer._coercion import PassThroughRuntimeParam
+
+    def build_without_pydantic(descriptor: Any) -> Any:
+        if (
+            descriptor.annotation in (str, bool)
+            and descriptor.file_annotation is None
+            and descriptor.parameter_info.parser is None
+        ):
+            return PassThroughRuntimeParam(parameter_info=descriptor.parameter_info, annotation=descriptor.annotation)
+        return build(descriptor)
+
+    return build_without_pydantic
+
+
+class _Group(TyperGroup):
+    """The root command group: typer's, run with :func:`_runtime_params_without_pydantic` in place."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the command line (click's ``main``: parse the arguments, dispatch, exit)."""
+        from typer import core as typer_core
+
+        core: Any = typer_core  # the module whose parameters call its global build_runtime_param
+        build = getattr(core, "build_runtime_param", None)
+        try:
+            fast = _runtime_params_without_pydantic(build) if build is not None else None
+        except ImportError:  # a typer without the pass-through coercion: its own throughout
+            fast = None
+        if fast is None:
+            return super().main(*args, **kwargs)
+        core.build_runtime_param = fast
+        try:
+            return super().main(*args, **kwargs)
+        finally:
+            core.build_runtime_param = build
+
+
 app = typer.Typer(
+    cls=_Group,
     name="uep",
     help="Evaluate models on the uep platform. Exit codes: "
     + "; ".join(f"{k} {v}" for k, v in EXIT_CODES.items())
