@@ -8,7 +8,7 @@ import stat
 import pytest
 import typer
 
-from uep_cli.api import error_line
+from uep_cli.api import error_line, tls_context
 from uep_cli.config import credentials, write_file
 from uep_cli.follow import gate
 from uep_cli.main import _arm
@@ -101,3 +101,17 @@ def test_models_add_options_become_the_registration_body():
     assert body["spec"] == {"class_names": ["a", "b", "c"]}
     assert (body["triton_model_name"], body["max_in_flight"], body["visibility"]) == ("uep_mmlu_topic", 4, "shared")
     assert model_body("e", "http://t:8000", kind="embedding", dimension=384)["spec"] == {"dimension": 384}
+
+
+def test_only_a_gateway_reached_without_tls_skips_the_ca_bundle():
+    import ssl
+
+    ctx = tls_context("http://127.0.0.1:8080", {})
+    assert ctx is not None
+    # it still checks hostnames and certificates, against no CA at all: a TLS connection would be refused
+    assert (ctx.verify_mode, ctx.check_hostname, ctx.cert_store_stats()["x509_ca"]) == (ssl.CERT_REQUIRED, True, 0)
+    assert tls_context("HTTP://gw:8080", {"http_proxy": "http://proxy:3128"}) is not None
+    # TLS may be used: httpx's default context, with the CA bundle
+    assert tls_context("https://gw.example.com", {}) is None
+    assert tls_context("http://gw:8080", {"HTTPS_PROXY": "https://proxy:3128"}) is None
+    assert tls_context("http://gw:8080", {"all_proxy": " HTTPS://proxy:3128"}) is None

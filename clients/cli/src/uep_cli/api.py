@@ -7,8 +7,10 @@ instead of a traceback. Connection failures are an ``ApiError`` with status 0.
 
 from __future__ import annotations
 
+import os
+import ssl
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from uep_cli.config import Credentials
@@ -62,6 +64,20 @@ def error_line(status: int, body: Any, fallback: str) -> str:
     return f"{status} {text}" if text else f"{status} (no body)"
 
 
+def tls_context(url: str, environ: Mapping[str, str]) -> ssl.SSLContext | None:
+    """The TLS context for a client of the gateway at ``url``: None (httpx's default, which loads the CA bundle)
+    unless no connection can use TLS, i.e. ``url`` is ``http://`` and no proxy variable of ``environ`` names an
+    ``https://`` proxy (the client follows no redirects). Then a context that trusts no certificate: it spares
+    loading the CA bundle (tens of milliseconds of every command's start-up) and would refuse, never trust, any
+    TLS connection."""
+    if not url.lower().startswith("http://"):
+        return None
+    proxies = (v for k, v in environ.items() if k.lower() in ("http_proxy", "https_proxy", "all_proxy"))
+    if any(v.strip().lower().startswith("https://") for v in proxies):
+        return None
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies hostnames and certificates, against no CA
+
+
 class Api:
     """HTTP calls to one gateway with one set of credentials. Use as a context manager.
 
@@ -70,7 +86,10 @@ class Api:
 
     def __init__(self, creds: Credentials, timeout: float = 30.0) -> None:
         self.creds = creds
-        self._client = httpx.Client(base_url=creds.url, headers=creds.headers(), timeout=timeout)
+        context = tls_context(creds.url, os.environ)
+        self._client = httpx.Client(
+            base_url=creds.url, headers=creds.headers(), timeout=timeout, verify=True if context is None else context
+        )
 
     def __enter__(self) -> Api:
         return self
