@@ -122,3 +122,33 @@ def test_a_string_option_still_reaches_the_command_and_a_bad_one_is_refused(fake
     }
     r = subprocess.run([UEP, "results", EID, "--format", "csv"], env=env, capture_output=True, text=True, timeout=60)
     assert (r.returncode, r.stdout.splitlines()) == (0, ["sample_ordinal,is_correct", "0,True"])
+
+
+def test_benchmarks_list_never_cuts_a_slug_at_80_columns(fake_gateway, tmp_path):
+    slugs = ["humaneval-retrieval-multilingual-2025", "mmlu-topic", "gsm8k"]
+    fake_gateway.routes[("GET", "/v1/benchmarks")] = [
+        {
+            "slug": slug,
+            "name": f"{slug} with a long descriptive name",
+            "category": "reasoning",
+            "evaluation_type": "classification",
+            "metric": "exact_match",
+            "sample_count": 1319,
+            "version": "3f2a9c0d41b7e5a6",
+            "status": "active",
+        }
+        for slug in slugs
+    ]
+    r = subprocess.run(
+        [UEP, "benchmarks", "list"], env=_env(fake_gateway, tmp_path, 80), capture_output=True, text=True, timeout=60
+    )
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    # each slug whole in its cell, "│ <slug> … │" padded to the longest slug (the old table showed "humane…")
+    width = max(map(len, slugs))
+    cells = [line.split("│")[1] for line in lines if line.startswith("│ ")]
+    assert [c for c in cells if c.strip()] == [f" {slug:<{width}} " for slug in slugs]
+    assert max(len(line) for line in lines) == 80
+    # the other columns shrank instead: "classification" is cut in each row
+    assert sum("classification" in line for line in lines) == 0
+    assert sum("…" in line for line in lines if line.startswith("│ ")) >= 3

@@ -138,16 +138,25 @@ def _print_json(data: Any) -> None:
     typer.echo(jsonlib.dumps(data, indent=2, default=str))
 
 
-def _table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
+def _table(title: str, columns: list[str], rows: list[list[Any]], whole: tuple[str, ...] = ()) -> None:
+    """Print ``rows`` as a rich table under ``title`` (None cells empty), as wide as the terminal.
+
+    The columns named in ``whole`` are never cut: at least as wide as their longest cell, never wrapped. Where the
+    table is too wide, the other columns shrink (their text wraps at spaces; a word longer than its column ends
+    in "…"), and where even that is not enough the lines run past the terminal's width instead of being cropped."""
     from rich.console import Console
     from rich.table import Table
 
+    cells = [["" if v is None else str(v) for v in r] for r in rows]
     t = Table(title=title)
-    for c in columns:
-        t.add_column(c)
-    for r in rows:
-        t.add_row(*["" if v is None else str(v) for v in r])
-    Console().print(t)
+    for i, c in enumerate(columns):
+        if c in whole:
+            t.add_column(c, no_wrap=True, min_width=max([len(c), *(len(r[i]) for r in cells)]))
+        else:
+            t.add_column(c)
+    for r in cells:
+        t.add_row(*r)
+    Console().print(t, crop=not whole)
 
 
 def _pct(x: float | None) -> str:
@@ -265,6 +274,7 @@ def benchmarks_list(url: Url = None, json: Json = False) -> None:
             ]
             for b in rows
         ],
+        whole=("slug",),
     )
 
 
