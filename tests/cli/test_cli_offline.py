@@ -152,3 +152,32 @@ def test_benchmarks_list_never_cuts_a_slug_at_80_columns(fake_gateway, tmp_path)
     # the other columns shrank instead: "classification" is cut in each row
     assert sum("classification" in line for line in lines) == 0
     assert sum("…" in line for line in lines if line.startswith("│ ")) >= 3
+
+
+def test_ab_progress_bars_name_their_arm_even_one_called_main(fake_gateway, tmp_path):
+    a, b, experiment = "aaaaaaaa-0000-0000-0000-000000000001", "bbbbbbbb-0000-0000-0000-000000000002", "e-1"
+    fake_gateway.routes[("POST", "/v1/evaluations")] = {
+        "id": a,
+        "status": "queued",
+        "experiment_id": experiment,
+        "evaluations": [{"id": a, "arm": "main"}, {"id": b, "arm": "terse"}],
+    }
+    fake_gateway.routes[("GET", f"/v1/evaluations/{a}")] = _view(a, "main", experiment)
+    fake_gateway.routes[("GET", f"/v1/evaluations/{b}")] = _view(b, "terse", experiment)
+    r = subprocess.run(
+        [UEP, "run", "-b", "gsm8k", "--arm", "main:model=uep-oracle", "--arm", "terse:model=uep-oracle,fewshot=0", "--follow"],
+        env=_env(fake_gateway, tmp_path, 80),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stderr
+    # one bar per arm, its label whole in a column as wide as the longer one (the old bars both read
+    # "gsm8k × uep-oracle": rich took "[terse]" for a style tag, and "main" was never shown)
+    bars = [line for line in r.stdout.splitlines() if line.startswith("gsm8k × uep-oracle")]
+    assert [line[:27] for line in bars] == ["gsm8k × uep-oracle [main]  ", "gsm8k × uep-oracle [terse] "]
+    assert all(" 6/6 " in line and line.endswith("completed") for line in bars), bars
+    assert fake_gateway.requests[0][2]["arms"] == [
+        {"name": "main", "model": "uep-oracle"},
+        {"name": "terse", "model": "uep-oracle", "fewshot_k": 0},
+    ]

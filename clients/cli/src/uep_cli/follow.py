@@ -78,22 +78,27 @@ def follow(api: Api, ids: list[str], interval: float = 1.0, quiet: bool = False)
         return [views[i] for i in ids]
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.table import Column
 
+    labels = {i: _label(v) for i, v in views.items()}
+    # the labels and the done/total counts are never cut (the bar and the other columns shrink first); labels and
+    # scores are data, not rich markup: an arm's "[name]" would otherwise be taken for a style tag and vanish
+    label_column = Column(no_wrap=True, min_width=max(len(label) for label in labels.values()))
     columns = (
-        TextColumn("{task.description}"),
+        TextColumn("{task.description}", markup=False, table_column=label_column),
         BarColumn(),
-        MofNCompleteColumn(),
+        MofNCompleteColumn(table_column=Column(no_wrap=True)),
         TextColumn("{task.fields[rate]}"),
         TextColumn("ETA"),
         TimeRemainingColumn(),
-        TextColumn("{task.fields[score]}"),
+        TextColumn("{task.fields[score]}", markup=False),
         TextColumn("{task.fields[errors]}"),
         TextColumn("{task.fields[status]}"),
     )
     started = {i: (time.monotonic(), views[i]["progress"]["completed"]) for i in ids}
     with Progress(*columns, transient=False) as bars:
         tasks = {
-            i: bars.add_task(_label(v), total=v["progress"]["total"] or None, rate="", score="", errors="", status="")
+            i: bars.add_task(labels[i], total=v["progress"]["total"] or None, rate="", score="", errors="", status="")
             for i, v in views.items()
         }
         while True:
@@ -119,7 +124,9 @@ def follow(api: Api, ids: list[str], interval: float = 1.0, quiet: bool = False)
 
 
 def _label(view: dict[str, Any]) -> str:
-    arm = f" [{view['arm']}]" if view.get("arm") not in (None, "main") else ""
+    """A progress bar's label: ``benchmark × model``, then ``[arm]`` for an arm of an A/B experiment (whatever its
+    name) or an arm other than ``main``."""
+    arm = f" [{view['arm']}]" if view.get("arm") and (view.get("experiment_id") or view["arm"] != "main") else ""
     return f"{view['benchmark'].get('slug', '?')} × {view['model'].get('name', '?')}{arm}"
 
 
