@@ -21,6 +21,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).parent))
+import servers
 import uep_stack
 
 MODEL = os.environ.get("UEP_DEMO_MODEL", "smollm2-135m-instruct")
@@ -113,9 +114,9 @@ def main() -> int:
     """Run the demo; returns the exit status (non-zero if an evaluation did not complete)."""
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so `finally` stops the stack
     cfg = uep_stack.config()
-    started = False
+    started, servers_started = False, []
     if not _ready(cfg.gateway_url):
-        uep_stack.up(cfg)
+        servers_started = uep_stack.up(cfg)
         started = True
     else:
         print(f"using the stack already running at {cfg.gateway_url}")
@@ -150,6 +151,9 @@ def main() -> int:
         if started:
             print("\nstopping the stack …")
             uep_stack.down(cfg)
+            if servers_started:
+                for name in servers.stop_all():
+                    print(f"stopped {name}")
 
 
 if __name__ == "__main__":

@@ -373,8 +373,9 @@ def restart_broker(cfg: StackConfig) -> float:
     return time.monotonic() - t0
 
 
-def up(cfg: StackConfig, with_triton: bool = True) -> None:
-    """Start the whole stack; on any failure stop what was started and re-raise."""
+def up(cfg: StackConfig, with_triton: bool = True) -> list[str]:
+    """Start the whole stack; on any failure stop what was started and re-raise. Returns the checkout's servers it
+    started (``postgres``, ``redis``: :func:`servers.stop_all` stops them), empty when they ran already."""
     if any(read_pid(cfg, n) for n in ["broker", "triton", *cfg.instances()]):
         raise RuntimeError(f"a stack is already running from {cfg.run_dir}; run `make down` first")
     cfg.run_dir.mkdir(parents=True, exist_ok=True)
@@ -418,6 +419,7 @@ def up(cfg: StackConfig, with_triton: bool = True) -> None:
     )
     print(f"stack ready in {time.monotonic() - t0:.1f} s — gateway {cfg.gateway_url}, logs in {cfg.run_dir / 'logs'}")
     print(f"  sign in as 'admin' (site admin): password and an admin API key in {cfg.credentials_path}")
+    return started
 
 
 def down(cfg: StackConfig) -> None:
