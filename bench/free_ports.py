@@ -34,13 +34,5 @@ def wait_until_free(ports: list[int], timeout_s: float = 120.0) -> None:
 
 
 def stack_ports(cfg) -> list[int]:
-    """Every port of a ``uep_stack.StackConfig``."""
-    return [
-        cfg.broker_port,
-        cfg.controller_port,
-        cfg.triton_http,
-        cfg.triton_grpc,
-        cfg.triton_metrics,
-        cfg.gateway_port,
-        *cfg.service_ports.values(),
-    ]
+    """Every port of a ``uep_stack.StackConfig`` (:meth:`uep_stack.StackConfig.ports`)."""
+    return cfg.ports()

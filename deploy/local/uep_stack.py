@@ -109,6 +109,19 @@ class StackConfig:
     replicas: int = 1
     extra_env: dict[str, str] = field(default_factory=dict)
 
+    def ports(self) -> list[int]:
+        """Every port of the stack's first instances: broker, controller, Triton's three, gateway, the services'
+        health ports (a replica's is :meth:`health_port`)."""
+        return [
+            self.broker_port,
+            self.controller_port,
+            self.triton_http,
+            self.triton_grpc,
+            self.triton_metrics,
+            self.gateway_port,
+            *self.service_ports.values(),
+        ]
+
     def instances(self) -> list[str]:
         """Process names of every service instance: the six services, then ``<service>-<r>`` for each further
         replica of a consumer service."""

@@ -17,15 +17,7 @@ ROOT = uep_stack.ROOT
 
 
 def ports(cfg: uep_stack.StackConfig) -> list[int]:
-    return [
-        cfg.broker_port,
-        cfg.controller_port,
-        cfg.triton_http,
-        cfg.triton_grpc,
-        cfg.triton_metrics,
-        cfg.gateway_port,
-        *cfg.service_ports.values(),
-    ]
+    return cfg.ports()
 
 
 def test_the_highest_usable_base_is_computed_from_the_highest_offset() -> None:
@@ -46,6 +38,7 @@ def test_a_usable_base_moves_every_port(monkeypatch: pytest.MonkeyPatch, base: i
     assert cfg.service_ports == {
         n: base + p for n, p in zip(["scheduler", "inference", "scorer", "judge", "reporter"], range(8091, 8096), strict=True)
     }
+    assert len(ports(cfg)) == 11  # broker, controller, Triton's three, gateway, five health ports
     assert all(1 <= p <= 65535 for p in ports(cfg))
     assert len(set(ports(cfg))) == len(ports(cfg))
 
