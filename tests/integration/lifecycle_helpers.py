@@ -7,6 +7,7 @@ import contextlib
 import socket
 import threading
 import time
+from collections.abc import Iterator
 
 import httpx
 from sqlalchemy import text
@@ -152,3 +153,18 @@ def verdicts(db, evaluation_id: str) -> dict[int, bool | None]:
             {"e": evaluation_id},
         ).all()
     return dict(rows)
+
+
+@contextlib.contextmanager
+def scheduler_with_short_leases(stack, max_attempts: int) -> Iterator[None]:
+    """The stack's scheduler restarted (gracefully) with 3 s leases and ``max_attempts`` dispatches per item, so
+    items lost with a killed process come back in seconds; restarted with the defaults on exit."""
+    import uep_stack
+
+    uep_stack.stop(stack, ["scheduler"])
+    uep_stack.start_service(stack, "scheduler", {"UEP_LEASE_SECONDS": "3", "UEP_MAX_LEASE_ATTEMPTS": str(max_attempts)})
+    try:
+        yield
+    finally:
+        uep_stack.stop(stack, ["scheduler"])
+        uep_stack.start_service(stack, "scheduler")

@@ -13,19 +13,14 @@ import time
 import pytest
 
 from .helpers import submit
-from .lifecycle_helpers import counts, status_of, verdicts, wait_for, wait_status
+from .lifecycle_helpers import counts, scheduler_with_short_leases, status_of, verdicts, wait_for, wait_status
 
 
 @pytest.fixture(scope="module")
 def short_leases(stack):
     """The scheduler restarted with 3 s leases (lost items come back in seconds); defaults restored after."""
-    import uep_stack
-
-    uep_stack.stop(stack, ["scheduler"])
-    uep_stack.start_service(stack, "scheduler", {"UEP_LEASE_SECONDS": "3", "UEP_MAX_LEASE_ATTEMPTS": "20"})
-    yield stack
-    uep_stack.stop(stack, ["scheduler"])
-    uep_stack.start_service(stack, "scheduler")
+    with scheduler_with_short_leases(stack, max_attempts=20):
+        yield stack
 
 
 def test_killed_inference_and_reporter_lose_nothing_and_score_nothing_twice(gateway, db, stack, short_leases):

@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import text
 
 from .helpers import register_model, submit
-from .lifecycle_helpers import Forwarder, counts, status_of, verdicts, wait_for, wait_status
+from .lifecycle_helpers import Forwarder, counts, scheduler_with_short_leases, status_of, verdicts, wait_for, wait_status
 
 LEASE_ENV = {"UEP_LEASE_SECONDS": "3", "UEP_MAX_LEASE_ATTEMPTS": "6"}
 
@@ -31,13 +31,8 @@ def oracle_correct(n: int) -> dict[int, bool]:
 @pytest.fixture(scope="module")
 def short_leases(stack):
     """The scheduler restarted (gracefully) with 3 s leases; restored with the defaults afterwards."""
-    import uep_stack
-
-    uep_stack.stop(stack, ["scheduler"])
-    uep_stack.start_service(stack, "scheduler", LEASE_ENV)
-    yield stack
-    uep_stack.stop(stack, ["scheduler"])
-    uep_stack.start_service(stack, "scheduler")
+    with scheduler_with_short_leases(stack, max_attempts=int(LEASE_ENV["UEP_MAX_LEASE_ATTEMPTS"])):
+        yield stack
 
 
 def _dead_letters(gateway, evaluation_id: str) -> list[dict]:

@@ -19,7 +19,7 @@ import urllib.request
 import pytest
 
 from .helpers import submit
-from .lifecycle_helpers import counts, status_of, verdicts, wait_for, wait_status
+from .lifecycle_helpers import counts, scheduler_with_short_leases, status_of, verdicts, wait_for, wait_status
 
 OUTPUTS = "uep.output.generated.v1"
 
@@ -33,16 +33,11 @@ def _received(stack, instance: str, topic: str) -> float:
     return sum(float(v) for v in re.findall(pattern, text, re.M))
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def short_leases(stack):
     """The scheduler restarted with 3 s leases (items lost with a killed process come back in seconds)."""
-    import uep_stack
-
-    uep_stack.stop(stack, ["scheduler"])
-    uep_stack.start_service(stack, "scheduler", {"UEP_LEASE_SECONDS": "3", "UEP_MAX_LEASE_ATTEMPTS": "20"})
-    yield stack
-    uep_stack.stop(stack, ["scheduler"])
-    uep_stack.start_service(stack, "scheduler")
+    with scheduler_with_short_leases(stack, max_attempts=20):
+        yield stack
 
 
 def _completed(gateway, evaluation_id: str) -> int:
