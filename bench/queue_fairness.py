@@ -130,7 +130,7 @@ def main() -> int:
     import uep_stack
     from free_ports import stack_ports, wait_until_free
     from uep_common.admin import create_api_key, create_tenant
-    from uep_common.db.session import make_sync_engine
+    from uep_common.runtime.session import make_sync_engine
 
     cfg = uep_stack.config()
     uep_stack.down(cfg)

@@ -14,7 +14,7 @@ in flight), ``--direct-items`` MMLU prompts — and prints each size's items/s a
 - RSS of each stack process with its descendants (``/proc/<pid>/status`` VmRSS; PIDs from ``<run dir>/pids``),
   at the end of the run — the broker (its JVM; the log itself is on disk) among them;
 - the broker's disk use at the end of the run (the bytes of ``<run dir>/kafka/data``: every topic's log, which
-  retention bounds, see ``uep_common.messaging.topic_spec``);
+  retention bounds, see ``uep_common.runtime.messaging.topic_spec``);
 - database bytes per item: the growth of ``pg_total_relation_size`` of each table the pipeline writes over the
   run, divided by the items;
 - retained bytes per item: after the run, the bench waits until the reporter's compaction has finished with the
@@ -322,7 +322,7 @@ def main() -> int:
     import cpu_share
     import uep_stack
     from free_ports import stack_ports, wait_until_free
-    from uep_common.db.session import make_sync_engine
+    from uep_common.runtime.session import make_sync_engine
 
     cfg = uep_stack.config()
     uep_stack.down(cfg)

@@ -359,8 +359,8 @@ async def run_uep(port: int, items: dict[str, list[Any]], concurrency: int) -> t
     from datetime import UTC, datetime, timedelta
 
     from uep_common.builtin import catalog
-    from uep_common.configs import parse_benchmark_config
-    from uep_common.events import ModelTarget, SampleDispatched
+    from uep_common.contract.configs import parse_benchmark_config
+    from uep_common.contract.events import ModelTarget, SampleDispatched
     from uep_inference.backends import Backends
     from uep_inference.service import generate_output
     from uep_inference.settings import InferenceSettings

@@ -84,7 +84,7 @@ def stack(servers_running):
     import shutil
 
     import uep_stack
-    from uep_common.db.session import make_sync_engine
+    from uep_common.runtime.session import make_sync_engine
 
     cfg = uep_stack.config()
     uep_stack.down(cfg)  # leftovers of an interrupted run
@@ -104,7 +104,7 @@ def stack(servers_running):
 @pytest.fixture(scope="session")
 def db(stack):
     """Sync SQLAlchemy engine on the test database."""
-    from uep_common.db.session import make_sync_engine
+    from uep_common.runtime.session import make_sync_engine
 
     engine = make_sync_engine(stack.database_url)
     yield engine

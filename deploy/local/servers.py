@@ -252,7 +252,7 @@ log.segment.bytes=67108864
 log.retention.check.interval.ms=30000
 """
 """A single node, broker and controller in one JVM, sized for a 2-core machine. Topics uep creates carry their
-own retention (``uep_common.messaging.topic_spec``); these are the broker's defaults for any other topic."""
+own retention (``uep_common.runtime.messaging.topic_spec``); these are the broker's defaults for any other topic."""
 
 LOG4J2_PROPERTIES = """\
 status = warn

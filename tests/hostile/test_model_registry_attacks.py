@@ -27,7 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from identity.principals import SITE
 from integration.helpers import tenant_headers, wait_done
-from uep_common.model_registry import decrypt_api_key
+from uep_common.registry.model_registry import decrypt_api_key
 
 GZIP_BOMB = gzip.compress(b"\0" * (64 * 1024 * 1024), 9)  # 64 MiB of zeros in ~64 KiB
 
@@ -234,8 +234,8 @@ def test_a_private_model_evaluated_by_its_owner_shows_nowhere_for_others(stack, 
 
     # site-wide boards (the gateway setting leaderboards_site_wide): every tenant's entries of the models the
     # reader may see, so A's shared model is on B's board and A's private one is not, nor in the history
-    from uep_common import leaderboards as lb
-    from uep_common.db.session import make_async_engine
+    from uep_common.analytics import leaderboards as lb
+    from uep_common.runtime.session import make_async_engine
 
     with db.connect() as c:
         b_id = c.execute(text("SELECT id FROM tenants WHERE slug = :s"), {"s": t["b"]["slug"]}).scalar_one()
@@ -759,7 +759,7 @@ def test_concurrent_registrations_of_one_name_and_version(stack, t, db):
     ],
 )
 def test_addresses_that_carry_a_metadata_address_are_blocked(address, blocked):
-    from uep_common.model_registry import _blocked
+    from uep_common.registry.model_registry import _blocked
 
     assert _blocked(address) is blocked
 
@@ -777,14 +777,14 @@ def test_addresses_that_carry_a_metadata_address_are_blocked(address, blocked):
     ],
 )
 def test_malformed_model_metadata_is_a_list_of_problems(metadata, config):
-    from uep_common.model_contracts import check_metadata
+    from uep_common.contract.model_contracts import check_metadata
 
     problems = check_metadata("generation", "uep", {}, metadata, config)
     assert problems and all(isinstance(p, str) and p.startswith("tensor '") for p in problems), problems
 
 
 def test_a_one_digit_shape_still_matches():
-    from uep_common.model_contracts import check_metadata
+    from uep_common.contract.model_contracts import check_metadata
 
     names = [("text_input", "BYTES"), ("max_tokens", "INT32"), ("temperature", "FP32"), ("stop", "BYTES"), ("chat", "INT32")]
     outs = [("text_output", "BYTES"), ("prompt_tokens", "INT32"), ("completion_tokens", "INT32")]
@@ -798,8 +798,8 @@ def test_a_one_digit_shape_still_matches():
 def test_a_tenant_owns_a_bounded_number_of_models(stack, gateway, db):
     from sqlalchemy.orm import Session
 
-    from uep_common.db.models import Model
-    from uep_common.model_registry import MAX_TENANT_MODELS, ModelCreate, registration_values
+    from uep_common.registry.model_registry import MAX_TENANT_MODELS, ModelCreate, registration_values
+    from uep_common.tables.models import Model
 
     slug = unique("atk-many")
     h = tenant_headers(stack, slug, "admin")

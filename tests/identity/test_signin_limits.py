@@ -24,7 +24,7 @@ CLIENT_LIMIT = 25
 
 @pytest.fixture(scope="module")
 async def app(stack) -> AsyncIterator[object]:
-    from uep_common.db.session import make_async_engine, make_sessionmaker
+    from uep_common.runtime.session import make_async_engine, make_sessionmaker
     from uep_gateway.app import create_app
     from uep_gateway.auth import AuthCache
     from uep_gateway.ratelimit import RateLimiter

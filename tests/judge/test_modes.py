@@ -4,8 +4,8 @@ invalid verdicts kept with their raw text, pairwise in both orders, juries, and 
 
 import uuid
 
-from uep_common.events import Backend, ModelTarget
-from uep_common.judge_config import JudgeConfig
+from uep_common.contract.events import Backend, ModelTarget
+from uep_common.contract.judge_config import JudgeConfig
 from uep_gateway.judge_diagnostics import VerdictRow, diagnostics, spearman
 from uep_judge.aggregate import pairwise_outcome, rubric_outcome
 from uep_judge.client import JudgeGeneration

@@ -3,7 +3,7 @@ string contents untouched); scores off their scale or of the wrong type are inva
 
 import pytest
 
-from uep_common.judge_config import Dimension, JudgeConfig
+from uep_common.contract.judge_config import Dimension, JudgeConfig
 from uep_judge.parsing import (
     JudgeParseError,
     extract_json_object,

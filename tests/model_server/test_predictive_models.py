@@ -1,5 +1,5 @@
 """The model server's classifiers, ranker, embedder and contract stand-ins on a real tritonserver (CPU): their
-metadata is the contract table's (:mod:`uep_common.model_contracts`), and their answers are known ones:
+metadata is the contract table's (:mod:`uep_common.contract.model_contracts`), and their answers are known ones:
 
 - ``uep_breast_cancer`` and ``uep_mmlu_topic``: the hold-out predictions equal those of the same scikit-learn
   pipeline trained here on the same split (so the accuracy is scikit-learn's; breast cancer 137/143 = 0.958,
@@ -25,8 +25,8 @@ from uep_common.builtin.labelled import (
     load_humaneval_retrieval,
     load_mmlu_topic,
 )
-from uep_common.events import ModelTarget
-from uep_common.model_contracts import check_metadata
+from uep_common.contract.events import ModelTarget
+from uep_common.contract.model_contracts import check_metadata
 from uep_inference.backends.base import GenerationRequest, PredictionRequest
 from uep_inference.backends.triton import TritonBackend
 

@@ -20,7 +20,7 @@ import pytest
 from sqlalchemy import text
 
 from integration.helpers import tenant_headers, wait_done
-from uep_common.model_registry import decrypt_api_key
+from uep_common.registry.model_registry import decrypt_api_key
 
 SITE = {"X-UEP-Site-Admin": "true"}
 

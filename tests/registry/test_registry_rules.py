@@ -1,5 +1,5 @@
-"""The registry's pure rules: the contract tables and the metadata check (uep_common.model_contracts), the
-registration rules, refused addresses and API-key encryption (uep_common.model_registry), and the probe of an
+"""The registry's pure rules: the contract tables and the metadata check (uep_common.contract.model_contracts), the
+registration rules, refused addresses and API-key encryption (uep_common.registry.model_registry), and the probe of an
 OpenAI-compatible endpoint against a real HTTP server on 127.0.0.1.
 
 The Triton metadata below has the shape KServe v2's ``GET /v2/models/{name}`` answers (inputs/outputs with
@@ -16,9 +16,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from cryptography.fernet import Fernet, InvalidToken
 
-from uep_common.events import ModelKind
-from uep_common.model_contracts import CONTRACTS, check_metadata, contract_for
-from uep_common.model_registry import (
+from uep_common.contract.events import ModelKind
+from uep_common.contract.model_contracts import CONTRACTS, check_metadata, contract_for
+from uep_common.registry.model_registry import (
     ModelCreate,
     RegistryError,
     check_endpoint,
@@ -321,7 +321,7 @@ def test_an_unreachable_endpoint_is_named():
 def test_dispatch_carries_the_registry_kind_contract_and_spec():
     import uuid
 
-    from uep_common.db.models import Model
+    from uep_common.tables.models import Model
     from uep_scheduler.dispatch import model_target
 
     spec = {"class_names": ["malignant", "benign"], "input": "features", "n_features": 30}

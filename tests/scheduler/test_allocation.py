@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import func, select, update
 
-from uep_common.db.models import Evaluation, OutboxMessage, SampleLease, SampleResult
+from uep_common.tables.models import Evaluation, OutboxMessage, SampleLease, SampleResult
 from uep_scheduler.allocation import allocate
 from uep_scheduler.settings import SchedulerSettings
 

@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import select, update
 from test_allocation import in_flight, release_random, run_pass, settings
 
-from uep_common.db.models import Evaluation, SampleLease
+from uep_common.tables.models import Evaluation, SampleLease
 from uep_scheduler.allocation import arm_packet
 
 

@@ -16,8 +16,8 @@ import pytest
 from sqlalchemy import select
 from test_allocation import in_flight, release_random, run_pass, settings
 
-from uep_common.db.models import Evaluation, SampleLease
-from uep_common.events import ErrorInfo, ScoreComputed
+from uep_common.contract.events import ErrorInfo, ScoreComputed
+from uep_common.tables.models import Evaluation, SampleLease
 from uep_scheduler.allocation import allocate
 from uep_scheduler.capacity import MAX_QUEUE_PER_SLOT, CallTimes, queue_depth
 

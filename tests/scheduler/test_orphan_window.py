@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import select
 from test_allocation import run_pass, settings
 
-from uep_common.db.models import SampleLease
+from uep_common.tables.models import SampleLease
 from uep_scheduler.allocation import allocate
 
 

@@ -30,7 +30,7 @@ from sqlalchemy import text
 from integration.helpers import submit, wait_done
 from integration.session_helpers import signed_in
 from uep_common.admin import create_tenant
-from uep_common.passwords import hash_password
+from uep_common.runtime.passwords import hash_password
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"]

@@ -1,5 +1,5 @@
 """Every Kafka consumer of every uep service long-polls with the settings' fetch wait and fetch-loop wake-up
-(uep_common.messaging.consumer_options / broadcast_options): Kafka answers a waiting fetch as soon as a record
+(uep_common.runtime.messaging.consumer_options / broadcast_options): Kafka answers a waiting fetch as soon as a record
 arrives, so a long wait only makes an idle consumer fetch less often. A subscriber registered with other waits
 would poll an idle broker faster. The subscribers are registered on real FastStream brokers and read back from
 what each subscriber hands to aiokafka."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from uep_common.messaging import make_broker
+from uep_common.runtime.messaging import make_broker
 from uep_inference.service import register as register_inference
 from uep_inference.settings import InferenceSettings
 from uep_judge.service import register as register_judge

@@ -1,4 +1,4 @@
-"""The headline of an evaluation (uep_common.summary.headline_of) in the API's list items and the CLI's list:
+"""The headline of an evaluation (uep_common.analytics.summary.headline_of) in the API's list items and the CLI's list:
 a ranker shows its primary ndcg@k, a classifier its benchmark's primary metric (accuracy when it names none),
 an LLM its accuracy, a graded metric its mean. Summaries are built with the real set-metric functions."""
 
@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from uep_cli.main import headline_cells
-from uep_common.db.models import Benchmark, Evaluation, Model
-from uep_common.events import EvaluationSummary, SetMetrics
-from uep_common.set_metrics import classification_items, classification_metrics, ranking_set_metrics
-from uep_common.summary import headline_of
+from uep_common.analytics.set_metrics import classification_items, classification_metrics, ranking_set_metrics
+from uep_common.analytics.summary import headline_of
+from uep_common.contract.events import EvaluationSummary, SetMetrics
+from uep_common.tables.models import Benchmark, Evaluation, Model
 from uep_gateway.api.evaluations import _list_item
 
 BASE = {"n": 4, "scored": 4, "correct": 3, "errors": 0, "accuracy": 0.75, "ci_low": 0.3, "ci_high": 0.95}

@@ -5,7 +5,7 @@ other services on 127.0.0.1. In a pod, 127.0.0.1 is the pod itself, so a setting
 fails at run time (the judge's database readiness check, judge → inference calls). This reads, for each
 workload of ``deploy/k8s/base``:
 
-* the settings it reads: every field of :class:`uep_common.settings.CommonSettings` and of each
+* the settings it reads: every field of :class:`uep_common.runtime.settings.CommonSettings` and of each
   ``CommonSettings`` subclass defined in the workload's package (pydantic-settings fields, variable
   ``UEP_<FIELD>``), plus ``os.environ.get("UEP_…", default)`` reads in that package. Three shared fields
   are read only where the source says so (:data:`OPENED_WHEN`): the database and Redis URLs where the
@@ -33,7 +33,7 @@ import pytest
 import yaml
 from pydantic.fields import FieldInfo
 
-from uep_common.settings import CommonSettings
+from uep_common.runtime.settings import CommonSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = ROOT / "deploy" / "k8s" / "base"

@@ -8,8 +8,8 @@ import uuid
 import httpx
 import pytest
 
-from uep_common.db.models import BACKENDS
-from uep_common.events import Backend, ModelTarget
+from uep_common.contract.events import Backend, ModelTarget
+from uep_common.tables.models import BACKENDS
 from uep_inference.backends import (
     BackendError,
     Backends,

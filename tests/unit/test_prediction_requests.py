@@ -16,11 +16,11 @@ import pytest
 
 from uep_common.builtin import catalog, labelled
 from uep_common.builtin.datasets import load_mmlu
-from uep_common.creation import WorkLimitRefused, benchmark_task, check_model_fits
-from uep_common.db.models import Benchmark, Model
-from uep_common.events import ModelTarget, Prediction, PromptSpec, SampleDispatched
-from uep_common.model_contracts import CONTRACTS, contract_for
-from uep_common.prompts import render_prompt
+from uep_common.contract.events import ModelTarget, Prediction, PromptSpec, SampleDispatched
+from uep_common.contract.model_contracts import CONTRACTS, contract_for
+from uep_common.prompting.prompts import render_prompt
+from uep_common.records.creation import WorkLimitRefused, benchmark_task, check_model_fits
+from uep_common.tables.models import Benchmark, Model
 from uep_inference.backends import triton_contracts as tc
 from uep_inference.backends.base import BackendError, GenerationRequest, PredictionOutput, PredictionRequest
 from uep_inference.predictions import (

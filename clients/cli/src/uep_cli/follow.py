@@ -18,7 +18,7 @@ from typing import Any
 from uep_cli.api import Api
 
 ENDED = frozenset({"completed", "failed", "cancelled", "stopped", "budget_exhausted"})
-"""Statuses after which an evaluation changes no more (``uep_common.lifecycle.TERMINAL`` on the server)."""
+"""Statuses after which an evaluation changes no more (``uep_common.records.lifecycle.TERMINAL`` on the server)."""
 
 
 def score_of(view: dict[str, Any]) -> tuple[float | None, float | None, float | None, str]:

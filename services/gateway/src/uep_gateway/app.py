@@ -13,11 +13,11 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute, iter_route_contexts
 from sqlalchemy import text
 
-from uep_common import metrics
-from uep_common.db.session import make_async_engine, make_sessionmaker
-from uep_common.messaging import make_broker
-from uep_common.outbox import OutboxRelay
-from uep_common.telemetry import setup_telemetry, shutdown_telemetry
+from uep_common.runtime import metrics
+from uep_common.runtime.messaging import make_broker
+from uep_common.runtime.outbox import OutboxRelay
+from uep_common.runtime.session import make_async_engine, make_sessionmaker
+from uep_common.runtime.telemetry import setup_telemetry, shutdown_telemetry
 from uep_gateway.access import authorize, entry, operation_id
 from uep_gateway.api import annotations as annotations_api
 from uep_gateway.api import (

@@ -21,8 +21,8 @@ from typing import Any
 from sqlalchemy import select
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from uep_common.db.identity import AuditEntry
-from uep_common.db.models import Tenant
+from uep_common.tables.identity import AuditEntry
+from uep_common.tables.models import Tenant
 from uep_gateway.auth import RefusedCaller
 from uep_gateway.ratelimit import STATE_KEY as RATE_HEADERS_KEY
 

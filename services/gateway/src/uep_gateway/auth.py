@@ -34,8 +34,8 @@ from typing import Any
 from fastapi import Request
 from sqlalchemy import select, update
 
-from uep_common.db.identity import ApiKey, Membership, User, UserSession, hash_token
-from uep_common.db.models import Tenant
+from uep_common.tables.identity import ApiKey, Membership, User, UserSession, hash_token
+from uep_common.tables.models import Tenant
 from uep_gateway.errors import FieldError
 
 TENANT_HEADER = "X-UEP-Tenant"

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import HTTPException
 
 if TYPE_CHECKING:
-    from uep_common.creation import WorkLimitRefused
+    from uep_common.records.creation import WorkLimitRefused
 
 
 class FieldError(HTTPException):
@@ -30,7 +30,7 @@ class FieldErrors(HTTPException):
 
 
 def work_limit_error(exc: WorkLimitRefused, loc_prefix: tuple[Any, ...] = ("body",)) -> FieldError:
-    """The HTTP error of a :class:`uep_common.creation.WorkLimitRefused`: its status, ``loc`` = ``loc_prefix``
+    """The HTTP error of a :class:`uep_common.records.creation.WorkLimitRefused`: its status, ``loc`` = ``loc_prefix``
     + its field (a header field is named ``("header", name)``), and ``Retry-After`` (seconds) when it has one."""
     loc = ("header", exc.field) if exc.field.startswith("X-") else (*loc_prefix, exc.field)
     headers = {"Retry-After": str(exc.retry_after_s)} if exc.retry_after_s is not None else None

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Role = Literal["admin", "builder", "viewer", "annotator"]
-"""A role within one tenant (:data:`uep_common.db.identity.ROLES`)."""
+"""A role within one tenant (:data:`uep_common.tables.identity.ROLES`)."""
 
 Outcome = Literal["success", "denied", "refused", "rate_limited", "error"]
 """An audit row's outcome (:func:`uep_gateway.audit._outcome`)."""
@@ -22,7 +22,7 @@ Outcome = Literal["success", "denied", "refused", "rate_limited", "error"]
 USERNAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$"
 TENANT_SLUG_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}$"
 PASSWORD_FIELD_MAX = 4096
-"""Longest password string a body may carry; the policy (:func:`uep_common.passwords.password_problem`) and
+"""Longest password string a body may carry; the policy (:func:`uep_common.runtime.passwords.password_problem`) and
 ``UEP_LOGIN_MAX_PASSWORD_CHARS`` bound it further with a message naming the field."""
 
 

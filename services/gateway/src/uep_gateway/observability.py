@@ -14,7 +14,7 @@ from typing import Any
 from fastapi import Request, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from uep_common import logs, metrics
+from uep_common.runtime import logs, metrics
 
 REQUESTS = metrics.counter(
     "uep_gateway_requests_total",

@@ -8,10 +8,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from uep_common.configs import check_positive_class
-from uep_common.events import EvaluationSummary, Priority, PromptSpec
-from uep_common.sampling import MAX_SAMPLED
-from uep_common.summary import Headline
+from uep_common.analytics.summary import Headline
+from uep_common.contract.configs import check_positive_class
+from uep_common.contract.events import EvaluationSummary, Priority, PromptSpec
+from uep_common.records.sampling import MAX_SAMPLED
 from uep_gateway.validation import INT32_MAX
 
 MAX_MONEY = 10**13
@@ -53,7 +53,7 @@ class EvaluationOptions(BaseModel):
     sampling: Literal["first", "random", "stratified"] | None = Field(
         None,
         description="Which samples a limited run takes: the first N (benchmark order), a seeded random N, or N "
-        "stratified by category in proportion (uep_common.sampling); default: the benchmark's default_sampling "
+        "stratified by category in proportion (uep_common.records.sampling); default: the benchmark's default_sampling "
         f"(stratified for MMLU), else first. random/stratified take at most {MAX_SAMPLED:,} samples.",
     )
     sampling_seed: int = Field(0, ge=0, le=INT32_MAX, description="Seed of random and stratified sampling.")
@@ -113,7 +113,7 @@ class EvaluationCreate(EvaluationOptions):
     judge: dict[str, Any] | None = Field(
         None,
         description="llm_judge/hybrid benchmarks: keys overriding the benchmark's judge configuration "
-        "(uep_common.judge_config.JudgeConfig: mode, judges, aggregate, dimensions, template, max_retries, "
+        "(uep_common.contract.judge_config.JudgeConfig: mode, judges, aggregate, dimensions, template, max_retries, "
         "baseline_evaluation_id, ...).",
     )
 
@@ -186,7 +186,7 @@ class EvaluationView(BaseModel):
     summary: EvaluationSummary | None
     headline: Headline | None = Field(
         None,
-        description="The figure to show (uep_common.summary.headline_of): the benchmark's primary set-level metric "
+        description="The figure to show (uep_common.analytics.summary.headline_of): the benchmark's primary set-level metric "
         "(e.g. ndcg@10 of a ranker) where the summary has set-level metrics, else the accuracy (or a graded mean).",
     )
     error: str | None
@@ -250,7 +250,7 @@ class BenchmarkView(BaseModel):
 
 
 class ModelCostView(BaseModel):
-    """A model's cost unit, prices (site currency) and expected item size (uep_common.costs)."""
+    """A model's cost unit, prices (site currency) and expected item size (uep_common.contract.costs)."""
 
     cost_unit: str
     price_per_1k_input_tokens: float
@@ -324,9 +324,9 @@ class MetricRef(BaseModel):
 
 
 class MetricEntry(BaseModel):
-    """One entry of a spec's ``metrics`` (as built-ins declare it, :class:`uep_common.configs.MetricSpec`): a
+    """One entry of a spec's ``metrics`` (as built-ins declare it, :class:`uep_common.contract.configs.MetricSpec`): a
     per-item metric of ``GET /v1/metrics`` with its parameters, or a set-level metric (``f1_macro``,
-    ``roc_auc``, ``ndcg@10``, ``mrr``…: :data:`uep_common.configs.SET_METRICS`, no parameters), and whether it
+    ``roc_auc``, ``ndcg@10``, ``mrr``…: :data:`uep_common.contract.configs.SET_METRICS`, no parameters), and whether it
     is the primary one."""
 
     model_config = ConfigDict(extra="forbid")
@@ -351,7 +351,9 @@ class BenchmarkSpec(BaseModel):
         description="automatic (the metric), llm_judge (the judge configuration in `judge`), hybrid "
         "(the metric first; items it cannot decide go to the judge, unsure verdicts to human annotators)",
     )
-    judge: dict[str, Any] | None = Field(None, description="llm_judge/hybrid: uep_common.judge_config.JudgeConfig as JSON.")
+    judge: dict[str, Any] | None = Field(
+        None, description="llm_judge/hybrid: uep_common.contract.judge_config.JudgeConfig as JSON."
+    )
     capability_dimensions: list[str] = Field(default_factory=list, max_length=20)
     language: str = Field("en", pattern=r"^[a-z]{2,3}(-[A-Za-z]{2,4})?$")
     prompt: PromptSpec

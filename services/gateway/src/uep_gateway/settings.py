@@ -2,7 +2,7 @@
 
 from pydantic import Field, SecretStr
 
-from uep_common.outbox_retention import OutboxRetentionSettings
+from uep_common.runtime.outbox_retention import OutboxRetentionSettings
 
 
 class GatewaySettings(OutboxRetentionSettings):
@@ -87,7 +87,7 @@ class GatewaySettings(OutboxRetentionSettings):
     failed_signin_client_rate_limit: str = Field(
         "100/minute", description="Failed sign-ins per client address, whichever accounts they name."
     )
-    # the model registry (uep_common.model_registry)
+    # the model registry (uep_common.registry.model_registry)
     model_secret_key: SecretStr | None = Field(
         None,
         description="Fernet key(s) encrypting the API keys models store, comma-separated (the first encrypts, every "

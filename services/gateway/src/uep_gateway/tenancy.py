@@ -1,9 +1,9 @@
 """The tenant-scoped access path: every database session a route gets is bound to its caller's tenant.
 
 :func:`scoped_session` (behind :func:`uep_gateway.deps.db_session`) runs each transaction of the session as
-:data:`uep_common.db.rls.SCOPED_ROLE` with the caller's tenant id set, so PostgreSQL's row-level security
+:data:`uep_common.tables.rls.SCOPED_ROLE` with the caller's tenant id set, so PostgreSQL's row-level security
 shows and accepts only that tenant's rows (and the shared catalogue); a site admin acting across tenants
-runs as :data:`uep_common.db.rls.CROSS_TENANT_ROLE`. On top of that wall, routes fetch objects by id through
+runs as :data:`uep_common.tables.rls.CROSS_TENANT_ROLE`. On top of that wall, routes fetch objects by id through
 :func:`owned`, which filters on ``tenant_id`` itself and answers 404 — the same answer as for an id that
 does not exist, so nothing tells another tenant's object apart from a missing one.
 """
@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from sqlalchemy import ColumnElement, event, select, true
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.db.rls import scope_statement
+from uep_common.tables.rls import scope_statement
 from uep_gateway.auth import Principal
 from uep_gateway.errors import FieldError
 
@@ -25,7 +25,7 @@ M = TypeVar("M")
 
 def scoped_session(session: AsyncSession, principal: Principal) -> AsyncSession:
     """Bind ``session`` to ``principal``: every transaction it begins first runs
-    :func:`uep_common.db.rls.scope_statement`. Returns the session (``session.info['principal']`` is set)."""
+    :func:`uep_common.tables.rls.scope_statement`. Returns the session (``session.info['principal']`` is set)."""
     statement = scope_statement(principal.tenant.id, cross_tenant=principal.site_act)
 
     def _scope(_session: Any, _transaction: Any, connection: Any) -> None:

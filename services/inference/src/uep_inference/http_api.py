@@ -10,7 +10,7 @@ the backpressure (a slow model slows the caller) and the error for free. It is a
 the service's health port, not routed by the gateway.
 
 Only the platform's own services may call it: a request must carry ``Authorization: Bearer <token>`` with
-the shared secret ``UEP_INTERNAL_TOKEN`` (:class:`uep_common.settings.CommonSettings.internal_token`),
+the shared secret ``UEP_INTERNAL_TOKEN`` (:class:`uep_common.runtime.settings.CommonSettings.internal_token`),
 compared in constant time; anything else is 401 before the body is read. With no token configured every
 call is refused (503), so a deployment that forgot the secret is closed rather than open.
 
@@ -33,8 +33,8 @@ from faststream.asgi.types import ASGIApp, Message, Receive, Scope, Send
 from opentelemetry import trace
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from uep_common.events import ModelTarget
-from uep_common.telemetry import context_from_headers, tracer
+from uep_common.contract.events import ModelTarget
+from uep_common.runtime.telemetry import context_from_headers, tracer
 from uep_inference.backends import Backends
 from uep_inference.service import ModelLimits, call_model
 from uep_inference.settings import InferenceSettings

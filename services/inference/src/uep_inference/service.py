@@ -22,9 +22,7 @@ from datetime import UTC, datetime
 from faststream import AckPolicy
 from faststream.kafka import KafkaBroker, KafkaMessage
 
-from uep_common import logs, metrics
-from uep_common.consuming import Received, consume
-from uep_common.events import (
+from uep_common.contract.events import (
     ErrorInfo,
     EvaluationCompleted,
     ModelKind,
@@ -33,9 +31,11 @@ from uep_common.events import (
     SampleDispatched,
     Topics,
 )
-from uep_common.messaging import broadcast_options, consumer_options, dead_letter, publish_event
-from uep_common.prompts import PromptRenderError, render_prompt
-from uep_common.telemetry import context_from_headers, tracer
+from uep_common.prompting.prompts import PromptRenderError, render_prompt
+from uep_common.runtime import logs, metrics
+from uep_common.runtime.consuming import Received, consume
+from uep_common.runtime.messaging import broadcast_options, consumer_options, dead_letter, publish_event
+from uep_common.runtime.telemetry import context_from_headers, tracer
 from uep_inference import instruments
 from uep_inference.backends import (
     BackendError,

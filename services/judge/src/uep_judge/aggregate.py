@@ -24,7 +24,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from uep_common.judge_config import JudgeConfig
+from uep_common.contract.judge_config import JudgeConfig
 from uep_judge.modes import Comparison, Verdict
 
 VALUE = {"win": 1.0, "tie": 0.5, "loss": 0.0}

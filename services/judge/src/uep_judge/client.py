@@ -10,7 +10,7 @@ from typing import Protocol
 
 import httpx
 
-from uep_common.events import ModelTarget
+from uep_common.contract.events import ModelTarget
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from uep_common.events import ModelTarget
-from uep_common.judge_config import JudgeConfig
+from uep_common.contract.events import ModelTarget
+from uep_common.contract.judge_config import JudgeConfig
 from uep_judge.client import Generate, JudgeCallError
 from uep_judge.parsing import JudgeParseError, PairwiseVerdict, RubricVerdict, parse_pairwise, parse_rubric
 from uep_judge.templates import JudgeTemplate, pairwise_variables, retry_prompt, rubric_variables

@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from uep_common.judge_config import JudgeConfig
+from uep_common.contract.judge_config import JudgeConfig
 
 
 class JudgeParseError(ValueError):

@@ -20,11 +20,11 @@ from faststream import AckPolicy
 from faststream.kafka import KafkaBroker, KafkaMessage
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from uep_common.consuming import consume
-from uep_common.events import ErrorInfo, JudgeRequested, ScoreComputed, Topics
-from uep_common.messaging import consumer_options
-from uep_common.outbox import OutboxRelay
-from uep_common.telemetry import tracer
+from uep_common.contract.events import ErrorInfo, JudgeRequested, ScoreComputed, Topics
+from uep_common.runtime.consuming import consume
+from uep_common.runtime.messaging import consumer_options
+from uep_common.runtime.outbox import OutboxRelay
+from uep_common.runtime.telemetry import tracer
 from uep_judge import instruments
 from uep_judge.aggregate import Outcome, pairwise_outcome, rubric_outcome
 from uep_judge.client import Generate

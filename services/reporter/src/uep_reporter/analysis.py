@@ -5,7 +5,7 @@ the capability profile and the trend of the model over its runs.
 Everything is read from PostgreSQL (the record) in a handful of queries; per-item arrays are processed with
 numpy. Methods (also written into every report): accuracy = correct / scored with the Wilson 95 % score
 interval (errored items excluded from the denominator, counted under errors); means with a bootstrap
-interval (:func:`uep_common.stats.bootstrap_mean`); latency percentiles by linear interpolation.
+interval (:func:`uep_common.analytics.stats.bootstrap_mean`); latency percentiles by linear interpolation.
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ import numpy as np
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common import stats
-from uep_common.costs import currency
-from uep_common.db.budgets import SpendEntry
-from uep_common.db.models import Benchmark, Evaluation, Model
-from uep_common.judge_config import JudgeConfig
-from uep_common.sampling import CATEGORY_KEYS
+from uep_common.analytics import stats
+from uep_common.contract.costs import currency
+from uep_common.contract.judge_config import JudgeConfig
+from uep_common.records.sampling import CATEGORY_KEYS
+from uep_common.tables.budgets import SpendEntry
+from uep_common.tables.models import Benchmark, Evaluation, Model
 from uep_reporter.report_model import (
     ArmInfo,
     Breakdown,
@@ -89,7 +89,7 @@ METHODS = {
     "set_metrics": "classification and ranking evaluations: set-level metrics over the items (scikit-learn: "
     "precision/recall/F1 with zero_division=nan, ROC-AUC and PR-AUC one-vs-rest, log loss, Brier; ECE with 15 "
     "equal-width confidence bins, Guo et al. 2017), each with a percentile bootstrap interval over items (shared "
-    "resamples, fixed seed; uep_common.set_metrics)",
+    "resamples, fixed seed; uep_common.analytics.set_metrics)",
     "profile": "radar: for each capability dimension, the mean accuracy over the benchmarks carrying it (this "
     "evaluation for its benchmark, the latest completed evaluation of the same model version for the others); "
     "categories of this benchmark when fewer than 3 dimensions are known; a bar chart when fewer than 3 axes remain",
@@ -271,7 +271,7 @@ def _scored_stats(ok: np.ndarray[Any, Any], score: np.ndarray[Any, Any]) -> tupl
 async def cost_by_role(session: AsyncSession, evaluation_id: uuid.UUID) -> CostStats:
     """Cost per role from the spend ledger (``spend_ledger``: ``settled`` of its settle and charge entries,
     in the site currency; calls = entries, an aggregate row of a compacted evaluation counting as its
-    ``entries``, :mod:`uep_common.ledger_compaction`); tokens only when no ledger exists or it holds nothing for
+    ``entries``, :mod:`uep_common.records.ledger_compaction`); tokens only when no ledger exists or it holds nothing for
     the evaluation."""
     tokens_note = "no spend ledger entries: tokens only (see summary.tokens)"
     se = SpendEntry

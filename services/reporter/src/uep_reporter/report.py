@@ -15,11 +15,11 @@ from datetime import UTC, datetime
 import jinja2
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.charts import at_k_svg, bars_svg, confusion_svg, pr_svg, radar_svg, reliability_svg, roc_svg, trend_svg
-from uep_common.comparison import NotComparableError, check_comparable, compare, find_baseline
-from uep_common.configs import parse_benchmark_config, parse_evaluation_config
-from uep_common.db.models import Benchmark, Evaluation, Model
-from uep_common.fingerprint import fingerprint
+from uep_common.analytics.charts import at_k_svg, bars_svg, confusion_svg, pr_svg, radar_svg, reliability_svg, roc_svg, trend_svg
+from uep_common.analytics.comparison import NotComparableError, check_comparable, compare, find_baseline
+from uep_common.analytics.fingerprint import fingerprint
+from uep_common.contract.configs import parse_benchmark_config, parse_evaluation_config
+from uep_common.tables.models import Benchmark, Evaluation, Model
 from uep_reporter import analysis, set_sections
 from uep_reporter.report_model import (
     BaselineInfo,

@@ -18,8 +18,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from uep_common.comparison import Comparison
-from uep_common.fingerprint import FingerprintDiff
+from uep_common.analytics.comparison import Comparison
+from uep_common.analytics.fingerprint import FingerprintDiff
 
 REPORT_SCHEMA_VERSION = "1.4"
 SCHEMA_ID = "https://uep.example/schemas/report-1.4.json"
@@ -340,7 +340,7 @@ class ReliabilityBin(_M):
 
 
 class ClassificationSection(_M):
-    """Set-level metrics of a classification evaluation (``uep_common.set_metrics``)."""
+    """Set-level metrics of a classification evaluation (``uep_common.analytics.set_metrics``)."""
 
     n: int = Field(description="Items with a verdict and a gold label.")
     excluded: int = Field(description="label_match items left out: an error, no gold label.")

@@ -23,13 +23,13 @@ from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from uep_common.artifacts import ArtifactStore, artifact_store
-from uep_common.consuming import consume
-from uep_common.db.models import Evaluation
-from uep_common.db.reports import Report as ReportRow
-from uep_common.events import EvaluationCompleted, ReportReady, ReportRequested, Topics
-from uep_common.messaging import consumer_options
-from uep_common.outbox import OutboxRelay, add_to_outbox
+from uep_common.contract.events import EvaluationCompleted, ReportReady, ReportRequested, Topics
+from uep_common.runtime.artifacts import ArtifactStore, artifact_store
+from uep_common.runtime.consuming import consume
+from uep_common.runtime.messaging import consumer_options
+from uep_common.runtime.outbox import OutboxRelay, add_to_outbox
+from uep_common.tables.models import Evaluation
+from uep_common.tables.reports import Report as ReportRow
 from uep_reporter import instruments
 from uep_reporter.pdf import PdfUnavailable, html_to_pdf
 from uep_reporter.report import ReportError, collect, render_html, render_json

@@ -34,9 +34,9 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from uep_common import leaderboards
-from uep_common.artifacts import ArtifactStore
-from uep_common.lifecycle import TERMINAL
+from uep_common.analytics import leaderboards
+from uep_common.records.lifecycle import TERMINAL
+from uep_common.runtime.artifacts import ArtifactStore
 
 log = logging.getLogger(__name__)
 

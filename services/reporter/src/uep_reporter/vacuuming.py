@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from uep_common.background import BackgroundLoop
+from uep_common.runtime.background import BackgroundLoop
 from uep_reporter.settings import ReporterSettings, VacuumMode
 
 log = logging.getLogger(__name__)

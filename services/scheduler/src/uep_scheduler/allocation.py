@@ -26,7 +26,7 @@ One pass runs in one transaction:
 5. Leases and their SampleDispatched events (outbox) are written, evaluation by evaluation in the order of
    each one's first slot (an urgent evaluation's items are staged and published first); the tags are stored.
    The outbox rows are claimed (``outbox.claimed_until``) and returned: the caller publishes them right after
-   its commit (:meth:`uep_common.outbox.OutboxRelay.publish_claimed`), and relays take over any left when the
+   its commit (:meth:`uep_common.runtime.outbox.OutboxRelay.publish_claimed`), and relays take over any left when the
    claim ends.
 """
 
@@ -43,12 +43,12 @@ from typing import TYPE_CHECKING, Any, cast
 from sqlalchemy import Table, and_, func, insert, literal, or_, select, text, true, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common import budget
-from uep_common.configs import parse_evaluation_config
-from uep_common.db.models import Benchmark, Evaluation, Model, Sample, SampleLease, SampleResult
-from uep_common.db.scheduling import SchedModel
-from uep_common.lifecycle import admit
-from uep_common.outbox import StagedMessage
+from uep_common.contract.configs import parse_evaluation_config
+from uep_common.records import budget
+from uep_common.records.lifecycle import admit
+from uep_common.runtime.outbox import StagedMessage
+from uep_common.tables.models import Benchmark, Evaluation, Model, Sample, SampleLease, SampleResult
+from uep_common.tables.scheduling import SchedModel
 from uep_scheduler.capacity import evaluation_bound, model_bound
 from uep_scheduler.dispatch import LeaseRef, dispatch_events, model_target, stored_result
 from uep_scheduler.fairness import PRIORITY_WEIGHTS, FairQueue, FlowTag, TenantTag
@@ -490,7 +490,7 @@ async def allocate(
     # leases and events (one query for the samples of every evaluation)
     todo = {ev_id: n for ev_id, n in allowed.items() if n > 0}
     ranges = {ev_id: (locked[ev_id].dispatched_items, locked[ev_id].dispatched_items + n) for ev_id, n in todo.items()}
-    # item i is the evaluation's (i // repeats)-th sample: the first N, or its sampled ordinals (uep_common.sampling)
+    # item i is the evaluation's (i // repeats)-th sample: the first N, or its sampled ordinals (uep_common.records.sampling)
     configs = {ev_id: parse_evaluation_config(locked[ev_id].config) for ev_id in ranges}
 
     def ordinals(ev_id: uuid.UUID, start: int, end: int) -> list[int]:

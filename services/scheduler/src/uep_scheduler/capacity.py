@@ -41,10 +41,10 @@ from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.configs import parse_evaluation_config
-from uep_common.db.models import Evaluation, Model
-from uep_common.db.scheduling import SchedModel
-from uep_common.events import ScoreComputed
+from uep_common.contract.configs import parse_evaluation_config
+from uep_common.contract.events import ScoreComputed
+from uep_common.tables.models import Evaluation, Model
+from uep_common.tables.scheduling import SchedModel
 
 OVERLOAD_ERRORS = frozenset({"triton_unavailable", "openai_unavailable", "timeout", "rate_limited"})
 """Inference error types that mean the model is overloaded or unreachable (the inference service's

@@ -26,7 +26,7 @@ Algorithm
     A flow's or tenant's tags are charged for urgent and aged slots too: urgent work is paid back later in
     the tenant's fair share.
 
-State lives in PostgreSQL (``uep_common.db.scheduling``) and is read and written by one allocation pass at
+State lives in PostgreSQL (``uep_common.tables.scheduling``) and is read and written by one allocation pass at
 a time (``uep_scheduler.allocation``); this module is the pure, in-memory part of a pass.
 """
 

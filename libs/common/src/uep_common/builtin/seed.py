@@ -1,6 +1,6 @@
 """Register the default tenant, the built-in benchmarks and the local Triton models (idempotent).
 
-A benchmark version is its content hash (:func:`uep_common.benchmarks.content_hash`), so seeding twice, or
+A benchmark version is its content hash (:func:`uep_common.contract.benchmarks.content_hash`), so seeding twice, or
 on another machine, yields the same version and no new rows.
 """
 
@@ -11,13 +11,13 @@ import os
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
-from uep_common.benchmarks import content_hash
 from uep_common.builtin import catalog, datasets
-from uep_common.configs import check_benchmark_config
-from uep_common.db.budgets import seed_costs
-from uep_common.db.models import Benchmark, Model, Sample, Tenant
-from uep_common.db.session import make_sync_engine
-from uep_common.settings import CommonSettings
+from uep_common.contract.benchmarks import content_hash
+from uep_common.contract.configs import check_benchmark_config
+from uep_common.runtime.session import make_sync_engine
+from uep_common.runtime.settings import CommonSettings
+from uep_common.tables.budgets import seed_costs
+from uep_common.tables.models import Benchmark, Model, Sample, Tenant
 
 DEFAULT_TENANT_SLUG = "default"
 
@@ -36,7 +36,7 @@ def seed(settings: CommonSettings) -> str:
 
     Raises:
         pydantic.ValidationError: a built-in benchmark's config is not a valid
-            :class:`uep_common.configs.BenchmarkConfig` (nothing is written).
+            :class:`uep_common.contract.configs.BenchmarkConfig` (nothing is written).
     """
     engine = make_sync_engine(settings.database_url)
     added: list[str] = []

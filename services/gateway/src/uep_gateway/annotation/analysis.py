@@ -16,11 +16,11 @@ from pydantic import ValidationError
 from sqlalchemy import select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.configs import parse_evaluation_config
-from uep_common.db.annotation import Annotation, AnnotationItem, AnnotationTask
-from uep_common.db.judging import JudgeVerdict
-from uep_common.db.models import Evaluation
-from uep_common.judge_config import JudgeConfig
+from uep_common.contract.configs import parse_evaluation_config
+from uep_common.contract.judge_config import JudgeConfig
+from uep_common.tables.annotation import Annotation, AnnotationItem, AnnotationTask
+from uep_common.tables.judging import JudgeVerdict
+from uep_common.tables.models import Evaluation
 from uep_gateway.annotation.agreement import alpha, question_agreement
 from uep_gateway.annotation.assignment import AnnotatorQuality, quality
 from uep_gateway.annotation.questions import Question, aggregate, parse_questions

@@ -36,7 +36,7 @@ from sqlalchemy import ColumnElement, ScalarSelect, and_, exists, func, select, 
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.db.annotation import Annotation, AnnotationAssignment, AnnotationItem, AnnotationTask, Annotator
+from uep_common.tables.annotation import Annotation, AnnotationAssignment, AnnotationItem, AnnotationTask, Annotator
 from uep_gateway.annotation.questions import gold_check, parse_questions, validate_answers
 from uep_gateway.annotation.scores import stage_score
 from uep_gateway.auth import Principal

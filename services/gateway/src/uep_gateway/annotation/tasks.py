@@ -15,13 +15,13 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.configs import check_evaluation_config, parse_benchmark_config
-from uep_common.db.annotation import AnnotationItem, AnnotationTask
-from uep_common.db.judging import HybridRoute
-from uep_common.db.models import Benchmark, Evaluation, Sample, SampleResult
-from uep_common.events import EvaluationStatus
-from uep_common.prompts import PromptRenderError, render_prompt
-from uep_common.telemetry import current_trace_headers
+from uep_common.contract.configs import check_evaluation_config, parse_benchmark_config
+from uep_common.contract.events import EvaluationStatus
+from uep_common.prompting.prompts import PromptRenderError, render_prompt
+from uep_common.runtime.telemetry import current_trace_headers
+from uep_common.tables.annotation import AnnotationItem, AnnotationTask
+from uep_common.tables.judging import HybridRoute
+from uep_common.tables.models import Benchmark, Evaluation, Sample, SampleResult
 from uep_gateway.annotation.questions import validate_answers
 from uep_gateway.annotation.schemas import AnnotationTaskCreate
 from uep_gateway.errors import FieldError, FieldErrors

@@ -25,8 +25,8 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.db.annotation import Annotation, AnnotationItem, AnnotationTask, Annotator
-from uep_common.db.models import Evaluation
+from uep_common.tables.annotation import Annotation, AnnotationItem, AnnotationTask, Annotator
+from uep_common.tables.models import Evaluation
 from uep_gateway.annotation import analysis
 from uep_gateway.annotation.assignment import next_item, progress, quality, register_annotator, resolve_annotator, submit
 from uep_gateway.annotation.questions import aggregate, parse_questions

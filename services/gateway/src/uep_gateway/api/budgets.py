@@ -1,7 +1,7 @@
 """Cost estimates, caps, prices and spend.
 
 - ``POST /v1/evaluations/estimate``: the create body; what the evaluations would cost and whether creation
-  would be refused (402/409, see :mod:`uep_common.budget`), nothing stored.
+  would be refused (402/409, see :mod:`uep_common.records.budget`), nothing stored.
 - ``GET /v1/caps``, ``PUT /v1/caps/tenant/day``, ``PUT /v1/caps/benchmarks/{slug}``,
   ``PUT /v1/caps/evaluations/{id}`` (``{"amount": number | null}``, null removes the cap): the caller's
   tenant's caps. A viewer may change nothing; a builder may only lower a cap (the cap in force after the
@@ -10,7 +10,7 @@
 - Site administration (a site admin sending ``X-UEP-Site-Admin: true``, see :mod:`uep_gateway.access`):
   ``PUT /v1/caps/site/evaluation`` (the site default of every evaluation), ``PUT /v1/caps/tenant/limits``
   (the work limits of the tenant named by ``X-UEP-Tenant`` — items per evaluation, items queued,
-  evaluations per minute, minimum schedule interval, :class:`uep_common.creation.WorkLimits`),
+  evaluations per minute, minimum schedule interval, :class:`uep_common.records.creation.WorkLimits`),
   ``PUT /v1/costs/models/{model}`` (the registry's cost model) and ``PUT /v1/costs/benchmarks/{slug}``
   (expected item size of a benchmark). ``GET /v1/caps/tenant/limits``, ``GET /v1/costs/models`` and
   ``GET /v1/costs/benchmarks/{slug}`` read them.
@@ -33,11 +33,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import case, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common import budget
-from uep_common.costs import COST_UNITS, currency, money
-from uep_common.creation import WorkLimits
-from uep_common.db.budgets import BenchmarkCostProfile, BudgetAccount, BudgetCap, SpendEntry, cap_target
-from uep_common.db.models import TENANT_LIMIT_COLUMNS, Benchmark, Model, Tenant
+from uep_common.contract.costs import COST_UNITS, currency, money
+from uep_common.records import budget
+from uep_common.records.creation import WorkLimits
+from uep_common.tables.budgets import BenchmarkCostProfile, BudgetAccount, BudgetCap, SpendEntry, cap_target
+from uep_common.tables.models import TENANT_LIMIT_COLUMNS, Benchmark, Model, Tenant
 from uep_gateway.api.evaluations import owned_evaluation, plan_evaluations
 from uep_gateway.auth import Principal, current_principal, forget_all
 from uep_gateway.deps import db_session
@@ -242,7 +242,7 @@ def _limits_view(request: Request, tenant: Tenant) -> dict[str, Any]:
 async def get_tenant_limits(request: Request, principal: Principal = Depends(current_principal)) -> dict[str, Any]:
     """The caller's tenant's work limits: the site defaults (``UEP_MAX_ITEMS_PER_EVALUATION``,
     ``UEP_MAX_QUEUED_ITEMS``, ``UEP_MAX_EVALUATIONS_PER_MINUTE``, ``UEP_MIN_SCHEDULE_INTERVAL_S``), the tenant's
-    own values (null = the default) and the effective ones (see :class:`uep_common.creation.WorkLimits`)."""
+    own values (null = the default) and the effective ones (see :class:`uep_common.records.creation.WorkLimits`)."""
     return _limits_view(request, principal.tenant)
 
 
@@ -353,7 +353,7 @@ def _model_cost(m: Model) -> dict[str, Any]:
 @router.get("/v1/costs/models")
 async def list_model_costs(session: AsyncSession = Depends(db_session)) -> dict[str, Any]:
     """The cost model of every registered model (units: ``none``, ``tokens``, ``gpu_second`` — latency as the
-    GPU-time proxy — and ``call``; see :mod:`uep_common.costs`)."""
+    GPU-time proxy — and ``call``; see :mod:`uep_common.contract.costs`)."""
     rows = await session.scalars(select(Model).order_by(Model.name, Model.version))
     return {"currency": currency(), "units": list(COST_UNITS), "models": [_model_cost(m) for m in rows]}
 
@@ -460,7 +460,7 @@ async def spend(
         func.coalesce(func.sum(s.settled), 0),
         func.coalesce(func.sum(case((s.kind == "reserve", s.items), else_=0)), 0),
         func.coalesce(func.sum(case((s.kind == "settle", s.items), else_=0)), 0),
-        # a compacted evaluation's aggregate rows stand for ``entries`` rows each (uep_common.ledger_compaction)
+        # a compacted evaluation's aggregate rows stand for ``entries`` rows each (uep_common.records.ledger_compaction)
         func.coalesce(func.sum(func.coalesce(s.entries, 1)).filter(s.kind != "reserve"), 0),
     ).join(Tenant, Tenant.id == s.tenant_id)
     if not (principal.site_act and tenant is None):

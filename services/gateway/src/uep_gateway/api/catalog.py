@@ -14,8 +14,8 @@ from pydantic import Field
 from sqlalchemy import ColumnElement, or_, select, true
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.configs import parse_benchmark_config
-from uep_common.db.models import BENCHMARK_STATUSES, Benchmark
+from uep_common.contract.configs import parse_benchmark_config
+from uep_common.tables.models import BENCHMARK_STATUSES, Benchmark
 from uep_gateway.deps import db_session
 from uep_gateway.schemas import BenchmarkView
 from uep_gateway.tenancy import principal_of_session

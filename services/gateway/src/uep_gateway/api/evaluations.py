@@ -16,9 +16,14 @@ from sqlalchemy import func, select, tuple_
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common import budget, lifecycle
-from uep_common.configs import check_evaluation_config, item_prompt, parse_benchmark_config, parse_evaluation_config
-from uep_common.creation import (
+from uep_common.analytics.stats import wilson_interval
+from uep_common.analytics.summary import Headline, headline_of
+from uep_common.contract.configs import check_evaluation_config, item_prompt, parse_benchmark_config, parse_evaluation_config
+from uep_common.contract.events import EvaluationRequested, EvaluationStatus, EvaluationSummary
+from uep_common.prompting.fewshot import fewshot_examples
+from uep_common.prompting.prompts import PromptRenderError, check_prompt_template, render_prompt
+from uep_common.records import budget, lifecycle
+from uep_common.records.creation import (
     ModelUnusableError,
     WorkLimitRefused,
     WorkLimits,
@@ -29,17 +34,12 @@ from uep_common.creation import (
     new_evaluation,
     usable_model,
 )
-from uep_common.db.models import EVALUATION_STATUSES, Benchmark, Evaluation, Model, Sample, SampleResult, Tenant
-from uep_common.events import EvaluationRequested, EvaluationStatus, EvaluationSummary
-from uep_common.fewshot import fewshot_examples
-from uep_common.outbox import add_to_outbox
-from uep_common.progress import progress_key
-from uep_common.prompts import PromptRenderError, check_prompt_template, render_prompt
-from uep_common.sampling import MAX_SAMPLED, choose_ordinals
-from uep_common.stats import wilson_interval
-from uep_common.summary import Headline, headline_of
-from uep_common.telemetry import tracer
-from uep_common.wakeups import notify_waiting
+from uep_common.records.sampling import MAX_SAMPLED, choose_ordinals
+from uep_common.runtime.outbox import add_to_outbox
+from uep_common.runtime.progress import progress_key
+from uep_common.runtime.telemetry import tracer
+from uep_common.runtime.wakeups import notify_waiting
+from uep_common.tables.models import EVALUATION_STATUSES, Benchmark, Evaluation, Model, Sample, SampleResult, Tenant
 from uep_gateway.api.judges import evaluation_judge_config
 from uep_gateway.auth import Principal, current_principal
 from uep_gateway.cursors import bad_cursor, cursor_values, decode_time_id, encode_cursor, encode_time_id
@@ -107,7 +107,7 @@ async def resolve_benchmark(session: AsyncSession, ref: str, version: str | None
 
 async def resolve_model(session: AsyncSession, ref: str, version: str | None, loc: tuple[Any, ...] | None = None) -> Model:
     """The model the caller means by ``ref`` (name, ``name@version`` or id) among the models its tenant may see
-    and evaluate (:func:`uep_common.creation.usable_model`: its own, then site, then shared; the newest active
+    and evaluate (:func:`uep_common.records.creation.usable_model`: its own, then site, then shared; the newest active
     version unless ``version``). Raises 422 naming the field (``loc``, default ``body.model`` /
     ``body.model_version``): ``unknown_model``, ``model_inactive`` (deactivated), ``conflicting_fields``."""
     try:
@@ -269,14 +269,14 @@ async def plan_evaluations(
             )
         evaluations.append(ev)
         events.append(event)
-    if body.max_cost is not None:  # each evaluation's own cap (uep_common.budget records it at check_creation)
+    if body.max_cost is not None:  # each evaluation's own cap (uep_common.records.budget records it at check_creation)
         for ev in evaluations:
             ev.config = check_evaluation_config({**ev.config, "max_cost": body.max_cost})
     return evaluations, events
 
 
 async def _sampling(session: AsyncSession, bench: Benchmark, body: EvaluationOptions) -> dict[str, Any]:
-    """The sampling options of a request on ``bench`` (:mod:`uep_common.sampling`): method (the request's,
+    """The sampling options of a request on ``bench`` (:mod:`uep_common.records.sampling`): method (the request's,
     else the benchmark's ``default_sampling``, else ``first``), seed and the chosen ordinals. 422 naming
     ``sampling`` when a random or stratified run would take more than :data:`MAX_SAMPLED` samples."""
     method = body.sampling or parse_benchmark_config(bench.config).default_sampling or "first"
@@ -303,7 +303,7 @@ def check_options(options: EvaluationOptions, settings: GatewaySettings, loc: tu
 
 async def _trial_render(session: AsyncSession, bench: Benchmark, config: dict[str, Any]) -> None:
     """Render the prompt the items of an evaluation with ``config`` get (an arm's template, few-shot and chat
-    overrides applied: :func:`uep_common.configs.item_prompt`) once, on its first sample with that sample's
+    overrides applied: :func:`uep_common.contract.configs.item_prompt`) once, on its first sample with that sample's
     demonstrations, as the inference service will: a template that fails there is refused at creation rather
     than stored and failed item by item as ``prompt_render_error``.
 
@@ -372,7 +372,7 @@ def _accepted(ev: Evaluation) -> EvaluationAccepted:
 
 class EvaluationListItem(BaseModel):
     """One evaluation of ``GET /v1/evaluations``: what it runs, where it stands (counters from PostgreSQL), its
-    accuracy and its ``headline`` (:func:`uep_common.summary.headline_of`: a ranker's ``ndcg@10``, a
+    accuracy and its ``headline`` (:func:`uep_common.analytics.summary.headline_of`: a ranker's ``ndcg@10``, a
     classifier's primary metric, an LLM's accuracy); ``links.self`` is its full view."""
 
     model_config = ConfigDict(protected_namespaces=())
@@ -574,7 +574,7 @@ async def accuracy_so_far(session: AsyncSession, evaluation_id: uuid.UUID) -> di
     """The running accuracy of an evaluation over its stored verdicts: ``correct``, ``scored`` (items with a
     true/false verdict; errors and graded items have none), ``accuracy`` = correct / scored and its 95 %
     Wilson score interval ``ci_low``/``ci_high`` (None while nothing is scored) — the rule of the final
-    summary (``uep_common.summary``), applied to the results stored so far. One aggregate over the
+    summary (``uep_common.analytics.summary``), applied to the results stored so far. One aggregate over the
     evaluation's ``sample_results`` rows (their ``evaluation_id`` index)."""
     correct, scored = (
         await session.execute(

@@ -5,9 +5,9 @@
 - ``GET /v1/batches/{batch_id}``: the same for a batch: its evaluations (one per model) and each one's paired
   comparison with the batch's first model.
 
-The comparisons are :func:`uep_common.comparison.compare` (2×2 table, exact McNemar test, paired bootstrap of
+The comparisons are :func:`uep_common.analytics.comparison.compare` (2×2 table, exact McNemar test, paired bootstrap of
 the accuracy and score differences, transitions and the fingerprint diff, which names what the arm changed);
-the group and its order come from :func:`uep_common.comparison.group_evaluations`. A comparison is left out
+the group and its order come from :func:`uep_common.analytics.comparison.group_evaluations`. A comparison is left out
 (``comparison`` null, ``pending`` saying why) until both sides have a scored result. Every evaluation of the
 group must be the caller's tenant's: another tenant's experiment or batch answers 404 with the body of an
 unknown one. Bounds: a group has at most 20 evaluations (the create request's limits); ``transitions`` caps
@@ -24,11 +24,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import exists, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.comparison import Comparison, compare, group_evaluations
-from uep_common.configs import parse_evaluation_config
-from uep_common.db.models import Evaluation, SampleResult
-from uep_common.lifecycle import TERMINAL
-from uep_common.summary import Headline
+from uep_common.analytics.comparison import Comparison, compare, group_evaluations
+from uep_common.analytics.summary import Headline
+from uep_common.contract.configs import parse_evaluation_config
+from uep_common.records.lifecycle import TERMINAL
+from uep_common.tables.models import Evaluation, SampleResult
 from uep_gateway.api.evaluations import get_evaluation
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError
@@ -53,7 +53,7 @@ class GroupMember(BaseModel):
     status: str
     progress: Progress = Field(description="Live from Redis while running, else from PostgreSQL (as GET /v1/evaluations/{id}).")
     accuracy: float | None
-    headline: Headline | None = Field(None, description="The figure to show (uep_common.summary.headline_of).")
+    headline: Headline | None = Field(None, description="The figure to show (uep_common.analytics.summary.headline_of).")
     release: bool = Field(description="Marked as a release run at creation: it enters the leaderboards.")
     links: dict[str, str]
 
@@ -68,7 +68,7 @@ class MemberComparison(BaseModel):
     baseline_model: str
     baseline_evaluation_id: uuid.UUID
     comparison: Comparison | None = Field(
-        description="uep_common.comparison.Comparison (McNemar, paired bootstrap, transitions, fingerprint diff); "
+        description="uep_common.analytics.comparison.Comparison (McNemar, paired bootstrap, transitions, fingerprint diff); "
         "null while either side has no scored result."
     )
     pending: str | None = Field(None, description="Why there is no comparison yet.")

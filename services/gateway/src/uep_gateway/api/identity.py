@@ -8,7 +8,7 @@ need a tenant admin; ``/v1/tenants`` a site admin acting as one). The tenant-own
 :func:`uep_gateway.deps.unscoped_session`. After any change to keys, sessions, memberships or tenants the
 gateway's credential cache is cleared (:func:`uep_gateway.auth.forget_all`).
 
-Passwords are argon2id hashes (:mod:`uep_common.passwords`, verified in a worker thread); session tokens and
+Passwords are argon2id hashes (:mod:`uep_common.runtime.passwords`, verified in a worker thread); session tokens and
 API keys are stored as SHA-256 digests. No answer carries a password, a hash or a session token; an API key
 appears once, in the answer that creates it.
 """
@@ -26,9 +26,18 @@ from sqlalchemy import func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.db.identity import ApiKey, AuditEntry, Membership, User, UserSession, hash_token, new_api_key, new_session_token
-from uep_common.db.models import Tenant
-from uep_common.passwords import hash_password, needs_rehash, password_problem, verify_password
+from uep_common.runtime.passwords import hash_password, needs_rehash, password_problem, verify_password
+from uep_common.tables.identity import (
+    ApiKey,
+    AuditEntry,
+    Membership,
+    User,
+    UserSession,
+    hash_token,
+    new_api_key,
+    new_session_token,
+)
+from uep_common.tables.models import Tenant
 from uep_gateway.auth import CSRF_COOKIE, SESSION_COOKIE, Principal, current_principal, forget_all
 from uep_gateway.deps import db_session, unscoped_session
 from uep_gateway.errors import FieldError

@@ -22,11 +22,11 @@ from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.configs import parse_benchmark_config
-from uep_common.db.judging import HybridRoute, JudgeVerdict
-from uep_common.db.models import Benchmark, Evaluation, Model, Sample
-from uep_common.judge_config import TEMPLATE_FILTERS, JudgeConfig, merge_judge_config, template_trial_variables
-from uep_common.templating import make_environment, trial_render
+from uep_common.contract.configs import parse_benchmark_config
+from uep_common.contract.judge_config import TEMPLATE_FILTERS, JudgeConfig, merge_judge_config, template_trial_variables
+from uep_common.prompting.templating import make_environment, trial_render
+from uep_common.tables.judging import HybridRoute, JudgeVerdict
+from uep_common.tables.models import Benchmark, Evaluation, Model, Sample
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError, FieldErrors
 from uep_gateway.judge_diagnostics import VerdictRow, diagnostics

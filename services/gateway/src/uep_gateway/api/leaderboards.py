@@ -20,7 +20,7 @@ Whose entries a board shows: the caller's tenant's only, ranked among themselves
 unscoped session, since row-level security would hide the other tenants' scores); a site admin acting
 across tenants sees every board whole. History snapshots follow the same rule.
 
-Ranking, scores and tie groups are defined in :mod:`uep_common.leaderboards`; retention in
+Ranking, scores and tie groups are defined in :mod:`uep_common.analytics.leaderboards`; retention in
 :mod:`uep_reporter.retention_policy`.
 """
 
@@ -38,10 +38,10 @@ from pydantic import BaseModel, Field
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common import leaderboards as lb
-from uep_common.db.leaderboards import RetentionRun
-from uep_common.db.models import Benchmark, Model
-from uep_common.wakeups import RETENTION_CHANNEL, notify
+from uep_common.analytics import leaderboards as lb
+from uep_common.runtime.wakeups import RETENTION_CHANNEL, notify
+from uep_common.tables.leaderboards import RetentionRun
+from uep_common.tables.models import Benchmark, Model
 from uep_gateway.deps import db_session, unscoped_session
 from uep_gateway.errors import FieldError
 from uep_gateway.tenancy import principal_of_session
@@ -100,7 +100,7 @@ class ItemSet(BaseModel):
 
 
 class Board(BaseModel):
-    """A ranked board (see uep_common.leaderboards for the score, entry and tie-group rules)."""
+    """A ranked board (see uep_common.analytics.leaderboards for the score, entry and tie-group rules)."""
 
     benchmark: str
     score_type: str | None
@@ -224,9 +224,9 @@ async def list_boards(boards: Boards = Depends(boards_of)) -> list[BoardInfo]:
 
 
 def _render_radar(series: dict[str, Any], title: str) -> str | None:
-    """The radar drawn by the shared matplotlib renderer (``uep_common.charts.radar_svg``, the one reports
+    """The radar drawn by the shared matplotlib renderer (``uep_common.analytics.charts.radar_svg``, the one reports
     use). CPU-bound (and the first call imports matplotlib): call it in a worker thread, never on the event loop."""
-    from uep_common.charts import radar_svg
+    from uep_common.analytics.charts import radar_svg
 
     return radar_svg(series, title)
 

@@ -6,7 +6,7 @@
   the partial summary at the stop is published. 409 (``not_stoppable``) from any other status.
 * ``POST /v1/evaluations/{id}/retry`` — re-runs only the failed and unfinished items of an evaluation that is
   failed, stopped, interrupted, cancelled, budget_exhausted, or completed with failed items; finished results
-  are never touched (see :mod:`uep_common.db.lifecycle`). 409 naming the status otherwise
+  are never touched (see :mod:`uep_common.tables.lifecycle`). 409 naming the status otherwise
   (``not_retryable``), or ``nothing_to_retry``.
 * ``GET /v1/dead-letters``, ``GET /v1/dead-letters/{id}``, ``POST /v1/dead-letters/{id}/redrive`` — the
   records the scheduler keeps from ``uep.dead-letter.v1``; a redrive re-publishes the original message
@@ -30,18 +30,14 @@ from pydantic import BaseModel
 from sqlalchemy import select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common import lifecycle
-from uep_common.db.lifecycle import (
-    DeadLetter,
-    LifecycleConflict,
-    reopen_item,
-    retry_evaluation,
-)
-from uep_common.db.models import Evaluation
-from uep_common.events import EvaluationStatus, SampleDispatched, Topics
-from uep_common.messaging import UndecodableEvent, decode_event
-from uep_common.progress import write_progress
-from uep_common.summary import compute_summary
+from uep_common.analytics.summary import compute_summary
+from uep_common.contract.events import EvaluationStatus, SampleDispatched, Topics
+from uep_common.records import lifecycle
+from uep_common.records.reruns import reopen_item, retry_evaluation
+from uep_common.runtime.messaging import UndecodableEvent, decode_event
+from uep_common.runtime.progress import write_progress
+from uep_common.tables.lifecycle import DeadLetter, LifecycleConflict
+from uep_common.tables.models import Evaluation
 from uep_gateway.api.evaluations import get_evaluation, owned_evaluation
 from uep_gateway.cursors import decode_time_id, encode_time_id
 from uep_gateway.deps import db_session

@@ -1,13 +1,13 @@
 """The model registry: ``/v1/models`` (register, list, show, change, deactivate, reactivate, delete).
 
 A tenant sees site models (no owner), models other tenants share and its own — row-level security enforces
-it and :func:`uep_common.model_registry.visible_models` says the same in the query. Another tenant's private
+it and :func:`uep_common.registry.model_registry.visible_models` says the same in the query. Another tenant's private
 model is a 404 on every route, the same answer as for a name that does not exist; a model the caller sees but
 does not own (a site model, another tenant's shared one) is a 403 on the writes. A model is addressed as
 ``name`` (its newest active version) or ``name@version``; writes need ``name@version``.
 
 The rules of a registration (fields, kind/contract combinations, spec, API keys, refused addresses, the
-probe of the endpoint) are :mod:`uep_common.model_registry`'s, shared with ``uep-admin models``. A model
+probe of the endpoint) are :mod:`uep_common.registry.model_registry`'s, shared with ``uep-admin models``. A model
 with evaluations is never deleted (``DELETE`` answers 409; deactivate it instead). Writes are audit-logged
 (the role matrix marks them, :mod:`uep_gateway.audit`).
 """
@@ -27,9 +27,8 @@ from sqlalchemy import ColumnElement, exists, select, true
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.db.models import MODEL_KINDS, Evaluation, Model
-from uep_common.events import ModelKind
-from uep_common.model_registry import (
+from uep_common.contract.events import ModelKind
+from uep_common.registry.model_registry import (
     COST_FIELDS,
     MAX_TENANT_MODELS,
     ModelCreate,
@@ -50,6 +49,7 @@ from uep_common.model_registry import (
     split_ref,
     visible_models,
 )
+from uep_common.tables.models import MODEL_KINDS, Evaluation, Model
 from uep_gateway.auth import Principal
 from uep_gateway.deps import db_session, unscoped_session
 from uep_gateway.errors import FieldError, FieldErrors

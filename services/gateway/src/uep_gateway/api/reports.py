@@ -24,14 +24,14 @@ from pydantic import BaseModel, Field
 from sqlalchemy import exists, func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.artifacts import ArtifactStore, artifact_store
-from uep_common.comparison import Comparison, NotComparableError, check_comparable, compare, find_baseline
-from uep_common.db.models import Benchmark, Evaluation, Model, SampleResult
-from uep_common.db.reports import Artifact
-from uep_common.db.reports import Report as ReportRow
-from uep_common.events import ReportRequested
-from uep_common.lifecycle import TERMINAL
-from uep_common.outbox import add_to_outbox
+from uep_common.analytics.comparison import Comparison, NotComparableError, check_comparable, compare, find_baseline
+from uep_common.contract.events import ReportRequested
+from uep_common.records.lifecycle import TERMINAL
+from uep_common.runtime.artifacts import ArtifactStore, artifact_store
+from uep_common.runtime.outbox import add_to_outbox
+from uep_common.tables.models import Benchmark, Evaluation, Model, SampleResult
+from uep_common.tables.reports import Artifact
+from uep_common.tables.reports import Report as ReportRow
 from uep_gateway.api.evaluations import owned_evaluation
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError
@@ -85,7 +85,7 @@ async def _names(session: AsyncSession, ev: Evaluation) -> tuple[str, str]:
 
 async def _comparable(session: AsyncSession, ev: Evaluation, baseline: Evaluation, loc: tuple[str, ...]) -> None:
     """Raise 422 ``other_benchmark`` naming ``loc`` when ``baseline`` ran another benchmark than ``ev`` (another
-    slug; another version of the same benchmark is comparable: :func:`uep_common.comparison.check_comparable`)."""
+    slug; another version of the same benchmark is comparable: :func:`uep_common.analytics.comparison.check_comparable`)."""
     try:
         await check_comparable(session, ev, baseline)
     except NotComparableError as exc:

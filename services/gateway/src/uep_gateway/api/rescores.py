@@ -10,10 +10,10 @@ from fastapi import APIRouter, Depends, Request, Response
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.db.models import Rescore, SampleResult
-from uep_common.events import RescoreRequested
-from uep_common.outbox import add_to_outbox
-from uep_common.telemetry import context_from_headers, current_trace_headers, tracer
+from uep_common.contract.events import RescoreRequested
+from uep_common.runtime.outbox import add_to_outbox
+from uep_common.runtime.telemetry import context_from_headers, current_trace_headers, tracer
+from uep_common.tables.models import Rescore, SampleResult
 from uep_gateway.api.evaluations import owned_evaluation
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError

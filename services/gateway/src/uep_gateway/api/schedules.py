@@ -16,9 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.creation import WorkLimitRefused, WorkLimits, check_items, check_schedule_interval
-from uep_common.db.models import Evaluation
-from uep_common.db.scheduling import Schedule, ScheduleRun
+from uep_common.records.creation import WorkLimitRefused, WorkLimits, check_items, check_schedule_interval
+from uep_common.tables.models import Evaluation
+from uep_common.tables.scheduling import Schedule, ScheduleRun
 from uep_gateway.api.evaluations import check_options, resolve_benchmark, resolve_model
 from uep_gateway.auth import Principal, current_principal
 from uep_gateway.deps import db_session

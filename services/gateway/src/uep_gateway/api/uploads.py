@@ -24,9 +24,9 @@ from sqlalchemy import insert, select, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.configs import check_benchmark_config, is_set_metric, parse_benchmark_config
-from uep_common.db.models import Benchmark, MetricCatalogEntry, Sample
-from uep_common.params import param_problems
+from uep_common.contract.configs import check_benchmark_config, is_set_metric, parse_benchmark_config
+from uep_common.contract.params import param_problems
+from uep_common.tables.models import Benchmark, MetricCatalogEntry, Sample
 from uep_gateway.api.catalog import CatalogBenchmarkView, benchmark_view, visible_benchmark
 from uep_gateway.api.judges import benchmark_judge_config
 from uep_gateway.deps import db_session, unscoped_session

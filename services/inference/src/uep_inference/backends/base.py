@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
-from uep_common.events import ModelTarget
+from uep_common.contract.events import ModelTarget
 
 if TYPE_CHECKING:
     from uep_inference.settings import InferenceSettings

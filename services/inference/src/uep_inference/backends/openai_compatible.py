@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import httpx
 
-from uep_common.events import ModelTarget
-from uep_inference.api_keys import ApiKeys
+from uep_common.contract.events import ModelTarget
+from uep_inference.backends.api_keys import ApiKeys
 from uep_inference.backends.base import (
     BackendError,
     Generation,
@@ -50,7 +50,7 @@ class OpenAIBackend:
         self._http = httpx.AsyncClient(transport=transport)
 
     def _headers(self, target: ModelTarget) -> dict[str, str]:
-        """The request headers for ``target``: its bearer token (:class:`uep_inference.api_keys.ApiKeys`), if any.
+        """The request headers for ``target``: its bearer token (:class:`uep_inference.backends.api_keys.ApiKeys`), if any.
         Raises :class:`BackendError` ``api_key_unavailable``."""
         token = self._keys.for_target(target)
         return {"Authorization": f"Bearer {token}"} if token else {}

@@ -1,6 +1,6 @@
 """The ``triton`` backend: NVIDIA Triton through tritonclient's asyncio gRPC or HTTP client.
 
-A model's ``kind`` and ``contract`` (``ModelTarget``; the contracts: :mod:`uep_common.model_contracts`) choose
+A model's ``kind`` and ``contract`` (``ModelTarget``; the contracts: :mod:`uep_common.contract.model_contracts`) choose
 the tensors: generation ``uep`` (below), ``vllm`` and ``trtllm``, classification ``text`` and ``features``,
 ranking ``uep`` and embedding ``uep``, each built and read by :mod:`uep_inference.backends.triton_contracts`;
 every call goes through one ``infer`` (:meth:`TritonBackend._infer`).
@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from uep_common.events import ModelKind, ModelTarget
+from uep_common.contract.events import ModelKind, ModelTarget
 from uep_inference import instruments
 from uep_inference.backends import triton_contracts as contracts
 from uep_inference.backends.base import (

@@ -1,6 +1,6 @@
 """The Triton requests of each model contract: which tensors a call sends and how its answer is read.
 
-One entry per ``(kind, contract)`` of :data:`uep_common.model_contracts.CONTRACTS` that the ``triton``
+One entry per ``(kind, contract)`` of :data:`uep_common.contract.model_contracts.CONTRACTS` that the ``triton``
 backend calls; the tensor names are the contract table's (:func:`check_against_contracts` fails the import
 when they differ). A builder returns :class:`Tensor` values (name, Triton datatype, numpy array); the
 backend (:mod:`uep_inference.backends.triton`) wraps them in ``InferInput`` s and makes the one shared
@@ -38,8 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from uep_common.events import ModelKind
-from uep_common.model_contracts import CONTRACTS
+from uep_common.contract.events import ModelKind
+from uep_common.contract.model_contracts import CONTRACTS
 from uep_inference.backends.base import BackendError, Generation, GenerationRequest, PredictionOutput, PredictionRequest
 
 AsNumpy = Callable[[str], Any]
@@ -248,7 +248,7 @@ def _sent_by_builders() -> dict[tuple[ModelKind, str], set[str]]:
     """The input names each builder sends, found by building one request of every contract."""
     import uuid
 
-    from uep_common.events import ModelTarget
+    from uep_common.contract.events import ModelTarget
 
     def target(kind: ModelKind, contract: str) -> ModelTarget:
         return ModelTarget(model_id=uuid.UUID(int=0), name="m", backend="triton", endpoint="x:1", kind=kind, contract=contract)
@@ -272,19 +272,19 @@ def _sent_by_builders() -> dict[tuple[ModelKind, str], set[str]]:
 
 def check_against_contracts() -> None:
     """Raise ``RuntimeError`` when the tensors of a builder or reader differ from the contract table's
-    (:data:`uep_common.model_contracts.CONTRACTS`): every name sent is one of the contract's inputs, every
+    (:data:`uep_common.contract.model_contracts.CONTRACTS`): every name sent is one of the contract's inputs, every
     required contract input is sent, every output read is one of its outputs."""
     outputs = {(ModelKind.generation, name): c.outputs for name, c in GENERATION.items()} | PREDICTION_OUTPUTS
     for key, sent in _sent_by_builders().items():
         contract = CONTRACTS.get(key)
         if contract is None:
-            raise RuntimeError(f"no contract {key[1]!r} of kind {key[0].value!r} in uep_common.model_contracts")
+            raise RuntimeError(f"no contract {key[1]!r} of kind {key[0].value!r} in uep_common.contract.model_contracts")
         names_in = {t.name for t in contract.inputs}
         required = {t.name for t in contract.inputs if not t.optional}
         read = set(outputs[key])
         if not sent <= names_in or not required <= sent or not read <= {t.name for t in contract.outputs}:
             raise RuntimeError(
-                f"triton requests of {key[0].value}/{key[1]} differ from uep_common.model_contracts: send {sorted(sent)}, "
+                f"triton requests of {key[0].value}/{key[1]} differ from uep_common.contract.model_contracts: send {sorted(sent)}, "
                 f"read {sorted(read)}; the contract has inputs {sorted(names_in)} (required {sorted(required)}), "
                 f"outputs {sorted(t.name for t in contract.outputs)}"
             )

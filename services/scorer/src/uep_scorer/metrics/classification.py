@@ -29,7 +29,7 @@ import numpy as np
 from .base import NO_ANSWER, MetricInputError, MetricResult, binary_result, extraction_label
 
 if TYPE_CHECKING:
-    from uep_common.events import Prediction
+    from uep_common.contract.events import Prediction
 
 
 def _skm() -> Any:
@@ -236,7 +236,7 @@ class LabelMatch:
     (``None`` when there is none); ``prediction`` = ``{"label": ...}`` (with the model's probabilities when it
     gave them); ``details``: ``reference``, ``ignore_case``, ``extraction`` (``"prediction"``, ``"exact"``,
     ``"found"``, ``"ok"`` or ``"no_answer"``). Set-level precision/recall/F1/confusion, ROC and calibration are
-    computed over the items' predictions by ``uep_common.set_metrics`` (the evaluation summary).
+    computed over the items' predictions by ``uep_common.analytics.set_metrics`` (the evaluation summary).
 
     Raises:
         MetricInputError: missing or empty ``label`` in the reference, a non-boolean ``ignore_case``, or
