@@ -76,8 +76,9 @@ class PassResult:
     admitted: list[uuid.UUID] = field(default_factory=list)
     outbox: list[StagedMessage] = field(default_factory=list)
     """The SampleDispatched rows staged, claimed for the caller to publish after commit."""
-    ended: list[uuid.UUID] = field(default_factory=list)
-    """Evaluations the pass ended (budget exhausted); their events are left to the outbox relay."""
+    exhausted: list[uuid.UUID] = field(default_factory=list)
+    """Evaluations whose budget ran out in the pass with every kept item stored: the pass only allocates, the
+    caller ends them after its commit (:func:`uep_common.records.budget.finish_exhausted`)."""
     redispatch_capped: bool = False
     """The reconcile found MAX_REDISPATCH_PER_PASS leases to dispatch again: more may be left for the next."""
     in_flight: int = 0
@@ -470,8 +471,8 @@ async def allocate(
             continue
         n = min(planned[ev_id], ev.total_items - ev.dispatched_items)
         allowed[ev_id] = await budget.reserve_for_dispatch(session, ev, models[ev.model_id], n) if n > 0 else 0
-        if ev.status != "running":  # ended budget_exhausted: its EvaluationCompleted is in the outbox, unclaimed
-            result.ended.append(ev_id)
+        if n > 0 and allowed[ev_id] == 0 and ev.completed_items >= ev.total_items:
+            result.exhausted.append(ev_id)  # its budget ran out with nothing in flight: ended after the commit
 
     # charge the tags for what was allowed, in slot order
     queue = _queue(clock, tenant_rows, flow_rows, groups, now, settings.aging_seconds)

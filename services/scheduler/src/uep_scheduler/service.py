@@ -142,9 +142,18 @@ class Scheduler:
             task = asyncio.create_task(self._publish(result.outbox))
             self._publishing.add(task)
             task.add_done_callback(self._publishing.discard)
-        if result.ended:  # their EvaluationCompleted rows are not claimed
-            self.relay.kick()
+        if result.exhausted:
+            await self.finish_exhausted(result.exhausted)
         return result
+
+    async def finish_exhausted(self, evaluation_ids: list[uuid.UUID]) -> None:
+        """End the evaluations whose budget ran out with every kept item stored (records layer, one transaction
+        after the allocation pass); their EvaluationCompleted rows are left to the outbox relay, kicked now."""
+        async with self.sm() as s, s.begin():
+            ended = [e for e in evaluation_ids if await budget.finish_exhausted(s, e)]
+        if ended:
+            log.info("budget exhausted, ended: %s", ", ".join(map(str, ended)))
+            self.relay.kick()
 
     async def _publish(self, rows: list[StagedMessage]) -> None:
         try:
@@ -175,6 +184,9 @@ class Scheduler:
         stored). Returns whether anything is under way (an evaluation running or pending, a run created)."""
         async with self.sm() as s:
             running, pending = await evaluations_to_reconcile(s, self.settings.admit_pending_after_seconds)
+            exhausted = await budget.exhausted_and_done(s) if running else []
+        if exhausted:  # a pass exhausted them, and its ending was cut short (a crash between the two transactions)
+            await self.finish_exhausted(exhausted)
         self._to_admit.update(pending)  # admitted by the pass below, in its transaction
         created = await run_due_schedules(self.sm)
         if created:

@@ -18,8 +18,9 @@ Flow of money for one evaluation (one arm):
    (the tenant's cap row is locked ``FOR UPDATE`` while checking, so concurrent dispatches of one tenant
    never over-reserve). When a cap lets no item through and none of the evaluation's items is in flight,
    the evaluation is **exhausted**: the reason is recorded, ``total_items`` shrinks to the items dispatched,
-   and the reporter's normal completion ends it ``budget_exhausted`` when the last of them is stored (or it
-   is ended here at once when all of them already are). In-flight items are never cut short.
+   and the reporter's normal completion ends it ``budget_exhausted`` when the last of them is stored. When all
+   of them already are, the allocation pass (which only allocates) hands it to :func:`finish_exhausted`, run by
+   the scheduler in a transaction of its own after the pass commits. In-flight items are never cut short.
 3. **Settlement** (:func:`settle_scores`, scheduler, in the lease-release transaction): the actual cost of
    each scored item (:meth:`uep_common.contract.costs.Pricing.cost` of its tokens/latency) is recorded and its
    reservation released, once per (item, attempt) — a redelivered score is a conflict on a unique index and
@@ -48,6 +49,7 @@ from uep_common.contract.events import EvaluationStatus
 from uep_common.records import lifecycle
 from uep_common.tables.budgets import BenchmarkCostProfile, BudgetAccount, BudgetCap, SpendEntry, cap_target
 from uep_common.tables.bulk import ITEM_KEY, column_arrays, insert_from_arrays, key_arrays, rows_from_arrays
+from uep_common.tables.lifecycle import lock_evaluation
 from uep_common.tables.models import Benchmark, Evaluation, Model, Tenant
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -315,8 +317,10 @@ async def reserve_for_dispatch(session: AsyncSession, ev: Evaluation, model: Mod
     """Called by the scheduler, inside its transaction (``ev`` locked), before leasing ``n`` new items of
     ``ev``. Reserves the per-item estimate for as many as the evaluation cap and the tenant's daily cap
     allow and returns that number (0..n). When no item fits and none is in flight, the evaluation is
-    exhausted (see the module docstring): reason recorded, ``ev.total_items`` shrunk to
-    ``ev.dispatched_items``, and ended ``budget_exhausted`` here when every dispatched item is stored."""
+    exhausted (see the module docstring): reason recorded and ``ev.total_items`` shrunk to
+    ``ev.dispatched_items``. It is not ended here: an allocation pass only allocates. When every dispatched
+    item is already stored, the caller ends it after its transaction commits (:func:`finish_exhausted`); the
+    reporter ends it when the last one is stored (:func:`exhausted_reason`)."""
     if n <= 0:
         return 0
     acct = await _locked_account(session, ev)
@@ -372,9 +376,43 @@ async def reserve_for_dispatch(session: AsyncSession, ev: Evaluation, model: Mod
         acct.exhausted_reason, acct.exhausted_at = reason, datetime.now(UTC)
         ev.total_items = ev.dispatched_items
         ev.error = reason
-        if ev.completed_items >= ev.total_items:
-            await _finish_exhausted(session, ev, reason)
     return allowed
+
+
+async def finish_exhausted(session: AsyncSession, evaluation_id: uuid.UUID) -> bool:
+    """End a running evaluation ``budget_exhausted`` when its budget account records an exhaustion and every
+    item it kept is stored (``completed_items >= total_items``): partial summary, EvaluationCompleted in the
+    outbox (``finish`` in :mod:`uep_common.records.lifecycle`). Locks the evaluation row; run it in its own
+    transaction after the allocation pass that exhausted the budget has committed, and from the scheduler's
+    reconcile (:func:`exhausted_and_done`) for one whose ending a crash cut short.
+
+    Returns:
+        Whether it ended the evaluation (False: not running, not exhausted, or items still in flight).
+    """
+    ev = await lock_evaluation(session, evaluation_id)
+    if ev is None or ev.status != EvaluationStatus.running:
+        return False
+    reason = await exhausted_reason(session, ev.id)
+    if reason is None or ev.completed_items < ev.total_items:
+        return False
+    await _finish_exhausted(session, ev, reason)
+    return True
+
+
+async def exhausted_and_done(session: AsyncSession, limit: int = 100) -> list[uuid.UUID]:
+    """Ids of up to ``limit`` running evaluations that :func:`finish_exhausted` would end now (an exhausted
+    budget and every kept item stored), for the scheduler's reconcile pass."""
+    rows = await session.scalars(
+        select(Evaluation.id)
+        .join(BudgetAccount, BudgetAccount.evaluation_id == Evaluation.id)
+        .where(
+            Evaluation.status == EvaluationStatus.running,
+            BudgetAccount.exhausted_reason.is_not(None),
+            Evaluation.completed_items >= Evaluation.total_items,
+        )
+        .limit(limit)
+    )
+    return list(rows)
 
 
 async def _finish_exhausted(session: AsyncSession, ev: Evaluation, reason: str) -> None:
