@@ -44,7 +44,7 @@ from uep_gateway.api.judges import evaluation_judge_config
 from uep_gateway.auth import Principal, current_principal
 from uep_gateway.cursors import bad_cursor, cursor_values, decode_time_id, encode_cursor, encode_time_id
 from uep_gateway.deps import db_session
-from uep_gateway.errors import FieldError, work_limit_error
+from uep_gateway.errors import FieldError, refusal_kind, work_limit_error
 from uep_gateway.schemas import (
     EvaluationAccepted,
     EvaluationCreate,
@@ -90,18 +90,21 @@ async def resolve_benchmark(session: AsyncSession, ref: str, version: str | None
     if bench is None:
         if version and await session.scalar(select(Benchmark.id).where(Benchmark.slug == ref).limit(1)):
             raise FieldError(
-                422, ("body", "benchmark_version"), f"benchmark {ref!r} has no version {version!r}", "unknown_benchmark_version"
+                "invalid",
+                ("body", "benchmark_version"),
+                f"benchmark {ref!r} has no version {version!r}",
+                "unknown_benchmark_version",
             )
-        raise FieldError(422, ("body", "benchmark"), f"unknown benchmark {ref!r}", "unknown_benchmark")
+        raise FieldError("invalid", ("body", "benchmark"), f"unknown benchmark {ref!r}", "unknown_benchmark")
     if bench.evaluation_type not in ("automatic", "llm_judge", "hybrid"):
         raise FieldError(
-            422,
+            "invalid",
             ("body", "benchmark"),
             f"benchmark {ref!r} needs evaluation type {bench.evaluation_type!r}, which is not available yet",
             "unsupported_evaluation_type",
         )
     if bench.sample_count == 0:
-        raise FieldError(422, ("body", "benchmark"), f"benchmark {ref!r} has no samples", "empty_benchmark")
+        raise FieldError("invalid", ("body", "benchmark"), f"benchmark {ref!r} has no samples", "empty_benchmark")
     return bench
 
 
@@ -114,7 +117,7 @@ async def resolve_model(session: AsyncSession, ref: str, version: str | None, lo
         return await usable_model(session, ref, version, caller_tenant_id(session))
     except ModelUnusableError as exc:
         where = ("body", exc.field) if loc in (None, ("body", "model")) else loc
-        raise FieldError(422, where, exc.reason, exc.kind) from exc
+        raise FieldError("invalid", where, exc.reason, exc.kind) from exc
 
 
 @router.post("", status_code=202, response_model=EvaluationAccepted)
@@ -153,7 +156,7 @@ async def create_evaluation(
     try:
         await budget.check_creation(session, tenant, evaluations)
     except budget.BudgetRefused as exc:
-        raise FieldError(exc.status_code, ("body", exc.field), exc.reason, exc.kind) from exc
+        raise work_limit_error(exc) from exc
     for ev, event in zip(evaluations, events, strict=True):
         add_to_outbox(session, event, ev.trace_context)
     await notify_waiting(session, [ev.id for ev in evaluations])  # the scheduler admits on commit, not after Kafka
@@ -183,12 +186,15 @@ async def plan_evaluations(
     422 naming the field (``model``, ``models[i]``, ``arms[i].model``, ``arms[i].prompt_template``…)."""
     if sum(x is not None for x in (body.models, body.arms)) > 1:
         raise FieldError(
-            422, ("body", "arms"), "give either models (a batch) or arms (an A/B experiment), not both", "conflicting_fields"
+            "invalid",
+            ("body", "arms"),
+            "give either models (a batch) or arms (an A/B experiment), not both",
+            "conflicting_fields",
         )
     if body.models is not None and body.model is not None:
-        raise FieldError(422, ("body", "models"), "give either model or models, not both", "conflicting_fields")
+        raise FieldError("invalid", ("body", "models"), "give either model or models, not both", "conflicting_fields")
     if body.models is None and body.model is None and not (body.arms and all(a.model for a in body.arms)):
-        raise FieldError(422, ("body", "model"), "model is required (or models, or a model in every arm)", "missing")
+        raise FieldError("invalid", ("body", "model"), "model is required (or models, or a model in every arm)", "missing")
     bench = await resolve_benchmark(session, body.benchmark, body.benchmark_version)
     judge_config = await evaluation_judge_config(session, bench, body.judge)  # {"judge": snapshot} or {}
     base: dict[str, Any] = {
@@ -205,7 +211,7 @@ async def plan_evaluations(
         names = [a.name for a in body.arms]
         for i, arm in enumerate(body.arms):
             if names.index(arm.name) != i:
-                raise FieldError(422, ("body", "arms", i, "name"), f"arm name {arm.name!r} used twice", "duplicate_arm")
+                raise FieldError("invalid", ("body", "arms", i, "name"), f"arm name {arm.name!r} used twice", "duplicate_arm")
             ref = arm.model or body.model
             assert ref is not None  # checked above: without body.model, every arm names its model
             model = await resolve_model(
@@ -222,7 +228,7 @@ async def plan_evaluations(
                 try:
                     await _trial_render(session, bench, config)
                 except PromptRenderError as exc:
-                    raise FieldError(422, ("body", "arms", i, "prompt_template"), str(exc), "bad_template") from exc
+                    raise FieldError("invalid", ("body", "arms", i, "prompt_template"), str(exc), "bad_template") from exc
             plans.append((model, arm.name, config | ({"release": True} if arm.release else {})))
     elif body.models is not None:
         batch_id = uuid.uuid4()
@@ -240,7 +246,7 @@ async def plan_evaluations(
             check_model_fits(bench, model)
         except WorkLimitRefused as exc:
             loc = ("models", i) if body.models is not None else ("arms", i, "model") if body.arms is not None else ("model",)
-            raise FieldError(exc.status_code, ("body", *loc), exc.reason, exc.kind) from exc
+            raise FieldError(refusal_kind(exc.status_code), ("body", *loc), exc.reason, exc.kind) from exc
     evaluations, events = [], []
     for i, (model, arm_name, config) in enumerate(plans):
         evaluation_id = uuid.uuid4()
@@ -283,7 +289,7 @@ async def _sampling(session: AsyncSession, bench: Benchmark, body: EvaluationOpt
     n = min(body.sample_limit or bench.sample_count, bench.sample_count)
     if method != "first" and n < bench.sample_count and n > MAX_SAMPLED:
         raise FieldError(
-            422,
+            "invalid",
             ("body", "sampling"),
             f"{method} sampling takes at most {MAX_SAMPLED:,} samples ({n:,} asked): use first, or run the whole benchmark",
             "too_many_sampled",
@@ -297,7 +303,7 @@ def check_options(options: EvaluationOptions, settings: GatewaySettings, loc: tu
     ``repeats`` at most ``UEP_MAX_REPEATS``. Raises 422 naming the field under ``loc``."""
     if options.repeats > settings.max_repeats:
         raise FieldError(
-            422, (*loc, "repeats"), f"at most {settings.max_repeats} repeats, not {options.repeats:,}", "too_many_repeats"
+            "invalid", (*loc, "repeats"), f"at most {settings.max_repeats} repeats, not {options.repeats:,}", "too_many_repeats"
         )
 
 
@@ -451,7 +457,7 @@ def _statuses(values: list[str] | None) -> list[str]:
                 continue
             if name not in EVALUATION_STATUSES:
                 raise FieldError(
-                    422,
+                    "invalid",
                     ("query", "status"),
                     f"unknown status {name[:50]!r}; one of {', '.join(EVALUATION_STATUSES)}",
                     "bad_status",
@@ -487,7 +493,7 @@ async def list_evaluations(
     statuses = _statuses(status)
     after, before = _aware(created_after), _aware(created_before)
     if after is not None and before is not None and before <= after:
-        raise FieldError(422, ("query", "created_before"), "created_before must be after created_after", "bad_range")
+        raise FieldError("invalid", ("query", "created_before"), "created_before must be after created_after", "bad_range")
     q = (
         select(Evaluation, Benchmark, Model)
         .outerjoin(Benchmark, Benchmark.id == Evaluation.benchmark_id)
@@ -651,7 +657,7 @@ async def cancel_evaluation(
     try:
         await lifecycle.end(session, ev, lifecycle.Transition.cancel, EvaluationStatus.cancelled, "cancelled by request", None)
     except lifecycle.IllegalTransition as exc:
-        raise FieldError(409, ("path", "evaluation_id"), str(exc), exc.kind) from exc
+        raise FieldError("conflict", ("path", "evaluation_id"), str(exc), exc.kind) from exc
     await session.commit()
     request.app.state.relay.kick()
     return await get_evaluation(evaluation_id, request, session)

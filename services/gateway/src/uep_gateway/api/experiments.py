@@ -120,7 +120,7 @@ async def group_view(
     col = Evaluation.experiment_id if kind == "experiment" else Evaluation.batch_id
     first = await session.scalar(select(Evaluation).where(col == group_id, tenant_filter(session, Evaluation)).limit(1))
     if first is None:
-        raise FieldError(404, ("path", f"{kind}_id"), f"unknown {kind} {group_id}", f"unknown_{kind}")
+        raise FieldError("not_found", ("path", f"{kind}_id"), f"unknown {kind} {group_id}", f"unknown_{kind}")
     group = (await group_evaluations(session, first))[:MAX_GROUP]
     views: list[EvaluationView] = [await get_evaluation(ev.id, request, session) for ev in group]
     members = [

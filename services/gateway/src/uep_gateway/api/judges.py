@@ -28,7 +28,7 @@ from uep_common.prompting.templating import make_environment, trial_render
 from uep_common.tables.judging import HybridRoute, JudgeVerdict
 from uep_common.tables.models import Benchmark, Evaluation, Model, Sample
 from uep_gateway.deps import db_session
-from uep_gateway.errors import FieldError, FieldErrors
+from uep_gateway.errors import DomainError, FieldError
 from uep_gateway.judge_diagnostics import VerdictRow, diagnostics
 from uep_gateway.tenancy import owned, tenant_filter
 from uep_gateway.validation import NUL_CHECK
@@ -39,8 +39,10 @@ MAX_DIAGNOSTIC_ROWS = 500_000
 _TEMPLATES = make_environment(filters=TEMPLATE_FILTERS, keep_trailing_newline=False)
 
 
-def _config_errors(exc: ValidationError, loc: tuple[Any, ...]) -> FieldErrors:
-    return FieldErrors(422, [{"loc": [*loc, *map(str, e["loc"])], "msg": e["msg"], "type": e["type"]} for e in exc.errors()])
+def _config_errors(exc: ValidationError, loc: tuple[Any, ...]) -> DomainError:
+    return DomainError(
+        "invalid", [{"loc": [*loc, *map(str, e["loc"])], "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
+    )
 
 
 async def check_judge_config(
@@ -90,7 +92,7 @@ async def check_judge_config(
                     }
                 )
     if problems:
-        raise FieldErrors(422, problems)
+        raise DomainError("invalid", problems)
 
 
 async def benchmark_judge_config(
@@ -102,11 +104,11 @@ async def benchmark_judge_config(
     if evaluation_type not in JUDGED_TYPES:
         if judge is not None:
             raise FieldError(
-                422, loc, f"judge settings need evaluation_type llm_judge or hybrid, not {evaluation_type!r}", "not_judged"
+                "invalid", loc, f"judge settings need evaluation_type llm_judge or hybrid, not {evaluation_type!r}", "not_judged"
             )
         return None
     if judge is None:
-        raise FieldError(422, loc, f"an {evaluation_type} benchmark needs a judge configuration", "missing")
+        raise FieldError("invalid", loc, f"an {evaluation_type} benchmark needs a judge configuration", "missing")
     try:
         cfg = JudgeConfig.model_validate(judge)
     except ValidationError as exc:
@@ -123,7 +125,7 @@ async def evaluation_judge_config(session: AsyncSession, bench: Benchmark, overr
     if bench.evaluation_type not in JUDGED_TYPES:
         if override is not None:
             raise FieldError(
-                422,
+                "invalid",
                 loc,
                 f"benchmark {bench.slug!r} is evaluated {bench.evaluation_type}; judge settings apply "
                 "to llm_judge and hybrid benchmarks",

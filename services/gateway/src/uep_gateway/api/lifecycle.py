@@ -68,7 +68,7 @@ async def stop_evaluation(
         summary = await compute_summary(session, ev.id)
         await lifecycle.end(session, ev, lifecycle.Transition.stop, EvaluationStatus.stopped, "stopped by request", summary)
     except lifecycle.IllegalTransition as exc:
-        raise FieldError(409, ("path", "evaluation_id"), str(exc), exc.kind) from exc
+        raise FieldError("conflict", ("path", "evaluation_id"), str(exc), exc.kind) from exc
     await session.commit()
     request.app.state.relay.kick()
     return await get_evaluation(evaluation_id, request, session)
@@ -95,9 +95,11 @@ async def retry(evaluation_id: uuid.UUID, request: Request, session: AsyncSessio
     try:
         outcome = await retry_evaluation(session, evaluation_id)
     except LookupError:  # the row is locked above, in this transaction: it cannot have gone
-        raise FieldError(404, ("path", "evaluation_id"), f"unknown evaluation {evaluation_id}", "unknown_evaluation") from None
+        raise FieldError(
+            "not_found", ("path", "evaluation_id"), f"unknown evaluation {evaluation_id}", "unknown_evaluation"
+        ) from None
     except LifecycleConflict as exc:
-        raise FieldError(409, ("path", "evaluation_id"), str(exc), exc.kind) from exc
+        raise FieldError("conflict", ("path", "evaluation_id"), str(exc), exc.kind) from exc
     counts = (ev.completed_items, ev.error_items, ev.total_items)
     await session.commit()
     await _mirror_progress(request, evaluation_id, *counts)
@@ -223,7 +225,7 @@ async def redrive(dead_letter_id: uuid.UUID, request: Request, session: AsyncSes
                 )
                 if not reopened:
                     raise FieldError(
-                        409,
+                        "conflict",
                         ("path", "dead_letter_id"),
                         f"item {event.item_key()} already has a result without an error; it is never run again",
                         "already_finished",
@@ -239,6 +241,6 @@ async def redrive(dead_letter_id: uuid.UUID, request: Request, session: AsyncSes
         await request.app.state.broker.publish(d.body, topic=d.source_topic, key=d.key, headers=headers)
     except Exception as exc:
         raise FieldError(
-            503, ("path", "dead_letter_id"), f"the broker did not take the message: {exc!r}"[:500], "broker_unavailable"
+            "unavailable", ("path", "dead_letter_id"), f"the broker did not take the message: {exc!r}"[:500], "broker_unavailable"
         ) from exc
     return RedriveView(dead_letter=_view(d), republished_to=d.source_topic, reopened_item=reopened)

@@ -113,7 +113,7 @@ async def create_schedule(
     check_options(body.options, request.app.state.settings, ("body", "options"))
     tenant = principal.tenant
     if not croniter.is_valid(body.cron):
-        raise FieldError(422, ("body", "cron"), f"not a valid cron expression: {body.cron!r}", "bad_cron")
+        raise FieldError("invalid", ("body", "cron"), f"not a valid cron expression: {body.cron!r}", "bad_cron")
     limits = WorkLimits.from_settings(request.app.state.settings).for_tenant(tenant)
     now = datetime.now(UTC)
     try:
@@ -167,7 +167,7 @@ async def get_schedule(schedule_id: uuid.UUID, session: AsyncSession = Depends(d
     linked to it (``schedule_id`` of their evaluations)."""
     sch = await _get(session, schedule_id)
     if sch.deleted_at is not None:
-        raise FieldError(404, ("path", "schedule_id"), f"unknown schedule {schedule_id}", "unknown_schedule")
+        raise FieldError("not_found", ("path", "schedule_id"), f"unknown schedule {schedule_id}", "unknown_schedule")
     rows = await session.execute(
         select(ScheduleRun, Evaluation.status)
         .outerjoin(Evaluation, Evaluation.id == ScheduleRun.evaluation_id)
