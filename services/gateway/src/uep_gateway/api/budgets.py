@@ -38,11 +38,12 @@ from uep_common.records import budget
 from uep_common.records.creation import WorkLimits
 from uep_common.tables.budgets import BenchmarkCostProfile, BudgetAccount, BudgetCap, SpendEntry, cap_target
 from uep_common.tables.models import TENANT_LIMIT_COLUMNS, Benchmark, Model, Tenant
-from uep_gateway.api.evaluations import owned_evaluation, plan_evaluations
 from uep_gateway.auth import Principal, current_principal, forget_all
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError
 from uep_gateway.schemas import EvaluationCreate
+from uep_gateway.usecases.evaluations import owned_evaluation
+from uep_gateway.usecases.planning import plan_evaluations
 from uep_gateway.validation import INT32_MAX, NUL_CHECK
 
 router = APIRouter(tags=["budgets"], dependencies=NUL_CHECK)

@@ -32,10 +32,10 @@ from uep_common.runtime.outbox import add_to_outbox
 from uep_common.tables.models import Benchmark, Evaluation, Model, SampleResult
 from uep_common.tables.reports import Artifact
 from uep_common.tables.reports import Report as ReportRow
-from uep_gateway.api.evaluations import owned_evaluation
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError
 from uep_gateway.tenancy import tenant_filter
+from uep_gateway.usecases.evaluations import owned_evaluation
 from uep_gateway.validation import NUL_CHECK
 
 router = APIRouter(prefix="/v1/evaluations", tags=["reports"], dependencies=NUL_CHECK)

@@ -14,11 +14,11 @@ from uep_common.contract.events import RescoreRequested
 from uep_common.runtime.outbox import add_to_outbox
 from uep_common.runtime.telemetry import context_from_headers, current_trace_headers, tracer
 from uep_common.tables.models import Rescore, SampleResult
-from uep_gateway.api.evaluations import owned_evaluation
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError
 from uep_gateway.schemas import RescoreView
 from uep_gateway.tenancy import tenant_filter
+from uep_gateway.usecases.evaluations import owned_evaluation
 from uep_gateway.validation import NUL_CHECK
 
 router = APIRouter(prefix="/v1/evaluations", tags=["rescoring"], dependencies=NUL_CHECK)

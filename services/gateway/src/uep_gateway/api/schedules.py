@@ -19,12 +19,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from uep_common.records.creation import WorkLimitRefused, WorkLimits, check_items, check_schedule_interval
 from uep_common.tables.models import Evaluation
 from uep_common.tables.scheduling import Schedule, ScheduleRun
-from uep_gateway.api.evaluations import check_options, resolve_benchmark, resolve_model
 from uep_gateway.auth import Principal, current_principal
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError, work_limit_error
 from uep_gateway.schemas import EvaluationOptions
 from uep_gateway.tenancy import owned, tenant_filter
+from uep_gateway.usecases.planning import check_options, resolve_benchmark, resolve_model
 from uep_gateway.validation import NUL_CHECK
 
 router = APIRouter(prefix="/v1/schedules", tags=["schedules"], dependencies=NUL_CHECK)

@@ -27,11 +27,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from uep_common.contract.configs import check_benchmark_config, is_set_metric, parse_benchmark_config
 from uep_common.contract.params import param_problems
 from uep_common.tables.models import Benchmark, MetricCatalogEntry, Sample
-from uep_gateway.api.catalog import CatalogBenchmarkView, benchmark_view, visible_benchmark
-from uep_gateway.api.judges import benchmark_judge_config
 from uep_gateway.deps import db_session, unscoped_session
 from uep_gateway.errors import DomainError, FieldError
-from uep_gateway.schemas import BenchmarkSpec, MetricView, SampleView
+from uep_gateway.schemas import BenchmarkSpec, CatalogBenchmarkView, MetricView, SampleView
 from uep_gateway.tenancy import caller_tenant_id
 from uep_gateway.upload_worker import BudgetExceeded, WorkerPool
 from uep_gateway.uploads import (
@@ -47,6 +45,8 @@ from uep_gateway.uploads import (
     value_problem,
     with_class_names,
 )
+from uep_gateway.usecases.catalog import benchmark_view, visible_benchmark
+from uep_gateway.usecases.judging import benchmark_judge_config
 from uep_gateway.validation import NUL_CHECK
 
 # Templates (SHA-256 of the text) that ran past a worker's budget while rendering: refused again at once,
