@@ -96,12 +96,13 @@ async def _call(engine: Engine, tenant_id: uuid.UUID, route, *args, **kwargs):
 
 def test_a_baseline_of_another_benchmark_is_refused_naming_the_baseline(engine: Engine) -> None:
     from uep_gateway.api.reports import compare_with_baseline
+    from uep_gateway.error_responses import status_of
     from uep_gateway.errors import FieldError
 
     ids = _world(engine)
     with pytest.raises(FieldError) as info:
         asyncio.run(_call(engine, ids["tenant"], compare_with_baseline, ids["v1"], baseline=ids["other"], limit=10))
-    assert info.value.status_code == 422
+    assert status_of(info.value) == 422
     [problem] = info.value.detail
     assert problem["loc"] == ["query", "baseline"] and problem["type"] == "other_benchmark"
     assert "other-" in problem["msg"] and "qa-" in problem["msg"]
@@ -125,6 +126,7 @@ def test_a_report_with_a_baseline_of_another_benchmark_is_refused(engine: Engine
     from starlette.responses import Response
 
     from uep_gateway.api.reports import ReportRequest, request_report
+    from uep_gateway.error_responses import status_of
     from uep_gateway.errors import FieldError
 
     ids = _world(engine)
@@ -141,7 +143,7 @@ def test_a_report_with_a_baseline_of_another_benchmark_is_refused(engine: Engine
                 body=ReportRequest(baseline=ids["other"]),
             )
         )
-    assert info.value.status_code == 422
+    assert status_of(info.value) == 422
     assert info.value.detail[0]["loc"] == ["body", "baseline"] and info.value.detail[0]["type"] == "other_benchmark"
 
 

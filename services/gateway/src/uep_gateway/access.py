@@ -199,7 +199,7 @@ def check_role(access: Access, role: str, site_act: bool) -> None:
     if access.roles == SITE:
         if not site_act:
             raise FieldError(
-                403,
+                "forbidden",
                 ("header", "X-UEP-Site-Admin"),
                 f"{access.op} is a site administration call: a site admin must send X-UEP-Site-Admin: true",
                 "forbidden",
@@ -208,7 +208,9 @@ def check_role(access: Access, role: str, site_act: bool) -> None:
     if site_act or role in access.roles:
         return
     need = "/".join(sorted(access.roles))
-    raise FieldError(403, ("header", "Authorization"), f"{access.op} needs the role {need}; the caller is {role}", "forbidden")
+    raise FieldError(
+        "forbidden", ("header", "Authorization"), f"{access.op} needs the role {need}; the caller is {role}", "forbidden"
+    )
 
 
 async def authorize(request: Request) -> None:

@@ -38,6 +38,7 @@ from uep_gateway.api import (
 from uep_gateway.audit import AuditMiddleware
 from uep_gateway.auth import AuthCache
 from uep_gateway.body_limit import BodyLimitMiddleware
+from uep_gateway.error_responses import install as install_error_responses
 from uep_gateway.observability import HttpMetricsMiddleware, bind_log_context, metrics_endpoint
 from uep_gateway.openapi_contract import install as install_contract
 from uep_gateway.ratelimit import RateLimiter
@@ -147,4 +148,5 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
             (method,) = route.methods or {"GET"}
             route.uep_access = entry(method, context.path or route.path)  # type: ignore[attr-defined]
     install_contract(app)
+    install_error_responses(app)
     return app

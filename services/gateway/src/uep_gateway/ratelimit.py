@@ -75,7 +75,7 @@ class RateLimiter:
         stats = await self.strategy.get_window_stats(item, *ids)
         retry = max(1, math.ceil(stats.reset_time - time.time()))
         raise FieldError(
-            429,
+            "rate_limited",
             loc,
             f"rate limit {item.amount} per {item.get_expiry()} s exceeded ({what or ids[0]}); retry in {retry} s",
             "rate_limited",

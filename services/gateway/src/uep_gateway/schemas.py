@@ -41,7 +41,7 @@ class EvaluationOptions(BaseModel):
     """The options of one evaluation, shared by ``POST /v1/evaluations`` (:class:`EvaluationCreate`) and the
     runs of a schedule (``POST /v1/schedules`` ``options``): one set of fields and bounds for both. Integers
     are bounded by their database columns (INTEGER); the site's and tenant's work limits (repeats, items per
-    evaluation) are checked by the routes (``uep_gateway.api.evaluations.check_options``)."""
+    evaluation) are checked by the routes (``uep_gateway.usecases.planning.check_options``)."""
 
     model_config = ConfigDict(extra="forbid", protected_namespaces=(), populate_by_name=True)
 
@@ -411,3 +411,13 @@ class MetricView(BaseModel):
     reference_schema: dict[str, Any] = Field(
         default_factory=dict, description="JSON Schema of the sample reference the metric reads (uploads are checked against it)."
     )
+
+
+class CatalogBenchmarkView(BenchmarkView):
+    """A benchmark version in the catalogue, with who may read it."""
+
+    visibility: Literal["private", "shared", "site"] = Field(
+        description="private: its owner tenant only; shared: every tenant may read it; site: the site catalogue "
+        "(built-ins and benchmarks without an owner), readable by every tenant."
+    )
+    owned: bool = Field(description="True when the caller's tenant owns it (may upload new versions of its slug).")

@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common.tables.rls import scope_statement
 from uep_gateway.auth import Principal
-from uep_gateway.errors import FieldError
+from uep_gateway.errors import FieldError, Kind
 
 M = TypeVar("M")
 
@@ -69,17 +69,17 @@ async def owned(
     what: str,
     *,
     lock: bool = False,
-    status: int = 404,
+    kind: Kind = "not_found",
 ) -> M:
     """The ``model`` row with primary key ``object_id`` owned by the caller's tenant (locked ``FOR UPDATE``
-    until the transaction ends when ``lock``). Raises ``status`` (404; 422 where the id is a body field)
+    until the transaction ends when ``lock``). Raises ``kind`` (``not_found``; ``invalid`` where the id is a body field)
     naming ``loc`` — ``"unknown <what> <id>"``, type ``unknown_<what>`` — when there is none or it is another
     tenant's: the same body either way."""
     table: Any = model
     q = select(table).where(table.id == object_id, tenant_filter(session, table))
     row: M | None = await session.scalar(q.with_for_update() if lock else q)
     if row is None:
-        raise FieldError(status, loc, f"unknown {what} {object_id}", f"unknown_{what.replace(' ', '_')}")
+        raise FieldError(kind, loc, f"unknown {what} {object_id}", f"unknown_{what.replace(' ', '_')}")
     return row
 
 

@@ -24,7 +24,7 @@ from uep_common.tables.judging import HybridRoute
 from uep_common.tables.models import Benchmark, Evaluation, Sample, SampleResult
 from uep_gateway.annotation.questions import validate_answers
 from uep_gateway.annotation.schemas import AnnotationTaskCreate
-from uep_gateway.errors import FieldError, FieldErrors
+from uep_gateway.errors import DomainError, FieldError
 from uep_gateway.tenancy import owned
 
 HUMAN_EVALUATION_TYPE = "human"
@@ -54,7 +54,7 @@ def _reference(sample: Sample) -> str | None:
 async def _evaluation(session: AsyncSession, evaluation_id: uuid.UUID, field: str) -> Evaluation:
     """The caller's evaluation ``evaluation_id``; 422 naming ``body.<field>`` otherwise (also for another
     tenant's)."""
-    return await owned(session, Evaluation, evaluation_id, ("body", field), "evaluation", status=422)
+    return await owned(session, Evaluation, evaluation_id, ("body", field), "evaluation", kind="invalid")
 
 
 async def _outputs(session: AsyncSession, evaluation_id: uuid.UUID) -> dict[tuple[uuid.UUID, int], tuple[SampleResult, Sample]]:
@@ -97,7 +97,7 @@ async def _from_evaluation(
     pairwise = any(q.type == "pairwise" for q in body.questions)
     if pairwise and body.compare_evaluation_id is None:
         raise FieldError(
-            422,
+            "invalid",
             ("body", "compare_evaluation_id"),
             "pairwise questions need a compare_evaluation_id (answer B)",
             "missing_compare_evaluation",
@@ -108,7 +108,7 @@ async def _from_evaluation(
         cmp_ev = await _evaluation(session, body.compare_evaluation_id, "compare_evaluation_id")
         if cmp_ev.benchmark_id != ev.benchmark_id:
             raise FieldError(
-                422,
+                "invalid",
                 ("body", "compare_evaluation_id"),
                 "the compare evaluation ran another benchmark version",
                 "benchmark_mismatch",
@@ -138,7 +138,7 @@ async def _from_hybrid(
     ``completion_tokens`` (carried to the ScoreComputed)."""
     if body.compare_evaluation_id is not None:
         raise FieldError(
-            422, ("body", "compare_evaluation_id"), "hybrid tasks take answer B from the routed items", "unexpected_field"
+            "invalid", ("body", "compare_evaluation_id"), "hybrid tasks take answer B from the routed items", "unexpected_field"
         )
     rows = await session.execute(
         select(HybridRoute, Sample)
@@ -163,14 +163,14 @@ async def _from_hybrid(
         )
     if any(c["content"]["output"] is None for c in routed.values()):
         raise FieldError(
-            422,
+            "invalid",
             ("body", "evaluation_id"),
             "the routed items carry no output to annotate (hybrid_routes.details.output, written by the judge service)",
             "missing_output",
         )
     if any(q.type == "pairwise" for q in body.questions) and any(c["content"]["output_b"] is None for c in routed.values()):
         raise FieldError(
-            422, ("body", "questions"), "pairwise questions need answer B; the routed items have none", "missing_answer_b"
+            "invalid", ("body", "questions"), "pairwise questions need answer B; the routed items have none", "missing_answer_b"
         )
     decided = {
         (s.ordinal, r.repeat): _candidate(
@@ -186,7 +186,7 @@ async def create_task(session: AsyncSession, body: AnnotationTaskCreate) -> Anno
     ``session`` (the caller commits). Nothing is added when a check fails.
 
     Raises:
-        FieldError/FieldErrors (422): unknown evaluation, pairwise without answer B, no items, a gold item that
+        FieldError/DomainError (422): unknown evaluation, pairwise without answer B, no items, a gold item that
             is not an item of the source or whose answers are invalid.
     """
     ev = await _evaluation(session, body.evaluation_id, "evaluation_id")
@@ -218,13 +218,13 @@ async def create_task(session: AsyncSession, body: AnnotationTaskCreate) -> Anno
         problems += errs
         gold[key] = {**(gold_pool.get(key) or candidates[key]), "gold_answers": answers}
     if problems:
-        raise FieldErrors(422, problems)
+        raise DomainError("invalid", problems)
     scored = [c for key, c in candidates.items() if key not in gold]
     if body.item_limit:
         scored = scored[: body.item_limit]
     if not scored:
         raise FieldError(
-            422,
+            "invalid",
             ("body", "evaluation_id"),
             "no items to annotate: "
             + ("no stored outputs, or every one is gold" if body.source == "evaluation" else "no item was routed to humans"),

@@ -66,7 +66,7 @@ async def _task(session: AsyncSession, task_id: uuid.UUID) -> AnnotationTask:
         select(AnnotationTask).where(AnnotationTask.id == task_id, tenant_filter(session, AnnotationTask))
     )
     if task is None:
-        raise FieldError(404, ("path", "task_id"), f"unknown annotation task {task_id}", "unknown_task")
+        raise FieldError("not_found", ("path", "task_id"), f"unknown annotation task {task_id}", "unknown_task")
     return task
 
 
@@ -105,7 +105,7 @@ async def create_annotator(
     name (200). Names are unique within a tenant."""
     name = body.name.strip()
     if not name:
-        raise FieldError(422, ("body", "name"), "an annotator name is required", "missing_annotator")
+        raise FieldError("invalid", ("body", "name"), "an annotator name is required", "missing_annotator")
     tenant_id = caller_tenant_id(session)
     existing = await session.scalar(select(Annotator).where(Annotator.tenant_id == tenant_id, Annotator.name == name))
     if existing is not None:
@@ -295,7 +295,9 @@ def _position(cursor: str) -> int:
             raise ValueError
         return position
     except (ValueError, TypeError, json.JSONDecodeError):
-        raise FieldError(422, ("query", "cursor"), "malformed cursor; pass next_cursor back unchanged", "bad_cursor") from None
+        raise FieldError(
+            "invalid", ("query", "cursor"), "malformed cursor; pass next_cursor back unchanged", "bad_cursor"
+        ) from None
 
 
 @router.get("/v1/annotation-tasks/{task_id}/results")

@@ -38,11 +38,12 @@ from uep_common.records import budget
 from uep_common.records.creation import WorkLimits
 from uep_common.tables.budgets import BenchmarkCostProfile, BudgetAccount, BudgetCap, SpendEntry, cap_target
 from uep_common.tables.models import TENANT_LIMIT_COLUMNS, Benchmark, Model, Tenant
-from uep_gateway.api.evaluations import owned_evaluation, plan_evaluations
 from uep_gateway.auth import Principal, current_principal, forget_all
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError
 from uep_gateway.schemas import EvaluationCreate
+from uep_gateway.usecases.evaluations import owned_evaluation
+from uep_gateway.usecases.planning import plan_evaluations
 from uep_gateway.validation import INT32_MAX, NUL_CHECK
 
 router = APIRouter(tags=["budgets"], dependencies=NUL_CHECK)
@@ -117,7 +118,7 @@ async def _set_cap(
     after = money(amount) if amount is not None else after_if_removed
     if _gt(after, before) and not principal.at_least("admin"):
         raise FieldError(
-            403,
+            "forbidden",
             ("body", "amount"),
             f"a builder may only lower a cap: {label} would go from {_cap_words(before)} to {_cap_words(after)}; "
             "raising it needs the admin role",
@@ -271,7 +272,7 @@ async def put_benchmark_cap(
 ) -> dict[str, Any]:
     """The cap of each of the tenant's evaluations of benchmark ``slug`` (overrides the site default)."""
     if await session.scalar(select(Benchmark.id).where(Benchmark.slug == slug).limit(1)) is None:
-        raise FieldError(404, ("path", "slug"), f"unknown benchmark {slug!r}", "unknown_benchmark")
+        raise FieldError("not_found", ("path", "slug"), f"unknown benchmark {slug!r}", "unknown_benchmark")
     t = principal.tenant
     site = await _row_amount(session, "site_evaluation", "")
     target = cap_target("benchmark", t.id, slug)
@@ -369,7 +370,7 @@ async def put_model_cost(model: str, body: ModelCostUpdate, session: AsyncSessio
         q = select(Model).where(Model.name == model)
     rows = list(await session.scalars(q))
     if not rows:
-        raise FieldError(404, ("path", "model"), f"unknown model {model!r}", "unknown_model")
+        raise FieldError("not_found", ("path", "model"), f"unknown model {model!r}", "unknown_model")
     for m in rows:
         for k, v in body.model_dump(exclude_none=True).items():
             setattr(m, k, v)
@@ -394,7 +395,7 @@ async def get_benchmark_cost(slug: str, session: AsyncSession = Depends(db_sessi
     A slug the caller cannot see (unknown, or another tenant's private upload) is a 404, as on ``PUT``.
     """
     if await session.scalar(select(Benchmark.id).where(Benchmark.slug == slug).limit(1)) is None:
-        raise FieldError(404, ("path", "slug"), f"unknown benchmark {slug!r}", "unknown_benchmark")
+        raise FieldError("not_found", ("path", "slug"), f"unknown benchmark {slug!r}", "unknown_benchmark")
     p = await session.get(BenchmarkCostProfile, slug)
     return {"benchmark": slug, **{k: getattr(p, k) if p else None for k in BenchmarkCostUpdate.model_fields}}
 
@@ -403,7 +404,7 @@ async def get_benchmark_cost(slug: str, session: AsyncSession = Depends(db_sessi
 async def put_benchmark_cost(slug: str, body: BenchmarkCostUpdate, session: AsyncSession = Depends(db_session)) -> dict[str, Any]:
     """Set a benchmark's expected item size (site administration)."""
     if await session.scalar(select(Benchmark.id).where(Benchmark.slug == slug).limit(1)) is None:
-        raise FieldError(404, ("path", "slug"), f"unknown benchmark {slug!r}", "unknown_benchmark")
+        raise FieldError("not_found", ("path", "slug"), f"unknown benchmark {slug!r}", "unknown_benchmark")
     p = await session.get(BenchmarkCostProfile, slug)
     if p is None:
         p = BenchmarkCostProfile(benchmark_slug=slug)
@@ -441,17 +442,17 @@ async def spend(
     if tenant is not None and tenant != principal.tenant.slug:
         if not principal.site_act:
             raise FieldError(
-                403,
+                "forbidden",
                 ("query", "tenant"),
                 "only a site admin acting across tenants (X-UEP-Site-Admin: true) may see another tenant's spend",
                 "forbidden",
             )
         other_id = await session.scalar(select(Tenant.id).where(Tenant.slug == tenant))
         if other_id is None:
-            raise FieldError(404, ("query", "tenant"), f"unknown tenant {tenant!r}", "unknown_tenant")
+            raise FieldError("not_found", ("query", "tenant"), f"unknown tenant {tenant!r}", "unknown_tenant")
         tenant_id = other_id
     if since and until and since > until:
-        raise FieldError(422, ("query", "until"), "until is before since", "bad_range")
+        raise FieldError("invalid", ("query", "until"), "until is before since", "bad_range")
     key = {"tenant": Tenant.slug, "day": s.day, "evaluation": s.evaluation_id, "role": s.role}[group_by]
     q = select(
         key,

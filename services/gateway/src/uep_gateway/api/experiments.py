@@ -29,11 +29,11 @@ from uep_common.analytics.summary import Headline
 from uep_common.contract.configs import parse_evaluation_config
 from uep_common.records.lifecycle import TERMINAL
 from uep_common.tables.models import Evaluation, SampleResult
-from uep_gateway.api.evaluations import get_evaluation
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError
 from uep_gateway.schemas import EvaluationView, Progress
 from uep_gateway.tenancy import tenant_filter
+from uep_gateway.usecases.evaluations import evaluation_view
 from uep_gateway.validation import NUL_CHECK
 
 router = APIRouter(tags=["experiments"], dependencies=NUL_CHECK)
@@ -120,9 +120,9 @@ async def group_view(
     col = Evaluation.experiment_id if kind == "experiment" else Evaluation.batch_id
     first = await session.scalar(select(Evaluation).where(col == group_id, tenant_filter(session, Evaluation)).limit(1))
     if first is None:
-        raise FieldError(404, ("path", f"{kind}_id"), f"unknown {kind} {group_id}", f"unknown_{kind}")
+        raise FieldError("not_found", ("path", f"{kind}_id"), f"unknown {kind} {group_id}", f"unknown_{kind}")
     group = (await group_evaluations(session, first))[:MAX_GROUP]
-    views: list[EvaluationView] = [await get_evaluation(ev.id, request, session) for ev in group]
+    views: list[EvaluationView] = [await evaluation_view(session, request.app.state.redis, ev.id) for ev in group]
     members = [
         GroupMember(
             evaluation_id=v.id,

@@ -94,13 +94,15 @@ def _check_password_length(request: Request, password: str, loc: tuple[str, str]
     """422 naming ``loc`` for a password longer than ``UEP_LOGIN_MAX_PASSWORD_CHARS``."""
     most = request.app.state.settings.login_max_password_chars
     if len(password) > most:
-        raise FieldError(422, loc, f"at most {most} characters", "string_too_long")
+        raise FieldError("invalid", loc, f"at most {most} characters", "string_too_long")
 
 
 def _require_user(principal: Principal, action: str) -> uuid.UUID:
     """The user id of a signed-in principal; 409 naming ``Authorization`` for an API key."""
     if principal.kind != "user" or principal.user_id is None:
-        raise FieldError(409, ("header", "Authorization"), f"{action} is for a signed-in user, not an API key", "not_a_user")
+        raise FieldError(
+            "conflict", ("header", "Authorization"), f"{action} is for a signed-in user, not an API key", "not_a_user"
+        )
     return principal.user_id
 
 
@@ -128,7 +130,7 @@ async def login(
     if not ok or user is None or user.disabled_at is not None:
         if limiter is not None:
             await limiter.failed_signin(request, body.username)
-        raise FieldError(401, ("body", "password"), BAD_LOGIN, "bad_credentials")
+        raise FieldError("unauthenticated", ("body", "password"), BAD_LOGIN, "bad_credentials")
     settings = request.app.state.settings
     if user.password_hash and needs_rehash(user.password_hash):
         user.password_hash = await asyncio.to_thread(hash_password, body.password)
@@ -161,7 +163,7 @@ async def logout(
     session: 409 naming ``Authorization`` (keys are revoked with ``DELETE /v1/api-keys/{key_id}``)."""
     if principal.kind != "user" or principal.session_id is None:
         raise FieldError(
-            409,
+            "conflict",
             ("header", "Authorization"),
             "an API key has no session to end; revoke it with DELETE /v1/api-keys/{key_id}",
             "not_a_session",
@@ -230,12 +232,12 @@ async def change_password(
     _check_password_length(request, body.current_password, ("body", "current_password"))
     user = await session.get(User, user_id)
     if user is None or not await asyncio.to_thread(verify_password, user.password_hash, body.current_password):
-        raise FieldError(401, ("body", "current_password"), "the current password is wrong", "bad_credentials")
+        raise FieldError("unauthenticated", ("body", "current_password"), "the current password is wrong", "bad_credentials")
     problem = password_problem(body.new_password)
     if problem is None and body.new_password == body.current_password:
         problem = "the new password must differ from the current one"
     if problem:
-        raise FieldError(422, ("body", "new_password"), problem, "weak_password")
+        raise FieldError("invalid", ("body", "new_password"), problem, "weak_password")
     user.password_hash = await asyncio.to_thread(hash_password, body.new_password)
     await session.execute(
         update(UserSession)
@@ -271,7 +273,7 @@ async def _member(session: AsyncSession, principal: Principal, user_id: uuid.UUI
     ).first()
     if row is None:
         raise FieldError(
-            404, ("path", "user_id"), f"user {user_id} is not a member of tenant {principal.tenant.slug!r}", "not_found"
+            "not_found", ("path", "user_id"), f"user {user_id} is not a member of tenant {principal.tenant.slug!r}", "not_found"
         )
     return row[0], row[1]
 
@@ -315,10 +317,10 @@ async def add_member(
     created = user is None
     if user is None:
         if body.password is None:
-            raise FieldError(422, ("body", "password"), f"user {body.username!r} is new: give it a password", "missing")
+            raise FieldError("invalid", ("body", "password"), f"user {body.username!r} is new: give it a password", "missing")
         problem = password_problem(body.password)
         if problem:
-            raise FieldError(422, ("body", "password"), problem, "weak_password")
+            raise FieldError("invalid", ("body", "password"), problem, "weak_password")
         user = User(
             username=body.username,
             display_name=body.display_name,
@@ -328,10 +330,12 @@ async def add_member(
         try:
             await session.flush()
         except IntegrityError as exc:
-            raise FieldError(409, ("body", "username"), f"user {body.username!r} was just created; retry", "conflict") from exc
+            raise FieldError(
+                "conflict", ("body", "username"), f"user {body.username!r} was just created; retry", "conflict"
+            ) from exc
     elif body.password is not None:
         raise FieldError(
-            422,
+            "invalid",
             ("body", "password"),
             f"user {body.username!r} exists and keeps its password; leave password out",
             "password_not_allowed",
@@ -340,13 +344,15 @@ async def add_member(
         select(Membership.id).where(Membership.user_id == user.id, Membership.tenant_id == principal.tenant.id)
     )
     if existing is not None:
-        raise FieldError(409, ("body", "username"), f"{body.username!r} is already a member of this tenant", "conflict")
+        raise FieldError("conflict", ("body", "username"), f"{body.username!r} is already a member of this tenant", "conflict")
     member = Membership(user_id=user.id, tenant_id=principal.tenant.id, role=body.role, created_at=datetime.now(UTC))
     session.add(member)
     try:
         await session.commit()
     except IntegrityError as exc:
-        raise FieldError(409, ("body", "username"), f"{body.username!r} is already a member of this tenant", "conflict") from exc
+        raise FieldError(
+            "conflict", ("body", "username"), f"{body.username!r} is already a member of this tenant", "conflict"
+        ) from exc
     forget_all(request)
     return _member_view(member, user, created)
 
@@ -363,7 +369,9 @@ async def update_member(
     409 naming ``role`` when it would leave the tenant without an admin."""
     member, user = await _member(session, principal, user_id)
     if member.role == "admin" and body.role != "admin" and await _other_admins(session, principal.tenant.id, user_id) == 0:
-        raise FieldError(409, ("body", "role"), "this is the tenant's last admin; make another member admin first", "last_admin")
+        raise FieldError(
+            "conflict", ("body", "role"), "this is the tenant's last admin; make another member admin first", "last_admin"
+        )
     member.role = body.role
     await session.commit()
     forget_all(request)
@@ -382,7 +390,7 @@ async def remove_member(
     member, _user = await _member(session, principal, user_id)
     if member.role == "admin" and await _other_admins(session, principal.tenant.id, user_id) == 0:
         raise FieldError(
-            409, ("path", "user_id"), "this is the tenant's last admin; make another member admin first", "last_admin"
+            "conflict", ("path", "user_id"), "this is the tenant's last admin; make another member admin first", "last_admin"
         )
     await session.delete(member)
     await session.commit()
@@ -430,7 +438,7 @@ async def create_api_key(
     keeps its SHA-256 digest. ``site_admin: true`` needs a site admin acting as one (403 naming it)."""
     if body.site_admin and not principal.site_act:
         raise FieldError(
-            403,
+            "forbidden",
             ("body", "site_admin"),
             "only a site admin sending X-UEP-Site-Admin: true may create a site-admin key",
             "forbidden",
@@ -465,7 +473,7 @@ async def revoke_api_key(
     time). Another tenant's key or an unknown id: 404 naming ``key_id``."""
     key = await session.scalar(select(ApiKey).where(ApiKey.id == key_id, ApiKey.tenant_id == principal.tenant.id))
     if key is None:
-        raise FieldError(404, ("path", "key_id"), f"API key {key_id} not found", "not_found")
+        raise FieldError("not_found", ("path", "key_id"), f"API key {key_id} not found", "not_found")
     if key.revoked_at is None:
         key.revoked_at = datetime.now(UTC)
         await session.commit()
@@ -496,11 +504,11 @@ async def list_audit_entries(
     ``next_cursor`` back as ``cursor``; a cursor that is not one is a 422 naming it."""
     since, until = _utc(since), _utc(until)
     if since is not None and until is not None and until <= since:
-        raise FieldError(422, ("query", "until"), "until must be later than since", "bad_range")
+        raise FieldError("invalid", ("query", "until"), "until must be later than since", "bad_range")
     before: int | None = None
     if cursor is not None:
         if not cursor.isdigit() or not 0 < int(cursor) <= INT64_MAX:
-            raise FieldError(422, ("query", "cursor"), "not a cursor of this list (use next_cursor)", "bad_cursor")
+            raise FieldError("invalid", ("query", "cursor"), "not a cursor of this list (use next_cursor)", "bad_cursor")
         before = int(cursor)
     q = select(AuditEntry, Tenant.slug).outerjoin(Tenant, Tenant.id == AuditEntry.tenant_id)
     if not principal.site_act:  # its own rows, and the refused claims on it of other tenants' credentials
@@ -562,12 +570,12 @@ async def create_tenant(body: TenantCreate, request: Request, session: AsyncSess
     added with ``POST /v1/members`` sent with ``X-UEP-Tenant: <slug>``."""
     exists = await session.scalar(select(func.count()).select_from(Tenant).where(Tenant.slug == body.slug))
     if exists:
-        raise FieldError(409, ("body", "slug"), f"tenant {body.slug!r} exists", "conflict")
+        raise FieldError("conflict", ("body", "slug"), f"tenant {body.slug!r} exists", "conflict")
     tenant = Tenant(slug=body.slug, name=body.name or body.slug, created_at=datetime.now(UTC))
     session.add(tenant)
     try:
         await session.commit()
     except IntegrityError as exc:
-        raise FieldError(409, ("body", "slug"), f"tenant {body.slug!r} exists", "conflict") from exc
+        raise FieldError("conflict", ("body", "slug"), f"tenant {body.slug!r} exists", "conflict") from exc
     forget_all(request)
     return _tenant_view(tenant)

@@ -202,13 +202,16 @@ async def _resolve_score_type(
     404 naming ``loc`` for a benchmark the caller cannot see or a score type it has no board for."""
     types = [t for t, _ in await lb.score_types(boards.session, slug, boards.scope)]  # only boards of visible benchmarks
     if not types and not await _benchmark_known(session, slug):
-        raise FieldError(404, loc, f"unknown benchmark {slug!r}", "unknown_benchmark")
+        raise FieldError("not_found", loc, f"unknown benchmark {slug!r}", "unknown_benchmark")
     if score_type is None:
         return (types[0] if types else None), sorted(types)
     if score_type not in types:
         have = ", ".join(sorted(types)) or "none yet"
         raise FieldError(
-            404, ("query", "score_type"), f"benchmark {slug!r} has no {score_type!r} board (has: {have})", "unknown_score_type"
+            "not_found",
+            ("query", "score_type"),
+            f"benchmark {slug!r} has no {score_type!r} board (has: {have})",
+            "unknown_score_type",
         )
     return score_type, sorted(types)
 
@@ -248,28 +251,30 @@ async def compare(
     the radar of all of them (dimensions = boards; a missing score is a gap, never a zero)."""
     refs = list(dict.fromkeys(_csv(models)))
     if not refs:
-        raise FieldError(422, ("query", "models"), "name at least one model", "empty")
+        raise FieldError("invalid", ("query", "models"), "name at least one model", "empty")
     if len(refs) > MAX_COMPARE_MODELS:
-        raise FieldError(422, ("query", "models"), f"at most {MAX_COMPARE_MODELS} models", "too_many")
+        raise FieldError("invalid", ("query", "models"), f"at most {MAX_COMPARE_MODELS} models", "too_many")
     for ref in refs:
         name, _, version = ref.partition("@")
         q = select(Model.id).where(Model.name == name)
         if version:
             q = q.where(Model.version == version)
         if not await session.scalar(q.limit(1)):
-            raise FieldError(422, ("query", "models"), f"unknown model {ref!r}", "unknown_model")
+            raise FieldError("invalid", ("query", "models"), f"unknown model {ref!r}", "unknown_model")
     boards: list[tuple[str, str]] = []
     if benchmarks:
         specs = list(dict.fromkeys(_csv(benchmarks)))
         if len(specs) > MAX_COMPARE_BENCHMARKS:
-            raise FieldError(422, ("query", "benchmarks"), f"at most {MAX_COMPARE_BENCHMARKS} benchmarks", "too_many")
+            raise FieldError("invalid", ("query", "benchmarks"), f"at most {MAX_COMPARE_BENCHMARKS} benchmarks", "too_many")
         for spec in specs:
             slug, _, st = spec.partition(":")
             types = [t for t, _ in await lb.score_types(boards_in.session, slug, boards_in.scope)]
             if not types and not await _benchmark_known(session, slug):
-                raise FieldError(422, ("query", "benchmarks"), f"unknown benchmark {slug!r}", "unknown_benchmark")
+                raise FieldError("invalid", ("query", "benchmarks"), f"unknown benchmark {slug!r}", "unknown_benchmark")
             if st and st not in types:
-                raise FieldError(422, ("query", "benchmarks"), f"benchmark {slug!r} has no {st!r} board", "unknown_score_type")
+                raise FieldError(
+                    "invalid", ("query", "benchmarks"), f"benchmark {slug!r} has no {st!r} board", "unknown_score_type"
+                )
             if st or types:
                 boards.append((slug, st or types[0]))
     else:
@@ -290,7 +295,9 @@ async def compare(
         )
     if format == "svg":
         if result["radar_svg"] is None:
-            raise FieldError(404, ("query", "format"), "no radar: none of the models has a score on these boards", "no_radar")
+            raise FieldError(
+                "not_found", ("query", "format"), "no radar: none of the models has a score on these boards", "no_radar"
+            )
         return Response(result["radar_svg"], media_type="image/svg+xml")
     return result
 
@@ -321,7 +328,7 @@ async def get_board(
     chosen = item_set if item_set is not None else (order[0] if order else None)
     if item_set is not None and item_set not in order:
         raise FieldError(
-            404,
+            "not_found",
             ("query", "item_set"),
             f"benchmark {benchmark!r} has no item set {item_set!r} on this board (has: {', '.join(order) or 'none'})",
             "unknown_item_set",
@@ -387,9 +394,9 @@ async def request_retention(
     the result when it finished within ``wait_s``, else 202 with the run to poll at
     ``/v1/retention/runs/{id}``. Site administration (the role matrix refuses anyone else with 403)."""
     if body.benchmark is not None and not await _benchmark_known(session, body.benchmark):
-        raise FieldError(422, ("body", "benchmark"), f"unknown benchmark {body.benchmark!r}", "unknown_benchmark")
+        raise FieldError("invalid", ("body", "benchmark"), f"unknown benchmark {body.benchmark!r}", "unknown_benchmark")
     if body.model is not None and not await session.scalar(select(Model.id).where(Model.name == body.model).limit(1)):
-        raise FieldError(422, ("body", "model"), f"unknown model {body.model!r}", "unknown_model")
+        raise FieldError("invalid", ("body", "model"), f"unknown model {body.model!r}", "unknown_model")
     run = RetentionRun(
         id=uuid.uuid4(),
         trigger="api",
@@ -419,5 +426,5 @@ async def get_retention_run(run_id: uuid.UUID, session: AsyncSession = Depends(d
     """A retention run: requested, running, completed (with its result), failed (with the error) or skipped."""
     run = await session.get(RetentionRun, run_id)
     if run is None:
-        raise FieldError(404, ("path", "run_id"), f"unknown retention run {run_id}", "unknown_retention_run")
+        raise FieldError("not_found", ("path", "run_id"), f"unknown retention run {run_id}", "unknown_retention_run")
     return _run_view(run)
