@@ -397,7 +397,7 @@ def test_small_batches_fold_again_into_one_aggregate_per_group(engine: Engine) -
 
 def test_late_duplicate_settles_nothing_and_kept_items_still_settle_and_retry(engine: Engine) -> None:
     from uep_common.contract.events import ErrorInfo, ScoreComputed
-    from uep_common.records import budget
+    from uep_common.records import settlement
     from uep_common.records.reruns import retry_evaluation
 
     w = _world(engine, "late")
@@ -433,7 +433,7 @@ def test_late_duplicate_settles_nothing_and_kept_items_still_settle_and_retry(en
 
     async def settle(sm: Any, scores: list[ScoreComputed]) -> None:
         async with sm() as session, session.begin():
-            await budget.settle_scores(session, scores)
+            await settlement.settle_scores(session, scores)
 
     # redelivered scores of aggregated items (s1 attempt 1; s0 attempt 2): dropped by the trigger
     _run(lambda sm: settle(sm, [score(1, 1), score(0, 2)]))

@@ -267,7 +267,7 @@ def test_spend_groupings_and_judge_charges(gateway, db, stack, priced_model, key
     charged here with a 0.5-per-call judge model adds 0.50 judge spend to the second evaluation."""
     from sqlalchemy.ext.asyncio import async_sessionmaker
 
-    from uep_common.records import budget
+    from uep_common.records import settlement
     from uep_common.runtime.session import make_async_engine
 
     hdr = bearer(keys["budget-d"]["viewer"])
@@ -289,7 +289,7 @@ def test_spend_groupings_and_judge_charges(gateway, db, stack, priced_model, key
     async def charge():
         engine = make_async_engine(stack.database_url)
         async with async_sessionmaker(engine)() as s, s.begin():
-            await budget.charge(s, uuid.UUID(target), "judge", 100, 20, 12.0, judge_id)
+            await settlement.charge(s, uuid.UUID(target), "judge", 100, 20, 12.0, judge_id)
         await engine.dispose()
 
     asyncio.run(charge())
@@ -331,7 +331,7 @@ def test_redelivered_score_never_settles_twice(gateway, db, stack, priced_model,
     from sqlalchemy.ext.asyncio import async_sessionmaker
 
     from uep_common.contract.events import ScoreComputed
-    from uep_common.records import budget
+    from uep_common.records import settlement
     from uep_common.runtime.session import make_async_engine
 
     hdr = bearer(keys["budget-a"]["builder"])
@@ -366,7 +366,7 @@ def test_redelivered_score_never_settles_twice(gateway, db, stack, priced_model,
     async def settle(events):
         engine = make_async_engine(stack.database_url)
         async with async_sessionmaker(engine)() as s, s.begin():
-            await budget.settle_scores(s, events)
+            await settlement.settle_scores(s, events)
         await engine.dispose()
 
     def account():

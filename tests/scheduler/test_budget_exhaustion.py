@@ -1,5 +1,5 @@
 """Budget exhaustion on a real PostgreSQL: an allocation pass only allocates; the evaluation whose cap leaves
-no item is ended ``budget_exhausted`` by the records layer (``uep_common.records.budget.finish_exhausted``)
+no item is ended ``budget_exhausted`` by the records layer (``uep_common.records.exhaustion.finish_exhausted``)
 after the pass, and found again by the reconcile query if that ending was cut short."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from decimal import Decimal
 
 from sqlalchemy import update
 
-from uep_common.records import budget
+from uep_common.records import exhaustion
 from uep_common.tables.budgets import BudgetAccount, BudgetCap
 from uep_common.tables.models import Evaluation, Model
 from uep_scheduler.allocation import allocate
@@ -42,12 +42,12 @@ async def test_a_pass_records_exhaustion_and_the_records_layer_ends_the_evaluati
         assert ev is not None and acct is not None
         assert (ev.status, ev.total_items) == ("running", 2)  # the pass allocated nothing and ended nothing
         assert acct.exhausted_reason is not None and "2 of 5 planned items" in acct.exhausted_reason
-        assert await budget.exhausted_and_done(s) == [ev_id]  # what the reconcile would end
+        assert await exhaustion.exhausted_and_done(s) == [ev_id]  # what the reconcile would end
 
     async with sm() as s, s.begin():
-        assert await budget.finish_exhausted(s, ev_id) is True
+        assert await exhaustion.finish_exhausted(s, ev_id) is True
     async with sm() as s, s.begin():
-        assert await budget.finish_exhausted(s, ev_id) is False  # once
+        assert await exhaustion.finish_exhausted(s, ev_id) is False  # once
         ev = await s.get(Evaluation, ev_id)
         assert ev is not None and ev.status == "budget_exhausted"
-        assert await budget.exhausted_and_done(s) == []
+        assert await exhaustion.exhausted_and_done(s) == []

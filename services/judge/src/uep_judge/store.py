@@ -6,7 +6,7 @@ else the benchmark's ``config.judge``), the judge models from the registry, the 
 
 Writes (:func:`record`), in ONE transaction: the item's ``judge_items`` row (unique per item: a second
 writer finds it and rolls back, so an item is judged, charged and scored once), a ``judge_verdicts`` row per
-judge × order, one budget charge per judge call (``uep_common.records.budget.charge``, role "judge"), the hybrid
+judge × order, one budget charge per judge call (``uep_common.records.settlement.charge``, role "judge"), the hybrid
 routes, and the ScoreComputed in the outbox — or, for an item sent to humans, no ScoreComputed and its
 lease released with its expiry moved out of the scheduler's reach (no sample_results row will exist until
 the annotation completes, and an expired lease without a result would otherwise be dispatched again).
@@ -27,7 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from uep_common.contract.configs import parse_benchmark_config, parse_evaluation_config
 from uep_common.contract.events import JudgeRequested, ModelTarget, ScoreComputed
 from uep_common.contract.judge_config import JudgeConfig, merge_judge_config
-from uep_common.records import budget
+from uep_common.records import settlement
 from uep_common.registry.model_registry import model_query
 from uep_common.runtime.outbox import add_to_outbox
 from uep_common.tables.judging import HybridRoute, JudgeItem, JudgeVerdict
@@ -228,7 +228,7 @@ async def record(
     for v in verdicts:
         for a in v.attempts:
             if not a.call_failed:
-                await budget.charge(
+                await settlement.charge(
                     session, event.evaluation_id, "judge", a.prompt_tokens, a.completion_tokens, a.latency_ms, v.judge.model_id
                 )
     if event.route_reason is not None:

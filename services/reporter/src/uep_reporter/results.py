@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common.analytics.summary import compute_summary
 from uep_common.contract.events import EvaluationCompleted, EvaluationStatus, ScoreComputed
-from uep_common.records import budget
+from uep_common.records import exhaustion
 from uep_common.records.lifecycle import TERMINAL, Transition, end
 from uep_common.tables.bulk import column_arrays, insert_from_arrays
 from uep_common.tables.models import Evaluation, Rescore, SampleResult, ScoreHistory
@@ -201,7 +201,7 @@ async def finish_evaluation(
     failed = stop_reason is not None or (summary.n > 0 and summary.errors == summary.n)
     error = stop_reason or (f"all {summary.n} items failed; see the results for each item's error" if failed else None)
     status = EvaluationStatus.failed if failed else EvaluationStatus.completed
-    exhausted = None if stop_reason else await budget.exhausted_reason(session, evaluation_id)
+    exhausted = None if stop_reason else await exhaustion.exhausted_reason(session, evaluation_id)
     if exhausted:  # a cap stopped dispatch (uep_common.records.budget); the items in flight then are all in
         status, error = EvaluationStatus.budget_exhausted, exhausted
     # the row was moved by Core updates in this transaction: load it as it is now

@@ -78,7 +78,7 @@ class PassResult:
     """The SampleDispatched rows staged, claimed for the caller to publish after commit."""
     exhausted: list[uuid.UUID] = field(default_factory=list)
     """Evaluations whose budget ran out in the pass with every kept item stored: the pass only allocates, the
-    caller ends them after its commit (:func:`uep_common.records.budget.finish_exhausted`)."""
+    caller ends them after its commit (:func:`uep_common.records.exhaustion.finish_exhausted`)."""
     redispatch_capped: bool = False
     """The reconcile found MAX_REDISPATCH_PER_PASS leases to dispatch again: more may be left for the next."""
     in_flight: int = 0

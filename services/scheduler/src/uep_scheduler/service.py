@@ -18,7 +18,7 @@ from faststream.kafka import KafkaBroker, KafkaMessage
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from uep_common.contract.events import EvaluationRequested, SampleDispatched, ScoreComputed, Topics
-from uep_common.records import budget
+from uep_common.records import exhaustion, settlement
 from uep_common.runtime.background import BackgroundLoop
 from uep_common.runtime.consuming import consume
 from uep_common.runtime.messaging import consumer_options
@@ -150,7 +150,7 @@ class Scheduler:
         """End the evaluations whose budget ran out with every kept item stored (records layer, one transaction
         after the allocation pass); their EvaluationCompleted rows are left to the outbox relay, kicked now."""
         async with self.sm() as s, s.begin():
-            ended = [e for e in evaluation_ids if await budget.finish_exhausted(s, e)]
+            ended = [e for e in evaluation_ids if await exhaustion.finish_exhausted(s, e)]
         if ended:
             log.info("budget exhausted, ended: %s", ", ".join(map(str, ended)))
             self.relay.kick()
@@ -169,7 +169,7 @@ class Scheduler:
         leased_at: list[datetime] = []
         async with self.sm() as s, s.begin():
             evaluations = await release(s, items, leased_at)
-            await budget.settle_scores(s, scores)
+            await settlement.settle_scores(s, scores)
             if self.settings.adaptive_concurrency:
                 moved = await adapt(s, scores)
                 if moved:
@@ -184,7 +184,7 @@ class Scheduler:
         stored). Returns whether anything is under way (an evaluation running or pending, a run created)."""
         async with self.sm() as s:
             running, pending = await evaluations_to_reconcile(s, self.settings.admit_pending_after_seconds)
-            exhausted = await budget.exhausted_and_done(s) if running else []
+            exhausted = await exhaustion.exhausted_and_done(s) if running else []
         if exhausted:  # a pass exhausted them, and its ending was cut short (a crash between the two transactions)
             await self.finish_exhausted(exhausted)
         self._to_admit.update(pending)  # admitted by the pass below, in its transaction

@@ -1,7 +1,7 @@
 """Budget enforcement hooks called by the gateway, the scheduler and the judge.
 
-These four functions are the only entry points other services use (signatures fixed by the interfaces
-brief); tables are in :mod:`uep_common.tables.budgets`, the arithmetic in :mod:`uep_common.contract.costs`.
+Creation and dispatch are here; settlement and the judge's charges are :mod:`uep_common.records.settlement`;
+tables are in :mod:`uep_common.tables.budgets`, the arithmetic in :mod:`uep_common.contract.costs`.
 
 Flow of money for one evaluation (one arm):
 
@@ -19,13 +19,14 @@ Flow of money for one evaluation (one arm):
    never over-reserve). When a cap lets no item through and none of the evaluation's items is in flight,
    the evaluation is **exhausted**: the reason is recorded, ``total_items`` shrinks to the items dispatched,
    and the reporter's normal completion ends it ``budget_exhausted`` when the last of them is stored. When all
-   of them already are, the allocation pass (which only allocates) hands it to :func:`finish_exhausted`, run by
+   of them already are, the allocation pass (which only allocates) hands it to
+   :func:`uep_common.records.exhaustion.finish_exhausted`, run by
    the scheduler in a transaction of its own after the pass commits. In-flight items are never cut short.
-3. **Settlement** (:func:`settle_scores`, scheduler, in the lease-release transaction): the actual cost of
+3. **Settlement** (:func:`uep_common.records.settlement.settle_scores`, scheduler, in the lease-release transaction): the actual cost of
    each scored item (:meth:`uep_common.contract.costs.Pricing.cost` of its tokens/latency) is recorded and its
    reservation released, once per (item, attempt) — a redelivered score is a conflict on a unique index and
    changes nothing; a second attempt (expired lease) adds its actual cost but releases nothing again.
-4. **Judge calls** (:func:`charge`, judge): charged to the same evaluation with role ``judge``.
+4. **Judge calls** (:func:`uep_common.records.settlement.charge`, judge): charged to the same evaluation with role ``judge``.
 
 Caps are enforced on estimates at dispatch; actual spend can exceed a cap by at most what the items in
 flight cost beyond their estimates. Open reservations of any day count against today's tenant cap.
@@ -37,25 +38,18 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Table, and_, func, select, text, tuple_
+from sqlalchemy import func, select, tuple_
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-from uep_common.analytics.summary import compute_summary
 from uep_common.contract.configs import check_evaluation_config, parse_evaluation_config
 from uep_common.contract.costs import Expected, Pricing, affordable, currency, evaluation_estimate, money, per_item_estimate
-from uep_common.contract.events import EvaluationStatus
-from uep_common.records import lifecycle
 from uep_common.tables.budgets import BenchmarkCostProfile, BudgetAccount, BudgetCap, SpendEntry, cap_target
-from uep_common.tables.bulk import ITEM_KEY, column_arrays, insert_from_arrays, key_arrays, rows_from_arrays
-from uep_common.tables.lifecycle import lock_evaluation
 from uep_common.tables.models import Benchmark, Evaluation, Model, Tenant
 
 if TYPE_CHECKING:  # pragma: no cover
     from sqlalchemy.ext.asyncio import AsyncSession
-
-    from uep_common.contract.events import ScoreComputed
 
 
 class BudgetRefused(Exception):  # noqa: N818 - a public name that callers and tests catch; renaming it breaks them
@@ -288,7 +282,7 @@ def _account(ev: Evaluation, p: Plan) -> BudgetAccount:
     )
 
 
-async def _locked_account(session: AsyncSession, ev: Evaluation) -> BudgetAccount:
+async def locked_account(session: AsyncSession, ev: Evaluation) -> BudgetAccount:
     """The evaluation's account, locked; opened now for an evaluation created without one (e.g. before
     budgets existed, or by a path that did not call :func:`check_creation`)."""
     acct = await session.get(BudgetAccount, ev.id, with_for_update=True, populate_existing=True)
@@ -319,11 +313,12 @@ async def reserve_for_dispatch(session: AsyncSession, ev: Evaluation, model: Mod
     allow and returns that number (0..n). When no item fits and none is in flight, the evaluation is
     exhausted (see the module docstring): reason recorded and ``ev.total_items`` shrunk to
     ``ev.dispatched_items``. It is not ended here: an allocation pass only allocates. When every dispatched
-    item is already stored, the caller ends it after its transaction commits (:func:`finish_exhausted`); the
-    reporter ends it when the last one is stored (:func:`exhausted_reason`)."""
+    item is already stored, the caller ends it after its transaction commits
+    (:func:`uep_common.records.exhaustion.finish_exhausted`); the reporter ends it when the last one is stored
+    (:func:`uep_common.records.exhaustion.exhausted_reason`)."""
     if n <= 0:
         return 0
-    acct = await _locked_account(session, ev)
+    acct = await locked_account(session, ev)
     per_item = Decimal(acct.per_item)
     allowed, why = n, None
     keys = _evaluation_cap_keys(ev.tenant_id, acct.benchmark_slug, ev.id)
@@ -377,217 +372,6 @@ async def reserve_for_dispatch(session: AsyncSession, ev: Evaluation, model: Mod
         ev.total_items = ev.dispatched_items
         ev.error = reason
     return allowed
-
-
-async def finish_exhausted(session: AsyncSession, evaluation_id: uuid.UUID) -> bool:
-    """End a running evaluation ``budget_exhausted`` when its budget account records an exhaustion and every
-    item it kept is stored (``completed_items >= total_items``): partial summary, EvaluationCompleted in the
-    outbox (``finish`` in :mod:`uep_common.records.lifecycle`). Locks the evaluation row; run it in its own
-    transaction after the allocation pass that exhausted the budget has committed, and from the scheduler's
-    reconcile (:func:`exhausted_and_done`) for one whose ending a crash cut short.
-
-    Returns:
-        Whether it ended the evaluation (False: not running, not exhausted, or items still in flight).
-    """
-    ev = await lock_evaluation(session, evaluation_id)
-    if ev is None or ev.status != EvaluationStatus.running:
-        return False
-    reason = await exhausted_reason(session, ev.id)
-    if reason is None or ev.completed_items < ev.total_items:
-        return False
-    await _finish_exhausted(session, ev, reason)
-    return True
-
-
-async def exhausted_and_done(session: AsyncSession, limit: int = 100) -> list[uuid.UUID]:
-    """Ids of up to ``limit`` running evaluations that :func:`finish_exhausted` would end now (an exhausted
-    budget and every kept item stored), for the scheduler's reconcile pass."""
-    rows = await session.scalars(
-        select(Evaluation.id)
-        .join(BudgetAccount, BudgetAccount.evaluation_id == Evaluation.id)
-        .where(
-            Evaluation.status == EvaluationStatus.running,
-            BudgetAccount.exhausted_reason.is_not(None),
-            Evaluation.completed_items >= Evaluation.total_items,
-        )
-        .limit(limit)
-    )
-    return list(rows)
-
-
-async def _finish_exhausted(session: AsyncSession, ev: Evaluation, reason: str) -> None:
-    """End ``ev`` (locked) as budget_exhausted now (``finish`` in :mod:`uep_common.records.lifecycle`): partial summary,
-    EvaluationCompleted in the outbox."""
-    summary = await compute_summary(session, ev.id)
-    await lifecycle.end(session, ev, lifecycle.Transition.finish, EvaluationStatus.budget_exhausted, reason, summary)
-
-
-async def exhausted_reason(session: AsyncSession, evaluation_id: uuid.UUID) -> str | None:
-    """Why a cap stopped the evaluation's dispatch, or None (the reporter ends it ``budget_exhausted`` then)."""
-    return await session.scalar(select(BudgetAccount.exhausted_reason).where(BudgetAccount.evaluation_id == evaluation_id))
-
-
-def _call_made(score: ScoreComputed) -> bool:
-    """False when inference failed before the model answered (nothing to charge per call)."""
-    return not (score.error is not None and score.error.stage == "inference" and score.output is None)
-
-
-_SPEND = cast(Table, SpendEntry.__table__)
-_SETTLEMENT_COLUMNS = (
-    "tenant_id",
-    "evaluation_id",
-    "model_id",
-    "role",
-    "kind",
-    "sample_id",
-    "repeat",
-    "arm",
-    "attempt",
-    "items",
-    "reserved",
-    "settled",
-    "prompt_tokens",
-    "completion_tokens",
-    "latency_ms",
-    "day",
-)
-_INSERT_SETTLEMENTS = (
-    insert_from_arrays(_SPEND, _SETTLEMENT_COLUMNS)
-    .on_conflict_do_nothing(
-        index_elements=["evaluation_id", "sample_id", "repeat", "arm", "attempt"],
-        # a literal, not a bound parameter: PostgreSQL infers the arbiter index when planning, and a
-        # generic plan of the prepared statement (psycopg prepares after 5 runs) cannot prove
-        # ``kind = $1`` implies the partial index's ``kind = 'settle'``
-        index_where=text("kind = 'settle'"),
-    )
-    .returning(_SPEND.c.evaluation_id, _SPEND.c["items"], _SPEND.c.reserved, _SPEND.c.settled)
-)
-"""The settlement insert: one short statement for every batch size (a column array each,
-:mod:`uep_common.tables.bulk`), which psycopg caches and prepares."""
-
-_SETTLED_ITEMS = rows_from_arrays(_SPEND, ITEM_KEY, name="item")
-_RELEASED_ITEMS = (
-    select(*(_SPEND.c[c] for c in ITEM_KEY))
-    .join(_SETTLED_ITEMS, and_(*(_SPEND.c[c] == _SETTLED_ITEMS.c[c] for c in ITEM_KEY)))
-    .where(_SPEND.c.kind == "settle", _SPEND.c.reserved < 0)
-)
-"""The items among a batch's whose reservation a settlement released already (any attempt)."""
-
-
-async def settle_scores(session: AsyncSession, scores: list[ScoreComputed]) -> None:
-    """Called by the scheduler, inside the transaction that releases the leases of ``scores``: records each
-    item's actual cost and releases its reservation, exactly once per (item, attempt) (see the module
-    docstring). Scores of evaluations without a budget account and re-scores (``rescore_id``) are ignored."""
-    scores = [s for s in scores if s.rescore_id is None]
-    if not scores:
-        return
-    accounts = {
-        a.evaluation_id: a
-        for a in await session.scalars(
-            select(BudgetAccount)
-            .where(BudgetAccount.evaluation_id.in_({s.evaluation_id for s in scores}))
-            .order_by(BudgetAccount.evaluation_id)
-            .with_for_update()
-            .execution_options(populate_existing=True)
-        )
-    }
-    seen: set[tuple[Any, ...]] = set()
-    unique = []
-    for s in scores:
-        key = (s.evaluation_id, s.sample_id, s.repeat, s.arm, s.attempt)
-        if s.evaluation_id in accounts and key not in seen:
-            seen.add(key)
-            unique.append(s)
-    if not unique:
-        return
-    items = list({(s.evaluation_id, s.sample_id, s.repeat, s.arm) for s in unique})
-    released: set[tuple[Any, ...]] = {tuple(row) for row in (await session.execute(_RELEASED_ITEMS, key_arrays(items))).all()}
-    prices: dict[uuid.UUID, Pricing] = {}
-    open_items = {e: a.items_reserved - a.items_settled for e, a in accounts.items()}
-    open_money = {e: Decimal(a.reserved_open) for e, a in accounts.items()}
-    rows = []
-    today = utc_today()
-    for s in unique:
-        if s.model_id not in prices:
-            prices[s.model_id] = pricing_of(await session.get(Model, s.model_id))
-        acct = accounts[s.evaluation_id]
-        item = (s.evaluation_id, s.sample_id, s.repeat, s.arm)
-        release = Decimal(0)
-        if item not in released and open_items[s.evaluation_id] > 0:
-            release = min(Decimal(acct.per_item), open_money[s.evaluation_id])
-            open_items[s.evaluation_id] -= 1
-            open_money[s.evaluation_id] -= release
-            released.add(item)
-        actual = prices[s.model_id].cost(s.prompt_tokens, s.completion_tokens, s.latency_ms) if _call_made(s) else Decimal(0)
-        rows.append(
-            {
-                "tenant_id": s.tenant_id,
-                "evaluation_id": s.evaluation_id,
-                "model_id": s.model_id,
-                "role": "inference",
-                "kind": "settle",
-                "sample_id": s.sample_id,
-                "repeat": s.repeat,
-                "arm": s.arm,
-                "attempt": s.attempt,
-                "items": 1 if release else 0,
-                "reserved": -release,
-                "settled": actual,
-                "prompt_tokens": s.prompt_tokens,
-                "completion_tokens": s.completion_tokens,
-                "latency_ms": s.latency_ms,
-                "day": today,
-            }
-        )
-    inserted = (await session.execute(_INSERT_SETTLEMENTS, column_arrays(rows, _SETTLEMENT_COLUMNS))).all()
-    for evaluation_id, n_items, reserved, settled in inserted:
-        acct = accounts[evaluation_id]
-        acct.items_settled += n_items
-        acct.reserved_open = Decimal(acct.reserved_open) + Decimal(reserved)  # reserved is minus the release
-        acct.settled_total = Decimal(acct.settled_total) + Decimal(settled)
-
-
-async def charge(
-    session: AsyncSession,
-    evaluation_id: uuid.UUID,
-    role: str,
-    prompt_tokens: int | None,
-    completion_tokens: int | None,
-    latency_ms: float | None,
-    model_id: uuid.UUID | None,
-) -> None:
-    """Charge a call made for ``evaluation_id`` by ``role`` (``"judge"``) to its budget: the call's cost at
-    ``model_id``'s prices is added to the evaluation's ``judge_total`` and to the ledger (kind ``charge``),
-    so it counts against the evaluation's and the tenant's caps. Raises ValueError for an unknown role or
-    evaluation. Call it in the transaction that records the call's result."""
-    if role not in ("inference", "judge"):
-        raise ValueError(f"unknown spend role {role!r}")
-    ev = await session.get(Evaluation, evaluation_id)
-    if ev is None:
-        raise ValueError(f"unknown evaluation {evaluation_id}")
-    model = await session.get(Model, model_id) if model_id else None
-    cost = pricing_of(model).cost(prompt_tokens, completion_tokens, latency_ms)
-    acct = await _locked_account(session, ev)
-    if role == "judge":
-        acct.judge_total = Decimal(acct.judge_total) + cost
-    else:
-        acct.settled_total = Decimal(acct.settled_total) + cost
-    session.add(
-        SpendEntry(
-            tenant_id=ev.tenant_id,
-            evaluation_id=ev.id,
-            model_id=model_id,
-            role=role,
-            kind="charge",
-            items=0,
-            reserved=0,
-            settled=cost,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-            latency_ms=latency_ms,
-            day=utc_today(),
-        )
-    )
 
 
 def combined_estimate(estimates: list[dict[str, Any] | None]) -> dict[str, Any] | None:

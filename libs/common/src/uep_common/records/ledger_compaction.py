@@ -26,7 +26,7 @@ Every sum a reader computes stays identical (money is NUMERIC, counts are intege
   ``sum(settled)``, and ``calls`` = the entries of settle and charge rows (``sum(coalesce(entries, 1))``);
 * reports (``uep_reporter.analysis.cost_by_role``): per evaluation and role, of settle and charge rows,
   ``sum(settled)``, ``sum(prompt_tokens)``, ``sum(completion_tokens)`` and the entries;
-* :func:`uep_common.records.budget.settle_scores` reads one item's settle rows (has its reservation been released?)
+* :func:`uep_common.records.settlement.settle_scores` reads one item's settle rows (has its reservation been released?)
   only for an item being scored, i.e. one whose lease is kept: those rows stay as written.
 
 Kept as written: the settle rows of items whose lease compaction keeps (an error result or none: a retry or
@@ -37,7 +37,7 @@ Why an aggregated item never settles twice. The unique index made a redelivered 
 item's row is folded the index cannot. Instead:
 
 1. :func:`close_settlement` sets ``budget_accounts.ledger_compacted_at`` under the account's row lock, in the
-   transaction that deletes the evaluation's first leases; :func:`uep_common.records.budget.settle_scores` locks the
+   transaction that deletes the evaluation's first leases; :func:`uep_common.records.settlement.settle_scores` locks the
    same row first, so a settlement either committed before (its rows are folded like the others) or runs after;
 2. the trigger ``spend_ledger_late_settle`` (migration 0018) drops a settle row when its evaluation's account
    has ``ledger_compacted_at`` and the item has no lease. A compacted item's lease never comes back: a retry and
