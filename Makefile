@@ -115,6 +115,9 @@ bench-scale: install ## bench/scale: echo evaluations of 1k, 10k, 100k items (SI
 bench-idle: install ## bench/idle_cost: CPU of an idle stack per process over 30 s (target < 2 % of a core in total)
 	$(PY) bench/idle_cost.py
 
+bench-path: install ## bench/sample_path: the source files one evaluation's path runs through, per service (goal <= 18)
+	$(PY) bench/sample_path.py $(if $(LIST),--list)
+
 bench-llm-interference: install ## bench/llm_interference: the embedded LLM's throughput under a small background CPU load, by llama.cpp thread count
 	$(PY) bench/llm_interference.py
 
