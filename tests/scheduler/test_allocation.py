@@ -227,7 +227,7 @@ async def test_two_allocators_running_concurrently_never_overbook_or_lease_twice
 
 async def test_ab_arms_stay_within_one_item_of_each_other(sm, world):
     """Arms on different models, one of them capacity 4, with a competitor: item i of every arm goes out
-    together when both fit, else the arm behind goes first (uep_scheduler.allocation.arm_packet)."""
+    together when both fit, else the arm behind goes first (uep_scheduler.flows.arm_packet)."""
     import uuid
 
     t = await world.tenant("t")

@@ -1,4 +1,4 @@
-"""The windowed orphan sweep (uep_scheduler.allocation._lost_condition with ``orphans_since``) on a real
+"""The windowed orphan sweep (uep_scheduler.leases.lost_condition with ``orphans_since``) on a real
 PostgreSQL: it finds exactly the released-but-unstored leases that became orphans since the previous sweep.
 
 A lease becomes an orphan at max(released_at + grace, lease_expires_at) (the docstring of _lost_condition).

@@ -17,7 +17,7 @@ Algorithm
     priority class (:data:`PRIORITY_WEIGHTS`: urgent 8, high 4, normal 2, low 1). A flow is an evaluation,
     or an A/B experiment whose arms go out together when they fit (one "packet" = item ``i`` of every arm;
     its length is the number of arms that got an item: fewer when the arms take turns,
-    :func:`uep_scheduler.allocation.arm_packet`).
+    :func:`uep_scheduler.flows.arm_packet`).
 
     Urgent class: flows of priority ``urgent`` are served before all others (strict priority, fair among
     themselves by the same tags), so a new urgent evaluation takes the next free slot; work in flight is
