@@ -330,3 +330,19 @@ def test_dispatch_carries_the_registry_kind_contract_and_spec():
               kind="classification", contract="features", spec=spec)  # fmt: skip
     target = model_target(m)
     assert (target.kind, target.contract, target.spec, target.max_concurrency) == (ModelKind.classification, "features", spec, 4)
+
+
+def test_dispatch_gives_a_model_without_a_capacity_the_default():
+    import uuid
+
+    from uep_common.tables.models import Model
+    from uep_scheduler.capacity import model_bound
+    from uep_scheduler.dispatch import model_target
+
+    m = Model(id=uuid.uuid4(), name="unknown-endpoint", version="1", backend="openai_compatible", endpoint="http://t:8000",
+              decoding_defaults={}, max_in_flight=None, kind="generation", contract="openai_chat", spec={})  # fmt: skip
+    assert model_target(m, 4).max_concurrency == 4  # inference makes at most 4 calls at once
+    assert model_target(m).max_concurrency is None  # no default: unbounded, as before
+    assert model_bound(m, 1.0, None, default_capacity=4) == 4
+    assert model_bound(m, 1.0, 1.5, default_capacity=4) == 1  # the adaptive limit after overloads
+    assert model_bound(m, 1.0, None) is None

@@ -29,6 +29,7 @@ def settings(**kw) -> SchedulerSettings:
         "max_in_flight_per_evaluation": 16,
         "aging_seconds": 3600,
         "adaptive_concurrency": False,
+        "default_model_capacity": 0,  # a model registered without a capacity is unbounded here, unless a test says
     }
     return SchedulerSettings(**(base | kw))
 

@@ -169,13 +169,12 @@ def _interval(lo: float | None, hi: float | None) -> str:
 
 def headline_cells(e: dict[str, Any]) -> tuple[str, str]:
     """The ``headline`` column and its interval of an evaluation of ``GET /v1/evaluations``: the metric's name
-    and value (``ndcg@10 0.935`` for a ranker, ``accuracy 0.667`` for an LLM; the API's ``headline``, else the
-    ``accuracy`` of a gateway without it), and ``[low, high]``; ``""`` for what is missing."""
-    h = e.get("headline")
-    if not h:
-        h = {"metric": "accuracy", "value": e.get("accuracy"), "ci_low": e.get("ci_low"), "ci_high": e.get("ci_high")}
-    value = _pct(h.get("value"))
-    return (f"{h['metric']} {value}" if value else ""), _interval(h.get("ci_low"), h.get("ci_high"))
+    and value (``ndcg@10 0.935`` for a ranker, ``accuracy 66.7 %`` for an LLM; the API's ``headline``, else the
+    ``accuracy`` of a gateway without it), and the interval with its method (``[0.901–0.962] bootstrap``,
+    ``[30.0–95.0] Wilson``; :mod:`uep_cli.figures`); ``""`` for what is missing."""
+    from uep_cli.figures import headline_text
+
+    return headline_text(e)
 
 
 # ---------------------------------------------------------------- identity
@@ -433,15 +432,21 @@ def run(
 
 
 def _summary_line(v: dict[str, Any]) -> None:
-    from uep_cli.follow import score_of
+    from uep_cli.figures import headline_text
 
-    point, low, high, name = score_of(v)
+    name, ci = headline_text(v)
     s = v.get("summary") or {}
     typer.echo(
-        f"{v['id']} {v['status']}: {name} {_pct(point)} {_interval(low, high)} "
+        f"{v['id']} {_status_text(v)}: {name or 'no score'} {ci} "
         f"n={s.get('n', v['progress']['completed'])} errors={v['progress']['errors']}"
         + (f" — {v['error']}" if v.get("error") else "")
     )
+
+
+def _status_text(v: dict[str, Any]) -> str:
+    """``completed`` or, when the headline leaves items out, ``completed · 7 errors, excluded from the headline``."""
+    note = (v.get("headline") or {}).get("note")
+    return f"{v['status']} · {note}" if note else str(v["status"])
 
 
 @app.command()
@@ -484,7 +489,7 @@ def list_(
                 e["benchmark"].get("slug"),
                 e["model"].get("name"),
                 e["arm"],
-                e["status"],
+                _status_text(e),
                 f"{e['progress']['completed']}/{e['progress']['total']}",
                 *headline_cells(e),
             ]
@@ -610,6 +615,8 @@ def leaderboard(
     json: Json = False,
 ) -> None:
     """A benchmark's ranked board (one item set: entries on other items are never ranked together), tie groups shown."""
+    from uep_cli.figures import figure, interval
+
     with _api(url) as api:
         b = _call(api.get, f"/v1/leaderboards/{benchmark}", score_type=score_type, item_set=item_set, top=top)
     if json:
@@ -625,8 +632,8 @@ def leaderboard(
                 e["tie_group"],
                 e["model"],
                 e["model_version"],
-                _pct(e["score"]),
-                _interval(e["ci_low"], e["ci_high"]),
+                figure(e["score"], e.get("method") == "wilson"),
+                interval(e["ci_low"], e["ci_high"], e.get("method") == "wilson", e.get("method")),
                 e["n"],
                 e["evaluations"],
             ]

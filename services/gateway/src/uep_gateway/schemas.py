@@ -187,7 +187,10 @@ class EvaluationView(BaseModel):
     headline: Headline | None = Field(
         None,
         description="The figure to show (uep_common.analytics.summary.headline_of): the benchmark's primary set-level metric "
-        "(e.g. ndcg@10 of a ranker) where the summary has set-level metrics, else the accuracy (or a graded mean).",
+        "(e.g. ndcg@10 of a ranker) where the summary has set-level metrics, else the accuracy (or a graded mean); "
+        "its interval is the one every view shows, `method` names it (wilson for a proportion, bootstrap for any other "
+        "set-level metric), and `errors`, `excluded` and `note` say which items it leaves out "
+        "('7 errors, excluded from the headline').",
     )
     error: str | None
     created_at: datetime

@@ -4,7 +4,8 @@ the capability profile and the trend of the model over its runs.
 
 Everything is read from PostgreSQL (the record) in a handful of queries; per-item arrays are processed with
 numpy. Methods (also written into every report): accuracy = correct / scored with the Wilson 95 % score
-interval (errored items excluded from the denominator, counted under errors); means with a bootstrap
+interval (errored items excluded from the denominator, counted under errors), and so every proportion of
+items (the mean of a per-item metric whose values are all 0 or 1); other means with a bootstrap
 interval (:func:`uep_common.analytics.stats.bootstrap_mean`); latency percentiles by linear interpolation.
 """
 
@@ -70,7 +71,12 @@ STAGES = ("automatic", "judge", "human")
 
 METHODS = {
     "accuracy": stats.WILSON + "; accuracy = correct / scored, errored items excluded and counted as errors",
-    "means": "mean with a bootstrap confidence interval: BCa for n <= 5000, percentile above (the BCa jackknife is "
+    "headline": "the evaluation's one figure, shown with the same interval in the API, the list, the header, this "
+    "report, the CLI and the leaderboard: a proportion of items (accuracy, hit@k) with the Wilson score interval, "
+    "any other set-level metric with the bootstrap percentile interval; errored and excluded items are named "
+    "beside it",
+    "means": "a per-item metric whose every value is 0 or 1: the share of 1s with the Wilson interval (a proportion, "
+    "as the accuracy); any other mean with a bootstrap confidence interval: BCa for n <= 5000, percentile above (the BCa jackknife is "
     "O(n^2)); 2000 resamples (fewer above n = 10,000: 2e7 / n, at least 400), seed "
     + str(stats.BOOTSTRAP_SEED)
     + " (scipy.stats.bootstrap)",
@@ -138,6 +144,15 @@ def _est_mean(values: np.ndarray[Any, Any]) -> Estimate | None:
         n=int(values.size),
         method=ci.method if ci else "undefined interval: fewer than 2 values",
     )
+
+
+def _est_metric(values: np.ndarray[Any, Any]) -> Estimate | None:
+    """The mean of a per-item metric: a metric whose every value is 0 or 1 is a proportion of items (its mean
+    the share of 1s) with the Wilson interval, as the summary's accuracy; any other with the bootstrap's (a
+    bootstrap of ten 0s is the degenerate [0, 0], where Wilson's is [0, 0.278])."""
+    if values.size and bool(np.isin(values, (0.0, 1.0)).all()):
+        return _est_prop(int(np.count_nonzero(values)), int(values.size))
+    return _est_mean(values)
 
 
 def _truncate(value: object) -> str:
@@ -331,7 +346,7 @@ async def build_summary(
     )
     extracting = [e for e in items.extraction if e is not None]
     fails = sum(1 for e in extracting if e == "no_answer")
-    means = {k: e for k, v in (await metric_arrays(session, evaluation_id, keep)).items() if (e := _est_mean(v)) is not None}
+    means = {k: e for k, v in (await metric_arrays(session, evaluation_id, keep)).items() if (e := _est_metric(v)) is not None}
     n = items.n
     return Summary(
         n=n,

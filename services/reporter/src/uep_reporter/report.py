@@ -18,6 +18,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from uep_common.analytics.charts import at_k_svg, bars_svg, confusion_svg, pr_svg, radar_svg, reliability_svg, roc_svg, trend_svg
 from uep_common.analytics.comparison import NotComparableError, check_comparable, compare, find_baseline
 from uep_common.analytics.fingerprint import fingerprint
+from uep_common.analytics.set_metrics import is_proportion
+from uep_common.analytics.summary import headline_of
 from uep_common.contract.configs import parse_benchmark_config, parse_evaluation_config
 from uep_common.tables.models import Benchmark, Evaluation, Model
 from uep_reporter import analysis, set_sections
@@ -143,6 +145,7 @@ async def collect(
             ),
             model=ModelInfo(id=model.id, name=model.name, version=model.version, kind=model.kind),
         ),
+        headline=headline_of(ev.summary),
         summary=summary,
         categories=categories,
         dimensions=dimensions,
@@ -184,6 +187,27 @@ def _pct(v: float | None) -> str:
 
 def _signed_pct(v: float | None) -> str:
     return "—" if v is None else f"{100 * v:+.1f} pp"
+
+
+def _fig(v: float | None, proportion: bool) -> str:
+    """A figure as every view writes it: a proportion ``90.0 %``, another score ``0.755``."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "—"
+    return f"{100 * v:.1f} %" if proportion else f"{v:.3f}"
+
+
+def _civ(lo: float | None, hi: float | None, proportion: bool, method: str | None = None) -> str:
+    """Its interval as every view writes it: ``[76.9–96.0] Wilson`` (percentage points) for a proportion,
+    ``[0.700–0.810] bootstrap`` otherwise (the UI's ``ciText``, the CLI's ``uep_cli.figures.interval``);
+    ``""`` when an end is missing."""
+    if lo is None or hi is None:
+        return ""
+    text = f"[{100 * lo:.1f}–{100 * hi:.1f}]" if proportion else f"[{lo:.3f}–{hi:.3f}]"
+    return f"{text} {METHOD_NAMES.get(method, method)}" if method else text
+
+
+METHOD_NAMES = {"wilson": "Wilson", "bootstrap": "bootstrap"}
+"""How an interval's method is named beside it."""
 
 
 def _num(v: float | None) -> str:
@@ -315,6 +339,10 @@ def render_html(report: Report) -> str:
         pct=_pct,
         signed_pct=_signed_pct,
         num=_num,
+        fig=_fig,
+        civ=_civ,
+        is_proportion=is_proportion,
+        is_wilson=lambda method: str(method or "").startswith("Wilson"),
         ms=_ms,
         verdict=_verdict,
         show=_show,

@@ -20,9 +20,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from uep_common.analytics.comparison import Comparison
 from uep_common.analytics.fingerprint import FingerprintDiff
+from uep_common.analytics.summary import Headline
 
-REPORT_SCHEMA_VERSION = "1.4"
-SCHEMA_ID = "https://uep.example/schemas/report-1.4.json"
+REPORT_SCHEMA_VERSION = "1.5"
+SCHEMA_ID = "https://uep.example/schemas/report-1.5.json"
 
 
 class _M(BaseModel):
@@ -290,11 +291,16 @@ class Experiment(_M):
 
 
 class SetValue(_M):
-    """A set-level metric with its bootstrap interval (``ci_low``/``ci_high`` None when undefined)."""
+    """A set-level metric with its 95 % interval (``ci_low``/``ci_high`` None when undefined)."""
 
     value: float | None
     ci_low: float | None
     ci_high: float | None
+    method: Literal["wilson", "bootstrap"] | None = Field(
+        None,
+        description="wilson: a proportion of items (accuracy, hit@k), Wilson score interval; bootstrap: any other "
+        "set-level metric (schema 1.5; None in older reports, whose intervals are all bootstrap ones).",
+    )
 
 
 class ClassRow(_M):
@@ -390,10 +396,15 @@ class Report(_M):
 
     model_config = ConfigDict(extra="forbid", title="uep evaluation report", json_schema_serialization_defaults_required=True)
 
-    schema_version: Literal["1.4"] = REPORT_SCHEMA_VERSION
+    schema_version: Literal["1.5"] = REPORT_SCHEMA_VERSION
     report_id: uuid.UUID
     generated_at: datetime
     evaluation: EvaluationInfo
+    headline: Headline | None = Field(
+        None,
+        description="The evaluation's headline as every view shows it (uep_common.analytics.summary.headline_of of the "
+        "stored summary): the figure, its interval and the interval's method, and what it leaves out (schema 1.5).",
+    )
     summary: Summary
     categories: Breakdown
     dimensions: Breakdown

@@ -118,6 +118,7 @@ async def _reconcile_leases(
     orphans_before: datetime | None = None,
     claim: datetime | None = None,
     orphans_since: datetime | None = None,
+    default_capacity: int = 0,
 ) -> None:
     """Release open leases whose item is stored; dispatch expired ones again (attempt + 1), and released ones
     without a stored result released before ``orphans_before`` — with ``orphans_since``, only those that became
@@ -172,7 +173,7 @@ async def _reconcile_leases(
         benchmark = await session.get(Benchmark, ev.benchmark_id)
         assert benchmark is not None  # evaluations.benchmark_id is a foreign key
         result.outbox += await dispatch_events(
-            session, ev, benchmark, model_target(models[ev.model_id]), samples, leases, expires, claim
+            session, ev, benchmark, model_target(models[ev.model_id], default_capacity), samples, leases, expires, claim
         )
         result.redispatched[ev_id] = len(leases)
 
@@ -229,7 +230,9 @@ async def allocate(
     benchmarks = {b.id: b for _e, _m, b, _lim in rows}
     aimd = {m.id: lim for _e, m, _b, lim in rows if lim is not None}
     if reconcile:
-        await _reconcile_leases(session, running, models, now, expires, result, orphans_before, claim, orphans_since)
+        await _reconcile_leases(
+            session, running, models, now, expires, result, orphans_before, claim, orphans_since, settings.default_model_capacity
+        )
 
     per_ev, per_model, total = await in_flight_counts(session, now)
     result.in_flight = total
@@ -241,7 +244,14 @@ async def allocate(
     limits = aimd if settings.adaptive_concurrency else {}
     calls = call_seconds or {}
     model_cap = {
-        m: model_bound(models[m], settings.model_lease_factor, limits.get(m), calls.get(m), settings.model_queue_seconds)
+        m: model_bound(
+            models[m],
+            settings.model_lease_factor,
+            limits.get(m),
+            calls.get(m),
+            settings.model_queue_seconds,
+            settings.default_model_capacity,
+        )
         for m in {e.model_id for e in waiting.values()}
     }
     ev_cap = {
@@ -363,7 +373,14 @@ async def allocate(
         ev.dispatched_items = end
         samples = {by_key[(ev.benchmark_id, o)].id: by_key[(ev.benchmark_id, o)] for o in ordinals(ev_id, start, end)}
         result.outbox += await dispatch_events(
-            session, ev, benchmarks[ev.benchmark_id], model_target(models[ev.model_id]), samples, fresh, expires, claim
+            session,
+            ev,
+            benchmarks[ev.benchmark_id],
+            model_target(models[ev.model_id], settings.default_model_capacity),
+            samples,
+            fresh,
+            expires,
+            claim,
         )
         result.leased[ev_id] = end - start
         result.in_flight += end - start

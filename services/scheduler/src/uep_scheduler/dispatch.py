@@ -34,8 +34,9 @@ if TYPE_CHECKING:
 _tracer = tracer("uep.scheduler")
 
 
-def model_target(model: Model) -> ModelTarget:
-    """The registry row of ``model`` as the ModelTarget carried by SampleDispatched."""
+def model_target(model: Model, default_capacity: int = 0) -> ModelTarget:
+    """The registry row of ``model`` as the ModelTarget carried by SampleDispatched; ``max_concurrency`` (the
+    calls inference makes at once) is the registry's capacity, else ``default_capacity`` (None when 0)."""
     d = model.decoding_defaults or {}
     return ModelTarget(
         model_id=model.id,
@@ -47,7 +48,7 @@ def model_target(model: Model) -> ModelTarget:
         max_tokens=d.get("max_tokens", 256),
         temperature=d.get("temperature", 0.0),
         stop=d.get("stop", []),
-        max_concurrency=model.max_in_flight,
+        max_concurrency=model.max_in_flight or default_capacity or None,
         kind=model.kind,
         contract=model.contract,
         spec=model.spec or {},

@@ -171,7 +171,7 @@ class Scheduler:
             evaluations = await release(s, items, leased_at)
             await settlement.settle_scores(s, scores)
             if self.settings.adaptive_concurrency:
-                moved = await adapt(s, scores)
+                moved = await adapt(s, scores, self.settings.default_model_capacity)
                 if moved:
                     log.info("adaptive concurrency: %s", moved)
         instruments.observe_released(leased_at)  # committed: end-to-end latency of each released lease

@@ -33,6 +33,15 @@ class SchedulerSettings(OutboxRetentionSettings):
         "much queued work; tenants still share the model's calls equally (the fair queue decides every lease). "
         "0: leases = slots, an exact bound across inference replicas (uep_scheduler.capacity).",
     )
+    default_model_capacity: int = Field(
+        4,
+        ge=0,
+        le=1024,
+        description="Serving capacity assumed for a model the registry gives none (models.max_in_flight null): its "
+        "lease bound, its calls at once at inference and the ceiling its adaptive limit starts from and halves on "
+        "overload, so an unknown endpoint under load backs off instead of timing out item after item. 0: such a "
+        "model is unbounded.",
+    )
     adaptive_concurrency: bool = Field(
         True, description="Additive increase / multiplicative decrease of a model's limit on transient errors."
     )

@@ -10,8 +10,8 @@ Score type
     one (``config["source_evaluation_id"]``), else the benchmark's ``evaluation_type``.
 
 Set-level score types (``f1_macro``, ``roc_auc``, ``ndcg@10``, ``mrr``… :data:`uep_common.contract.configs.SET_METRICS`)
-    Every set-level metric in an evaluation's summary (``summary.set_metrics.headline``: value and bootstrap 95 %
-    interval) can rank a board of its benchmark, not only the primary one the evaluation is recorded under
+    Every set-level metric in an evaluation's summary (``summary.set_metrics.headline``: value and 95 % interval,
+    Wilson's for a proportion of items such as accuracy or hit@k, else the bootstrap's) can rank a board of its benchmark, not only the primary one the evaluation is recorded under
     (:func:`score_types` lists them after the recorded ones; :func:`load_board` reads them from the summaries of
     the evaluations recorded on the benchmark's boards). Only the recorded (primary) score type has snapshots and
     a history. ``log_loss``, ``brier`` and ``ece`` are lower-is-better: their boards rank in increasing order
@@ -123,13 +123,17 @@ def score_type_of(evaluation_type: str, metric_name: str | None, primary: str | 
 
 
 def set_metric_of(summary: Mapping[str, Any] | None, name: str) -> dict[str, Any] | None:
-    """``{value, ci_low, ci_high, n, method}`` of the set-level metric ``name`` in an evaluation's stored summary
-    (``summary.set_metrics.headline``); None when it has none (or no value)."""
+    """``{value, ci_low, ci_high, n, interval, method}`` of the set-level metric ``name`` in an evaluation's stored
+    summary (``summary.set_metrics.headline``): ``interval`` is 'wilson' (a proportion of items) or 'bootstrap'
+    (the value's stored method; summaries stored before it was recorded hold bootstrap intervals), ``method``
+    the interval's method in words; None when it has none (or no value)."""
     sm = (summary or {}).get("set_metrics") or {}
     value = (sm.get("headline") or {}).get(name)
     if not value or value.get("value") is None:
         return None
-    return {**value, "n": int(sm.get("n") or 0), "method": str(sm.get("method") or "")}
+    interval = "wilson" if value.get("method") == "wilson" else "bootstrap"
+    detail = stats.WILSON if interval == "wilson" else str(sm.get("method") or "")
+    return {**value, "n": int(sm.get("n") or 0), "interval": interval, "method": detail}
 
 
 def primary_of(summary: Mapping[str, Any] | None) -> str | None:
@@ -141,7 +145,8 @@ def primary_of(summary: Mapping[str, Any] | None) -> str | None:
 async def compute_score(session: AsyncSession, ev: Evaluation, score_type: str | None = None) -> dict[str, Any]:
     """``{score, ci_low, ci_high, n, method, method_detail}`` of one evaluation (see the module docstring).
 
-    A set-level ``score_type`` (``f1_macro``, ``ndcg@10``…) takes the summary's value and bootstrap interval.
+    A set-level ``score_type`` (``f1_macro``, ``ndcg@10``…) takes the summary's value and interval (Wilson's for
+    a proportion of items, else the bootstrap's).
     Otherwise: the summary's correct/scored when it has an accuracy; else the stored items' scores (after
     retention cleaned the details only the summary is left: ``method`` 'none', ``score`` None)."""
     s = ev.summary or {}
@@ -154,7 +159,7 @@ async def compute_score(session: AsyncSession, ev: Evaluation, score_type: str |
             "ci_low": v["ci_low"],
             "ci_high": v["ci_high"],
             "n": v["n"],
-            "method": "bootstrap",
+            "method": v["interval"],
             "method_detail": v["method"],
         }
     if s.get("accuracy") is not None and s.get("scored"):
@@ -451,7 +456,7 @@ async def load_board(
         if derived:
             v = set_metric_of(summary, score_type) or {}
             values = {"score": v.get("value"), "ci_low": v.get("ci_low"), "ci_high": v.get("ci_high"), "n": v.get("n", 0)}
-            row = _Scored(row, values, "bootstrap", str(v.get("method") or ""))
+            row = _Scored(row, values, str(v.get("interval") or "bootstrap"), str(v.get("method") or ""))
         samples = total_items // max(repeats, 1)  # `samples` samples (the first, unless sampled), each `repeats` times
         key_of_set = item_set_key(row.benchmark_version, samples, sampling, int(seed) if seed else None)
         if item_set is not None and key_of_set != item_set:

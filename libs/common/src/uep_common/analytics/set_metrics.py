@@ -1,5 +1,6 @@
 """Set-level metrics of an evaluation: classification over the items' predicted and gold labels, ranking over
-the items' per-query values; each headline value with a bootstrap 95 % interval.
+the items' per-query values; each headline value with a 95 % interval: Wilson's for a proportion of items
+(:func:`is_proportion`: accuracy, hit@k), the bootstrap's for every other set-level metric.
 
 Classification (:func:`classification_metrics`; items with a gold label and a verdict). Values from
 scikit-learn (``sklearn.metrics``; definitions in its user guide, "Classification metrics"):
@@ -31,7 +32,11 @@ Intervals: the items are resampled (:func:`uep_common.analytics.stats.bootstrap_
 :func:`uep_common.analytics.stats.set_resamples` resamples, every statistic of one evaluation on the same resamples) and
 each statistic is recomputed on every resample, vectorised (matrix products of the resample counts with the
 items' one-hot class indicators, losses and score ranks); the interval is the 2.5 and 97.5 percentiles of the
-replicates (:func:`uep_common.analytics.stats.percentile_interval`). For 100,000 items every value and interval takes
+replicates (:func:`uep_common.analytics.stats.percentile_interval`). A proportion of items (:func:`is_proportion`)
+has the Wilson score interval instead (Wilson 1927; ``scipy.stats.binomtest(...).proportion_ci(method='wilson')``),
+the interval of the same figure everywhere else: a bootstrap of 0 correct out of 10 is the degenerate [0, 0]
+where Wilson gives [0, 0.278]. Each headline value names its ``method`` (``wilson`` | ``bootstrap``). For
+100,000 items every value and interval takes
 a few seconds (``bench/set_metrics.py``). scikit-learn is imported on first use (it takes about 2 s).
 """
 
@@ -45,7 +50,7 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-from uep_common.analytics.stats import BOOTSTRAP_SEED, bootstrap_weights, percentile_interval, set_resamples
+from uep_common.analytics.stats import BOOTSTRAP_SEED, bootstrap_weights, percentile_interval, set_resamples, wilson_interval
 from uep_common.contract.configs import RANKING_AT_K
 
 ECE_BINS = 15
@@ -90,10 +95,18 @@ def _num(value: Any) -> float | None:
 
 
 def method_text(n_resamples: int, confidence: float = 0.95) -> str:
-    """How every interval of a set-level metric is computed, in words."""
+    """How a bootstrap interval of a set-level metric is computed, in words."""
     return (
         f"bootstrap over items (resampled with replacement), percentile {confidence:.0%} interval, "
         f"{n_resamples} resamples, seed {BOOTSTRAP_SEED} (uep_common.analytics.stats.bootstrap_weights)"
+    )
+
+
+def summary_method_text(n_resamples: int, confidence: float = 0.95) -> str:
+    """How the intervals of one evaluation's set-level metrics are computed, in words (:func:`is_proportion`)."""
+    return (
+        f"proportions of items (accuracy, hit@k): Wilson score {confidence:.0%} interval (Wilson 1927, "
+        f"scipy.stats.binomtest); the others: {method_text(n_resamples, confidence)}"
     )
 
 
@@ -408,9 +421,28 @@ def expected_calibration_error(bins: Sequence[Mapping[str, Any]], n: int) -> flo
     return float(sum(b["count"] / n * abs(b["accuracy"] - b["confidence"]) for b in bins if b["count"]))
 
 
+def is_proportion(name: str) -> bool:
+    """Whether the set-level metric ``name`` is a proportion of items (a count of successes over the items):
+    classification ``accuracy`` (items whose predicted class is the gold one) and ranking ``hit@k`` (queries
+    with a relevant item in the first k). Its interval is Wilson's; every other set-level metric's the
+    bootstrap's."""
+    return name == "accuracy" or name.startswith("hit@")
+
+
 def _interval(value: float | None, replicates: np.ndarray[Any, Any] | None, confidence: float) -> dict[str, Any]:
     ci = percentile_interval(replicates, confidence) if replicates is not None and value is not None else None
-    return {"value": value, "ci_low": ci[0] if ci else None, "ci_high": ci[1] if ci else None}
+    return {"value": value, "ci_low": ci[0] if ci else None, "ci_high": ci[1] if ci else None, "method": "bootstrap"}
+
+
+def _proportion(successes: int, n: int, confidence: float) -> dict[str, Any]:
+    """``{value, ci_low, ci_high, method: "wilson"}`` of ``successes / n`` (value and interval None when n = 0)."""
+    ci = wilson_interval(successes, n, confidence)
+    return {
+        "value": successes / n if n else None,
+        "ci_low": ci[0] if ci else None,
+        "ci_high": ci[1] if ci else None,
+        "method": "wilson",
+    }
 
 
 def classification_metrics(
@@ -419,7 +451,7 @@ def classification_metrics(
     """The set-level metrics of a classification evaluation (see the module docstring), JSON-ready.
 
     Returns:
-        ``{"kind": "classification", "n", "headline": {name: {value, ci_low, ci_high}}, "method", "confidence",
+        ``{"kind": "classification", "n", "headline": {name: {value, ci_low, ci_high, method}}, "method", "confidence",
         "classification": {"labels", "positive_label" (two classes) | None, "per_class": [{label, precision,
         recall, f1, support, *_ci_low/_ci_high}], "confusion_matrix": {labels, predicted, matrix} | None (more
         than :data:`MAX_CONFUSION_CLASSES` classes), "probabilities": {available, note}, "roc_auc_per_class",
@@ -432,6 +464,7 @@ def classification_metrics(
     reps = classification_replicates(items, resamples)
     names = list(CLASSIFICATION_HEADLINE) + (list(PROBABILITY_HEADLINE) if items.proba is not None else [])
     headline = {name: _interval(values.get(name), reps.get(name), confidence) for name in names}
+    headline["accuracy"] = _proportion(int((items.y_pred == items.y_true).sum()), items.n, confidence)
     per_class = []
     for i, row in enumerate(values["per_class"]):
         row = dict(row)
@@ -459,7 +492,7 @@ def classification_metrics(
         "kind": "classification",
         "n": items.n,
         "confidence": confidence,
-        "method": method_text(resamples, confidence),
+        "method": summary_method_text(resamples, confidence),
         "headline": headline,
         "classification": details,
     }
@@ -568,14 +601,21 @@ def ranking_set_metrics(
         }
     resamples = n_resamples or set_resamples(n)
     reps = ranking_replicates(values, resamples)
-    headline = {headline_name(key): _interval(float(np.mean(values[key])), reps[key], confidence) for key in values}
+    headline = {
+        headline_name(key): (
+            _proportion(int(np.count_nonzero(values[key])), n, confidence)
+            if is_proportion(headline_name(key))
+            else _interval(float(np.mean(values[key])), reps[key], confidence)
+        )
+        for key in values
+    }
     for family in RANKING_AT_K:
         details["curves"][family] = [headline.get(f"{family}@{k}", {}).get("value") for k in cutoffs]
     return {
         "kind": "ranking",
         "n": n,
         "confidence": confidence,
-        "method": method_text(resamples, confidence),
+        "method": summary_method_text(resamples, confidence),
         "headline": headline,
         "ranking": details,
     }

@@ -14,7 +14,7 @@ import asyncio
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel
@@ -26,6 +26,7 @@ from uep_common.analytics.set_metrics import (
     ClassificationItems,
     classification_items,
     classification_metrics,
+    is_proportion,
     ranking_keys,
     ranking_set_metrics,
 )
@@ -207,36 +208,71 @@ async def compute_summary(session: AsyncSession, evaluation_id: uuid.UUID) -> Ev
 
 
 class Headline(BaseModel):
-    """The one figure a list view, a card or the CLI shows for an evaluation.
+    """The one figure a list view, a card, a report header or the CLI shows for an evaluation, with the one
+    interval every one of them shows.
 
     Attributes:
         metric: the figure's name: a set-level metric (``ndcg@10``, ``f1_macro``…), ``accuracy`` (the share of
             verdicts that are correct), or a graded metric's name (``bleu``: its mean).
         value: its value; None while nothing is scored.
-        ci_low / ci_high: its 95 % interval (bootstrap for set-level metrics, Wilson for accuracy); None for a
-            graded mean.
+        ci_low / ci_high: its 95 % interval as stored in the summary; None for a graded mean.
+        method: how that interval was computed: ``wilson`` (the Wilson score interval of a proportion: accuracy,
+            hit@k; :func:`uep_common.analytics.stats.wilson_interval`), ``bootstrap`` (any other set-level metric;
+            :mod:`uep_common.analytics.set_metrics`), None without an interval.
+        proportion: the figure is a share of items (shown as a percentage); otherwise a score shown as a number.
         set_level: True for a set-level metric of :attr:`uep_common.contract.events.EvaluationSummary.set_metrics`.
+        n: the items (queries) the figure is over; None when the summary does not say.
+        errors: items that ended with an error (the summary's ``errors``): none of them is in the figure.
+        excluded: items left out of the figure, errors included (no verdict, no gold label, a query without a
+            relevant item).
+        note: what the figure leaves out, in words (``7 errors, excluded from the headline``); None when it
+            leaves out nothing.
     """
 
     metric: str
     value: float | None
     ci_low: float | None = None
     ci_high: float | None = None
+    method: Literal["wilson", "bootstrap"] | None = None
+    proportion: bool = False
     set_level: bool = False
+    n: int | None = None
+    errors: int = 0
+    excluded: int = 0
+    note: str | None = None
 
 
 DEFAULT_SET_HEADLINE = {"classification": "accuracy", "ranking": "ndcg@10"}
 """The set-level headline of a summary whose benchmark names no primary set-level metric."""
+
+_LEFT_OUT = {"classification": "without a gold label", "ranking": "without a relevant item"}
+"""How a set-level headline names the items it leaves out that are not errors."""
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def excluded_note(errors: int, excluded: int, others: str = "without a verdict") -> str | None:
+    """``"7 errors, excluded from the headline"`` (``"7 errors and 2 items without a verdict, excluded from the
+    headline"`` when ``excluded`` counts more than the errors); None when nothing is left out."""
+    parts = [_plural(errors, "error")] if errors else []
+    if excluded > errors:
+        parts.append(f"{_plural(excluded - errors, 'item')} {others}")
+    return f"{' and '.join(parts)}, excluded from the headline" if parts else None
 
 
 def headline_of(summary: Mapping[str, Any] | None) -> Headline | None:
     """The headline of an evaluation from its stored ``summary`` (the JSON of
     :class:`uep_common.contract.events.EvaluationSummary`): with set-level metrics, the benchmark's primary one
     (``set_metrics.primary``: what leaderboards rank), else :data:`DEFAULT_SET_HEADLINE` of its kind (else its
-    first headline metric); otherwise the accuracy with its Wilson interval; for a graded metric (no verdicts)
-    the mean of ``metric_name``. None without a summary or any of these."""
+    first headline metric), with its stored interval and method; otherwise the accuracy with its Wilson
+    interval; for a graded metric (no verdicts) the mean of ``metric_name``. Each says how many items it
+    leaves out (:func:`excluded_note`). None without a summary or any of these."""
     if not summary:
         return None
+    total = int(summary.get("n") or 0)
+    errors = int(summary.get("errors") or 0)
     sm = summary.get("set_metrics") or {}
     values = sm.get("headline") or {}
     if values:
@@ -244,11 +280,45 @@ def headline_of(summary: Mapping[str, Any] | None) -> Headline | None:
             (n for n in (sm.get("primary"), DEFAULT_SET_HEADLINE.get(str(sm.get("kind")))) if n in values), next(iter(values))
         )
         v = values[name] or {}
-        return Headline(metric=name, value=v.get("value"), ci_low=v.get("ci_low"), ci_high=v.get("ci_high"), set_level=True)
+        has_ci = v.get("ci_low") is not None and v.get("ci_high") is not None
+        # summaries stored before intervals named their method hold bootstrap intervals only
+        method = (v.get("method") or "bootstrap") if has_ci else None
+        excluded = max(int(sm.get("excluded") or 0), errors)
+        return Headline(
+            metric=name,
+            value=v.get("value"),
+            ci_low=v.get("ci_low"),
+            ci_high=v.get("ci_high"),
+            method=method,
+            proportion=is_proportion(str(name)),
+            set_level=True,
+            n=sm.get("n"),
+            errors=errors,
+            excluded=excluded,
+            note=excluded_note(errors, excluded, _LEFT_OUT.get(str(sm.get("kind")), "without a verdict")),
+        )
     metric_name = summary.get("metric_name")
     means = summary.get("metric_means") or {}
     if summary.get("accuracy") is None and metric_name in means:
-        return Headline(metric=metric_name, value=means[metric_name])
+        return Headline(
+            metric=metric_name,
+            value=means[metric_name],
+            n=total - errors,
+            errors=errors,
+            excluded=errors,
+            note=excluded_note(errors, errors),
+        )
+    scored = int(summary.get("scored") or 0)
+    excluded = max(total - scored, errors)
     return Headline(
-        metric="accuracy", value=summary.get("accuracy"), ci_low=summary.get("ci_low"), ci_high=summary.get("ci_high")
+        metric="accuracy",
+        value=summary.get("accuracy"),
+        ci_low=summary.get("ci_low"),
+        ci_high=summary.get("ci_high"),
+        method="wilson" if summary.get("ci_low") is not None else None,
+        proportion=True,
+        n=scored,
+        errors=errors,
+        excluded=excluded,
+        note=excluded_note(errors, excluded),
     )

@@ -426,13 +426,16 @@ class ScoreComputed(ItemEvent):
 
 
 class SetMetricValue(BaseModel):
-    """One set-level metric: its value and bootstrap interval (None when undefined, e.g. ROC-AUC with one class)."""
+    """One set-level metric: its value and 95 % interval (None when undefined, e.g. ROC-AUC with one class), and
+    how the interval was computed: ``wilson`` (a proportion of items: accuracy, hit@k) or ``bootstrap``
+    (None in summaries stored before the method was recorded: those intervals are all bootstrap ones)."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
     value: float | None
     ci_low: float | None = None
     ci_high: float | None = None
+    method: Literal["wilson", "bootstrap"] | None = None
 
 
 class SetMetrics(BaseModel):
