@@ -76,11 +76,12 @@ demo: install ## install, start the stack, evaluate the embedded LLM on real ben
 	KEEP=$(KEEP) $(PY) deploy/local/demo.py
 
 # Static checks with the locked tools in .venv (ruff, mypy: configuration in pyproject.toml) and the lock's freshness.
-check: install ## lint, format check, type check (mypy), import directions (lint-imports), uv lock --check and check-k8s
+check: install ## lint, format check, type check (mypy), import directions (lint-imports), docstring cross-references, uv lock --check and check-k8s
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
 	.venv/bin/mypy
 	.venv/bin/lint-imports --no-cache
+	$(PY) docs/check_xrefs.py
 	$(UV) lock --check
 	$(MAKE) --no-print-directory check-k8s
 

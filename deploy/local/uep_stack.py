@@ -31,6 +31,7 @@ import shutil
 import subprocess
 import sys
 import time
+from functools import partial
 
 import processes
 import servers
@@ -140,7 +141,7 @@ def wait_triton(cfg: StackConfig) -> None:
 
     for m in models:
         name = MODEL_ALIASES.get(m, m)
-        wait_until(f"model {m} ready", lambda name=name: _http_ok(f"{base}/v2/models/{name}/ready"), 120, cfg, "triton")
+        wait_until(f"model {m} ready", partial(_http_ok, f"{base}/v2/models/{name}/ready"), 120, cfg, "triton")
 
 
 def _service_argv(name: str) -> list[str]:
@@ -167,7 +168,7 @@ def wait_services(cfg: StackConfig) -> None:
         RuntimeError: one exited or was not ready within :data:`READY_TIMEOUT_S` (with its log's tail)."""
     for name in cfg.instances():
         port = cfg.health_port(name)
-        wait_until("/readyz", lambda port=port: _http_ok(f"http://127.0.0.1:{port}/readyz"), READY_TIMEOUT_S, cfg, name)
+        wait_until("/readyz", partial(_http_ok, f"http://127.0.0.1:{port}/readyz"), READY_TIMEOUT_S, cfg, name)
 
 
 # ------------------------------------------------------------------------------------ chaos: kill, restart

@@ -44,7 +44,7 @@ def evaluation(engine: Engine) -> tuple[uuid.UUID, uuid.UUID, uuid.UUID, uuid.UU
         return ev.id, tenant.id, model.id, bench.id, [x.id for x in samples]
 
 
-def _score(ids, ordinal: int, **fields):  # type: ignore[no-untyped-def]
+def _score(ids, ordinal: int, **fields):
     from uep_common.contract.events import ScoreComputed
 
     ev, tenant, model, bench, samples = ids
@@ -54,7 +54,7 @@ def _score(ids, ordinal: int, **fields):  # type: ignore[no-untyped-def]
     )
 
 
-def test_result_insert_stores_each_row_once_with_nulls_and_json(engine: Engine, evaluation) -> None:  # type: ignore[no-untyped-def]
+def test_result_insert_stores_each_row_once_with_nulls_and_json(engine: Engine, evaluation) -> None:
     from uep_common.contract.events import ErrorInfo, Prediction
     from uep_common.runtime.session import make_async_engine, make_sessionmaker
     from uep_reporter.results import store_scores
@@ -70,7 +70,7 @@ def test_result_insert_stores_each_row_once_with_nulls_and_json(engine: Engine, 
         prediction=Prediction(label="spam", probabilities={"spam": 0.75, "ham": 0.25}),
     )
 
-    async def store() -> list:  # type: ignore[type-arg]
+    async def store() -> list:
         eng = make_async_engine(f"{SERVER}/{DB_NAME}")
         try:
             async with make_sessionmaker(eng)() as s, s.begin():
@@ -107,7 +107,7 @@ def test_result_insert_stores_each_row_once_with_nulls_and_json(engine: Engine, 
     assert asyncio.run(store()) == []
 
 
-def test_one_prepared_statement_for_every_batch_size(engine: Engine, evaluation) -> None:  # type: ignore[no-untyped-def]
+def test_one_prepared_statement_for_every_batch_size(engine: Engine, evaluation) -> None:
     from uep_common.runtime.session import make_async_engine, make_sessionmaker
     from uep_reporter.results import store_scores
 
@@ -137,13 +137,13 @@ def test_one_prepared_statement_for_every_batch_size(engine: Engine, evaluation)
         ).scalar() == 2 + sum(sizes)
 
 
-def test_outbox_staging_returns_each_events_own_row(engine: Engine, evaluation) -> None:  # type: ignore[no-untyped-def]
+def test_outbox_staging_returns_each_events_own_row(engine: Engine, evaluation) -> None:
     from uep_common.runtime.outbox import stage_in_outbox
     from uep_common.runtime.session import make_async_engine, make_sessionmaker
 
     events = [_score(evaluation, i, metric_name=f"m{i}") for i in range(40)]
 
-    async def stage():  # type: ignore[no-untyped-def]
+    async def stage():
         eng = make_async_engine(f"{SERVER}/{DB_NAME}")
         try:
             async with make_sessionmaker(eng)() as s, s.begin():

@@ -86,7 +86,7 @@ class Hostile(BaseHTTPRequestHandler):
             elif served == "deep":  # JSON nested past any recursion limit
                 self._send(200, b"[" * 200_000 + b"]" * 200_000)
             elif served == "redirect":
-                self._send(302, b"", Location=f"http://127.0.0.1:{self.server.server_port}/v2/models/target")
+                self._send(302, b"", Location=f"http://127.0.0.1:{self.server.server_port}/v2/models/target")  # type: ignore[attr-defined]
             elif served.startswith("shape"):  # a model whose metadata or config is malformed
                 bad = {
                     "shape-unicode": (["²"], None),

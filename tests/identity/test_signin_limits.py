@@ -30,7 +30,7 @@ async def app(stack) -> AsyncIterator[object]:
     from uep_gateway.ratelimit import RateLimiter
     from uep_gateway.settings import GatewaySettings
 
-    defaults = GatewaySettings.model_fields["rate_limits"].default_factory()  # type: ignore[misc]
+    defaults = GatewaySettings.model_fields["rate_limits"].default_factory()  # type: ignore[call-arg,misc]
     settings = GatewaySettings(
         database_url=stack.database_url,
         redis_url=stack.redis_url,

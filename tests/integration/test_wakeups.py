@@ -90,7 +90,7 @@ async def _idle_timer_count(seconds: float) -> tuple[int, list[str]]:
             armed += 1
             return call_at(when, callback, *args, **kwargs)
 
-        loop.call_at = counting  # type: ignore[method-assign]
+        loop.call_at = counting  # type: ignore[method-assign,assignment]
         try:
             await asyncio.sleep(seconds)
         finally:

@@ -10,12 +10,13 @@ import uuid
 from datetime import UTC, datetime
 
 from sqlalchemy import select, update
-from test_allocation import in_flight, run_pass, settings
 
 from uep_common.contract.events import ErrorInfo, ScoreComputed
 from uep_common.tables.models import SampleLease
 from uep_common.tables.scheduling import SchedModel
 from uep_scheduler.capacity import adapt
+
+from .test_allocation import in_flight, run_pass, settings
 
 
 def _score(model_id: uuid.UUID, error: str | None) -> ScoreComputed:

@@ -14,10 +14,11 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select, update
-from test_allocation import in_flight, release_random, run_pass, settings
 
 from uep_common.tables.models import Evaluation, SampleLease
 from uep_scheduler.flows import arm_packet
+
+from .test_allocation import in_flight, release_random, run_pass, settings
 
 
 async def _release_all(sm) -> None:

@@ -12,10 +12,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select
-from test_allocation import run_pass, settings
 
 from uep_common.tables.models import SampleLease
 from uep_scheduler.allocation import allocate
+
+from .test_allocation import run_pass, settings
 
 
 async def test_the_window_holds_what_became_an_orphan_since_the_last_sweep(sm, world):

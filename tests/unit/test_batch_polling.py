@@ -1,6 +1,6 @@
 """Batch subscribers poll again at once after an empty poll (uep_common.runtime.batch_polling): FastStream's own loop
-still sleeps (checked, so an upgrade that changes it fails here), :func:`get_batch` takes a record as soon as it
-comes, and :func:`uep_common.runtime.messaging.make_broker` gives every batch subscriber :func:`get_batch`."""
+still sleeps (checked, so an upgrade that changes it fails here), :func:`uep_common.runtime.batch_polling.get_batch` takes a record as soon as it
+comes, and :func:`uep_common.runtime.messaging.make_broker` gives every batch subscriber :func:`uep_common.runtime.batch_polling.get_batch`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from uep_common.runtime.settings import CommonSettings
 
 
 def test_faststream_batch_loop_still_sleeps_after_an_empty_poll():
-    """:func:`get_batch` replaces FastStream's batch ``get_msg``, which sleeps a batch wait after an empty
+    """:func:`uep_common.runtime.batch_polling.get_batch` replaces FastStream's batch ``get_msg``, which sleeps a batch wait after an empty
     poll; when an upgrade changes that method, this fails and the replacement must be looked at again."""
     from faststream.kafka.subscriber.usecase import BatchSubscriber
 
@@ -36,7 +36,7 @@ class _Consumer:
 
 async def test_get_batch_takes_a_record_at_once_after_an_empty_poll():
     """With FastStream's loop a record put 10 ms after an empty 500 ms poll waits out a 500 ms sleep; with
-    :func:`get_batch` the next poll starts at once and returns it within a few milliseconds. The bounds sit
+    :func:`uep_common.runtime.batch_polling.get_batch` the next poll starts at once and returns it within a few milliseconds. The bounds sit
     halfway between the two behaviours, so a loaded machine's scheduling delays do not decide the outcome."""
     from uep_common.runtime.batch_polling import get_batch
 
@@ -63,7 +63,7 @@ async def test_make_broker_gives_batch_subscribers_get_batch():
 
 
 async def test_the_broker_installs_get_batch_when_it_starts():
-    """:class:`BatchPollingKafkaBroker.start` gives its batch subscribers :func:`get_batch` before starting
+    """:meth:`uep_common.runtime.batch_polling.BatchPollingKafkaBroker.start` gives its batch subscribers :func:`uep_common.runtime.batch_polling.get_batch` before starting
     (the start itself fails here: nothing listens on port 1)."""
     from uep_common.runtime.batch_polling import BatchPollingKafkaBroker, get_batch
 

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 from pytriton.decorators import batch
 from pytriton.model_config import DynamicBatcher, ModelConfig, Tensor
 
@@ -147,7 +148,7 @@ LoglikModel = Callable[[list[LoglikRequest]], list[LoglikResult]]
 """A model's ``loglikelihood`` method: requests in, one result per request out (same order)."""
 
 
-def _scalar(column: np.ndarray | None, row: int) -> Any:
+def _scalar(column: NDArray[Any] | None, row: int) -> Any:
     if column is None:
         return None
     value = column[row]
@@ -185,11 +186,11 @@ def parse_stop(raw: Any) -> tuple[str, ...]:
 
 
 def decode_requests(
-    text_input: np.ndarray,
-    max_tokens: np.ndarray | None = None,
-    temperature: np.ndarray | None = None,
-    stop: np.ndarray | None = None,
-    chat: np.ndarray | None = None,
+    text_input: NDArray[Any],
+    max_tokens: NDArray[Any] | None = None,
+    temperature: NDArray[Any] | None = None,
+    stop: NDArray[Any] | None = None,
+    chat: NDArray[Any] | None = None,
 ) -> list[GenerationRequest]:
     """Turn batched input tensors (each of shape ``(B, 1)``) into B :class:`GenerationRequest` objects.
 
@@ -213,7 +214,7 @@ def decode_requests(
     return requests
 
 
-def encode_results(results: Sequence[GenerationResult]) -> dict[str, np.ndarray]:
+def encode_results(results: Sequence[GenerationResult]) -> dict[str, NDArray[Any]]:
     """Turn B results into the output tensors (each of shape ``(B, 1)``)."""
     return {
         "text_output": np.array([[r.text.encode("utf-8")] for r in results], dtype=object).reshape(-1, 1),
@@ -227,7 +228,7 @@ def _mixed_batch(
     loglik: LoglikModel,
     requests: list[GenerationRequest],
     continuations: list[str],
-) -> dict[str, np.ndarray]:
+) -> dict[str, NDArray[Any]]:
     """Answer a batch whose rows with a non-empty continuation are log-likelihood requests (``loglik``) and
     the others generations (``model``); the outputs of both kinds, in row order."""
     scored = [i for i, c in enumerate(continuations) if c]
@@ -247,7 +248,9 @@ def _mixed_batch(
     return {**encode_results(results), "logprob": logprob, "is_greedy": greedy}
 
 
-def make_infer_func(model: TextModel, model_name: str, loglik: LoglikModel | None = None) -> Callable[[list], list]:
+def make_infer_func(
+    model: TextModel, model_name: str, loglik: LoglikModel | None = None
+) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
     """Wrap ``model`` as a PyTriton inference callable (a list of Triton requests in, a list of outputs out);
     with ``loglik``, rows with a ``continuation`` are log-likelihood requests answered by it.
 
@@ -259,7 +262,14 @@ def make_infer_func(model: TextModel, model_name: str, loglik: LoglikModel | Non
     """
 
     @batch
-    def _batched(text_input, max_tokens=None, temperature=None, stop=None, chat=None, continuation=None):
+    def _batched(
+        text_input: NDArray[Any],
+        max_tokens: NDArray[Any] | None = None,
+        temperature: NDArray[Any] | None = None,
+        stop: NDArray[Any] | None = None,
+        chat: NDArray[Any] | None = None,
+        continuation: NDArray[Any] | None = None,
+    ) -> dict[str, NDArray[Any]]:
         started = time.perf_counter()
         requests = decode_requests(text_input, max_tokens, temperature, stop, chat)
         if loglik is not None:
@@ -275,13 +285,14 @@ def make_infer_func(model: TextModel, model_name: str, loglik: LoglikModel | Non
 
     defaults = {k: v for k, v in _OPTIONAL_DEFAULTS.items() if loglik is not None or k != "continuation"}
 
-    def infer_func(requests):
+    def infer_func(requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for request in requests:
             rows = np.asarray(request["text_input"]).shape[0]
             for name, (value, dtype) in defaults.items():
                 if name not in request:
                     request[name] = np.full((rows, 1), value, dtype=dtype)
-        return _batched(requests)
+        outputs: list[dict[str, Any]] = _batched(requests)  # @batch turns the batch's one dict back into one per request
+        return outputs
 
     infer_func.__name__ = f"infer_{model_name}"
     return infer_func

@@ -216,7 +216,7 @@ def check_role(access: Access, role: str, site_act: bool) -> None:
 async def authorize(request: Request) -> None:
     """App-wide dependency: resolve the caller (401 when a route needs one and there is none), check the
     matrix (403) and count the call against its rate limits (429). Public routes skip all three; sign-in
-    limits its failures itself, per account and per client address (:meth:`RateLimiter.check_signin`)."""
+    limits its failures itself, per account and per client address (:meth:`uep_gateway.ratelimit.RateLimiter.check_signin`)."""
     access = route_access(request)
     request.state.access = access
     limiter = request.app.state.rate_limiter

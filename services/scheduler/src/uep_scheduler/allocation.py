@@ -199,7 +199,7 @@ async def allocate(
             stored result (step 2 of the module docstring); None skips that sweep.
         orphans_since: with ``orphans_before``, look only at leases that became orphans since this time (the
             previous sweep's clock); None looks at every released lease of the running evaluations.
-        admit_first: evaluations to admit (pending → running, :func:`uep_scheduler.dispatch.admit`) in this
+        admit_first: evaluations to admit (pending → running, :func:`uep_common.records.lifecycle.admit`) in this
             transaction before the pass, so a new evaluation's admission and first dispatch commit together.
         now: the pass's clock (tests pass a simulated one); default the current UTC time.
         call_seconds: recent call time per model (:class:`uep_scheduler.capacity.CallTimes`), for the items kept

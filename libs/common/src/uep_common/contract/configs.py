@@ -269,7 +269,7 @@ class CostEstimate(BaseModel):
     expected: ExpectedItem | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        """The JSON form stored and returned by the API (the keys :meth:`Plan.as_dict` wrote)."""
+        """The JSON form stored and returned by the API (the keys :meth:`uep_common.records.budget.Plan.as_dict` wrote)."""
         return self.model_dump(mode="json", exclude_unset=True)
 
 

@@ -19,7 +19,7 @@ Common fields (every event)
     twice must not change its state twice), ``evaluation_id`` (UUID), ``tenant_id`` (UUID),
     ``occurred_at`` (timezone-aware UTC timestamp).
 
-Topics and keys (:data:`TOPICS`)
+Topics and keys (:class:`Topics`)
     ========================  ====================================  ==========================================
     event                     topic                                 key (partitioning)
     ========================  ====================================  ==========================================
