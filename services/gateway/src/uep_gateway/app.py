@@ -26,6 +26,7 @@ from uep_gateway.api import (
     evaluations,
     experiments,
     identity,
+    invitations,
     judges,
     leaderboards,
     lifecycle,
@@ -125,6 +126,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         return JSONResponse({"status": "ready" if ok else "not_ready", "checks": checks}, status_code=200 if ok else 503)
 
     app.include_router(identity.router)
+    app.include_router(invitations.router)
     app.include_router(evaluations.router)
     app.include_router(rescores.router)
     app.include_router(catalog.router)

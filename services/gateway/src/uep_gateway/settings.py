@@ -58,6 +58,8 @@ class GatewaySettings(OutboxRetentionSettings):
         True, description="Mark the session cookie Secure (HTTPS only; browsers allow localhost)."
     )
     auth_cache_ttl_s: float = Field(2.0, ge=0, description="Seconds a credential lookup is cached per gateway process.")
+    invitation_ttl_s: int = Field(7 * 86400, ge=60, description="A member invitation lapses this many seconds after it is sent.")
+    max_pending_invitations: int = Field(1000, ge=1, description="Most pending invitations one tenant may have.")
     login_max_password_chars: int = Field(1024, ge=64, description="Longest password accepted at sign-in.")
     # rate limits (uep_gateway.ratelimit); strings are parsed by the limits library ("600/minute", "10/second")
     rate_limits_enabled: bool = True
