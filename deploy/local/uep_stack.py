@@ -190,6 +190,8 @@ class StackConfig:
                 "UEP_ARTIFACT_DIR": os.environ.get("UEP_ARTIFACT_DIR", str(self.run_dir / "artifacts")),
                 "UEP_INTERNAL_TOKEN": self.internal_token(),
                 "UEP_MODEL_SECRET_KEY": os.environ.get("UEP_MODEL_SECRET_KEY") or self.model_secret_key(),
+                # model endpoints on this machine (the embedded Triton, a local vLLM) may be registered here
+                "UEP_MODEL_EGRESS_ALLOW": os.environ.get("UEP_MODEL_EGRESS_ALLOW", "127.0.0.0/8,::1"),
                 # logs/<name>.log: one JSON object per line (uep_common.runtime.logs), also when `up` runs in a terminal
                 "UEP_LOG_FORMAT": os.environ.get("UEP_LOG_FORMAT", "json"),
                 "PYTHONUNBUFFERED": "1",

@@ -2,11 +2,13 @@
 
 from pydantic import Field, SecretStr
 
+from uep_common.registry.model_registry import EgressSettings
 from uep_common.runtime.outbox_retention import OutboxRetentionSettings
 
 
-class GatewaySettings(OutboxRetentionSettings):
-    """Settings of the gateway."""
+class GatewaySettings(OutboxRetentionSettings, EgressSettings):
+    """Settings of the gateway (the model endpoints' egress allowlist, ``UEP_MODEL_EGRESS_*``, from
+    :class:`uep_common.registry.model_registry.EgressSettings`)."""
 
     service_name: str = "gateway"
     gateway_host: str = "127.0.0.1"
