@@ -224,7 +224,8 @@ def config() -> StackConfig:
         database_url=os.environ.get("UEP_DATABASE_URL") or servers.config().database_url("uep"),
         redis_url=os.environ.get("UEP_REDIS_URL") or servers.config().redis_url(0),
         triton_models=os.environ.get(
-            "UEP_TRITON_MODELS", "smollm2,oracle,bench_echo,judge,judge_first,mmlu_topic,breast_cancer,e5_rank,e5_embed"
+            "UEP_TRITON_MODELS",
+            "smollm2,oracle,bench_echo,judge,judge_first,mmlu_topic,breast_cancer,e5_rank,e5_embed,vllm_echo,trtllm_echo",
         ),
         replicas=replicas(),
     )

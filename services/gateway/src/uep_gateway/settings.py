@@ -98,4 +98,9 @@ class GatewaySettings(OutboxRetentionSettings, EgressSettings):
         "one decrypts: rotation); make one with `python -c 'from cryptography.fernet import Fernet; "
         "print(Fernet.generate_key().decode())'`. Unset: a registration with an api_key is refused (422).",
     )
+    model_ready_check: bool = Field(
+        True, description="Refuse (409) an evaluation of a model whose endpoint does not answer its readiness check."
+    )
+    model_ready_timeout_s: float = Field(3.0, gt=0, le=30, description="The most one readiness check waits, seconds.")
+    model_ready_cache_s: float = Field(5.0, ge=0, description="Seconds a readiness answer is reused per model endpoint.")
     leaderboards_site_wide: bool = Field(False, description="Boards show every tenant's entries, not only the caller's.")

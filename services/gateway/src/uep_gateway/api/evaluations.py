@@ -6,6 +6,7 @@ answers 404 with the body of an unknown one."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -45,6 +46,7 @@ from uep_gateway.auth import Principal, current_principal
 from uep_gateway.cursors import bad_cursor, cursor_values, decode_time_id, encode_cursor, encode_time_id
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError, work_limit_error
+from uep_gateway.model_health import ModelHealth
 from uep_gateway.schemas import (
     EvaluationAccepted,
     EvaluationCreate,
@@ -130,7 +132,9 @@ async def create_evaluation(
     experiment (``arms``: one evaluation per arm, one ``experiment_id``). Every row and its
     EvaluationRequested event are committed in one transaction (transactional outbox), after one budget
     check over all of them; the relay publishes the events. A repeated ``Idempotency-Key`` returns what was
-    created the first time (of the caller's tenant: keys of two tenants never meet)."""
+    created the first time (of the caller's tenant: keys of two tenants never meet). A model whose endpoint
+    does not answer its readiness check is 409 ``model_unavailable`` naming the field that named it
+    (:func:`check_models_answer`)."""
     settings = request.app.state.settings
     check_options(body, settings)
     tenant = principal.tenant
@@ -145,6 +149,8 @@ async def create_evaluation(
         if existing is not None:
             return await _accepted_group(session, existing)
     evaluations, events = await plan_evaluations(session, tenant, body, idempotency_key)
+    if settings.model_ready_check:
+        await check_models_answer(request.app.state.model_health, session, body, evaluations)
     try:
         await check_work_limits(session, tenant, evaluations, limits, many_field="arms" if body.arms is not None else "models")
     except WorkLimitRefused as exc:
@@ -173,6 +179,37 @@ async def create_evaluation(
     request.app.state.relay.kick()
     response.headers["Location"] = f"/v1/evaluations/{evaluations[0].id}"
     return await _accepted_group(session, evaluations[0], evaluations)
+
+
+def _model_loc(body: EvaluationCreate, i: int) -> tuple[Any, ...]:
+    """The field that named the model of the ``i``-th planned evaluation."""
+    if body.models is not None:
+        return ("body", "models", i)
+    if body.arms is not None and body.arms[i].model:
+        return ("body", "arms", i, "model")
+    return ("body", "model")
+
+
+async def check_models_answer(
+    health: ModelHealth, session: AsyncSession, body: EvaluationCreate, evaluations: list[Evaluation]
+) -> None:
+    """Refuse (409 naming the field that named it, kind ``model_unavailable``) a planned evaluation whose
+    model's endpoint does not answer its readiness check (:mod:`uep_gateway.model_health`); each distinct
+    model is asked once, all of them side by side."""
+    models: dict[uuid.UUID, tuple[Model, tuple[Any, ...]]] = {}
+    for i, ev in enumerate(evaluations):
+        model = await session.get(Model, ev.model_id)
+        if model is not None and model.id not in models:
+            models[model.id] = (model, _model_loc(body, i))
+    problems = await asyncio.gather(*(health.problem(m) for m, _loc in models.values()))
+    for (model, loc), problem in zip(models.values(), problems, strict=True):
+        if problem is not None:
+            raise FieldError(
+                409,
+                loc,
+                f"model {model.name}@{model.version} cannot be evaluated now: {problem}",
+                "model_unavailable",
+            )
 
 
 async def plan_evaluations(
