@@ -29,7 +29,9 @@ TEST_ENV = {
     "UEP_STACK_RUN_DIR": str(ROOT / ".run" / os.environ.get("UEP_TEST_RUN_NAME", "test")),
     "UEP_DATABASE_URL": f"{PG_SERVER}/{TEST_DB}",
     "UEP_REDIS_URL": f"{REDIS_SERVER}/{os.environ.get('UEP_TEST_REDIS_DB', '15')}",
-    "UEP_TRITON_MODELS": os.environ.get("UEP_TEST_TRITON_MODELS", "smollm2,oracle,bench_echo,judge,judge_first,breast_cancer"),
+    "UEP_TRITON_MODELS": os.environ.get(
+        "UEP_TEST_TRITON_MODELS", "smollm2,oracle,bench_echo,judge,judge_first,breast_cancer,vllm_echo,trtllm_echo"
+    ),
     "UEP_OTEL_EXPORTER": "console",
     # Periodic retention would clean the details of older evaluations of one (benchmark, model) while later
     # tests read them; the retention tests run it through POST /v1/retention/run instead.

@@ -165,6 +165,8 @@ class StackConfig:
                 "UEP_ARTIFACT_DIR": os.environ.get("UEP_ARTIFACT_DIR", str(self.run_dir / "artifacts")),
                 "UEP_INTERNAL_TOKEN": self.internal_token(),
                 "UEP_MODEL_SECRET_KEY": os.environ.get("UEP_MODEL_SECRET_KEY") or self.model_secret_key(),
+                # model endpoints on this machine (the embedded Triton, a local vLLM) may be registered here
+                "UEP_MODEL_EGRESS_ALLOW": os.environ.get("UEP_MODEL_EGRESS_ALLOW", "127.0.0.0/8,::1"),
                 # logs/<name>.log: one JSON object per line (uep_common.runtime.logs), also when `up` runs in a terminal
                 "UEP_LOG_FORMAT": os.environ.get("UEP_LOG_FORMAT", "json"),
                 "PYTHONUNBUFFERED": "1",
@@ -197,7 +199,8 @@ def config() -> StackConfig:
         database_url=os.environ.get("UEP_DATABASE_URL") or servers.config().database_url("uep"),
         redis_url=os.environ.get("UEP_REDIS_URL") or servers.config().redis_url(0),
         triton_models=os.environ.get(
-            "UEP_TRITON_MODELS", "smollm2,oracle,bench_echo,judge,judge_first,mmlu_topic,breast_cancer,e5_rank,e5_embed"
+            "UEP_TRITON_MODELS",
+            "smollm2,oracle,bench_echo,judge,judge_first,mmlu_topic,breast_cancer,e5_rank,e5_embed,vllm_echo,trtllm_echo",
         ),
         replicas=replicas(),
     )

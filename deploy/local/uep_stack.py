@@ -35,7 +35,7 @@ from functools import partial
 
 import processes
 import servers
-from stack_config import (  # noqa: F401 - the stack's configuration, used as uep_stack.<name> by benches and tests
+from stack_config import (
     BIN,
     CONSUMER_SERVICES,
     MAX_PORT,
@@ -51,6 +51,24 @@ from stack_config import (  # noqa: F401 - the stack's configuration, used as ue
     port_base,
     replicas,
 )
+
+# the stack's configuration, used as uep_stack.<name> by benches and tests
+__all__ = [
+    "BIN",
+    "CONSUMER_SERVICES",
+    "MAX_PORT",
+    "MAX_PORT_BASE",
+    "PORT_OFFSETS",
+    "READY_TIMEOUT_S",
+    "REPLICA_PORT_STEP",
+    "ROOT",
+    "SERVICES",
+    "StackConfig",
+    "StackConfigError",
+    "config",
+    "port_base",
+    "replicas",
+]
 
 # --------------------------------------------------------------------------------------------- processes
 read_pid = processes.read_pid

@@ -494,7 +494,15 @@ def test_api_key_ref_names_only_model_key_variables(gateway, ref, status):
         ("http://224.0.0.1:8000", "blocked_address"),
         ("grpc://169.254.169.254:8001", "blocked_address"),
         ("169.254.169.254:8001", "blocked_address"),
-        ("http://no-such-host.invalid:8000", "unresolvable_host"),
+        ("http://no-such-host.invalid:8000", "unreachable"),  # the answer of every endpoint not reached
+        # loopback and private networks only where the site's allowlist names them (the test stack: loopback)
+        ("http://10.11.12.13:8000", "egress_refused"),
+        ("http://192.168.1.1:8000", "egress_refused"),
+        ("http://172.16.0.1:8000", "egress_refused"),
+        ("http://100.64.0.1:8000", "egress_refused"),  # shared address space (carrier-grade NAT)
+        ("http://[fd12:3456::1]:8000", "egress_refused"),  # IPv6 unique-local
+        ("http://[::ffff:10.0.0.1]:8000", "egress_refused"),  # IPv4-mapped private
+        ("grpc://10.0.0.1:8001", "egress_refused"),
         ("file:///etc/passwd", "bad_scheme"),
         ("gopher://127.0.0.1:70/_x", "bad_scheme"),
         ("ftp://127.0.0.1/x", "bad_scheme"),
@@ -519,6 +527,49 @@ def test_refused_endpoints_are_a_422_naming_endpoint(gateway, t, endpoint, kind)
     assert register(gateway, t["a"]["admin"], {"name": name, "endpoint": "grpc://127.0.0.1:1"}, probe="false").status_code == 201
     r = gateway.patch(f"/v1/models/{name}@1", json={"endpoint": endpoint}, headers=t["a"]["admin"], params={"probe": "false"})
     assert (r.status_code, first(r)["loc"], first(r)["type"]) == (422, ["body", "endpoint"], kind), r.text
+
+
+def test_every_unreachable_endpoint_gets_one_answer(gateway, t, stack):
+    """A closed port, a port that speaks another protocol and a port that accepts and says nothing get the same
+    answer (only the endpoint itself differs), so the probe is no port scanner."""
+    import socket
+
+    silent = socket.socket()  # accepts connections (the kernel's backlog) and never answers
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    garbage = socket.socket()  # answers anything with bytes that are not HTTP
+    garbage.bind(("127.0.0.1", 0))
+    garbage.listen(8)
+
+    def serve_garbage() -> None:
+        while True:
+            try:
+                conn, _ = garbage.accept()
+            except OSError:
+                return
+            conn.sendall(b"\x00\x01 not http at all\r\n\r\n")
+            conn.close()
+
+    threading.Thread(target=serve_garbage, daemon=True).start()
+    ports = {
+        "closed": 9,
+        "postgres": int(stack.database_url.rsplit(":", 1)[1].split("/", 1)[0]),
+        "kafka": stack.broker_port,
+        "garbage": garbage.getsockname()[1],
+        "silent": silent.getsockname()[1],
+    }
+    answers = {}
+    try:
+        for what, port in ports.items():
+            endpoint = f"http://127.0.0.1:{port}"
+            r = register(gateway, t["a"]["builder"], {"name": unique("scan"), "endpoint": endpoint})
+            assert r.status_code == 422, (what, r.text)
+            answers[what] = {k: str(v).replace(endpoint, "<endpoint>") for k, v in first(r).items() if k != "ctx"}
+    finally:
+        silent.close()
+        garbage.close()
+    assert all(a == answers["closed"] for a in answers.values()), answers
+    assert answers["closed"]["type"] == "unreachable" and answers["closed"]["loc"] == "['body', 'endpoint']"
 
 
 @pytest.mark.parametrize(

@@ -1,31 +1,31 @@
-"""Failures are reported per item, never dropped: an unreachable model yields OutputGenerated errors, which
-are stored, and the evaluation ends ``failed`` with every item accounted for."""
+"""Failures are reported, never dropped: a model its endpoint does not serve is refused at creation; an
+evaluation cancelled in flight keeps what it stored."""
 
-from .helpers import all_results, register_model, submit, wait_done
+from sqlalchemy import text
 
-
-def test_missing_triton_model_fails_every_item_visibly(gateway, db, stack):
-    name = register_model(db, f"grpc://127.0.0.1:{stack.triton_grpc}", "no_such_triton_model", "ghost")
-    evaluation_id = submit(gateway, benchmark="gsm8k", model=name, sample_limit=3)
-    final = wait_done(gateway, evaluation_id)
-    assert final["status"] == "failed"
-    assert final["error"] == "all 3 items failed; see the results for each item's error"
-    assert final["summary"]["errors"] == 3 and final["summary"]["accuracy"] is None and final["summary"]["ci_low"] is None
-    results = all_results(gateway, evaluation_id)
-    assert len(results) == 3
-    assert all(r["error"]["stage"] == "inference" and r["error"]["type"] == "triton_error" for r in results)
-    assert all("no_such_triton_model" in r["error"]["message"] and r["is_correct"] is None for r in results)
-    assert not any("attempts" in r["error"]["message"] for r in results)  # a missing model is not retried
+from .helpers import register_model, submit, wait_done
 
 
-def test_unreachable_endpoint_is_an_error_not_a_hang(gateway, db):
-    name = register_model(db, "grpc://127.0.0.1:9", "uep_oracle", "down")  # nothing listens on port 9
-    evaluation_id = submit(gateway, benchmark="mmlu", model=name, sample_limit=2)
-    final = wait_done(gateway, evaluation_id, timeout_s=150)
-    assert final["status"] == "failed" and final["summary"]["errors"] == 2
-    results = all_results(gateway, evaluation_id)
-    assert {r["error"]["type"] for r in results} == {"triton_unavailable"}
-    assert all(r["error"]["message"].endswith("(after 3 attempts)") for r in results)  # transient: retried
+def test_a_model_its_endpoint_does_not_serve_is_refused_at_creation(gateway, db, stack):
+    """Refused with a 409 naming the model, not accepted and failed item by item; nothing is created."""
+    ghost = register_model(db, f"grpc://127.0.0.1:{stack.triton_grpc}", "no_such_triton_model", "ghost")
+    down = register_model(db, "grpc://127.0.0.1:9", "uep_oracle", "down")  # nothing listens on port 9
+    http_ghost = register_model(db, f"http://127.0.0.1:{stack.triton_http}", "no_such_triton_model", "hghost")
+    for name, why in ((ghost, "does not serve 'no_such_triton_model'"), (down, "unreachable"), (http_ghost, "does not serve")):
+        r = gateway.post("/v1/evaluations", json={"benchmark": "gsm8k", "model": name, "sample_limit": 3})
+        assert r.status_code == 409, r.text
+        problem = r.json()["detail"][0]
+        assert (problem["loc"], problem["type"]) == (["body", "model"], "model_unavailable")
+        assert f"model {name}@1 cannot be evaluated now" in problem["msg"] and why in problem["msg"]
+    # in a batch, the field that named it
+    r = gateway.post("/v1/evaluations", json={"benchmark": "gsm8k", "models": ["uep-oracle", down], "sample_limit": 2})
+    assert r.status_code == 409 and r.json()["detail"][0]["loc"] == ["body", "models", 1], r.text
+    with db.begin() as c:
+        made = c.execute(
+            text("SELECT count(*) FROM evaluations e JOIN models m ON m.id = e.model_id WHERE m.name = ANY(:n)"),
+            {"n": [ghost, down, http_ghost]},
+        ).scalar_one()
+    assert made == 0
 
 
 def test_cancel_stops_dispatch_and_discards_late_results(gateway, db):

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
 LOGGER = logging.getLogger("uep_model_server")
 
-DEFAULT_MODELS = "smollm2,oracle,bench_echo,judge,judge_first,mmlu_topic,breast_cancer,e5_rank,e5_embed"
+DEFAULT_MODELS = "smollm2,oracle,bench_echo,judge,judge_first,mmlu_topic,breast_cancer,e5_rank,e5_embed,vllm_echo,trtllm_echo"
 MODEL_ALIASES = {
     "smollm2": "smollm2_135m_instruct",
     "oracle": "uep_oracle",

@@ -47,6 +47,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from uep_common.registry.model_registry import (
+    EgressSettings,
     ModelCreate,
     RegistryError,
     check_registration,
@@ -380,6 +381,7 @@ def _add_model(s: Session, args: argparse.Namespace, owner: uuid.UUID | None) ->
         probe_call = probe(
             backend=reg.backend, endpoint=reg.endpoint, served_name=reg.triton_model_name or reg.name,
             served_version=reg.triton_model_version, kind=reg.kind, contract=contract, spec=stored, api_key=key,
+            egress=EgressSettings().egress_policy(),
         )  # fmt: skip
         asyncio.run(probe_call)
     values = registration_values(reg, contract, stored, owner_tenant_id=owner, created_by="uep-admin", secret_key=None)

@@ -7,7 +7,8 @@ isolation suite (``tests/identity``) reads this table to know what each role sho
 
 Role sets: ``PUBLIC`` (no principal), ``ANY`` (any signed-in principal), ``READ`` (viewer, builder, admin),
 ``BUILD`` (builder, admin), ``ADMIN`` (admin), ``ANNOTATE`` (annotator, builder, admin), ``TASKS`` (READ +
-annotator) and ``SITE`` (a site admin that sends ``X-UEP-Site-Admin: true``).
+annotator), ``SITE`` (a site admin that sends ``X-UEP-Site-Admin: true``) and ``SELF`` (a signed-in user
+answering for itself, in no tenant's name: its invitations; API keys are refused).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from fastapi import Request
 
-from uep_gateway.auth import principal_of
+from uep_gateway.auth import principal_of, signed_in_user
 from uep_gateway.errors import FieldError
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ ADMIN = frozenset({"admin"})
 ANNOTATE = frozenset({"annotator", "builder", "admin"})
 TASKS = READ | {"annotator"}
 SITE = frozenset({"site"})
+SELF = frozenset({"self"})
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,13 @@ ROUTES: dict[tuple[str, str], Access] = {
     ("GET", "/v1/auth/me"): _r("whoAmI", ANY),
     ("POST", "/v1/auth/password"): _w("changePassword", ANY, "auth"),
     ("GET", "/v1/members"): _r("listMembers", ADMIN),
-    ("POST", "/v1/members"): _w("addMember", ADMIN),
+    ("POST", "/v1/members"): _w("addMember", SITE),
+    ("GET", "/v1/invitations"): _r("listInvitations", ADMIN),
+    ("POST", "/v1/invitations"): _w("inviteMember", ADMIN),
+    ("DELETE", "/v1/invitations/{invitation_id}"): _w("withdrawInvitation", ADMIN),
+    ("GET", "/v1/auth/invitations"): _r("listMyInvitations", SELF),
+    ("POST", "/v1/auth/invitations/{invitation_id}/accept"): _w("acceptInvitation", SELF),
+    ("POST", "/v1/auth/invitations/{invitation_id}/decline"): _w("declineInvitation", SELF),
     ("PATCH", "/v1/members/{user_id}"): _w("updateMember", ADMIN),
     ("DELETE", "/v1/members/{user_id}"): _w("removeMember", ADMIN),
     ("GET", "/v1/api-keys"): _r("listApiKeys", ADMIN),
@@ -221,6 +229,10 @@ async def authorize(request: Request) -> None:
     request.state.access = access
     limiter = request.app.state.rate_limiter
     if access.public:
+        return
+    if access.roles == SELF:
+        user = await signed_in_user(request)
+        await limiter.check_user(request, user.user_id, access)
         return
     principal = await principal_of(request)
     check_role(access, principal.role, principal.site_act)

@@ -26,6 +26,7 @@ from uep_gateway.api import (
     evaluations,
     experiments,
     identity,
+    invitations,
     judges,
     leaderboards,
     lifecycle,
@@ -39,6 +40,7 @@ from uep_gateway.audit import AuditMiddleware
 from uep_gateway.auth import AuthCache
 from uep_gateway.body_limit import BodyLimitMiddleware
 from uep_gateway.error_responses import install as install_error_responses
+from uep_gateway.model_health import ModelHealth
 from uep_gateway.observability import HttpMetricsMiddleware, bind_log_context, metrics_endpoint
 from uep_gateway.openapi_contract import install as install_contract
 from uep_gateway.ratelimit import RateLimiter
@@ -62,6 +64,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         app.state.auth_cache = AuthCache(settings.auth_cache_ttl_s)
         app.state.auth_tasks = set()
         app.state.rate_limiter = RateLimiter(settings)
+        app.state.model_health = ModelHealth(settings.model_ready_timeout_s, settings.model_ready_cache_s)
         app.state.broker = make_broker(settings)
         await asyncio.wait_for(app.state.broker.start(), 30)
         app.state.relay = OutboxRelay.from_settings(app.state.sessionmaker, app.state.broker, settings)
@@ -126,6 +129,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         return JSONResponse({"status": "ready" if ok else "not_ready", "checks": checks}, status_code=200 if ok else 503)
 
     app.include_router(identity.router)
+    app.include_router(invitations.router)
     app.include_router(evaluations.router)
     app.include_router(rescores.router)
     app.include_router(catalog.router)

@@ -374,6 +374,45 @@ async def principal_of(request: Request) -> Principal:
     return principal
 
 
+@dataclass(frozen=True)
+class SignedInUser:
+    """A signed-in user as itself, whatever tenants it belongs to (none included): the caller of the routes a
+    user answers for itself, such as its invitations. ``name`` is ``user:<username>``."""
+
+    user_id: uuid.UUID
+    username: str
+    session_id: uuid.UUID
+    name: str
+
+
+async def signed_in_user(request: Request) -> SignedInUser:
+    """The signed-in user of the request, without choosing a tenant (kept on ``request.state``). Raises 401 (no,
+    unknown or ended credential), 403 naming ``Authorization`` for an API key (a key is a tenant's, not a
+    person's) and 403 naming ``X-CSRF-Token`` for a write that does not echo the session's token."""
+    cached: SignedInUser | None = getattr(request.state, "signed_in_user", None)
+    if cached is not None:
+        return cached
+    try:
+        cred, _loc = await _credential(request)
+    except FieldError:
+        limiter = getattr(request.app.state, "rate_limiter", None)
+        if limiter is not None:
+            await limiter.failed_auth(request)
+        raise
+    request.state.audit_name = cred.name
+    if cred.user is None or cred.session is None:
+        raise FieldError(
+            "forbidden", ("header", "Authorization"), "this is answered by a signed-in user, not an API key", "not_a_user"
+        )
+    if request.method not in SAFE_METHODS:
+        sent = request.headers.get(CSRF_HEADER, "")
+        if not hmac.compare_digest(sent.encode(), cred.session.csrf_token.encode()):
+            raise FieldError("forbidden", ("header", CSRF_HEADER), "a signed-in write must echo the session's CSRF token", "csrf")
+    user = SignedInUser(user_id=cred.user.id, username=cred.user.username, session_id=cred.session.id, name=cred.name)
+    request.state.signed_in_user = user
+    return user
+
+
 async def current_principal(request: Request) -> Principal:
     """FastAPI dependency: :func:`principal_of`."""
     return await principal_of(request)

@@ -97,14 +97,41 @@ class WhoAmI(BaseModel):
 
 
 class MemberAdd(_Body):
-    """``POST /v1/members``: add ``username`` to the caller's tenant with ``role``. A username that does not
-    exist yet creates the user, which then needs ``password``; an existing user keeps its password (sending
-    one is refused)."""
+    """``POST /v1/members`` (a site admin acting as one): create the user ``username`` with ``password`` and
+    make it a member of the named tenant with ``role``. Existing users join tenants by invitation only."""
 
     username: str = Field(pattern=USERNAME_PATTERN, description="Letters, digits and . _ @ -, at most 64.")
     role: Role
-    password: str | None = Field(None, min_length=1, max_length=PASSWORD_FIELD_MAX, repr=False)
+    password: str = Field(min_length=1, max_length=PASSWORD_FIELD_MAX, repr=False)
     display_name: str = Field("", max_length=200)
+
+
+class InvitationCreate(_Body):
+    """``POST /v1/invitations``: invite ``username`` into the caller's tenant with ``role``."""
+
+    username: str = Field(pattern=USERNAME_PATTERN, description="Letters, digits and . _ @ -, at most 64.")
+    role: Role
+
+
+class InvitationView(BaseModel):
+    """A pending invitation of the caller's tenant. Nothing in it says whether a user of that name exists."""
+
+    id: uuid.UUID
+    username: str
+    role: Role
+    invited_by: str
+    created_at: datetime
+    expires_at: datetime
+
+
+class MyInvitation(BaseModel):
+    """A pending invitation addressed to the signed-in user: which tenant, with which role, from whom."""
+
+    id: uuid.UUID
+    tenant: TenantRef
+    role: Role
+    invited_by: str
+    expires_at: datetime
 
 
 class MemberUpdate(_Body):

@@ -104,6 +104,16 @@ class RateLimiter:
         if item is not None:
             setattr(request.state, STATE_KEY, {"RateLimit-Policy": f"{item.amount};w={item.get_expiry()}"})
 
+    async def check_user(self, request: Request, user_id: object, access: Access) -> None:
+        """Count a call of a signed-in user answering for itself (no tenant: its invitations) in the windows
+        of the viewer role (``viewer.<class>``, else ``*.<class>``); raise 429 past one."""
+        if not self.enabled:
+            return
+        item = self.limit_for("viewer", access.limit)
+        if item is not None:
+            await self._hit(item, f"user:{user_id}", access.limit)
+            setattr(request.state, STATE_KEY, {"RateLimit-Policy": f"{item.amount};w={item.get_expiry()}"})
+
     async def failed_auth(self, request: Request) -> None:
         """Count a request whose API key or session failed; raise 429 once its client address passes
         ``failed_auth_rate_limit``. Sign-in has windows of its own (:meth:`check_signin`)."""

@@ -19,14 +19,17 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import json
+import re
 import socket
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr, StringConstraints, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy import ColumnElement, Select, case, func, or_, select
 
 from uep_common.contract.events import Backend, ModelKind
@@ -70,8 +73,62 @@ BLOCKED_NETWORKS = tuple(
         "ff00::/8",
     )
 )
-"""Addresses the platform never calls (cloud metadata, link-local, multicast). Loopback and private networks
-are allowed: a local stack and an in-cluster Triton live there."""
+"""Addresses the platform never calls (cloud metadata, link-local, multicast), whatever the egress allowlist
+says. Loopback and private networks are called only where the site's allowlist names them
+(:class:`EgressPolicy`)."""
+
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+HOST_LABEL = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
+"""One label of a host name (RFC 1123)."""
+
+
+@dataclass(frozen=True)
+class EgressPolicy:
+    """Which addresses a model endpoint may have: the site's egress allowlist for model endpoints.
+
+    ``networks`` (CIDRs) and ``hosts`` (host names, matched without letter case or a final dot) are allowed
+    whatever they resolve to, except :data:`BLOCKED_NETWORKS` (refused even inside a listed network); any other endpoint must resolve only to
+    public (globally routable) addresses, and only while ``public`` is true. So loopback, private, shared
+    (100.64/10) and unique-local addresses are called only where the site lists them, and a host name that
+    resolves to 127.0.0.1 is loopback. Built from the gateway's ``UEP_MODEL_EGRESS_ALLOW`` and
+    ``UEP_MODEL_EGRESS_PUBLIC`` by :meth:`parse`."""
+
+    networks: tuple[IPNetwork, ...] = ()
+    hosts: frozenset[str] = frozenset()
+    public: bool = True
+
+    @classmethod
+    def parse(cls, allow: str, public: bool = True) -> EgressPolicy:
+        """The policy of a comma-separated allowlist: CIDRs or addresses (``127.0.0.0/8``, ``::1``,
+        ``10.0.0.0/8``) and host names (``triton.uep.svc``). Raises ValueError naming an entry that is
+        neither, or one inside :data:`BLOCKED_NETWORKS`."""
+        networks: list[IPNetwork] = []
+        hosts: set[str] = set()
+        for raw in allow.split(","):
+            entry = raw.strip()
+            if not entry:
+                continue
+            try:
+                net = ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                name = entry.lower().rstrip(".")
+                if not name or len(name) > 253 or not all(HOST_LABEL.fullmatch(label) for label in name.split(".")):
+                    raise ValueError(f"egress allowlist entry {entry!r} is neither a CIDR nor a host name") from None
+                hosts.add(name)
+                continue
+            if any(net.subnet_of(b) for b in BLOCKED_NETWORKS if b.version == net.version):  # type: ignore[arg-type]
+                raise ValueError(f"egress allowlist entry {entry!r} is an address the platform never calls")
+            networks.append(net)
+        return cls(tuple(networks), frozenset(hosts), public)
+
+    def allows(self, host: str, address: str) -> bool:
+        """True when an endpoint naming ``host`` may call ``address`` (one of the host's addresses)."""
+        if host.lower().rstrip(".") in self.hosts:
+            return True
+        addrs = _addresses_of(ipaddress.ip_address(address.split("%", 1)[0]))
+        if any(a in net for a in addrs for net in self.networks if net.version == a.version):
+            return True
+        return self.public and all(a.is_global for a in addrs)
 
 
 def _no_dot_segment(value: str) -> str:
@@ -216,6 +273,34 @@ class ModelUpdate(BaseModel):
 # ------------------------------------------------------------------ rules
 
 
+class EgressSettings(BaseSettings):
+    """The site's egress allowlist for model endpoints (``UEP_MODEL_EGRESS_*``), read by the gateway and
+    ``uep-admin models``; :meth:`egress_policy` is the :class:`EgressPolicy` they apply."""
+
+    model_config = SettingsConfigDict(env_prefix="UEP_", extra="ignore")
+
+    model_egress_allow: str = Field(
+        "",
+        description="Comma-separated CIDRs and host names model endpoints may have besides public addresses, "
+        "e.g. '127.0.0.0/8,::1' for a local stack or '10.0.0.0/8,triton.uep.svc' in a cluster. Loopback, "
+        "private and shared addresses are refused unless listed; cloud metadata, link-local and multicast "
+        "always are.",
+    )
+    model_egress_public: bool = Field(
+        True, description="Allow endpoints that resolve only to public (globally routable) addresses."
+    )
+
+    @field_validator("model_egress_allow")
+    @classmethod
+    def _valid_allowlist(cls, value: str) -> str:
+        EgressPolicy.parse(value)
+        return value
+
+    def egress_policy(self) -> EgressPolicy:
+        """The policy these settings describe."""
+        return EgressPolicy.parse(self.model_egress_allow, self.model_egress_public)
+
+
 def check_endpoint(backend: Backend | str, endpoint: str, field: str = "endpoint") -> tuple[str, str, int | None]:
     """The endpoint's (scheme, host, port) after checking its form for ``backend``: Triton takes
     ``http(s)://host:port``, ``grpc://host:port`` or ``host:port``; OpenAI-compatible ``http(s)://host[:port][/path]``.
@@ -274,19 +359,44 @@ def _blocked(address: str) -> bool:
 
 
 async def check_endpoint_address(
-    host: str, port: int | None, field: str = "endpoint", timeout_s: float = PROBE_CONNECT_S
+    host: str,
+    port: int | None,
+    field: str = "endpoint",
+    timeout_s: float = PROBE_CONNECT_S,
+    egress: EgressPolicy | None = None,
 ) -> None:
-    """Refuse (422 naming ``field``, kind ``blocked_address``) an endpoint whose host is, or resolves to, an
-    address of :data:`BLOCKED_NETWORKS`, or an IPv6 address that carries one (IPv4-mapped or -compatible,
-    NAT64, 6to4, Teredo); a name that does not resolve within ``timeout_s`` is refused too
-    (``unresolvable_host``). A bound, not a guarantee: the name may resolve elsewhere later (DNS rebinding)."""
+    """Refuse (422 naming ``field``) an endpoint whose host is, or resolves to, an address of
+    :data:`BLOCKED_NETWORKS` or an IPv6 address that carries one (IPv4-mapped or -compatible, NAT64, 6to4,
+    Teredo): kind ``blocked_address``; or one the site's allowlist ``egress`` does not allow (default: public
+    addresses only): kind ``egress_refused``. Neither message names the address the host resolved to. A name
+    that does not resolve within ``timeout_s`` is ``unreachable``, the answer of every endpoint that cannot be
+    reached (:data:`UNREACHABLE`). A bound, not a guarantee: the name may resolve elsewhere later (DNS
+    rebinding)."""
+    policy = egress if egress is not None else EgressPolicy()
     try:
         addresses = [host] if _is_ip(host) else await _resolve(host, port, timeout_s)
-    except (OSError, TimeoutError, UnicodeError) as exc:
-        raise _bad(field, f"cannot resolve the host {host!r}: {exc or 'timed out'}", "unresolvable_host") from None
+    except (OSError, TimeoutError, UnicodeError):
+        raise unreachable(f"{host}:{port}" if port else host, field) from None
     for address in addresses:
         if _blocked(address):
-            raise _bad(field, f"the host {host!r} is {address}, an address the platform does not call", "blocked_address")
+            raise _bad(field, f"the host {host!r} is an address the platform does not call", "blocked_address")
+        if not policy.allows(host, address):
+            raise _bad(
+                field,
+                f"the host {host!r} is outside the site's egress allowlist for model endpoints "
+                "(UEP_MODEL_EGRESS_ALLOW, UEP_MODEL_EGRESS_PUBLIC)",
+                "egress_refused",
+            )
+
+
+UNREACHABLE = "{target} is unreachable: no HTTP answer (connection refused, reset, timed out, not HTTP, or no such host)"
+"""The one message of every endpoint that cannot be reached, whichever way it failed, so that the probe does
+not tell a closed port from a silent or a non-HTTP one."""
+
+
+def unreachable(target: str, field: str = "endpoint") -> RegistryError:
+    """The :class:`RegistryError` (422 ``unreachable``) of an endpoint that cannot be reached."""
+    return _bad(field, UNREACHABLE.format(target=target), "unreachable")
 
 
 def _is_ip(host: str) -> bool:
@@ -538,6 +648,7 @@ async def probe(
     spec: Mapping[str, Any],
     api_key: str | None = None,
     transport: Any = None,
+    egress: EgressPolicy | None = None,
 ) -> None:
     """Check that the endpoint serves the model as registered. Triton (HTTP only): KServe v2
     ``GET {endpoint}/v2/models/{name}[/versions/{v}]`` and its ``/config``, compared with the contract by
@@ -547,13 +658,15 @@ async def probe(
     Raises :class:`RegistryError` (422): ``endpoint`` unreachable, blocked or gRPC; ``triton_model_name``
     unknown to the server; ``contract`` when the tensors differ (one message per tensor, joined by ``; ``);
     ``api_key`` refused by the server; ``endpoint`` when the whole probe takes over :data:`PROBE_TOTAL_S`.
-    ``transport``: an httpx transport (tests)."""
+    Every failure to reach the server is the one ``unreachable`` answer (:data:`UNREACHABLE`). ``egress``: the
+    site's allowlist (:func:`check_endpoint_address`); ``transport``: an httpx transport (tests)."""
     try:
         await asyncio.wait_for(
-            _probe(backend, endpoint, served_name, served_version, kind, contract, spec, api_key, transport), PROBE_TOTAL_S
+            _probe(backend, endpoint, served_name, served_version, kind, contract, spec, api_key, transport, egress),
+            PROBE_TOTAL_S,
         )
     except TimeoutError:
-        raise _bad("endpoint", f"{endpoint} did not answer the probe within {PROBE_TOTAL_S:g} s", "unreachable") from None
+        raise unreachable(endpoint.strip().rstrip("/")) from None
 
 
 async def _probe(
@@ -566,11 +679,12 @@ async def _probe(
     spec: Mapping[str, Any],
     api_key: str | None,
     transport: Any,
+    egress: EgressPolicy | None,
 ) -> None:
     import httpx
 
     scheme, host, port = check_endpoint(backend, endpoint)
-    await check_endpoint_address(host, port)
+    await check_endpoint_address(host, port, egress=egress)
     if scheme == "grpc":
         raise _bad(
             "endpoint",
@@ -586,7 +700,7 @@ async def _probe(
             await _probe_openai(client, base, served_name)
             return
         path = f"/v2/models/{served_name}" + (f"/versions/{served_version}" if served_version else "")
-        status, metadata = await _get_json(client, base + path)
+        status, metadata = await _get_json(client, base, path)
         if status != 200 or not isinstance(metadata, dict):
             field = "triton_model_version" if served_version and status in (400, 404) else "triton_model_name"
             error = metadata.get("error") if isinstance(metadata, dict) else None
@@ -598,7 +712,7 @@ async def _probe(
                 + (": not KServe v2 model metadata (a JSON object)" if status == 200 else ""),
                 "unknown_served_model",
             )
-        config_status, config = await _get_json(client, base + path + "/config")
+        config_status, config = await _get_json(client, base, path + "/config")
         problems = check_metadata(
             kind, contract, spec, metadata, config if config_status == 200 and isinstance(config, dict) else None
         )
@@ -608,13 +722,14 @@ async def _probe(
         raise refused
 
 
-async def _get_json(client: Any, url: str) -> tuple[int, Any]:
-    """GET ``url``: (status, decoded JSON or None), at most :data:`PROBE_MAX_BYTES` read as sent (the
+async def _get_json(client: Any, base: str, path: str) -> tuple[int, Any]:
+    """GET ``base + path`` (``url``): (status, decoded JSON or None), at most :data:`PROBE_MAX_BYTES` read as sent (the
     answer is not decompressed: a compressed one is refused, so that a small answer cannot expand in
     memory). Raises :class:`RegistryError` naming ``endpoint`` when the server cannot be reached, answers
     more or answers compressed."""
     import httpx
 
+    url = base + path
     try:
         async with client.stream("GET", url) as r:
             encoding = r.headers.get("content-encoding", "identity").strip().lower()
@@ -633,12 +748,8 @@ async def _get_json(client: Any, url: str) -> tuple[int, Any]:
                     raise _bad("endpoint", f"{url} answered more than {PROBE_MAX_BYTES} bytes", "probe_failed")
             body = b"".join(chunks)
             status = r.status_code
-    except httpx.TimeoutException:
-        raise _bad(
-            "endpoint", f"{url} did not answer within {PROBE_CONNECT_S:g} s (connect) / {PROBE_READ_S:g} s (read)", "unreachable"
-        ) from None
-    except (httpx.HTTPError, OSError) as exc:
-        raise _bad("endpoint", f"cannot reach {url}: {exc.__class__.__name__}: {str(exc)[:200]}", "unreachable") from None
+    except (httpx.HTTPError, OSError):  # refused, reset, timed out, not HTTP: one answer
+        raise unreachable(base) from None
     try:
         return status, json.loads(body) if body else None
     except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
@@ -646,7 +757,7 @@ async def _get_json(client: Any, url: str) -> tuple[int, Any]:
 
 
 async def _probe_openai(client: Any, base: str, served_name: str) -> None:
-    status, body = await _get_json(client, base + "/v1/models")
+    status, body = await _get_json(client, base, "/v1/models")
     if status in (401, 403):
         raise _bad("api_key", f"{base}/v1/models refused the API key ({status})", "api_key_refused")
     if status != 200:

@@ -6,7 +6,8 @@ token and an API key are SHA-256 digests (:func:`hash_token`) — both are 256-b
 a fast hash is enough (no dictionary to guess from).
 
 Row-level security (migration 0015, :mod:`uep_common.tables.rls`) covers ``memberships``, ``api_keys`` and
-``audit_log``; ``users`` and ``user_sessions`` are read only by the authentication path.
+``audit_log``, and (migration 0020) ``member_invitations``; ``users`` and ``user_sessions`` are read only by
+the authentication path.
 """
 
 from __future__ import annotations
@@ -78,6 +79,27 @@ class Membership(Base):
     tenant_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False)
     role: Mapped[str] = mapped_column(String(10), nullable=False)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
+
+
+class MemberInvitation(Base):
+    """A pending invitation of ``username`` into a tenant with ``role``: the membership exists only once the
+    user signed in under that name accepts it (``uep_gateway.api.invitations``). Stored whether or not such a
+    user exists, so that inviting answers alike for known and unknown names. One per (tenant, username); it
+    lapses at ``expires_at``; accepting, declining or withdrawing it deletes the row."""
+
+    __tablename__ = "member_invitations"
+    __table_args__ = (
+        UniqueConstraint("tenant_id", "username", name="uq_member_invitations_tenant_username"),
+        CheckConstraint(in_list("role", ROLES), name="ck_member_invitations_role"),
+        Index("ix_member_invitations_username", "username"),
+    )
+    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, default=uuid.uuid4)
+    tenant_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False)
+    username: Mapped[str] = mapped_column(String(64), nullable=False)
+    role: Mapped[str] = mapped_column(String(10), nullable=False)
+    invited_by: Mapped[str] = mapped_column(String(200), nullable=False, default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
 
 
 class UserSession(Base):

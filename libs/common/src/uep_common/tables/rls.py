@@ -68,7 +68,11 @@ readable by all, writable by the owner only."""
 REGISTRY_TABLES = ("models",)
 """Migration 0016's policies: site models and shared ones readable by all, a tenant's own writable by it only."""
 
-TENANT_OWNED = DIRECT_TABLES + FROM_EVALUATION + FROM_TASK + FROM_SCHEDULE + SPECIAL_TABLES + REGISTRY_TABLES
+INVITATION_TABLES = ("member_invitations",)
+"""Migration 0020's policy: ``tenant_id = uep_current_tenant()``, as :data:`DIRECT_TABLES` (the invited user
+reads its own invitations through the unscoped session, by username)."""
+
+TENANT_OWNED = DIRECT_TABLES + FROM_EVALUATION + FROM_TASK + FROM_SCHEDULE + SPECIAL_TABLES + REGISTRY_TABLES + INVITATION_TABLES
 """Every table under row-level security."""
 
 

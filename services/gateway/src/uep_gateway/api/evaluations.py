@@ -44,7 +44,7 @@ from uep_gateway.schemas import (
 from uep_gateway.tenancy import tenant_filter
 from uep_gateway.usecases import lifecycle as usecase_lifecycle
 from uep_gateway.usecases.evaluations import evaluation_view, owned_evaluation
-from uep_gateway.usecases.planning import check_options, plan_evaluations
+from uep_gateway.usecases.planning import check_models_answer, check_options, plan_evaluations
 from uep_gateway.validation import INT32_MAX, NUL_CHECK
 
 router = APIRouter(prefix="/v1/evaluations", tags=["evaluations"], dependencies=NUL_CHECK)
@@ -63,7 +63,9 @@ async def create_evaluation(
     experiment (``arms``: one evaluation per arm, one ``experiment_id``). Every row and its
     EvaluationRequested event are committed in one transaction (transactional outbox), after one budget
     check over all of them; the relay publishes the events. A repeated ``Idempotency-Key`` returns what was
-    created the first time (of the caller's tenant: keys of two tenants never meet)."""
+    created the first time (of the caller's tenant: keys of two tenants never meet). A model whose endpoint
+    does not answer its readiness check is 409 ``model_unavailable`` naming the field that named it
+    (:func:`uep_gateway.usecases.planning.check_models_answer`)."""
     settings = request.app.state.settings
     check_options(body, settings)
     tenant = principal.tenant
@@ -78,6 +80,8 @@ async def create_evaluation(
         if existing is not None:
             return await _accepted_group(session, existing)
     evaluations, events = await plan_evaluations(session, tenant, body, idempotency_key)
+    if settings.model_ready_check:
+        await check_models_answer(request.app.state.model_health, session, body, evaluations)
     try:
         await check_work_limits(session, tenant, evaluations, limits, many_field="arms" if body.arms is not None else "models")
     except WorkLimitRefused as exc:

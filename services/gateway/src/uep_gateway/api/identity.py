@@ -1,7 +1,8 @@
 """Identity routes: sign-in and sessions, members, API keys, the audit log and tenants.
 
 Who may call each route is in :mod:`uep_gateway.access` (sign-in is public; members, keys and the audit log
-need a tenant admin; ``/v1/tenants`` a site admin acting as one). The tenant-owned tables (``memberships``,
+need a tenant admin; creating users (``POST /v1/members``) and ``/v1/tenants`` a site admin acting as one;
+existing users join tenants by invitation, :mod:`uep_gateway.api.invitations`). The tenant-owned tables (``memberships``,
 ``api_keys``, ``audit_log``) are read and written through the tenant-scoped session
 (:func:`uep_gateway.deps.db_session`, row-level security) and filtered on the caller's tenant as well;
 ``users`` and ``user_sessions`` are not tenant-owned and are reached through
@@ -310,51 +311,33 @@ async def add_member(
     principal: Principal = Depends(current_principal),
     session: AsyncSession = Depends(db_session),
 ) -> MemberView:
-    """Add a user to the caller's tenant with a role. A new username creates the user: ``password`` is then
-    required (422 naming it when missing or against the policy). An existing user keeps its password:
-    sending one is a 422 naming ``password``. Already a member: 409 naming ``username``."""
-    user: User | None = await session.scalar(select(User).where(User.username == body.username))
-    created = user is None
-    if user is None:
-        if body.password is None:
-            raise FieldError("invalid", ("body", "password"), f"user {body.username!r} is new: give it a password", "missing")
-        problem = password_problem(body.password)
-        if problem:
-            raise FieldError("invalid", ("body", "password"), problem, "weak_password")
-        user = User(
-            username=body.username,
-            display_name=body.display_name,
-            password_hash=await asyncio.to_thread(hash_password, body.password),
-        )
-        session.add(user)
-        try:
-            await session.flush()
-        except IntegrityError as exc:
-            raise FieldError(
-                "conflict", ("body", "username"), f"user {body.username!r} was just created; retry", "conflict"
-            ) from exc
-    elif body.password is not None:
-        raise FieldError(
-            "invalid",
-            ("body", "password"),
-            f"user {body.username!r} exists and keeps its password; leave password out",
-            "password_not_allowed",
-        )
-    existing = await session.scalar(
-        select(Membership.id).where(Membership.user_id == user.id, Membership.tenant_id == principal.tenant.id)
+    """Create a user and make it a member of the named tenant with a role (a site admin acting as one; the
+    tenant is ``X-UEP-Tenant``). ``password`` must meet the policy (422 naming it). A username that exists is
+    409 naming ``username``: an existing user joins a tenant only by accepting an invitation
+    (``POST /v1/invitations``), never by being attached to it."""
+    problem = password_problem(body.password)
+    if problem:
+        raise FieldError("invalid", ("body", "password"), problem, "weak_password")
+    taken = FieldError(
+        "conflict", ("body", "username"), f"user {body.username!r} exists: invite it (POST /v1/invitations)", "user_exists"
     )
-    if existing is not None:
-        raise FieldError("conflict", ("body", "username"), f"{body.username!r} is already a member of this tenant", "conflict")
+    if await session.scalar(select(User.id).where(User.username == body.username)) is not None:
+        raise taken
+    user = User(
+        username=body.username,
+        display_name=body.display_name,
+        password_hash=await asyncio.to_thread(hash_password, body.password),
+    )
+    session.add(user)
+    try:
+        await session.flush()
+    except IntegrityError as exc:
+        raise taken from exc
     member = Membership(user_id=user.id, tenant_id=principal.tenant.id, role=body.role, created_at=datetime.now(UTC))
     session.add(member)
-    try:
-        await session.commit()
-    except IntegrityError as exc:
-        raise FieldError(
-            "conflict", ("body", "username"), f"{body.username!r} is already a member of this tenant", "conflict"
-        ) from exc
+    await session.commit()
     forget_all(request)
-    return _member_view(member, user, created)
+    return _member_view(member, user, True)
 
 
 @router.patch("/v1/members/{user_id}", response_model=MemberView)

@@ -31,6 +31,7 @@ from uep_common.contract.events import ModelKind
 from uep_common.registry.model_registry import (
     COST_FIELDS,
     MAX_TENANT_MODELS,
+    EgressPolicy,
     ModelCreate,
     ModelUpdate,
     RegistryError,
@@ -155,13 +156,24 @@ def _check_probe_flag(principal: Principal, probe_flag: bool) -> None:
         )
 
 
+def _egress(request: Request) -> EgressPolicy:
+    """The site's egress allowlist for model endpoints (``UEP_MODEL_EGRESS_*``)."""
+    policy: EgressPolicy = request.app.state.settings.egress_policy()
+    return policy
+
+
 def _secret_key(request: Request) -> str | None:
     key = request.app.state.settings.model_secret_key
     return key.get_secret_value() if key is not None else None
 
 
 async def _probe(
-    m: Model | ModelCreate, contract: str, spec: dict[str, Any], api_key: str | None, api_key_ref: str | None
+    m: Model | ModelCreate,
+    contract: str,
+    spec: dict[str, Any],
+    api_key: str | None,
+    api_key_ref: str | None,
+    egress: EgressPolicy,
 ) -> None:
     served = m.triton_model_name or m.name
     try:
@@ -174,6 +186,7 @@ async def _probe(
             contract=contract,
             spec=spec,
             api_key=api_key or (os.environ.get(api_key_ref) if api_key_ref else None),
+            egress=egress,
         )
     except RegistryError as exc:
         raise registry_error(exc) from None
@@ -217,7 +230,7 @@ async def register_model(
     try:
         contract, spec = check_registration(body, site_act=principal.site_act)
         _, host, port = check_endpoint(body.backend, body.endpoint)
-        await check_endpoint_address(host, port)
+        await check_endpoint_address(host, port, egress=_egress(request))
         if body.api_key is not None:
             encrypt_api_key("", _secret_key(request))  # refuse before probing when the site stores no keys
     except RegistryError as exc:
@@ -237,7 +250,9 @@ async def register_model(
             "conflict", ("body", "name"), f"another tenant shares a model named {body.name!r}; choose another", "name_taken"
         )
     if probe_flag:
-        await _probe(body, contract, spec, body.api_key.get_secret_value() if body.api_key else None, body.api_key_ref)
+        await _probe(
+            body, contract, spec, body.api_key.get_secret_value() if body.api_key else None, body.api_key_ref, _egress(request)
+        )
     try:
         values = registration_values(
             body, contract, spec, owner_tenant_id=owner, created_by=principal.name, secret_key=_secret_key(request)
@@ -299,7 +314,7 @@ async def update_model(
             if body.endpoint is None:
                 raise RegistryError(422, ("body", "endpoint"), "a model needs an endpoint", "missing")
             _, host, port = check_endpoint(model.backend, body.endpoint)
-            await check_endpoint_address(host, port)
+            await check_endpoint_address(host, port, egress=_egress(request))
         has_key = model.api_key_encrypted is not None or model.api_key_ref is not None
         if moved and has_key and "api_key" not in given and "api_key_ref" not in given:
             raise RegistryError(
@@ -338,7 +353,7 @@ async def update_model(
         )
         candidate.endpoint = body.endpoint.strip()
         key = body.api_key.get_secret_value() if body.api_key is not None else None
-        await _probe(candidate, model.contract, model.spec or {}, key, body.api_key_ref)
+        await _probe(candidate, model.contract, model.spec or {}, key, body.api_key_ref, _egress(request))
     for field in ("description", "max_in_flight", "supports_logprobs", "visibility"):
         if field in given and (getattr(body, field) is not None or field == "max_in_flight"):
             setattr(model, field, getattr(body, field))

@@ -10,6 +10,7 @@ kind of a work-limit refusal).
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
@@ -32,6 +33,7 @@ from uep_common.records.sampling import MAX_SAMPLED, choose_ordinals
 from uep_common.runtime.telemetry import tracer
 from uep_common.tables.models import Benchmark, Evaluation, Model, Sample, Tenant
 from uep_gateway.errors import FieldError, refusal_kind
+from uep_gateway.model_health import ModelHealth
 from uep_gateway.schemas import EvaluationCreate, EvaluationOptions
 from uep_gateway.settings import GatewaySettings
 from uep_gateway.tenancy import caller_tenant_id
@@ -233,3 +235,34 @@ async def _trial_render(session: AsyncSession, bench: Benchmark, config: dict[st
     if sample is None:  # a benchmark without samples has nothing to render
         return
     render_prompt(prompt.template, sample.input, await fewshot_examples(session, sample, prompt.fewshot_k, {}))
+
+
+def _model_loc(body: EvaluationCreate, i: int) -> tuple[Any, ...]:
+    """The field that named the model of the ``i``-th planned evaluation."""
+    if body.models is not None:
+        return ("body", "models", i)
+    if body.arms is not None and body.arms[i].model:
+        return ("body", "arms", i, "model")
+    return ("body", "model")
+
+
+async def check_models_answer(
+    health: ModelHealth, session: AsyncSession, body: EvaluationCreate, evaluations: list[Evaluation]
+) -> None:
+    """Refuse (409 naming the field that named it, kind ``model_unavailable``) a planned evaluation whose
+    model's endpoint does not answer its readiness check (:mod:`uep_gateway.model_health`); each distinct
+    model is asked once, all of them side by side."""
+    models: dict[uuid.UUID, tuple[Model, tuple[Any, ...]]] = {}
+    for i, ev in enumerate(evaluations):
+        model = await session.get(Model, ev.model_id)
+        if model is not None and model.id not in models:
+            models[model.id] = (model, _model_loc(body, i))
+    problems = await asyncio.gather(*(health.problem(m) for m, _loc in models.values()))
+    for (model, loc), problem in zip(models.values(), problems, strict=True):
+        if problem is not None:
+            raise FieldError(
+                "conflict",
+                loc,
+                f"model {model.name}@{model.version} cannot be evaluated now: {problem}",
+                "model_unavailable",
+            )
