@@ -109,7 +109,9 @@ async def test_openai_guided_json_and_none_modes_from_the_model_spec():
     await backend.close()
     assert sent[0]["guided_json"] == SCHEMA and "response_format" not in sent[0] and vllm.constrained is True
     assert "guided_json" not in sent[1] and "response_format" not in sent[1] and plain.constrained is False
-    assert structured_output_mode(_target("openai_compatible", "openai", spec={"structured_output": "bogus"})) == "response_format"
+    assert (
+        structured_output_mode(_target("openai_compatible", "openai", spec={"structured_output": "bogus"})) == "response_format"
+    )
 
 
 async def test_openai_asks_again_without_the_schema_when_the_server_refuses_it():
