@@ -33,6 +33,8 @@ TEST_ENV = {
         "UEP_TEST_TRITON_MODELS", "smollm2,oracle,bench_echo,judge,judge_first,breast_cancer,vllm_echo,trtllm_echo"
     ),
     "UEP_OTEL_EXPORTER": "console",
+    # the deterministic judge stand-ins are test fixtures: registered only for the test stack
+    "UEP_SEED_TEST_FIXTURES": "1",
     # Periodic retention would clean the details of older evaluations of one (benchmark, model) while later
     # tests read them; the retention tests run it through POST /v1/retention/run instead.
     "UEP_RETENTION_ENABLED": "false",

@@ -165,7 +165,9 @@ def verdict_rows(event: JudgeRequested, ctx: Context, template: tuple[str, str],
                 "candidate_outcome": outcome,
                 "reasoning": (r.reasoning if r else p.reasoning if p else None),
                 "raw_text": v.raw_text,
-                "attempts_log": [{"raw": a.raw, "error": a.error} for a in v.attempts],
+                "attempts_log": [
+                    {"raw": a.raw, "error": a.error, "status": a.status, "constrained": a.constrained} for a in v.attempts
+                ],
                 "error": v.error,
                 "answer_chars": len(event.output or ""),
                 "prompt_tokens": sum(a.prompt_tokens or 0 for a in v.attempts) or None,

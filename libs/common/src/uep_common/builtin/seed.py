@@ -1,5 +1,9 @@
 """Register the default tenant, the built-in benchmarks and the local Triton models (idempotent).
 
+Test fixtures among the local models (``LocalModel.fixture``: the deterministic judge stand-ins) are registered
+active only with ``UEP_SEED_TEST_FIXTURES=1`` (the test stack); otherwise they are not registered, and a row
+left from an earlier seed is deactivated, so no catalogue lists them as usable.
+
 A benchmark version is its content hash (:func:`uep_common.contract.benchmarks.content_hash`), so seeding twice, or
 on another machine, yields the same version and no new rows.
 """
@@ -83,8 +87,14 @@ def seed(settings: CommonSettings) -> str:
                 s.execute(insert(Sample), rows[i : i + 2000])
             added.append(f"benchmark {b.slug}@{version[:12]} ({len(items)} samples)")
         endpoint = triton_endpoint()
+        fixtures = os.environ.get("UEP_SEED_TEST_FIXTURES", "") == "1"
         for m in catalog.LOCAL_MODELS:
             existing = s.scalar(select(Model).where(Model.name == m.name, Model.version == m.version))
+            if m.fixture and not fixtures:
+                if existing is not None and existing.active:
+                    existing.active = False
+                    added.append(f"model {m.name} deactivated (a test fixture)")
+                continue
             if existing is None:
                 s.add(
                     Model(
@@ -114,6 +124,7 @@ def seed(settings: CommonSettings) -> str:
                     "kind": m.kind,
                     "contract": m.contract,
                     "spec": m.spec,
+                    **({"active": True} if m.fixture else {}),
                 }
                 changed = [k for k, v in wanted.items() if getattr(existing, k) != v]
                 for k in changed:

@@ -5,8 +5,9 @@ The gateway validates the merged block when an evaluation is created and stores 
 
 Example (``benchmarks.config.judge``)::
 
-    {"mode": "rubric", "judges": ["uep-judge"], "aggregate": "mean",
-     "dimensions": [{"name": "accuracy", "description": "Is it correct?", "min": 0, "max": 10}],
+    {"mode": "rubric", "judges": ["smollm2-135m-instruct"], "aggregate": "mean",
+     "dimensions": [{"name": "accuracy", "description": "Is it correct?", "min": 1, "max": 5, "integer": true}],
+     "overall_min": 1, "overall_max": 5, "overall_integer": true,
      "template": "rubric/v1", "max_retries": 2}
 
 Modes: ``rubric`` (scores on the dimensions + overall + reasoning), ``reference`` (the same, with the

@@ -80,6 +80,7 @@ UEP_GENERATION_INPUTS = (
     TensorSpec("stop", "BYTES", (1,)),
     TensorSpec("chat", "INT32", (1,)),
     TensorSpec("continuation", "BYTES", (1,), optional=True),
+    TensorSpec("json_schema", "BYTES", (1,), optional=True),
 )
 UEP_GENERATION_OUTPUTS = (
     TensorSpec("text_output", "BYTES", (1,)),
@@ -126,6 +127,8 @@ _ALL: tuple[Contract, ...] = (
             TensorSpec("stop_words", "BYTES", (-1,), optional=True),
             TensorSpec("bad_words", "BYTES", (-1,), optional=True),
             TensorSpec("temperature", "FP32", (1,), optional=True),
+            TensorSpec("guided_decoding_guide_type", "BYTES", (1,), optional=True),
+            TensorSpec("guided_decoding_guide", "BYTES", (1,), optional=True),
         ),
         (TensorSpec("text_output", "BYTES", (-1,)),),
         summary="The TensorRT-LLM backend's ensemble model.",
