@@ -59,7 +59,7 @@ def seed(settings: CommonSettings) -> str:
                 category=b.category,
                 status="active",
                 is_builtin=True,
-                evaluation_type=b.evaluation_type,
+                evaluation_type=b.evaluation_type.value,
                 capability_dimensions=b.capability_dimensions,
                 config=config,
                 license=f"{lic.name} ({lic.spdx})",

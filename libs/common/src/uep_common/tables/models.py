@@ -33,6 +33,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB, UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
+from uep_common.contract.configs import EvaluationType
 from uep_common.contract.costs import COST_UNITS
 from uep_common.contract.events import Backend, ModelKind
 from uep_common.tables.base import Base, created_column, in_list, uuid_pk
@@ -40,7 +41,7 @@ from uep_common.tables.base import Base, created_column, in_list, uuid_pk
 BENCHMARK_CATEGORIES = ("nlp", "code", "math", "reasoning", "safety", "custom")
 BENCHMARK_STATUSES = ("active", "deprecated", "draft")
 BENCHMARK_VISIBILITIES = ("private", "shared")
-EVALUATION_TYPES = ("automatic", "llm_judge", "human", "hybrid")
+EVALUATION_TYPES = tuple(t.value for t in EvaluationType)
 EVALUATION_STATUSES = ("pending", "running", "completed", "failed", "cancelled", "interrupted", "stopped", "budget_exhausted")
 PRIORITIES = ("urgent", "high", "normal", "low")
 BACKENDS = tuple(b.value for b in Backend)  # the one list of backend names is the event contract's enum
@@ -90,7 +91,7 @@ class Benchmark(Base):
     category: Mapped[str] = mapped_column(String(20), nullable=False)
     status: Mapped[str] = mapped_column(String(20), nullable=False, default="active")
     is_builtin: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
-    evaluation_type: Mapped[str] = mapped_column(String(20), nullable=False, default="automatic")
+    evaluation_type: Mapped[str] = mapped_column(String(20), nullable=False, default=EvaluationType.automatic.value)
     capability_dimensions: Mapped[list[Any]] = mapped_column(JSONB, nullable=False, default=list)
     config: Mapped[dict[str, Any]] = mapped_column(
         JSONB, nullable=False, default=dict, doc="prompt (PromptSpec), metric {name, params}, language, few-shot…"

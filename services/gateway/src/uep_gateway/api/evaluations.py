@@ -18,7 +18,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common.analytics.stats import wilson_interval
 from uep_common.analytics.summary import Headline, headline_of
-from uep_common.contract.configs import check_evaluation_config, item_prompt, parse_benchmark_config, parse_evaluation_config
+from uep_common.contract.configs import (
+    EvaluationType,
+    check_evaluation_config,
+    item_prompt,
+    parse_benchmark_config,
+    parse_evaluation_config,
+)
 from uep_common.contract.events import EvaluationRequested, EvaluationStatus, EvaluationSummary
 from uep_common.prompting.fewshot import fewshot_examples
 from uep_common.prompting.prompts import PromptRenderError, check_prompt_template, render_prompt
@@ -93,7 +99,7 @@ async def resolve_benchmark(session: AsyncSession, ref: str, version: str | None
                 422, ("body", "benchmark_version"), f"benchmark {ref!r} has no version {version!r}", "unknown_benchmark_version"
             )
         raise FieldError(422, ("body", "benchmark"), f"unknown benchmark {ref!r}", "unknown_benchmark")
-    if bench.evaluation_type not in ("automatic", "llm_judge", "hybrid"):
+    if bench.evaluation_type not in (EvaluationType.automatic, EvaluationType.llm_judge, EvaluationType.hybrid):
         raise FieldError(
             422,
             ("body", "benchmark"),

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.contract.configs import parse_benchmark_config
+from uep_common.contract.configs import EvaluationType, parse_benchmark_config
 from uep_common.contract.judge_config import TEMPLATE_FILTERS, JudgeConfig, merge_judge_config, template_trial_variables
 from uep_common.prompting.templating import make_environment, trial_render
 from uep_common.tables.judging import HybridRoute, JudgeVerdict
@@ -34,7 +34,7 @@ from uep_gateway.tenancy import owned, tenant_filter
 from uep_gateway.validation import NUL_CHECK
 
 router = APIRouter(prefix="/v1/judges", tags=["judges"], dependencies=NUL_CHECK)
-JUDGED_TYPES = ("llm_judge", "hybrid")
+JUDGED_TYPES = (EvaluationType.llm_judge, EvaluationType.hybrid)
 MAX_DIAGNOSTIC_ROWS = 500_000
 _TEMPLATES = make_environment(filters=TEMPLATE_FILTERS, keep_trailing_newline=False)
 
