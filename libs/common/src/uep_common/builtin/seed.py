@@ -6,8 +6,8 @@ on another machine, yields the same version and no new rows.
 
 from __future__ import annotations
 
-import os
-
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
@@ -22,13 +22,24 @@ from uep_common.tables.models import Benchmark, Model, Sample, Tenant
 DEFAULT_TENANT_SLUG = "default"
 
 
+class TritonSettings(BaseSettings):
+    """Where the seed's built-in models are served (``UEP_TRITON_*`` environment variables)."""
+
+    model_config = SettingsConfigDict(env_prefix="UEP_", extra="ignore")
+
+    triton_host: str = Field("127.0.0.1", description="Triton's host as the inference service reaches it.")
+    triton_protocol: str = Field("grpc", description="'http': register http://host:port; anything else gRPC.")
+    triton_http_port: int = Field(8000, ge=1, le=65535)
+    triton_grpc_port: int = Field(8001, ge=1, le=65535)
+
+
 def triton_endpoint() -> str:
     """Endpoint registered for local Triton models: ``grpc://host:port`` or, with
     ``UEP_TRITON_PROTOCOL=http``, ``http://host:port`` (ports from ``UEP_TRITON_GRPC_PORT``/``_HTTP_PORT``)."""
-    host = os.environ.get("UEP_TRITON_HOST", "127.0.0.1")
-    if os.environ.get("UEP_TRITON_PROTOCOL", "grpc") == "http":
-        return f"http://{host}:{os.environ.get('UEP_TRITON_HTTP_PORT', '8000')}"
-    return f"grpc://{host}:{os.environ.get('UEP_TRITON_GRPC_PORT', '8001')}"
+    t = TritonSettings()
+    if t.triton_protocol == "http":
+        return f"http://{t.triton_host}:{t.triton_http_port}"
+    return f"grpc://{t.triton_host}:{t.triton_grpc_port}"
 
 
 def seed(settings: CommonSettings) -> str:
