@@ -31,7 +31,7 @@ from sqlalchemy import (
     func,
 )
 from sqlalchemy.dialects.postgresql import JSONB, UUID
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.orm import Mapped, mapped_column, validates
 
 from uep_common.contract.configs import EvaluationType
 from uep_common.contract.costs import COST_UNITS
@@ -44,7 +44,10 @@ BENCHMARK_VISIBILITIES = ("private", "shared")
 EVALUATION_TYPES = tuple(t.value for t in EvaluationType)
 EVALUATION_STATUSES = ("pending", "running", "completed", "failed", "cancelled", "interrupted", "stopped", "budget_exhausted")
 PRIORITIES = ("urgent", "high", "normal", "low")
-BACKENDS = tuple(b.value for b in Backend)  # the one list of backend names is the event contract's enum
+BACKENDS = tuple(b.value for b in Backend)
+"""The backend names a model row may have: the event contract's :class:`Backend`, the one list. Checked in code
+(:meth:`Model.check_backend`, the registry's ``ModelCreate``), not by a constraint, so adding a backend needs
+no migration."""
 LEASE_STATES = ("leased", "released")
 MODEL_KINDS = tuple(k.value for k in ModelKind)
 MODEL_VISIBILITIES = ("private", "shared")
@@ -137,7 +140,6 @@ class Model(Base):
             unique=True,
             postgresql_where="owner_tenant_id IS NOT NULL",
         ),
-        CheckConstraint(in_list("backend", BACKENDS), name="ck_models_backend"),
         CheckConstraint(in_list("cost_unit", COST_UNITS), name="ck_models_cost_unit"),
         CheckConstraint(in_list("kind", MODEL_KINDS), name="ck_models_kind"),
         CheckConstraint(in_list("visibility", MODEL_VISIBILITIES), name="ck_models_visibility"),
@@ -195,6 +197,14 @@ class Model(Base):
         String(200), doc="Or the name of the environment variable / Secret key holding it."
     )
     created_by: Mapped[str] = mapped_column(String(200), nullable=False, default="", server_default="")
+
+    @validates("backend")
+    def check_backend(self, _key: str, value: str) -> str:
+        """``value`` as stored, when it names a backend of :data:`BACKENDS`; raises ValueError naming
+        ``backend`` otherwise (on assignment, before anything reaches the database)."""
+        if value not in BACKENDS:
+            raise ValueError(f"backend {value!r} is not one of {', '.join(BACKENDS)}")
+        return str(Backend(value).value)
 
 
 class Evaluation(Base):
