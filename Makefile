@@ -88,7 +88,7 @@ check: install ## lint, format check, type check (mypy), import directions (lint
 # Every kustomize overlay rendered and validated strictly (Kubernetes schemas of kubernetes-validate, the CRD
 # schemas vendored in deploy/k8s/schemas), and hadolint on every Dockerfile; the tools are dev-group wheels.
 # DL3008 (pin apt package versions) is off: the images take the security updates of their Debian release.
-DOCKERFILES = $(sort $(wildcard libs/*/Dockerfile services/*/Dockerfile deploy/*/Dockerfile))
+DOCKERFILES = Dockerfile $(sort $(wildcard deploy/*/Dockerfile))
 check-k8s: install ## validate the Kubernetes overlays and lint the Dockerfiles
 	$(PY) deploy/k8s/validate.py
 	.venv/bin/hadolint --no-color --ignore DL3008 $(DOCKERFILES)

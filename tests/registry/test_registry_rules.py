@@ -331,8 +331,8 @@ def test_an_unreachable_endpoint_is_named():
 def test_dispatch_carries_the_registry_kind_contract_and_spec():
     import uuid
 
+    from uep_common.registry.targets import model_target
     from uep_common.tables.models import Model
-    from uep_scheduler.dispatch import model_target
 
     spec = {"class_names": ["malignant", "benign"], "input": "features", "n_features": 30}
     m = Model(id=uuid.uuid4(), name="tumour", version="1", backend="triton", endpoint="http://t:8000",
@@ -345,9 +345,9 @@ def test_dispatch_carries_the_registry_kind_contract_and_spec():
 def test_dispatch_gives_a_model_without_a_capacity_the_default():
     import uuid
 
+    from uep_common.registry.targets import model_target
     from uep_common.tables.models import Model
     from uep_scheduler.capacity import model_bound
-    from uep_scheduler.dispatch import model_target
 
     m = Model(id=uuid.uuid4(), name="unknown-endpoint", version="1", backend="openai_compatible", endpoint="http://t:8000",
               decoding_defaults={}, max_in_flight=None, kind="generation", contract="openai_chat", spec={})  # fmt: skip
@@ -410,3 +410,28 @@ def test_an_unresolvable_name_is_unreachable_like_a_closed_port():
     refused = _address_check("no-such-host.invalid", EgressPolicy())
     assert refused is not None and refused.kind == "unreachable"
     assert refused.msg == UNREACHABLE.format(target="no-such-host.invalid:8000")
+
+
+def test_the_scheduler_and_the_judge_build_one_target_with_the_key_and_the_owner():
+    import uuid
+
+    import uep_judge.store
+    import uep_scheduler.allocation
+    from uep_common.registry.targets import model_target
+    from uep_common.tables.models import Model
+
+    assert vars(uep_judge.store)["model_target"] is model_target is vars(uep_scheduler.allocation)["model_target"]
+    m = Model(id=uuid.uuid4(), name="judge", version="1", backend="openai_compatible", endpoint="https://api.example.com/v1",
+              decoding_defaults={"max_tokens": 64, "stop": ["\n"]}, max_in_flight=None, kind="generation",
+              contract="openai", spec=None, api_key_encrypted=b"gAAAA-token", api_key_ref=None,
+              owner_tenant_id=uuid.uuid4())  # fmt: skip
+    target = model_target(m)
+    assert (target.api_key_encrypted, target.tenant_model, target.max_tokens, target.temperature, target.stop) == (
+        "gAAAA-token",
+        True,
+        64,
+        0.0,
+        ["\n"],
+    )
+    assert model_target(Model(**{**{c: getattr(m, c) for c in ("id", "name", "version", "backend", "endpoint",
+        "decoding_defaults", "kind", "contract")}, "owner_tenant_id": None})).tenant_model is False  # fmt: skip

@@ -37,6 +37,19 @@ def test_registered_backends_are_the_contracts_names_and_the_tables():
     assert all(isinstance(cls(InferenceSettings()), ModelBackend) for cls in registered_backends().values())
 
 
+def test_a_model_row_takes_only_a_contract_backend():
+    from uep_common.tables.models import Model
+
+    assert "ck_models_backend" not in {c.name for c in Model.__table__.constraints}  # checked in code instead
+    row = Model(name="m", backend=Backend.openai_compatible, endpoint="http://llm.test")
+    assert (row.backend, type(row.backend)) == ("openai_compatible", str)
+    with pytest.raises(ValueError, match="backend 'vllm_native' is not one of triton, openai_compatible"):
+        Model(name="m", backend="vllm_native", endpoint="http://llm.test")
+    with pytest.raises(ValueError, match="backend"):
+        row.backend = "nope"
+    assert row.backend == "openai_compatible"  # the refused assignment changed nothing
+
+
 def test_the_contract_check_names_both_differences():
     check_against_contract({"triton", "openai_compatible"})
     with pytest.raises(RuntimeError, match=r"registered only \['vllm'\], in the contract only \['triton'\]"):

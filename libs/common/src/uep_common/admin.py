@@ -40,7 +40,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
+from pydantic import SecretStr, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy import select, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
@@ -214,10 +215,18 @@ def create_api_key(
         engine.dispose()
 
 
+class NewUserSettings(BaseSettings):
+    """``create-user``'s password from the environment (``UEP_NEW_PASSWORD``), for scripts; unset: a prompt."""
+
+    model_config = SettingsConfigDict(env_prefix="UEP_", extra="ignore")
+
+    new_password: SecretStr | None = None
+
+
 def _new_password() -> str:
-    given = os.environ.get("UEP_NEW_PASSWORD")
-    if given:
-        return given
+    given = NewUserSettings().new_password
+    if given is not None and given.get_secret_value():
+        return given.get_secret_value()
     first = getpass.getpass("password: ")
     if first != getpass.getpass("again: "):
         raise ValueError("the two passwords differ")

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from uep_common.analytics.summary import Headline
-from uep_common.contract.configs import check_positive_class
+from uep_common.contract.configs import EvaluationType, check_positive_class
 from uep_common.contract.events import EvaluationSummary, Priority, PromptSpec
 from uep_common.records.sampling import MAX_SAMPLED
 from uep_gateway.validation import INT32_MAX
@@ -349,8 +349,8 @@ class BenchmarkSpec(BaseModel):
     description: str = Field("", max_length=5000)
     category: Literal["nlp", "code", "math", "reasoning", "safety", "custom"] = "custom"
     status: Literal["active", "draft"] = "active"
-    evaluation_type: Literal["automatic", "llm_judge", "hybrid"] = Field(
-        "automatic",
+    evaluation_type: Literal[EvaluationType.automatic, EvaluationType.llm_judge, EvaluationType.hybrid] = Field(
+        EvaluationType.automatic,
         description="automatic (the metric), llm_judge (the judge configuration in `judge`), hybrid "
         "(the metric first; items it cannot decide go to the judge, unsure verdicts to human annotators)",
     )

@@ -20,6 +20,7 @@ from faststream import AckPolicy
 from faststream.kafka import KafkaBroker, KafkaMessage
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from uep_common.contract.configs import EvaluationType
 from uep_common.contract.events import ErrorInfo, JudgeRequested, ScoreComputed, Topics
 from uep_common.runtime.consuming import consume
 from uep_common.runtime.messaging import consumer_options
@@ -137,7 +138,7 @@ async def judge_item(
         }
         details = metrics
         name = f"{JUDGE_METRIC}_{ctx.cfg.mode}"
-        if ctx.evaluation_type == "hybrid" and outcome.human_reason is not None:
+        if ctx.evaluation_type == EvaluationType.hybrid and outcome.human_reason is not None:
             score, decision, human_reason = None, "human", outcome.human_reason
         elif outcome.valid:
             score, decision = _score(event, name, template[1], outcome, metrics, None), "scored"

@@ -29,9 +29,10 @@ from uep_common.contract.events import JudgeRequested, ModelTarget, ScoreCompute
 from uep_common.contract.judge_config import JudgeConfig, merge_judge_config
 from uep_common.records import settlement
 from uep_common.registry.model_registry import model_query
+from uep_common.registry.targets import model_target
 from uep_common.runtime.outbox import add_to_outbox
 from uep_common.tables.judging import HybridRoute, JudgeItem, JudgeVerdict
-from uep_common.tables.models import Benchmark, Evaluation, Model, Sample, SampleLease, SampleResult
+from uep_common.tables.models import Benchmark, Evaluation, Sample, SampleLease, SampleResult
 from uep_judge.modes import Verdict
 from uep_judge.templates import as_text
 
@@ -59,23 +60,6 @@ class Context:
     reference: str | None
     baseline: str | None
     opponent_model_id: uuid.UUID | None
-
-
-def model_target(model: Model) -> ModelTarget:
-    """The call target of a registered model (as the scheduler builds it)."""
-    d = model.decoding_defaults or {}
-    return ModelTarget(
-        model_id=model.id,
-        name=model.name,
-        backend=model.backend,
-        endpoint=model.endpoint,
-        triton_model_name=model.triton_model_name,
-        triton_model_version=model.triton_model_version,
-        max_tokens=d.get("max_tokens", 256),
-        temperature=d.get("temperature", 0.0),
-        stop=d.get("stop", []),
-        max_concurrency=model.max_in_flight,
-    )
 
 
 async def load_context(session: AsyncSession, event: JudgeRequested) -> Context | None:

@@ -20,7 +20,7 @@ from uep_common.analytics.comparison import NotComparableError, check_comparable
 from uep_common.analytics.fingerprint import fingerprint
 from uep_common.analytics.set_metrics import is_proportion
 from uep_common.analytics.summary import headline_of
-from uep_common.contract.configs import parse_benchmark_config, parse_evaluation_config
+from uep_common.contract.configs import EvaluationType, parse_benchmark_config, parse_evaluation_config
 from uep_common.tables.models import Benchmark, Evaluation, Model
 from uep_reporter import analysis, set_sections
 from uep_reporter.report_model import (
@@ -157,7 +157,7 @@ async def collect(
         fingerprint_diff=comparison_section.comparison.fingerprint_diff if comparison_section else None,
         failures=await analysis.failures(session, ev.id, items.category_source),
         judge=await analysis.judge_section(session, ev.id, judge_cfg) if judge_cfg is not None else None,
-        stages=await analysis.stages(session, ev.id, items) if evaluation_type == "hybrid" else None,
+        stages=await analysis.stages(session, ev.id, items) if evaluation_type == EvaluationType.hybrid else None,
         experiment=await analysis.experiment(session, ev, baseline.id if baseline is not None else None),
         classification=classification,
         ranking=ranking,

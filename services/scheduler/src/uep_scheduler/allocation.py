@@ -45,11 +45,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from uep_common.contract.configs import parse_evaluation_config
 from uep_common.records import budget
 from uep_common.records.lifecycle import admit
+from uep_common.registry.targets import model_target
 from uep_common.runtime.outbox import StagedMessage
 from uep_common.tables.models import Benchmark, Evaluation, Model, Sample, SampleLease, SampleResult
 from uep_common.tables.scheduling import SchedModel
 from uep_scheduler.capacity import evaluation_bound, model_bound
-from uep_scheduler.dispatch import LeaseRef, dispatch_events, model_target, stored_result
+from uep_scheduler.dispatch import LeaseRef, dispatch_events, stored_result
 from uep_scheduler.flows import arm_packet, fair_queue, flow_id_of, load_tags, store_tags
 from uep_scheduler.leases import in_flight_counts, lost_condition
 from uep_scheduler.settings import SchedulerSettings

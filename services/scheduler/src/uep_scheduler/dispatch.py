@@ -25,37 +25,13 @@ from uep_common.prompting.fewshot import fewshot_examples
 from uep_common.runtime.outbox import StagedMessage, stage_in_outbox
 from uep_common.runtime.telemetry import context_from_headers, current_trace_headers, tracer
 from uep_common.tables.bulk import ITEM_KEY, key_arrays, rows_from_arrays
-from uep_common.tables.models import Benchmark, Evaluation, Model, Sample, SampleLease, SampleResult
+from uep_common.tables.models import Benchmark, Evaluation, Sample, SampleLease, SampleResult
 
 if TYPE_CHECKING:
     from sqlalchemy.orm.util import AliasedClass
     from sqlalchemy.sql.expression import Exists
 
 _tracer = tracer("uep.scheduler")
-
-
-def model_target(model: Model, default_capacity: int = 0) -> ModelTarget:
-    """The registry row of ``model`` as the ModelTarget carried by SampleDispatched; ``max_concurrency`` (the
-    calls inference makes at once) is the registry's capacity, else ``default_capacity`` (None when 0)."""
-    d = model.decoding_defaults or {}
-    return ModelTarget(
-        model_id=model.id,
-        name=model.name,
-        backend=model.backend,
-        endpoint=model.endpoint,
-        triton_model_name=model.triton_model_name,
-        triton_model_version=model.triton_model_version,
-        max_tokens=d.get("max_tokens", 256),
-        temperature=d.get("temperature", 0.0),
-        stop=d.get("stop", []),
-        max_concurrency=model.max_in_flight or default_capacity or None,
-        kind=model.kind,
-        contract=model.contract,
-        spec=model.spec or {},
-        api_key_encrypted=model.api_key_encrypted.decode() if model.api_key_encrypted else None,
-        api_key_ref=model.api_key_ref,
-        tenant_model=model.owner_tenant_id is not None,
-    )
 
 
 class Leased(Protocol):

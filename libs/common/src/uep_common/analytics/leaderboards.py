@@ -87,7 +87,13 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common.analytics import stats
-from uep_common.contract.configs import LOWER_IS_BETTER, EvaluationConfig, is_set_metric, parse_evaluation_config
+from uep_common.contract.configs import (
+    LOWER_IS_BETTER,
+    EvaluationConfig,
+    EvaluationType,
+    is_set_metric,
+    parse_evaluation_config,
+)
 from uep_common.registry.model_registry import visible_models
 from uep_common.tables.leaderboards import LeaderboardScore, LeaderboardSnapshot
 from uep_common.tables.models import Benchmark, Evaluation, Model, SampleResult
@@ -106,20 +112,20 @@ def evaluation_type_of(config: Mapping[str, Any] | EvaluationConfig | None, benc
     """
     cfg = parse_evaluation_config(config)
     if cfg.evaluation_type:
-        return cfg.evaluation_type
+        return cfg.evaluation_type.value
     if cfg.source_evaluation_id:
-        return "human"
+        return EvaluationType.human.value
     return benchmark_type
 
 
 def score_type_of(evaluation_type: str, metric_name: str | None, primary: str | None = None) -> str:
     """Board score type: 'judge' | 'human' | 'hybrid' | the primary set-level metric (``primary``, e.g.
     ``f1_macro``) | the automatic metric's name ('automatic' if unknown)."""
-    if evaluation_type == "llm_judge":
+    if evaluation_type == EvaluationType.llm_judge:
         return "judge"
-    if evaluation_type in ("human", "hybrid"):
+    if evaluation_type in (EvaluationType.human, EvaluationType.hybrid):
         return evaluation_type
-    return primary or metric_name or "automatic"
+    return primary or metric_name or EvaluationType.automatic.value
 
 
 def set_metric_of(summary: Mapping[str, Any] | None, name: str) -> dict[str, Any] | None:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from uep_common.builtin import datasets, labelled
+from uep_common.contract.configs import EvaluationType
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class BuiltinBenchmark:
     config: dict[str, Any]
     loader: Callable[[], list[datasets.DatasetItem]]
     license_key: str
-    evaluation_type: str = "automatic"
+    evaluation_type: EvaluationType = EvaluationType.automatic
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -234,7 +235,7 @@ BENCHMARKS.append(
         },
         loader=datasets.load_gsm8k,
         license_key="gsm8k",
-        evaluation_type="llm_judge",
+        evaluation_type=EvaluationType.llm_judge,
     )
 )
 

@@ -10,8 +10,8 @@ on another machine, yields the same version and no new rows.
 
 from __future__ import annotations
 
-import os
-
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
@@ -26,13 +26,28 @@ from uep_common.tables.models import Benchmark, Model, Sample, Tenant
 DEFAULT_TENANT_SLUG = "default"
 
 
+class TritonSettings(BaseSettings):
+    """Where the seed's built-in models are served (``UEP_TRITON_*`` environment variables), and whether it
+    registers the test fixtures among them (``UEP_SEED_TEST_FIXTURES``)."""
+
+    model_config = SettingsConfigDict(env_prefix="UEP_", extra="ignore")
+
+    triton_host: str = Field("127.0.0.1", description="Triton's host as the inference service reaches it.")
+    triton_protocol: str = Field("grpc", description="'http': register http://host:port; anything else gRPC.")
+    triton_http_port: int = Field(8000, ge=1, le=65535)
+    triton_grpc_port: int = Field(8001, ge=1, le=65535)
+    seed_test_fixtures: bool = Field(
+        False, description="Register the deterministic judge stand-ins active (the test stack); else never listed."
+    )
+
+
 def triton_endpoint() -> str:
     """Endpoint registered for local Triton models: ``grpc://host:port`` or, with
     ``UEP_TRITON_PROTOCOL=http``, ``http://host:port`` (ports from ``UEP_TRITON_GRPC_PORT``/``_HTTP_PORT``)."""
-    host = os.environ.get("UEP_TRITON_HOST", "127.0.0.1")
-    if os.environ.get("UEP_TRITON_PROTOCOL", "grpc") == "http":
-        return f"http://{host}:{os.environ.get('UEP_TRITON_HTTP_PORT', '8000')}"
-    return f"grpc://{host}:{os.environ.get('UEP_TRITON_GRPC_PORT', '8001')}"
+    t = TritonSettings()
+    if t.triton_protocol == "http":
+        return f"http://{t.triton_host}:{t.triton_http_port}"
+    return f"grpc://{t.triton_host}:{t.triton_grpc_port}"
 
 
 def seed(settings: CommonSettings) -> str:
@@ -63,7 +78,7 @@ def seed(settings: CommonSettings) -> str:
                 category=b.category,
                 status="active",
                 is_builtin=True,
-                evaluation_type=b.evaluation_type,
+                evaluation_type=b.evaluation_type.value,
                 capability_dimensions=b.capability_dimensions,
                 config=config,
                 license=f"{lic.name} ({lic.spdx})",
@@ -87,7 +102,7 @@ def seed(settings: CommonSettings) -> str:
                 s.execute(insert(Sample), rows[i : i + 2000])
             added.append(f"benchmark {b.slug}@{version[:12]} ({len(items)} samples)")
         endpoint = triton_endpoint()
-        fixtures = os.environ.get("UEP_SEED_TEST_FIXTURES", "") == "1"
+        fixtures = TritonSettings().seed_test_fixtures
         for m in catalog.LOCAL_MODELS:
             existing = s.scalar(select(Model).where(Model.name == m.name, Model.version == m.version))
             if m.fixture and not fixtures:

@@ -42,6 +42,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Mapping
+from enum import StrEnum
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
@@ -63,6 +64,27 @@ CONFIG_SCHEMA_VERSION: Literal[1] = 1
 
 DEFAULT_PROMPT = PromptSpec(template="{{ prompt }}")
 """The prompt of a benchmark whose config has none: the sample's ``prompt`` field as it is."""
+
+
+class EvaluationType(StrEnum):
+    """How an evaluation's items get their scores (``benchmarks.evaluation_type``, overridden per evaluation by
+    :attr:`EvaluationConfig.evaluation_type`).
+
+    ``automatic``: the benchmark's metric, in the scorer. ``llm_judge``: every item judged by the judge
+    service. ``hybrid``: the metric first, the items it cannot decide to the judge, and those the judge cannot
+    decide to annotators. ``human``: the evaluation holding annotators' answers (built by an annotation task).
+
+    The member order is that of the ``ck_benchmarks_evaluation_type`` constraint. ``repr`` is the value's, so
+    pydantic's messages (``Input should be 'automatic' or …``) and SQL lists name a type as it is written.
+    """
+
+    automatic = "automatic"
+    llm_judge = "llm_judge"
+    human = "human"
+    hybrid = "hybrid"
+
+    def __repr__(self) -> str:
+        return repr(self.value)
 
 
 class MetricConfig(BaseModel):
@@ -315,7 +337,7 @@ class EvaluationConfig(BaseModel):
     max_cost: float | None = Field(None, ge=0, allow_inf_nan=False)
     cost_estimate: CostEstimate | None = None
     judge: JudgeConfig | None = None
-    evaluation_type: Literal["automatic", "llm_judge", "hybrid", "human"] | None = None
+    evaluation_type: EvaluationType | None = None
     source_evaluation_id: str | None = Field(None, min_length=1)
     annotation_task_id: uuid.UUID | None = None
     compare_evaluation_id: uuid.UUID | None = None

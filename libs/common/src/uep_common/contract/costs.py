@@ -26,19 +26,36 @@ sums of many small GPU-second charges stay exact.
 
 from __future__ import annotations
 
-import os
+import functools
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 COST_UNITS = ("none", "tokens", "gpu_second", "call")
 QUANTUM = Decimal("1e-10")
 ZERO = Decimal(0)
 
 
+class CostSettings(BaseSettings):
+    """The site's cost settings (``UEP_*`` environment variables)."""
+
+    model_config = SettingsConfigDict(env_prefix="UEP_", extra="ignore")
+
+    budget_currency: str = Field("USD", description="The site currency: every price, cap and spend is in it.")
+
+
+@functools.cache
+def cost_settings() -> CostSettings:
+    """The process's :class:`CostSettings`, read from the environment on the first call."""
+    return CostSettings()
+
+
 def currency() -> str:
     """The site currency (``UEP_BUDGET_CURRENCY``, default ``USD``): every price, cap and spend is in it."""
-    return os.environ.get("UEP_BUDGET_CURRENCY", "USD")
+    return cost_settings().budget_currency
 
 
 def money(value: Decimal | float | int | str) -> Decimal:

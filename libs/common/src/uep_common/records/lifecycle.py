@@ -39,6 +39,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
 
 from uep_common.analytics.summary import compute_summary
+from uep_common.contract.configs import EvaluationType
 from uep_common.contract.events import EvaluationCompleted, EvaluationStatus, EvaluationSummary
 from uep_common.runtime.outbox import add_to_outbox
 from uep_common.tables.lifecycle import LifecycleConflict, lock_evaluation, recount
@@ -292,7 +293,10 @@ async def interrupt_running(session: AsyncSession, started_before: datetime) -> 
             .where(
                 Evaluation.status == source.value, func.coalesce(Evaluation.resumed_at, Evaluation.started_at) < started_before
             )
-            .where(func.coalesce(Evaluation.config["evaluation_type"].astext, "automatic") != "human")
+            .where(
+                func.coalesce(Evaluation.config["evaluation_type"].astext, EvaluationType.automatic.value)
+                != EvaluationType.human.value
+            )
             .order_by(Evaluation.id)
         )
     )

@@ -31,8 +31,9 @@ from sqlalchemy import (
     func,
 )
 from sqlalchemy.dialects.postgresql import JSONB, UUID
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.orm import Mapped, mapped_column, validates
 
+from uep_common.contract.configs import EvaluationType
 from uep_common.contract.costs import COST_UNITS
 from uep_common.contract.events import Backend, ModelKind
 from uep_common.tables.base import Base, created_column, in_list, uuid_pk
@@ -40,10 +41,13 @@ from uep_common.tables.base import Base, created_column, in_list, uuid_pk
 BENCHMARK_CATEGORIES = ("nlp", "code", "math", "reasoning", "safety", "custom")
 BENCHMARK_STATUSES = ("active", "deprecated", "draft")
 BENCHMARK_VISIBILITIES = ("private", "shared")
-EVALUATION_TYPES = ("automatic", "llm_judge", "human", "hybrid")
+EVALUATION_TYPES = tuple(t.value for t in EvaluationType)
 EVALUATION_STATUSES = ("pending", "running", "completed", "failed", "cancelled", "interrupted", "stopped", "budget_exhausted")
 PRIORITIES = ("urgent", "high", "normal", "low")
-BACKENDS = tuple(b.value for b in Backend)  # the one list of backend names is the event contract's enum
+BACKENDS = tuple(b.value for b in Backend)
+"""The backend names a model row may have: the event contract's :class:`Backend`, the one list. Checked in code
+(:meth:`Model.check_backend`, the registry's ``ModelCreate``), not by a constraint, so adding a backend needs
+no migration."""
 LEASE_STATES = ("leased", "released")
 MODEL_KINDS = tuple(k.value for k in ModelKind)
 MODEL_VISIBILITIES = ("private", "shared")
@@ -90,7 +94,7 @@ class Benchmark(Base):
     category: Mapped[str] = mapped_column(String(20), nullable=False)
     status: Mapped[str] = mapped_column(String(20), nullable=False, default="active")
     is_builtin: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
-    evaluation_type: Mapped[str] = mapped_column(String(20), nullable=False, default="automatic")
+    evaluation_type: Mapped[str] = mapped_column(String(20), nullable=False, default=EvaluationType.automatic.value)
     capability_dimensions: Mapped[list[Any]] = mapped_column(JSONB, nullable=False, default=list)
     config: Mapped[dict[str, Any]] = mapped_column(
         JSONB, nullable=False, default=dict, doc="prompt (PromptSpec), metric {name, params}, language, few-shot…"
@@ -136,7 +140,6 @@ class Model(Base):
             unique=True,
             postgresql_where="owner_tenant_id IS NOT NULL",
         ),
-        CheckConstraint(in_list("backend", BACKENDS), name="ck_models_backend"),
         CheckConstraint(in_list("cost_unit", COST_UNITS), name="ck_models_cost_unit"),
         CheckConstraint(in_list("kind", MODEL_KINDS), name="ck_models_kind"),
         CheckConstraint(in_list("visibility", MODEL_VISIBILITIES), name="ck_models_visibility"),
@@ -194,6 +197,14 @@ class Model(Base):
         String(200), doc="Or the name of the environment variable / Secret key holding it."
     )
     created_by: Mapped[str] = mapped_column(String(200), nullable=False, default="", server_default="")
+
+    @validates("backend")
+    def check_backend(self, _key: str, value: str) -> str:
+        """``value`` as stored, when it names a backend of :data:`BACKENDS`; raises ValueError naming
+        ``backend`` otherwise (on assignment, before anything reaches the database)."""
+        if value not in BACKENDS:
+            raise ValueError(f"backend {value!r} is not one of {', '.join(BACKENDS)}")
+        return str(Backend(value).value)
 
 
 class Evaluation(Base):

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.contract.configs import check_evaluation_config, parse_benchmark_config
+from uep_common.contract.configs import EvaluationType, check_evaluation_config, parse_benchmark_config
 from uep_common.contract.events import EvaluationStatus
 from uep_common.prompting.prompts import PromptRenderError, render_prompt
 from uep_common.runtime.telemetry import current_trace_headers
@@ -26,8 +26,6 @@ from uep_gateway.annotation.questions import validate_answers
 from uep_gateway.annotation.schemas import AnnotationTaskCreate
 from uep_gateway.errors import DomainError, FieldError
 from uep_gateway.tenancy import owned
-
-HUMAN_EVALUATION_TYPE = "human"
 
 
 def _prompt(bench: Benchmark, sample: Sample) -> str:
@@ -254,7 +252,7 @@ async def create_task(session: AsyncSession, body: AnnotationTaskCreate) -> Anno
                 arm=ev.arm,
                 config=check_evaluation_config(
                     {
-                        "evaluation_type": HUMAN_EVALUATION_TYPE,
+                        "evaluation_type": EvaluationType.human.value,
                         "source_evaluation_id": str(ev.id),
                         "annotation_task_id": str(task_id),
                         **({"compare_evaluation_id": str(body.compare_evaluation_id)} if body.compare_evaluation_id else {}),

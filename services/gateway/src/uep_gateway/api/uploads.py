@@ -335,7 +335,7 @@ async def upload_benchmark(
         category=spec_obj.category,
         status=spec_obj.status,
         is_builtin=False,
-        evaluation_type=spec_obj.evaluation_type,
+        evaluation_type=spec_obj.evaluation_type.value,
         capability_dimensions=spec_obj.capability_dimensions,
         config=config,
         license=spec_obj.license,

@@ -14,14 +14,14 @@ from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.contract.configs import parse_benchmark_config
+from uep_common.contract.configs import EvaluationType, parse_benchmark_config
 from uep_common.contract.judge_config import TEMPLATE_FILTERS, JudgeConfig, merge_judge_config, template_trial_variables
 from uep_common.prompting.templating import make_environment, trial_render
 from uep_common.tables.models import Benchmark, Evaluation, Model
 from uep_gateway.errors import DomainError, FieldError
 from uep_gateway.tenancy import tenant_filter
 
-JUDGED_TYPES = ("llm_judge", "hybrid")
+JUDGED_TYPES = (EvaluationType.llm_judge, EvaluationType.hybrid)
 
 
 _TEMPLATES = make_environment(filters=TEMPLATE_FILTERS, keep_trailing_newline=False)

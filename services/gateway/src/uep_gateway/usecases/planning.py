@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.contract.configs import check_evaluation_config, item_prompt, parse_benchmark_config
+from uep_common.contract.configs import EvaluationType, check_evaluation_config, item_prompt, parse_benchmark_config
 from uep_common.contract.events import EvaluationRequested
 from uep_common.prompting.fewshot import fewshot_examples
 from uep_common.prompting.prompts import PromptRenderError, check_prompt_template, render_prompt
@@ -66,7 +66,7 @@ async def resolve_benchmark(session: AsyncSession, ref: str, version: str | None
                 "unknown_benchmark_version",
             )
         raise FieldError("invalid", ("body", "benchmark"), f"unknown benchmark {ref!r}", "unknown_benchmark")
-    if bench.evaluation_type not in ("automatic", "llm_judge", "hybrid"):
+    if bench.evaluation_type not in (EvaluationType.automatic, EvaluationType.llm_judge, EvaluationType.hybrid):
         raise FieldError(
             "invalid",
             ("body", "benchmark"),

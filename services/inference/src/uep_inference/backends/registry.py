@@ -1,8 +1,8 @@
 """The backend registry: ``@register_backend("name")`` and the dispatcher that picks a backend by the
 model's ``backend`` name.
 
-The names a model may carry are one list in the event contract, :class:`uep_common.contract.events.Backend` (the
-table's check constraint is derived from it, ``uep_common.tables.models.BACKENDS``); :func:`check_against_contract`
+The names a model may carry are one list in the event contract, :class:`uep_common.contract.events.Backend` (a
+``models`` row's backend is checked against it in code, ``uep_common.tables.models.BACKENDS``); :func:`check_against_contract`
 fails the inference service's start-up when the registered backends and that list differ.
 """
 
