@@ -2,15 +2,15 @@
 event contract's ``Backend`` (validated by ``uep_common.tables.models.Model`` and the registry's
 ``ModelCreate``), without a migration
 
-Revision ID: 0020
-Revises: 0019
+Revision ID: 0021
+Revises: 0020
 Create Date: 2026-12-08 18:00:00
 """
 
 from alembic import op
 
-revision = "0020"
-down_revision = "0019"
+revision = "0021"
+down_revision = "0020"
 branch_labels = None
 depends_on = None
 
