@@ -2,11 +2,12 @@
 
 from pydantic import Field, SecretStr
 
+from uep_common.analytics.judge_standing import JudgeCalibrationSettings
 from uep_common.runtime.outbox_retention import OutboxRetentionSettings
 
 
-class GatewaySettings(OutboxRetentionSettings):
-    """Settings of the gateway."""
+class GatewaySettings(OutboxRetentionSettings, JudgeCalibrationSettings):
+    """Settings of the gateway (with the judge calibration threshold, ``UEP_JUDGE_MIN_AGREEMENT``)."""
 
     service_name: str = "gateway"
     gateway_host: str = "127.0.0.1"

@@ -61,6 +61,10 @@ FROM_TASK = ("annotation_items", "annotation_assignments", "annotations")
 FROM_SCHEDULE = ("schedule_runs",)
 """Tables whose ``tenant_id`` a trigger copies from ``schedules`` by ``schedule_id``."""
 
+LATER_DIRECT_TABLES = ("judge_calibrations",)
+"""Direct tables created after migration 0015, each with the same policy as :data:`DIRECT_TABLES` created by
+its own migration (0020)."""
+
 SPECIAL_TABLES = ("budget_caps", "benchmarks", "samples")
 """Own policies: site caps readable by all; the site catalogue and shared benchmarks (and their samples)
 readable by all, writable by the owner only."""
@@ -68,7 +72,9 @@ readable by all, writable by the owner only."""
 REGISTRY_TABLES = ("models",)
 """Migration 0016's policies: site models and shared ones readable by all, a tenant's own writable by it only."""
 
-TENANT_OWNED = DIRECT_TABLES + FROM_EVALUATION + FROM_TASK + FROM_SCHEDULE + SPECIAL_TABLES + REGISTRY_TABLES
+TENANT_OWNED = (
+    DIRECT_TABLES + LATER_DIRECT_TABLES + FROM_EVALUATION + FROM_TASK + FROM_SCHEDULE + SPECIAL_TABLES + REGISTRY_TABLES
+)
 """Every table under row-level security."""
 
 

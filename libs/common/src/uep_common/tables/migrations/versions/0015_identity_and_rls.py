@@ -16,6 +16,7 @@ from uep_common.tables.rls import (
     FROM_EVALUATION,
     FROM_SCHEDULE,
     FROM_TASK,
+    LATER_DIRECT_TABLES,
     REGISTRY_TABLES,
     SCOPED_ROLE,
     TENANT_OWNED,
@@ -197,7 +198,9 @@ def _policies() -> None:
     )
     owned = "EXISTS (SELECT 1 FROM benchmarks b WHERE b.id = benchmark_id AND b.owner_tenant_id = uep_current_tenant())"
     op.execute(f"CREATE POLICY owner_write ON samples TO {SCOPED_ROLE} USING ({owned}) WITH CHECK ({owned})")
-    assert set(TENANT_OWNED) - set(REGISTRY_TABLES) == set(DIRECT_TABLES + FROM_EVALUATION + FROM_TASK + FROM_SCHEDULE) | {
+    assert set(TENANT_OWNED) - set(REGISTRY_TABLES) - set(LATER_DIRECT_TABLES) == set(
+        DIRECT_TABLES + FROM_EVALUATION + FROM_TASK + FROM_SCHEDULE
+    ) | {
         "budget_caps",
         "benchmarks",
         "samples",
