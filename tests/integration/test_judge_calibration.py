@@ -20,7 +20,7 @@ from sqlalchemy import text
 
 from .helpers import submit, tenant_headers, wait_done
 
-JUDGE = "uep-judge-calibrated"
+JUDGE = "uep-judge-calibrated"  # + a suffix per fixture instance (several modules may judge on one stack)
 QUESTIONS = [
     {"name": "correct", "type": "pass_fail", "prompt": "Is the final answer correct?"},
     {"name": "quality", "type": "rating", "scale_min": 1, "scale_max": 5, "prompt": "Quality of the reasoning"},
@@ -38,10 +38,11 @@ PF = {"P": "pass", "F": "fail"}
 
 @pytest.fixture(scope="module")
 def judged(gateway, db):
-    """``(evaluation id, judge model id)``: a completed evaluation whose 22 items carry a judge verdict each."""
+    """``(evaluation id, samples, judge name)``: a completed evaluation whose 22 items carry a judge verdict each."""
     evaluation_id = submit(gateway, benchmark="gsm8k", model="uep-oracle", sample_limit=22)
     assert wait_done(gateway, evaluation_id)["status"] == "completed"
     judge_id = uuid.uuid4()
+    name = f"{JUDGE}-{judge_id.hex[:6]}"
     with db.begin() as c:
         ev = c.execute(
             text("SELECT tenant_id, benchmark_id, model_id FROM evaluations WHERE id = :e"), {"e": evaluation_id}
@@ -67,7 +68,7 @@ def judged(gateway, db):
                     "b": ev.benchmark_id,
                     "m": ev.model_id,
                     "j": judge_id,
-                    "n": JUDGE,
+                    "n": name,
                     "o": overall,
                     "sc": f'{{"quality": {quality}}}',
                     "chars": 100 + ordinal,
@@ -81,7 +82,7 @@ def judged(gateway, db):
                 ),
                 {"t": ev.tenant_id, "e": evaluation_id, "j": judge_id, "c": cost},
             )
-    return evaluation_id, samples
+    return evaluation_id, samples, name
 
 
 def annotate(gateway, task_id: str, name: str, pf: str, ratings: list[int]) -> list[int]:
@@ -103,7 +104,7 @@ def annotate(gateway, task_id: str, name: str, pf: str, ratings: list[int]) -> l
 
 @pytest.fixture(scope="module")
 def calibrated(gateway, judged):
-    evaluation_id, _ = judged
+    evaluation_id, _, name = judged
     r = gateway.post(
         "/v1/annotation-tasks",
         json={
@@ -122,14 +123,14 @@ def calibrated(gateway, judged):
     assert sorted(annotate(gateway, task["id"], "cal-bob", B_PF, B_R)) == picked
     assert picked == sorted(set(range(22)) - {5, 17})  # random.Random(7).sample of the 22 judged items
     assert gateway.get(f"/v1/annotation-tasks/{task['id']}").json()["status"] == "completed"
-    return task, picked
+    return task, picked, name
 
 
 def test_calibration_matches_sklearn_and_krippendorff(gateway, calibrated):
-    task, picked = calibrated
+    task, picked, name = calibrated
     body = gateway.get(f"/v1/annotation-tasks/{task['id']}/judge-agreement").json()
     (judge,) = body["judges"]
-    assert (judge["judge_model"], judge["items"]) == (JUDGE, 20)
+    assert (judge["judge_model"], judge["items"]) == (name, 20)
     q = {x["question"]: x["calibration"] for x in judge["questions"]}
     j, a, b = ([s[o] for o in picked] for s in (J_PF, A_PF, B_PF))
     ka, kb = cohen_kappa_score(j, a), cohen_kappa_score(j, b)
@@ -161,12 +162,12 @@ EXPECTED_RATINGS = (0.9136, 0.8481, 0.8455)  # quadratic kappa judge–alice, ju
 
 
 def test_judge_page_lists_history_cost_and_flag(gateway, calibrated):
-    task, _ = calibrated
+    task, _, name = calibrated
     r = gateway.get("/v1/judges")
     assert r.status_code == 200, r.text
     body = r.json()
     assert body["threshold"] == pytest.approx(0.4)
-    (judge,) = [x for x in body["judges"] if x["judge_model"] == JUDGE]
+    (judge,) = [x for x in body["judges"] if x["judge_model"] == name]
     assert (judge["verdicts"], judge["invalid_verdicts"], judge["evaluations"]) == (22, 0, 1)
     assert judge["cost"] == pytest.approx(0.044) and judge["cost_per_verdict"] == pytest.approx(0.002)
     (snap,) = judge["history"]  # recorded when the task's last item completed
@@ -174,10 +175,21 @@ def test_judge_page_lists_history_cost_and_flag(gateway, calibrated):
     per_q = {x["question"]: x["agreement"] for x in snap["questions"]}
     assert judge["agreement"] == pytest.approx(min(per_q.values())) == pytest.approx(snap["agreement"])
     assert judge["flagged"] is (judge["agreement"] < 0.4)
+    # the leaderboard entry of the judged model carries its judge's cost and standing (the entry is the newest
+    # judged run of uep-oracle on these 22 items: this module's, or another module's built the same way)
+    board = gateway.get("/v1/leaderboards/gsm8k").json()
+    (key,) = [x["key"] for x in board["item_sets"] if x["samples"] == 22]
+    entries = gateway.get("/v1/leaderboards/gsm8k", params={"item_set": key}).json()["entries"]
+    (entry,) = [e for e in entries if e["model"] == "uep-oracle"]
+    (mark,) = entry["judges"]
+    assert mark["judge_model"].startswith(JUDGE) and mark["verdicts"] == 22
+    assert mark["cost_per_verdict"] == pytest.approx(0.002) and mark["flagged"] is (mark["agreement"] < 0.4)
+    if entry["evaluation_id"] == task["source_evaluation_id"]:
+        assert (mark["judge_model"], mark["agreement"]) == (name, pytest.approx(judge["agreement"]))
     # a second snapshot on request: the history grows, newest first
     rec = gateway.post(f"/v1/annotation-tasks/{task['id']}/calibration")
     assert rec.status_code == 201 and len(rec.json()["calibrations"]) == 2, rec.text
-    again = next(x for x in gateway.get("/v1/judges").json()["judges"] if x["judge_model"] == JUDGE)
+    again = next(x for x in gateway.get("/v1/judges").json()["judges"] if x["judge_model"] == name)
     assert len(again["history"]) == 2 and again["history"][0]["computed_at"] > again["history"][1]["computed_at"]
     rows = gateway.get("/v1/judges/calibrations", params={"task_id": task["id"]}).json()
     assert len(rows) == 4 and {r["question"] for r in rows} == {"correct", "quality"}
@@ -186,7 +198,7 @@ def test_judge_page_lists_history_cost_and_flag(gateway, calibrated):
     assert costs["costs"] == [
         {
             "evaluation_id": task["source_evaluation_id"],
-            "judge_model": JUDGE,
+            "judge_model": name,
             "cost": pytest.approx(0.044),
             "verdicts": 22,
             "cost_per_verdict": pytest.approx(0.002),
@@ -195,12 +207,12 @@ def test_judge_page_lists_history_cost_and_flag(gateway, calibrated):
 
 
 def test_another_tenant_sees_none_of_it(stack, gateway, calibrated):
-    task, _ = calibrated
+    task, _, name = calibrated
     other = tenant_headers(stack, f"cal-b-{uuid.uuid4().hex[:6]}", "admin")
-    assert JUDGE not in {j["judge_model"] for j in gateway.get("/v1/judges", headers=other).json()["judges"]}
+    assert name not in {j["judge_model"] for j in gateway.get("/v1/judges", headers=other).json()["judges"]}
     r = gateway.get("/v1/judges/calibrations", params={"task_id": task["id"]}, headers=other)
     assert r.status_code == 404 and r.json()["detail"][0]["loc"] == ["query", "task_id"], r.text
-    assert gateway.get("/v1/judges/calibrations", params={"judge_model": JUDGE}, headers=other).json() == []
+    assert gateway.get("/v1/judges/calibrations", params={"judge_model": name}, headers=other).json() == []
     r = gateway.get("/v1/judges/costs", params={"evaluation_id": task["source_evaluation_id"]}, headers=other)
     assert r.status_code == 404 and r.json()["detail"][0]["loc"] == ["query", "evaluation_id"], r.text
     r = gateway.post(f"/v1/annotation-tasks/{task['id']}/calibration", headers=other)

@@ -113,3 +113,35 @@ async def judge_costs(session: AsyncSession, evaluation_ids: list[uuid.UUID]) ->
             }
         )
     return out
+
+
+async def evaluation_judges(
+    session: AsyncSession, evaluation_ids: list[uuid.UUID], threshold: float
+) -> dict[uuid.UUID, list[dict[str, Any]]]:
+    """Evaluation id → the judges that judged it: ``{"judge_model", "cost", "verdicts", "cost_per_verdict",
+    "agreement", "flagged", "calibrated_at"}`` (cost as :func:`judge_costs`; standing as
+    :func:`judge_standings` in the evaluation's tenant). Evaluations no judge judged are absent."""
+    costs = await judge_costs(session, evaluation_ids)
+    if not costs:
+        return {}
+    rows = await session.execute(text("SELECT id, tenant_id FROM evaluations WHERE id = ANY(:ids)"), {"ids": evaluation_ids})
+    tenants: dict[uuid.UUID, uuid.UUID] = dict(rows.tuples().all())  # a list: dict() of a Result reads its keys()
+    standings: dict[uuid.UUID, dict[str, dict[str, Any]]] = {}
+    for t in set(tenants.values()):
+        names = {c["judge_model"] for c in costs if tenants.get(c["evaluation_id"]) == t}
+        standings[t] = await judge_standings(session, t, threshold, names)
+    out: dict[uuid.UUID, list[dict[str, Any]]] = {}
+    for c in costs:
+        s = standings.get(tenants.get(c["evaluation_id"]), {}).get(c["judge_model"], {})  # type: ignore[arg-type]
+        out.setdefault(c["evaluation_id"], []).append(
+            {
+                "judge_model": c["judge_model"],
+                "cost": c["cost"],
+                "verdicts": c["verdicts"],
+                "cost_per_verdict": c["cost_per_verdict"],
+                "agreement": s.get("agreement"),
+                "flagged": bool(s.get("flagged")),
+                "calibrated_at": s.get("computed_at"),
+            }
+        )
+    return out
