@@ -147,6 +147,9 @@ ROUTES: dict[tuple[str, str], Access] = {
     ("GET", "/v1/judges/diagnostics"): _r("getJudgeDiagnostics", READ),
     ("GET", "/v1/judges/verdicts"): _r("listJudgeVerdicts", READ),
     ("GET", "/v1/judges/routes"): _r("listHybridRoutes", READ),
+    ("GET", "/v1/judges"): _r("listJudges", READ),
+    ("GET", "/v1/judges/calibrations"): _r("listJudgeCalibrations", READ),
+    ("GET", "/v1/judges/costs"): _r("listJudgeCosts", READ),
     # human evaluation
     ("GET", "/v1/annotators"): _r("listAnnotators", READ),
     ("POST", "/v1/annotators"): _w("createAnnotator", BUILD),
@@ -158,6 +161,7 @@ ROUTES: dict[tuple[str, str], Access] = {
     ("GET", T + "/annotators"): _r("listTaskAnnotators", READ),
     ("GET", T + "/agreement"): _r("getAnnotationAgreement", READ),
     ("GET", T + "/judge-agreement"): _r("getJudgeAgreement", READ),
+    ("POST", T + "/calibration"): _w("recordJudgeCalibration", BUILD),
     ("GET", T + "/results"): _r("getAnnotationResults", READ),
     ("GET", "/annotate/{task_id}"): _r("annotationPage", ANNOTATE),
     # the web UI (uep_gateway.ui): shell and shipped files, public (the data behind them is the API's)

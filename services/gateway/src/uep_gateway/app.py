@@ -27,6 +27,7 @@ from uep_gateway.api import (
     experiments,
     identity,
     invitations,
+    judge_calibration,
     judges,
     leaderboards,
     lifecycle,
@@ -139,6 +140,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     app.include_router(budgets.router)
     app.include_router(lifecycle.router)
     app.include_router(judges.router)
+    app.include_router(judge_calibration.router)
     app.include_router(annotations_api.router)
     app.include_router(reports.router)
     app.include_router(experiments.router)

@@ -2,13 +2,15 @@
 
 from pydantic import Field, SecretStr
 
+from uep_common.analytics.judge_standing import JudgeCalibrationSettings
 from uep_common.registry.model_registry import EgressSettings
 from uep_common.runtime.outbox_retention import OutboxRetentionSettings
 
 
-class GatewaySettings(OutboxRetentionSettings, EgressSettings):
+class GatewaySettings(OutboxRetentionSettings, EgressSettings, JudgeCalibrationSettings):
     """Settings of the gateway (the model endpoints' egress allowlist, ``UEP_MODEL_EGRESS_*``, from
-    :class:`uep_common.registry.model_registry.EgressSettings`)."""
+    :class:`uep_common.registry.model_registry.EgressSettings`; the judge calibration threshold,
+    ``UEP_JUDGE_MIN_AGREEMENT``)."""
 
     service_name: str = "gateway"
     gateway_host: str = "127.0.0.1"

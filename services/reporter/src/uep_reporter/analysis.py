@@ -23,6 +23,7 @@ from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common.analytics import stats
+from uep_common.analytics.judge_standing import DEFAULT_MIN_AGREEMENT, evaluation_judges
 from uep_common.contract.costs import currency
 from uep_common.contract.judge_config import JudgeConfig
 from uep_common.records.sampling import CATEGORY_KEYS
@@ -42,6 +43,7 @@ from uep_reporter.report_model import (
     JudgeDimension,
     JudgeSample,
     JudgeSection,
+    JudgeStanding,
     JudgeVerdictSample,
     LatencyStats,
     Profile,
@@ -581,9 +583,13 @@ async def profile(
     return Profile(source="capability_dimensions", note=METHODS["profile"] + f" (only {n_dims} known)", series=series)
 
 
-async def judge_section(session: AsyncSession, evaluation_id: uuid.UUID, cfg: JudgeConfig) -> JudgeSection:
+async def judge_section(
+    session: AsyncSession, evaluation_id: uuid.UUID, cfg: JudgeConfig, min_agreement: float = DEFAULT_MIN_AGREEMENT
+) -> JudgeSection:
     """The judge's part of the report (see METHODS["judge"]): the rubric's dimensions with their means, the
-    counts of invalid and low-confidence verdicts, and the reasoning of a few judged items."""
+    counts of invalid and low-confidence verdicts, the reasoning of a few judged items, and each judge's cost
+    and calibration standing (flagged under ``min_agreement``;
+    :func:`uep_common.analytics.judge_standing.evaluation_judges`)."""
     counts = (
         await session.execute(
             text(
@@ -667,6 +673,10 @@ async def judge_section(session: AsyncSession, evaluation_id: uuid.UUID, cfg: Ju
         low_confidence=counts[2],
         dimensions=dimensions,
         samples=samples,
+        standings=[
+            JudgeStanding(**j) for j in (await evaluation_judges(session, [evaluation_id], min_agreement)).get(evaluation_id, [])
+        ],
+        agreement_threshold=min_agreement,
         note=METHODS["judge"],
     )
 

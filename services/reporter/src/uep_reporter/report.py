@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from uep_common.analytics.charts import at_k_svg, bars_svg, confusion_svg, pr_svg, radar_svg, reliability_svg, roc_svg, trend_svg
 from uep_common.analytics.comparison import NotComparableError, check_comparable, compare, find_baseline
 from uep_common.analytics.fingerprint import fingerprint
+from uep_common.analytics.judge_standing import DEFAULT_MIN_AGREEMENT
 from uep_common.analytics.set_metrics import is_proportion
 from uep_common.analytics.summary import headline_of
 from uep_common.contract.configs import EvaluationType, parse_benchmark_config, parse_evaluation_config
@@ -51,13 +52,18 @@ class ReportError(LookupError):
 
 
 async def collect(
-    session: AsyncSession, evaluation_id: uuid.UUID, baseline_id: uuid.UUID | None = None, report_id: uuid.UUID | None = None
+    session: AsyncSession,
+    evaluation_id: uuid.UUID,
+    baseline_id: uuid.UUID | None = None,
+    report_id: uuid.UUID | None = None,
+    judge_min_agreement: float = DEFAULT_MIN_AGREEMENT,
 ) -> Report:
     """Gather every section of the report of ``evaluation_id``.
 
     Args:
         baseline_id: compare with this evaluation instead of the pinned / last completed one.
         report_id: the id to stamp (a new one when None).
+        judge_min_agreement: a judge whose calibration agreement is below this is flagged in the judge section.
 
     Raises:
         ReportError: unknown evaluation or baseline, or a baseline of another benchmark.
@@ -156,7 +162,7 @@ async def collect(
         fingerprint=fp,
         fingerprint_diff=comparison_section.comparison.fingerprint_diff if comparison_section else None,
         failures=await analysis.failures(session, ev.id, items.category_source),
-        judge=await analysis.judge_section(session, ev.id, judge_cfg) if judge_cfg is not None else None,
+        judge=await analysis.judge_section(session, ev.id, judge_cfg, judge_min_agreement) if judge_cfg is not None else None,
         stages=await analysis.stages(session, ev.id, items) if evaluation_type == EvaluationType.hybrid else None,
         experiment=await analysis.experiment(session, ev, baseline.id if baseline is not None else None),
         classification=classification,

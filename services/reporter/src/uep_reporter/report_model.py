@@ -252,6 +252,19 @@ class JudgeSample(_M):
     verdicts: list[JudgeVerdictSample]
 
 
+class JudgeStanding(_M):
+    judge_model: str
+    cost: float = Field(description="Judge calls charged to this evaluation (spend ledger role judge), site currency.")
+    verdicts: int = Field(description="Verdicts this judge gave in this evaluation (each order of a pairwise item counts).")
+    cost_per_verdict: float | None
+    agreement: float | None = Field(
+        description="The judge's newest calibration against people in the tenant (mean Cohen's kappa with the "
+        "annotators, quadratic-weighted for ratings, lowest over its questions); None: never calibrated."
+    )
+    flagged: bool = Field(description="agreement below UEP_JUDGE_MIN_AGREEMENT: read this evaluation's judged scores with care.")
+    calibrated_at: datetime | None
+
+
 class JudgeSection(_M):
     mode: str = Field(description="rubric | reference | pairwise.")
     judges: list[str]
@@ -260,6 +273,10 @@ class JudgeSection(_M):
     low_confidence: int = Field(description="Judged items whose jury disagreed or lost a juror.")
     dimensions: list[JudgeDimension]
     samples: list[JudgeSample] = Field(description="A few judged items with the judges' reasoning.")
+    standings: list[JudgeStanding] = Field(
+        default_factory=list, description="Each judge's cost here and its agreement with people (judge calibration)."
+    )
+    agreement_threshold: float | None = Field(None, description="UEP_JUDGE_MIN_AGREEMENT when the report was written.")
     note: str
 
 

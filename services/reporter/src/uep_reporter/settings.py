@@ -4,6 +4,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from uep_common.analytics.judge_standing import JudgeCalibrationSettings
 from uep_common.runtime.artifacts import ArtifactSettings
 from uep_common.runtime.outbox_retention import OutboxRetentionSettings
 
@@ -11,8 +12,9 @@ VacuumMode = Literal["auto", "on", "off"]
 """When the reporter's vacuum worker runs (:mod:`uep_reporter.vacuuming`)."""
 
 
-class ReporterSettings(ArtifactSettings, OutboxRetentionSettings):
-    """Settings of the reporter service (with the artifact store's: ``UEP_ARTIFACT_*``)."""
+class ReporterSettings(ArtifactSettings, OutboxRetentionSettings, JudgeCalibrationSettings):
+    """Settings of the reporter service (with the artifact store's, ``UEP_ARTIFACT_*``, and the judge
+    calibration threshold, ``UEP_JUDGE_MIN_AGREEMENT``)."""
 
     service_name: str = "reporter"
     reporter_batch_size: int = Field(500, ge=1, description="ScoreComputed events stored per transaction.")

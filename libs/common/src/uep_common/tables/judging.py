@@ -13,6 +13,9 @@
   decide: ``reason`` 'no_answer' or 'free_form') and stage 'human' (the judge could not decide: reason
   'swap_inconsistent', 'jury_disagreement' or 'judge_invalid'; ``details`` holds the judge's verdicts).
   Human evaluation builds annotation tasks from the stage 'human' rows and publishes their ScoreComputed.
+- ``judge_calibrations``: a judge's agreement with people on one question of an annotation task, as computed
+  at ``computed_at`` (written by the gateway when a task over judged items completes or on request); the
+  rows of a judge over time are its calibration history, the newest its standing.
 
 Models here use :class:`uep_common.tables.base.Base`; :mod:`uep_common.tables.tables` puts them on the one metadata
 Alembic sees.
@@ -137,3 +140,32 @@ class HybridRoute(Base):
     reason: Mapped[str] = mapped_column(String(40), nullable=False)
     details: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False, default=dict)
     created_at: Mapped[datetime] = created_column()
+
+
+class JudgeCalibration(Base):
+    """One judge (model × template × template version) against the annotators of one annotation task on one
+    question, at one moment (see the module docstring)."""
+
+    __tablename__ = "judge_calibrations"
+    __table_args__ = (
+        Index("ix_judge_calibrations_judge", "tenant_id", "judge_model_name", "computed_at"),
+        Index("ix_judge_calibrations_task", "task_id"),
+    )
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False)
+    task_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("annotation_tasks.id", ondelete="CASCADE"), nullable=False)
+    evaluation_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("evaluations.id", ondelete="CASCADE"), nullable=False, doc="The judged evaluation (the task's source)."
+    )
+    judge_model_name: Mapped[str] = mapped_column(String(200), nullable=False)
+    template: Mapped[str] = mapped_column(String(100), nullable=False)
+    template_version: Mapped[str] = mapped_column(String(40), nullable=False)
+    question: Mapped[str] = mapped_column(String(100), nullable=False)
+    question_type: Mapped[str] = mapped_column(String(20), nullable=False)
+    items: Mapped[int] = mapped_column(Integer, nullable=False, doc="Items both the judge and an annotator answered.")
+    agreement: Mapped[float | None] = mapped_column(
+        Float, doc="Mean over annotators of the judge's kappa (quadratic-weighted for ratings); None when undefined."
+    )
+    alpha: Mapped[float | None] = mapped_column(Float, doc="Krippendorff's alpha, the judge as one more coder.")
+    statistics: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False, default=dict, doc="Every statistic computed.")
+    computed_at: Mapped[datetime] = created_column()

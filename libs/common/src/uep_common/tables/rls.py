@@ -61,6 +61,10 @@ FROM_TASK = ("annotation_items", "annotation_assignments", "annotations")
 FROM_SCHEDULE = ("schedule_runs",)
 """Tables whose ``tenant_id`` a trigger copies from ``schedules`` by ``schedule_id``."""
 
+LATER_DIRECT_TABLES = ("judge_calibrations",)
+"""Direct tables created after migration 0015, each with the same policy as :data:`DIRECT_TABLES` created by
+its own migration (0022)."""
+
 SPECIAL_TABLES = ("budget_caps", "benchmarks", "samples")
 """Own policies: site caps readable by all; the site catalogue and shared benchmarks (and their samples)
 readable by all, writable by the owner only."""
@@ -72,7 +76,16 @@ INVITATION_TABLES = ("member_invitations",)
 """Migration 0020's policy: ``tenant_id = uep_current_tenant()``, as :data:`DIRECT_TABLES` (the invited user
 reads its own invitations through the unscoped session, by username)."""
 
-TENANT_OWNED = DIRECT_TABLES + FROM_EVALUATION + FROM_TASK + FROM_SCHEDULE + SPECIAL_TABLES + REGISTRY_TABLES + INVITATION_TABLES
+TENANT_OWNED = (
+    DIRECT_TABLES
+    + LATER_DIRECT_TABLES
+    + FROM_EVALUATION
+    + FROM_TASK
+    + FROM_SCHEDULE
+    + SPECIAL_TABLES
+    + REGISTRY_TABLES
+    + INVITATION_TABLES
+)
 """Every table under row-level security."""
 
 

@@ -8,6 +8,7 @@ their answers complete scored items), then the scored items in benchmark order (
 
 from __future__ import annotations
 
+import random
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -20,7 +21,7 @@ from uep_common.contract.events import EvaluationStatus
 from uep_common.prompting.prompts import PromptRenderError, render_prompt
 from uep_common.runtime.telemetry import current_trace_headers
 from uep_common.tables.annotation import AnnotationItem, AnnotationTask
-from uep_common.tables.judging import HybridRoute
+from uep_common.tables.judging import HybridRoute, JudgeVerdict
 from uep_common.tables.models import Benchmark, Evaluation, Sample, SampleResult
 from uep_gateway.annotation.questions import validate_answers
 from uep_gateway.annotation.schemas import AnnotationTaskCreate
@@ -179,13 +180,40 @@ async def _from_hybrid(
     return routed, decided
 
 
+async def _calibration_sample(
+    session: AsyncSession, body: AnnotationTaskCreate, ev: Evaluation, scored: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """``body.calibration_sample`` of the ``scored`` candidates that a judge gave a valid verdict, drawn by
+    ``random.Random(calibration_seed).sample`` (all of them when fewer), in benchmark order. Raises 422 naming
+    ``body.calibration_sample`` for a hybrid task or an evaluation without a valid verdict."""
+    loc = ("body", "calibration_sample")
+    if body.source != "evaluation":
+        raise FieldError("invalid", loc, "a calibration sample is drawn from a judged evaluation's stored outputs", "not_judged")
+    judged = set(
+        (
+            await session.execute(
+                select(JudgeVerdict.sample_id, JudgeVerdict.repeat, JudgeVerdict.arm)
+                .where(JudgeVerdict.evaluation_id == ev.id, JudgeVerdict.valid.is_(True))
+                .distinct()
+            )
+        ).tuples()
+    )
+    pool = [c for c in scored if (c["sample_id"], c["repeat"], c["arm"]) in judged]
+    if not pool:
+        raise FieldError("invalid", loc, f"evaluation {ev.id} has no item with a valid judge verdict", "not_judged")
+    n = min(body.calibration_sample or 0, len(pool))
+    picked = {id(c) for c in random.Random(body.calibration_seed).sample(pool, n)}
+    return [c for c in pool if id(c) in picked]
+
+
 async def create_task(session: AsyncSession, body: AnnotationTaskCreate) -> AnnotationTask:
     """Validate ``body``, then add the task, its items and (source 'evaluation') its human evaluation row to
     ``session`` (the caller commits). Nothing is added when a check fails.
 
     Raises:
         FieldError/DomainError (422): unknown evaluation, pairwise without answer B, no items, a gold item that
-            is not an item of the source or whose answers are invalid.
+            is not an item of the source or whose answers are invalid, a calibration sample of an evaluation
+            no judge gave a valid verdict.
     """
     ev = await _evaluation(session, body.evaluation_id, "evaluation_id")
     bench = await session.get(Benchmark, ev.benchmark_id)
@@ -218,6 +246,8 @@ async def create_task(session: AsyncSession, body: AnnotationTaskCreate) -> Anno
     if problems:
         raise DomainError("invalid", problems)
     scored = [c for key, c in candidates.items() if key not in gold]
+    if body.calibration_sample:
+        scored = await _calibration_sample(session, body, ev, scored)
     if body.item_limit:
         scored = scored[: body.item_limit]
     if not scored:

@@ -39,6 +39,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common.analytics import leaderboards as lb
+from uep_common.analytics.judge_standing import evaluation_judges
 from uep_common.runtime.wakeups import RETENTION_CHANNEL, notify
 from uep_common.tables.leaderboards import RetentionRun
 from uep_common.tables.models import Benchmark, Model
@@ -87,6 +88,11 @@ class Entry(BaseModel):
     benchmark_version: str
     samples: int | None = Field(description="Samples evaluated: the first N of the benchmark version.")
     item_set: str = Field(description="'<benchmark version>:<samples>': entries are ranked only against the same item set.")
+    judges: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="The judges that judged the evaluation: judge_model, cost, verdicts, cost_per_verdict and their "
+        "standing against people (agreement, flagged when under UEP_JUDGE_MIN_AGREEMENT; see GET /v1/judges).",
+    )
 
 
 class ItemSet(BaseModel):
@@ -305,6 +311,7 @@ async def compare(
 @router.get("/v1/leaderboards/{benchmark}", response_model=Board)
 async def get_board(
     benchmark: str,
+    request: Request,
     score_type: str | None = Query(
         None,
         max_length=100,
@@ -335,6 +342,9 @@ async def get_board(
         )
     entries = [e for e in every if e.item_set == chosen]
     shown = entries[:top] if top else entries
+    marks = await evaluation_judges(
+        boards.session, [e.evaluation_id for e in shown], request.app.state.settings.judge_min_agreement
+    )
     sets = []
     for key in order:
         members = [e for e in every if e.item_set == key]
@@ -355,7 +365,7 @@ async def get_board(
         item_set=chosen,
         item_sets=sets,
         total=len(entries),
-        entries=[Entry(**dict(e.as_dict().items())) for e in shown],
+        entries=[Entry(**e.as_dict(), judges=marks.get(e.evaluation_id, [])) for e in shown],
     )
 
 

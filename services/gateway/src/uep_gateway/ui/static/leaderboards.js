@@ -61,7 +61,8 @@ export async function boards(ctx, view) {
       replace(radarOut,
         h("img", { class: "radar", id: "radar-img", src, alt: `Radar of ${chosen.join(", ")} across ${benches.join(", ") || "their benchmarks"}` }),
         rows.length ? table([
-          { label: "Model", cell: (r) => r.model },
+          { label: "Model", cell: (r) => [r.model, ...(r.judges || []).filter((j) => j.flagged).map((j) =>
+            h("a", { href: "/ui/judges", class: "badge st-failed", title: `judge ${j.judge_model}: agreement with people ${Number(j.agreement).toFixed(2)}, below the threshold` }, `judge ${j.judge_model} flagged`))] },
           { label: "Board", cell: (r) => r.board },
           { label: "Score [95 % CI]", class: "num", cell: score },
           { label: "Rank", class: "num", cell: (r) => (r.rank ?? "—") },

@@ -17,6 +17,7 @@ from uep_common.tables.rls import (
     FROM_SCHEDULE,
     FROM_TASK,
     INVITATION_TABLES,
+    LATER_DIRECT_TABLES,
     REGISTRY_TABLES,
     SCOPED_ROLE,
     TENANT_OWNED,
@@ -198,7 +199,7 @@ def _policies() -> None:
     )
     owned = "EXISTS (SELECT 1 FROM benchmarks b WHERE b.id = benchmark_id AND b.owner_tenant_id = uep_current_tenant())"
     op.execute(f"CREATE POLICY owner_write ON samples TO {SCOPED_ROLE} USING ({owned}) WITH CHECK ({owned})")
-    later = set(REGISTRY_TABLES) | set(INVITATION_TABLES)  # policies of migrations 0016 and 0020
+    later = set(REGISTRY_TABLES) | set(INVITATION_TABLES) | set(LATER_DIRECT_TABLES)  # policies of migrations 0016, 0020, 0022
     assert set(TENANT_OWNED) - later == set(DIRECT_TABLES + FROM_EVALUATION + FROM_TASK + FROM_SCHEDULE) | {
         "budget_caps",
         "benchmarks",
@@ -213,7 +214,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    for table in (t for t in TENANT_OWNED if t not in INVITATION_TABLES):  # those are 0020's
+    for table in (t for t in TENANT_OWNED if t not in INVITATION_TABLES + LATER_DIRECT_TABLES):  # 0020 and 0022 drop theirs
         op.execute(f"ALTER TABLE {table} DISABLE ROW LEVEL SECURITY")
         for policy in ("tenant_isolation", "site_caps_read", "catalogue_read", "owner_write"):
             op.execute(f"DROP POLICY IF EXISTS {policy} ON {table}")
