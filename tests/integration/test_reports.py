@@ -72,7 +72,7 @@ def test_report_comparison_and_pin(gateway, db):
     html = gateway.get(f"/v1/evaluations/{b}/report.html")
     assert html.status_code == 200 and html.headers["content-type"].startswith("text/html")
     page = html.text
-    radar = re.search(r'id="radar-chart">\s*<svg[^>]*aria-label="Capability profile"', page)
+    radar = re.search(r'id="radar-chart">\s*<svg[^>]*aria-label="Capability profile \(each benchmark', page)
     trend = re.search(r'id="trend-chart">\s*<svg[^>]*aria-label="uep-oracle on mmlu: accuracy over runs"', page)
     assert radar and trend, "radar and trend charts must be inline SVGs"
     assert 'id="fingerprint-warning"' in page and "prompt.fewshot_k" in page
