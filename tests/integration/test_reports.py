@@ -52,7 +52,7 @@ def test_report_comparison_and_pin(gateway, db):
     r = gateway.get(f"/v1/evaluations/{b}/compare")
     assert r.status_code == 200, r.text
     cmp = r.json()
-    assert cmp["baseline_evaluation_id"] == a and cmp["baseline_reason"] == "previous"
+    assert cmp["baseline_evaluation_id"] == a and cmp["baseline_reason"] == "previous_same_items"  # the same first 12 items
     assert cmp["n_paired"] == 12 and cmp["paired_by"] == "sample"
     # A: right on {1,3,4,6,7,9,10} ∪ {2}; B: right on {0,1,3,4,6,7,9,10}
     assert cmp["table"] == {"both_correct": 7, "baseline_only_correct": 1, "current_only_correct": 1, "both_wrong": 3}

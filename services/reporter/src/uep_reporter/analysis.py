@@ -88,7 +88,8 @@ METHODS = {
     + stats.WILSON,
     "comparison": stats.MCNEMAR + "; differences of means: paired bootstrap, one resampled index vector for both sides",
     "baseline": 'the evaluation requested (POST …/reports {"baseline"}: any run of the same benchmark, another model\'s '
-    "too), else the pinned evaluation of the same model name and benchmark, else the last completed one before this one",
+    "too), else the pinned evaluation of the same model name and benchmark, else of the completed ones before this one "
+    "the last on the same item set (same benchmark version and samples), else the one sharing the most items",
     "trend": "every completed evaluation of this model name on this benchmark (all model and benchmark versions) "
     "whose headline is this run's headline metric, with the headline's interval from the stored summary (Wilson for "
     "a proportion, bootstrap for another set-level metric)",

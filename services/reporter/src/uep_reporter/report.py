@@ -16,7 +16,7 @@ import jinja2
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common.analytics.charts import at_k_svg, bars_svg, confusion_svg, pr_svg, radar_svg, reliability_svg, roc_svg, trend_svg
-from uep_common.analytics.comparison import NotComparableError, check_comparable, compare, find_baseline
+from uep_common.analytics.comparison import NotComparableError, check_comparable, compare, find_baseline, no_baseline_reason
 from uep_common.analytics.fingerprint import fingerprint
 from uep_common.analytics.set_metrics import is_proportion
 from uep_common.analytics.summary import headline_of
@@ -115,10 +115,7 @@ async def collect(
         if len(categories.rows) >= analysis.MIN_RADAR_AXES and not await analysis.enough_dimensions(session, ev, baseline):
             baseline_categories = analysis.category_breakdown(await analysis.load_items(session, baseline.id, metric))
     else:
-        no_baseline = (
-            f"no baseline: no other completed evaluation of {model.name} on {bench.slug} "
-            "(pin one with POST /v1/evaluations/{id}/pin)"
-        )
+        no_baseline = f"{await no_baseline_reason(session, ev)} (or pin one with POST /v1/evaluations/{{id}}/pin)"
     profile = await analysis.profile(session, ev, model, baseline, categories, baseline_categories, set_name(metric.key))
     classification, ranking = await set_sections.sections(session, ev)
     summary, fp = without_generation_fields(model.kind, summary, fp)

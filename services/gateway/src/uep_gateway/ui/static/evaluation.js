@@ -191,7 +191,8 @@ async function compareTab(ctx, ev, pane, params) {
     const a = c.accuracy;
     replace(out,
       h("p", {}, `Baseline ${shortId(c.baseline_evaluation_id)} (${c.baseline_reason}); paired by ${c.paired_by}; `,
-        `${num(c.n_paired)} paired items, ${num(c.n_paired_with_verdicts)} with verdicts on both sides.`),
+        `${num(c.n_paired)} of ${num(c.n_current)} items pair (${num(c.n_paired_with_verdicts)} with verdicts on both sides; `,
+        `${num(c.n_current - c.n_paired)} only in this run, ${num(c.n_baseline - c.n_paired)} only in the baseline).`),
       h("div", { class: "stats" },
         stat("Accuracy: baseline → this", `${pct(a.baseline_mean)} → ${pct(a.current_mean)}`),
         stat("Difference [95 % CI]", `${sign(a.difference)} [${sign(a.ci_low)}, ${sign(a.ci_high)}]`, "compare-diff"),
