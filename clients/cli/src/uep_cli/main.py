@@ -572,11 +572,24 @@ def report(
         webbrowser.open(target.resolve().as_uri())
 
 
+def pairing_line(c: dict[str, Any]) -> str:
+    """The first line of ``uep compare``: the baseline, why it was chosen, and how many items pair of each
+    side's (``baseline <id> (previous_same_items): 20 of 20 items pair (20 with verdicts on both sides); 0 only
+    in this run, 0 only in the baseline``)."""
+    paired, cur, base = c["n_paired"], c["n_current"], c["n_baseline"]
+    return (
+        f"baseline {c['baseline_evaluation_id']} ({c['baseline_reason']}): {paired} of {cur} items pair "
+        f"({c['n_paired_with_verdicts']} with verdicts on both sides); {cur - paired} only in this run, "
+        f"{base - paired} only in the baseline"
+    )
+
+
 @app.command()
 def compare(
     evaluation_id: Annotated[str, typer.Argument(help="Evaluation id (the current one).")],
     baseline: Annotated[
-        str | None, typer.Option(help="Baseline evaluation id (default: pinned, else the last completed).")
+        str | None,
+        typer.Option(help="Baseline evaluation id (default: pinned, else the last earlier completed one on the same items)."),
     ] = None,
     url: Url = None,
     json: Json = False,
@@ -587,7 +600,7 @@ def compare(
     if json:
         return _print_json(c)
     a, m, t = c["accuracy"], c["mcnemar"], c["table"]
-    typer.echo(f"baseline {c['baseline_evaluation_id']} ({c['baseline_reason']}), {c['n_paired']} paired items")
+    typer.echo(pairing_line(c))
     if a.get("difference") is not None:
         typer.echo(
             f"accuracy {a['baseline_mean']:.3f} → {a['current_mean']:.3f}: difference {a['difference']:+.3f} "

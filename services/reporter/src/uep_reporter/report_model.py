@@ -22,8 +22,8 @@ from uep_common.analytics.comparison import Comparison
 from uep_common.analytics.fingerprint import FingerprintDiff
 from uep_common.analytics.summary import Headline
 
-REPORT_SCHEMA_VERSION = "1.5"
-SCHEMA_ID = "https://uep.example/schemas/report-1.5.json"
+REPORT_SCHEMA_VERSION = "1.6"
+SCHEMA_ID = "https://uep.example/schemas/report-1.6.json"
 
 
 class _M(BaseModel):
@@ -154,6 +154,11 @@ class BreakdownRow(_M):
     errors: int
     accuracy: Estimate | None
     score_mean: Estimate | None
+    primary: Estimate | None = Field(
+        None,
+        description="The report's chart metric (Report.chart_metric) over the group: the accuracy, a ranker's mean "
+        "per-query value (e.g. NDCG@10), a classifier's set-level metric recomputed on the group (schema 1.6).",
+    )
 
 
 class Breakdown(_M):
@@ -165,7 +170,7 @@ class Breakdown(_M):
 class TrendPoint(_M):
     evaluation_id: uuid.UUID
     time: datetime
-    value: float
+    value: float = Field(description="The run's headline figure of the report's chart metric (Report.chart_metric).")
     ci_low: float | None
     ci_high: float | None
     label: str
@@ -413,7 +418,7 @@ class Report(_M):
 
     model_config = ConfigDict(extra="forbid", title="uep evaluation report", json_schema_serialization_defaults_required=True)
 
-    schema_version: Literal["1.5"] = REPORT_SCHEMA_VERSION
+    schema_version: Literal["1.6"] = REPORT_SCHEMA_VERSION
     report_id: uuid.UUID
     generated_at: datetime
     evaluation: EvaluationInfo
@@ -421,6 +426,11 @@ class Report(_M):
         None,
         description="The evaluation's headline as every view shows it (uep_common.analytics.summary.headline_of of the "
         "stored summary): the figure, its interval and the interval's method, and what it leaves out (schema 1.5).",
+    )
+    chart_metric: str = Field(
+        "accuracy",
+        description="The metric the trend, profile and category charts draw: the headline's (accuracy, or a "
+        "set-level evaluation's primary metric such as ndcg@10) (schema 1.6).",
     )
     summary: Summary
     categories: Breakdown

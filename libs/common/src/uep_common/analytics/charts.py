@@ -185,7 +185,10 @@ def radar_svg(series: Mapping[str, Mapping[str, float]], title: str) -> str:
 
 
 def trend_svg(
-    points: Sequence[tuple[datetime, float, float | None, float | None, str]], title: str, highlight: str | None = None
+    points: Sequence[tuple[datetime, float, float | None, float | None, str]],
+    title: str,
+    highlight: str | None = None,
+    ylabel: str = "score",
 ) -> str:
     """Trend line of a score over time with its confidence band.
 
@@ -194,12 +197,13 @@ def trend_svg(
             in the score's unit (accuracy in [0, 1]); ``label`` annotates the point (e.g. the model version).
         title: chart title.
         highlight: the label of the point to mark (e.g. the evaluation being reported).
+        ylabel: the value axis: the metric drawn (``accuracy``, ``NDCG@10``).
 
     Returns:
         An inline ``<svg>`` string (a note instead of a line when there is no point).
     """
     with matplotlib.rc_context(_RC):
-        fig = trend_figure(points, title, highlight)
+        fig = trend_figure(points, title, highlight, ylabel)
         if fig is None:
             return _empty(title, "no completed run to draw")
         return _to_svg(fig, title, sorted(points, key=lambda p: p[0]))
@@ -214,7 +218,10 @@ TICK_OFFSET_FORMATS = ["", "%Y", "%Y-%m", "%Y-%m-%d UTC", "%Y-%m-%d UTC", "%Y-%m
 
 
 def trend_figure(
-    points: Sequence[tuple[datetime, float, float | None, float | None, str]], title: str, highlight: str | None = None
+    points: Sequence[tuple[datetime, float, float | None, float | None, str]],
+    title: str,
+    highlight: str | None = None,
+    ylabel: str = "score",
 ) -> Figure | None:
     """The matplotlib figure :func:`trend_svg` renders (None without points); same arguments. Time ticks:
     matplotlib's ``AutoDateLocator`` with a ``ConciseDateFormatter`` in UTC (:data:`TICK_FORMATS`)."""
@@ -240,7 +247,7 @@ def trend_figure(
         capsize=2.5,
         markersize=4,
         linewidth=1.6,
-        label="score",
+        label=ylabel,
     )
     for x, y, label in zip(x_num, ys, [p[4] for p in pts], strict=True):
         is_hl = highlight is not None and label == highlight
@@ -267,19 +274,19 @@ def trend_figure(
     )
     ax.xaxis.set_major_formatter(formatter)
     ax.grid(axis="y", color="#e5e7eb", linewidth=0.6)
-    ax.set_ylabel("score")
+    ax.set_ylabel(ylabel)
     ax.set_title(title, loc="left", fontsize=11, fontweight="bold")
     ax.legend(loc="lower right", frameon=False, fontsize=8)
     return fig
 
 
-def bars_svg(rows: Sequence[tuple[str, float, float | None, float | None]], title: str, xlabel: str = "accuracy") -> str:
+def bars_svg(rows: Sequence[tuple[str, float, float | None, float | None]], title: str, xlabel: str = "score") -> str:
     """Horizontal bars with interval whiskers, one row per category (in the given order).
 
     Args:
         rows: ``(label, value, ci_low, ci_high)``; values in [0, 1].
         title: chart title.
-        xlabel: label of the value axis.
+        xlabel: label of the value axis: the metric drawn (``accuracy``, ``NDCG@10``).
     """
     if not rows:
         return _empty(title, "nothing to draw")

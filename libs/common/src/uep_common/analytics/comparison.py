@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, Field
-from sqlalchemy import select, text
+from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common.analytics.fingerprint import FingerprintDiff, diff_fingerprints, fingerprint
@@ -169,7 +169,8 @@ class Comparison(BaseModel):
     current_evaluation_id: uuid.UUID
     baseline_evaluation_id: uuid.UUID
     baseline_reason: str = Field(
-        description="pinned | previous | requested | first_arm (an A/B arm against its experiment's first arm) | "
+        description="pinned | previous_same_items (the last earlier run on the same item set: same benchmark version, "
+        "same samples) | previous (the earlier run sharing the most items) | requested | first_arm (an A/B arm against its experiment's first arm) | "
         "first_in_batch (a batch's evaluation against its first)"
     )
     paired_by: str = Field(description="'sample' (same benchmark version) or 'external_id' (across versions)")
@@ -192,12 +193,53 @@ class Comparison(BaseModel):
     )
 
 
-async def find_baseline(session: AsyncSession, ev: Evaluation) -> tuple[Evaluation | None, str | None]:
-    """The baseline of ``ev``: the same tenant's pinned evaluation of the same model name and benchmark slug, else the last
-    completed one created before ``ev``. Returns ``(evaluation, "pinned" | "previous")`` or ``(None, None)``."""
-    model_name = await session.scalar(select(Model.name).where(Model.id == ev.model_id))
-    slug = await session.scalar(select(Benchmark.slug).where(Benchmark.id == ev.benchmark_id))
-    same = (
+MAX_BASELINE_CANDIDATES = 200
+"""Earlier completed evaluations :func:`find_baseline` considers (the most recent first)."""
+
+
+def item_set(ev: Evaluation) -> tuple[uuid.UUID, tuple[int, ...] | None]:
+    """The items an evaluation ran: ``(benchmark version id, sample ordinals)``; the ordinals are those chosen
+    for a sampled run (``config.sample_ordinals``), the first ``sample_limit`` otherwise, None for every
+    sample of the version."""
+    config = parse_evaluation_config(ev.config)
+    if config.sample_ordinals is not None:
+        return ev.benchmark_id, tuple(sorted(config.sample_ordinals))
+    if ev.sample_limit is None:
+        return ev.benchmark_id, None
+    return ev.benchmark_id, tuple(range(ev.sample_limit))
+
+
+def shared_items(a: tuple[uuid.UUID, tuple[int, ...] | None], b: tuple[uuid.UUID, tuple[int, ...] | None]) -> int | None:
+    """How many samples two item sets (:func:`item_set`) share: 0 across benchmark versions (their samples
+    pair only by external id), None when both ran every sample of one version (all of them)."""
+    if a[0] != b[0]:
+        return 0
+    if a[1] is None or b[1] is None:
+        return None if a[1] is None and b[1] is None else len(a[1] if a[1] is not None else b[1] or ())
+    return len(set(a[1]) & set(b[1]))
+
+
+def pick_baseline(ev: Evaluation, candidates: list[Evaluation]) -> tuple[Evaluation | None, str | None]:
+    """The automatic baseline of ``ev`` among ``candidates`` (earlier completed runs, most recent first): the
+    most recent on the same item set (same benchmark version, same samples: :func:`item_set`), reason
+    ``previous_same_items``; else the one sharing the most samples with ``ev`` (the most recent of equals),
+    reason ``previous``; ``(None, None)`` without candidates."""
+    own = item_set(ev)
+    best: tuple[int, int] | None = None
+    chosen: Evaluation | None = None
+    for rank, cand in enumerate(candidates):
+        theirs = item_set(cand)
+        if theirs == own:
+            return cand, "previous_same_items"
+        shared = shared_items(own, theirs)
+        score = (1 << 40 if shared is None else shared, -rank)
+        if best is None or score > best:
+            best, chosen = score, cand
+    return (chosen, "previous") if chosen is not None else (None, None)
+
+
+def _same_model_and_benchmark(model_name: str | None, slug: str | None, ev: Evaluation) -> Any:
+    return (
         select(Evaluation)
         .join(Model, Model.id == Evaluation.model_id)
         .join(Benchmark, Benchmark.id == Evaluation.benchmark_id)
@@ -209,15 +251,45 @@ async def find_baseline(session: AsyncSession, ev: Evaluation) -> tuple[Evaluati
             Evaluation.status == "completed",
         )
     )
+
+
+async def find_baseline(session: AsyncSession, ev: Evaluation) -> tuple[Evaluation | None, str | None]:
+    """The baseline of ``ev``: the same tenant's pinned evaluation of the same model name and benchmark slug,
+    else, among the :data:`MAX_BASELINE_CANDIDATES` last completed ones created before ``ev``, the one
+    :func:`pick_baseline` picks (the same item set first). Returns ``(evaluation, "pinned" |
+    "previous_same_items" | "previous")`` or ``(None, None)`` (:func:`no_baseline_reason` says why)."""
+    model_name = await session.scalar(select(Model.name).where(Model.id == ev.model_id))
+    slug = await session.scalar(select(Benchmark.slug).where(Benchmark.id == ev.benchmark_id))
+    same = _same_model_and_benchmark(model_name, slug, ev)
     pinned = await session.scalar(same.where(Evaluation.pinned.is_(True)).order_by(Evaluation.created_at.desc()).limit(1))
     if pinned is not None:
         return pinned, "pinned"
-    previous = await session.scalar(
-        same.where(Evaluation.created_at < ev.created_at)
-        .order_by(Evaluation.completed_at.desc().nulls_last(), Evaluation.created_at.desc())
-        .limit(1)
+    earlier = (
+        await session.scalars(
+            same.where(Evaluation.created_at < ev.created_at)
+            .order_by(Evaluation.completed_at.desc().nulls_last(), Evaluation.created_at.desc())
+            .limit(MAX_BASELINE_CANDIDATES)
+        )
+    ).all()
+    return pick_baseline(ev, list(earlier))
+
+
+async def no_baseline_reason(session: AsyncSession, ev: Evaluation) -> str:
+    """Why :func:`find_baseline` found no baseline of ``ev``, truthfully: no other completed evaluation of
+    its model and benchmark at all, or none created before it while ``n`` later ones exist (the latest
+    named, to pass as the baseline)."""
+    model_name = await session.scalar(select(Model.name).where(Model.id == ev.model_id))
+    slug = await session.scalar(select(Benchmark.slug).where(Benchmark.id == ev.benchmark_id))
+    same = _same_model_and_benchmark(model_name, slug, ev).where(Evaluation.created_at >= ev.created_at)
+    later = int(await session.scalar(select(func.count()).select_from(same.subquery())) or 0)
+    if not later:
+        return f"no baseline: no other completed evaluation of {model_name} on {slug}"
+    latest = await session.scalar(same.with_only_columns(Evaluation.id).order_by(Evaluation.created_at.desc()).limit(1))
+    return (
+        f"no baseline: no completed evaluation of {model_name} on {slug} was created before this one (the automatic "
+        f"baseline is an earlier run); {later} completed evaluation{'' if later == 1 else 's'} of it {'was' if later == 1 else 'were'} "
+        f"created later, the latest {latest}: pass one as the baseline"
     )
-    return (previous, "previous") if previous is not None else (None, None)
 
 
 class NotComparableError(ValueError):

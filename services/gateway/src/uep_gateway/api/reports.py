@@ -24,7 +24,14 @@ from pydantic import BaseModel, Field
 from sqlalchemy import exists, func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.analytics.comparison import Comparison, NotComparableError, check_comparable, compare, find_baseline
+from uep_common.analytics.comparison import (
+    Comparison,
+    NotComparableError,
+    check_comparable,
+    compare,
+    find_baseline,
+    no_baseline_reason,
+)
 from uep_common.contract.events import ReportRequested
 from uep_common.records.lifecycle import TERMINAL
 from uep_common.runtime.artifacts import ArtifactStore, artifact_store
@@ -141,7 +148,10 @@ async def unpin(evaluation_id: uuid.UUID, session: AsyncSession = Depends(db_ses
 @router.get("/{evaluation_id}/compare", response_model=Comparison)
 async def compare_with_baseline(
     evaluation_id: uuid.UUID,
-    baseline: uuid.UUID | None = Query(None, description="Baseline evaluation; default: pinned, else the last completed one."),
+    baseline: uuid.UUID | None = Query(
+        None,
+        description="Baseline evaluation; default: pinned, else the last earlier completed one on the same items (else the one sharing the most).",
+    ),
     limit: int = Query(1000, ge=1, le=100_000, description="Most transitions listed (counts cover every item)."),
     include_unchanged: bool = Query(False, description="Also list items whose outcome did not change."),
     session: AsyncSession = Depends(db_session),
@@ -161,13 +171,8 @@ async def compare_with_baseline(
     else:
         found, found_reason = await find_baseline(session, ev)
         if found is None:
-            model_name, slug = await _names(session, ev)
-            raise FieldError(
-                "conflict",
-                ("query", "baseline"),
-                f"no baseline: no other completed evaluation of {model_name} on {slug}; pass ?baseline= or pin one",
-                "no_baseline",
-            )
+            reason_text = await no_baseline_reason(session, ev)
+            raise FieldError("conflict", ("query", "baseline"), f"{reason_text} (?baseline=, or pin one)", "no_baseline")
         assert found_reason is not None  # find_baseline names the reason of every baseline it finds
         baseline, reason = found.id, found_reason
     for eid, loc in ((evaluation_id, ("path", "evaluation_id")), (baseline, ("query", "baseline"))):

@@ -38,12 +38,28 @@ export function pctCi(x, lo, hi) {
   return ci ? `${pct(x)} ${ci}` : pct(x);
 }
 
+const METRIC_NAMES = {
+  accuracy: "accuracy", balanced_accuracy: "balanced accuracy", f1_macro: "F1 (macro)", f1_micro: "F1 (micro)",
+  f1_weighted: "F1 (weighted)", precision_macro: "precision (macro)", recall_macro: "recall (macro)", roc_auc: "ROC-AUC",
+  pr_auc: "PR-AUC", log_loss: "log loss", brier: "Brier score", ece: "ECE", mrr: "MRR",
+};
+
+/** How every view names a headline metric, as the report does (uep_reporter.report.set_name): "ndcg@10" →
+ * "NDCG@10", "f1_macro" → "F1 (macro)", a per-item metric as it is. */
+export function metricName(key) {
+  if (!key) return "—";
+  if (METRIC_NAMES[key]) return METRIC_NAMES[key];
+  const [family, k] = key.split("@");
+  if (k === undefined) return key;
+  return `${{ ndcg: "NDCG", map: "MAP" }[family] ?? family}@${k}`;
+}
+
 /** An evaluation's headline (the API's ``headline``: uep_common.analytics.summary.headline_of), the one figure
  * and interval every view shows: accuracy as "72.0 % [61.2–80.7] Wilson", another metric as
- * "ndcg@10 0.935 [0.901–0.962] bootstrap". "—" without one. */
+ * "NDCG@10 0.935 [0.901–0.962] bootstrap". "—" without one. */
 export function headlineText(hl) {
   const text = headlineValue(hl);
-  return text === "—" || hl.metric === "accuracy" ? text : `${hl.metric} ${text}`;
+  return text === "—" || hl.metric === "accuracy" ? text : `${metricName(hl.metric)} ${text}`;
 }
 
 /** The headline's figure and interval without the metric's name (where a label names it). */
