@@ -111,6 +111,7 @@ class StackConfig:
 
     @property
     def gateway_url(self) -> str:
+        """The base URL of this stack's gateway API, e.g. ``http://127.0.0.1:8080``."""
         return f"http://127.0.0.1:{self.gateway_port}"
 
     @property

@@ -42,7 +42,7 @@ EXIT_CODES = {
 
 
 def _runtime_params_without_pydantic(build: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """typer's builder of a parameter's value coercion (``build``), but without pydantic for ``str`` and ``bool``.
+    """Typer's builder of a parameter's value coercion (``build``), but without pydantic for ``str`` and ``bool``.
 
     typer coerces each parameter's value through a pydantic ``TypeAdapter``, and the first one imports pydantic
     (about a third of ``uep status ID``'s start-up, more without a bytecode cache) although click has already

@@ -48,6 +48,9 @@ class AuditMiddleware:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve an HTTP request with ``X-Request-Id`` (the caller's when well-formed, else a new one) and the
+        rate-limit headers on its response, then write the audit entry of an audited operation (a 500 when the
+        app raised); other scopes pass through."""
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return

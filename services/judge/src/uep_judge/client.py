@@ -40,7 +40,8 @@ class Generate(Protocol):
 
     async def __call__(
         self, target: ModelTarget, prompt: str, max_tokens: int, json_schema: dict[str, Any] | None = None
-    ) -> JudgeGeneration: ...
+    ) -> JudgeGeneration:
+        """The judge model's answer to ``prompt`` (at most ``max_tokens`` tokens); see the class docstring."""
 
 
 class InferenceClient:

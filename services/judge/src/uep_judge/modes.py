@@ -182,6 +182,7 @@ class Comparison:
 
     @property
     def valid(self) -> bool:
+        """Whether both orders were answered validly."""
         return self.ab.valid and self.ba.valid
 
     @property
@@ -194,11 +195,14 @@ class Comparison:
 
     @property
     def inconsistent(self) -> bool:
+        """Whether both orders are valid but give the candidate different outcomes (a position-swap inconsistency)."""
         o1, o2 = self.outcomes
         return self.valid and o1 != o2
 
     @property
     def outcome(self) -> str | None:
+        """The candidate's outcome ('win', 'loss', 'tie'): that of both orders when they agree, else 'tie'; None
+        unless both orders are valid."""
         if not self.valid:
             return None
         o1, o2 = self.outcomes

@@ -193,6 +193,7 @@ class Items:
 
     @property
     def n(self) -> int:
+        """The number of items (stored results)."""
         return int(self.is_correct.size)
 
 

@@ -62,6 +62,8 @@ async def collect(
     """Gather every section of the report of ``evaluation_id``.
 
     Args:
+        session: a session on the uep database.
+        evaluation_id: the evaluation reported.
         baseline_id: compare with this evaluation instead of the pinned / last completed one.
         report_id: the id to stamp (a new one when None).
         judge_min_agreement: a judge whose calibration agreement is below this is flagged in the judge section.

@@ -42,6 +42,9 @@ class Estimate(_M):
 
 
 class BenchmarkInfo(_M):
+    """The evaluated benchmark version: its id, slug, name, version and category, the capability dimensions it
+    carries and the metric its configuration names (None when it names none)."""
+
     id: uuid.UUID
     slug: str
     name: str
@@ -52,6 +55,8 @@ class BenchmarkInfo(_M):
 
 
 class ModelInfo(_M):
+    """The evaluated model version: its registry id, name, version and kind."""
+
     id: uuid.UUID
     name: str
     version: str
@@ -63,6 +68,10 @@ class ModelInfo(_M):
 
 
 class EvaluationInfo(_M):
+    """The evaluation itself: its status, creation and completion times (timezone-aware), the error that failed
+    it, whether it is pinned as the baseline of its model and benchmark, the repeats of each sample, the sample
+    limit, its A/B experiment and arm when it is an arm, and the benchmark and model it evaluated."""
+
     id: uuid.UUID
     status: str
     created_at: datetime
@@ -78,6 +87,9 @@ class EvaluationInfo(_M):
 
 
 class LatencyStats(_M):
+    """Latency of the model calls in milliseconds: percentiles p50/p90/p99 and the mean over the items with a
+    latency (None when none has one), and how the percentiles are computed."""
+
     n: int = Field(description="Items with a latency.")
     p50: float | None
     p90: float | None
@@ -88,6 +100,8 @@ class LatencyStats(_M):
 
 
 class TokenStats(_M):
+    """Tokens over all items: prompt, completion and their total, and the means per item (None with no items)."""
+
     prompt: int
     completion: int
     total: int
@@ -96,6 +110,9 @@ class TokenStats(_M):
 
 
 class RoleCost(_M):
+    """Spend of one role (inference or judge) from the settled spend ledger entries: cost in ``currency``, tokens
+    and calls (an aggregate row of a compacted evaluation counts as the calls it stands for)."""
+
     role: str
     cost: float | None
     currency: str | None
@@ -105,6 +122,8 @@ class RoleCost(_M):
 
 
 class CostStats(_M):
+    """Cost of the evaluation by role, and the total in the site currency (None when no ledger entry exists)."""
+
     available: bool = Field(description="False when no spend ledger exists: tokens only.")
     note: str
     by_role: list[RoleCost]
@@ -112,6 +131,9 @@ class CostStats(_M):
 
 
 class ErrorKind(_M):
+    """The items that failed with one kind of error (its stage and type, e.g. inference/timeout), their share of
+    all items and the first 300 characters of one of their error messages."""
+
     kind: str = Field(description="stage/type, e.g. inference/timeout.")
     stage: str
     type: str
@@ -121,6 +143,9 @@ class ErrorKind(_M):
 
 
 class ExtractionStats(_M):
+    """Answer extraction: how many items' metric extracts an answer from the output, how many found none, the
+    failure rate and the count of each extraction kind (e.g. bare, explicit, format, no_answer)."""
+
     items_extracting: int = Field(description="Items whose metric extracts an answer.")
     failures: int
     rate: Estimate | None = Field(description="failures / items_extracting with the Wilson interval; None when no item extracts.")
@@ -128,6 +153,10 @@ class ExtractionStats(_M):
 
 
 class Summary(_M):
+    """The evaluation's figures over all its items: counts (items, scored, correct, errored), the metric and its
+    versions, accuracy, score and per-item metric means with intervals, latency, tokens, cost, answer extraction
+    and the error kinds, most frequent first."""
+
     n: int
     scored: int
     correct: int
@@ -147,6 +176,9 @@ class Summary(_M):
 
 
 class BreakdownRow(_M):
+    """Counts, accuracy (Wilson) and score mean (bootstrap) of the items of one group (a category, a capability
+    dimension or a deciding stage); ``(none)`` groups the items without one."""
+
     name: str
     n: int
     scored: int
@@ -162,12 +194,19 @@ class BreakdownRow(_M):
 
 
 class Breakdown(_M):
+    """Items grouped by a label (category or capability dimension): one row per label, sorted by label; no rows
+    when the samples carry no label (``note`` says why)."""
+
     source: str | None = Field(description="Where the grouping comes from (e.g. input.subject); None when absent.")
     note: str
     rows: list[BreakdownRow]
 
 
 class TrendPoint(_M):
+    """One completed evaluation of the same model name on the same benchmark slug: its accuracy with the Wilson
+    interval from its stored summary, when it completed, the model and benchmark versions, whether a schedule
+    started it and whether it is the reported evaluation (labelled 'this run')."""
+
     evaluation_id: uuid.UUID
     time: datetime
     value: float = Field(description="The run's headline figure of the report's chart metric (Report.chart_metric).")
@@ -181,6 +220,10 @@ class TrendPoint(_M):
 
 
 class Profile(_M):
+    """The capability profile drawn as a radar: accuracy per capability dimension (or per category of this
+    benchmark when fewer than 3 dimensions are known) of this run and of the baseline when there is one, one
+    series each."""
+
     source: str = Field(description="capability_dimensions (across benchmarks) or categories (this benchmark).")
     note: str
     series: dict[str, dict[str, float]] = Field(description="series → dimension → value in [0, 1].")
@@ -203,6 +246,10 @@ class BaselineInfo(_M):
 
 
 class FailureItem(_M):
+    """One item that is not correct (wrong or errored): where it is in the benchmark (ordinal, external id,
+    repeat, arm), its category, the sample's input and reference, the model's output and extracted answer, the
+    verdict, the score and the error as ``stage/type: message``; texts truncated to 1500 characters."""
+
     ordinal: int
     external_id: str | None
     repeat: int
@@ -222,12 +269,18 @@ class FailureItem(_M):
 
 
 class Failures(_M):
+    """The items that are not correct, in benchmark order: the first 200 of ``total`` (the results API pages through
+    all of them)."""
+
     total: int = Field(description="Items not correct (wrong or errored).")
     shown: int
     items: list[FailureItem]
 
 
 class JudgeDimension(_M):
+    """A rubric dimension of the judge (or 'overall', or the pairwise win rate), its scale ``min``..``max`` and its
+    mean over the judged items."""
+
     name: str = Field(description="'overall' or a rubric dimension of the judge configuration.")
     description: str
     min: float
@@ -236,6 +289,9 @@ class JudgeDimension(_M):
 
 
 class JudgeVerdictSample(_M):
+    """One juror's verdict on a judged item: rubric scores (overall and by dimension, in the rubric's order) or,
+    pairwise, the winner as answered ('A', 'B', 'tie') and the candidate's outcome ('win', 'loss', 'tie')."""
+
     judge_model: str
     position: str = Field(description="'AB' or 'BA' for a pairwise comparison, '-' otherwise.")
     valid: bool
@@ -248,6 +304,9 @@ class JudgeVerdictSample(_M):
 
 
 class JudgeSample(_M):
+    """A judged item shown with its verdicts: where it is in the benchmark, its final verdict and score, and what
+    each juror answered."""
+
     ordinal: int
     external_id: str | None
     repeat: int
@@ -271,6 +330,10 @@ class JudgeStanding(_M):
 
 
 class JudgeSection(_M):
+    """The LLM judge's part of the report: the mode and judges, how many items were judged and how many got no
+    valid or a low-confidence verdict, the rubric's dimensions with their means, and up to 2 judged items of
+    each verdict (wrong, right, none) with the judges' reasoning."""
+
     mode: str = Field(description="rubric | reference | pairwise.")
     judges: list[str]
     items_judged: int = Field(description="Items that reached the judge.")
@@ -286,18 +349,26 @@ class JudgeSection(_M):
 
 
 class StageRoute(_M):
+    """How many items of a hybrid evaluation were routed to a stage, for one reason."""
+
     stage: str = Field(description="The stage an item was routed to: judge | human.")
     reason: str
     count: int
 
 
 class Stages(_M):
+    """A hybrid evaluation's items by the stage that decided them (automatic metric, LLM judge, human annotators),
+    and the routes that sent items to the judge or to people."""
+
     note: str
     rows: list[BreakdownRow] = Field(description="One row per deciding stage: automatic, judge, human.")
     routes: list[StageRoute]
 
 
 class ArmInfo(_M):
+    """Another arm of the evaluation's A/B experiment: its evaluation, status and accuracy, and the API paths that
+    compare the report's evaluation with it or build a report against it."""
+
     evaluation_id: uuid.UUID
     arm: str
     status: str
@@ -308,6 +379,8 @@ class ArmInfo(_M):
 
 
 class Experiment(_M):
+    """The A/B experiment the evaluation is an arm of: its id and the other arms (at most 50, in creation order)."""
+
     experiment_id: uuid.UUID
     arms: list[ArmInfo] = Field(description="The experiment's other arms, offered as baselines.")
 
@@ -342,6 +415,9 @@ class ClassRow(_M):
 
 
 class ConfusionMatrix(_M):
+    """Item counts by gold class (rows, ``labels``) and predicted class (columns, ``predicted``):
+    ``matrix[i][j]`` items of gold class ``labels[i]`` were predicted ``predicted[j]``."""
+
     labels: list[str] = Field(description="Rows: the gold classes.")
     predicted: list[str] = Field(description="Columns: the predicted classes, the last one '(no answer)'.")
     matrix: list[list[int]]
@@ -360,6 +436,9 @@ class ClassCurve(_M):
 
 
 class ReliabilityBin(_M):
+    """One of the 15 equal-width confidence bins of the reliability diagram: the items whose largest predicted
+    probability lies in (``low``, ``high``], their accuracy and their mean confidence (None for an empty bin)."""
+
     low: float
     high: float
     count: int
@@ -409,6 +488,9 @@ class RankingSection(_M):
 
 
 class ComparisonSection(_M):
+    """The comparison with the baseline evaluation: which evaluation it is and why it was chosen, and the paired
+    comparison of the two (McNemar on the verdicts, paired bootstrap on the means, fingerprint differences)."""
+
     baseline: BaselineInfo
     comparison: Comparison
 

@@ -38,13 +38,20 @@ class Leased(Protocol):
     """What :func:`dispatch_events` reads of a lease: a ``SampleLease`` row or a :class:`LeaseRef`."""
 
     @property
-    def sample_id(self) -> uuid.UUID: ...
+    def sample_id(self) -> uuid.UUID:
+        """The leased item's sample."""
+
     @property
-    def repeat(self) -> int: ...
+    def repeat(self) -> int:
+        """The leased item's repeat, from 0."""
+
     @property
-    def arm(self) -> str: ...
+    def arm(self) -> str:
+        """The leased item's A/B arm (``main`` without A/B)."""
+
     @property
-    def attempt(self) -> int: ...
+    def attempt(self) -> int:
+        """The attempt this lease is, from 1."""
 
 
 class LeaseRef(NamedTuple):

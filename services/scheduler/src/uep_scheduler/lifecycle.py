@@ -395,7 +395,6 @@ async def store_dead_letters(session: AsyncSession, records: list[tuple[bytes, d
 
 def register_dead_letters(broker: KafkaBroker, settings: CommonSettings, sessionmaker: async_sessionmaker[AsyncSession]) -> None:
     """Subscribe the dead-letter consumer (group ``<prefix>.scheduler.dead-letters``) on ``broker``."""
-
     subscribe: _Subscribe = broker.subscriber(
         DEAD_LETTER_TOPIC,
         **consumer_options(settings, "scheduler.dead-letters"),

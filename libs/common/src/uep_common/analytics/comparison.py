@@ -406,6 +406,10 @@ async def compare(
     """Compare two evaluations item by item (see the module docstring).
 
     Args:
+        session: a session on the uep database.
+        current_id: the evaluation compared.
+        baseline_id: the evaluation it is compared with.
+        baseline_reason: why that baseline (``pinned``, ``previous``, ``requested``), written into the result.
         limit: most transitions listed (counts always cover every item).
         include_unchanged: also list still_passing / still_failing / still_erroring items.
 

@@ -582,6 +582,8 @@ def ranking_set_metrics(
     Args:
         values: per-query value name (``rr``, ``ndcg@10``, ``ap@10``…) → ``(n,)`` values of the evaluated queries.
         excluded: queries left out because they have no relevant item.
+        confidence: the two-sided level of every interval, in (0, 1).
+        n_resamples: bootstrap resamples; None for :func:`~uep_common.analytics.stats.set_resamples` of the queries.
 
     Returns:
         ``{"kind": "ranking", "n", "headline", "method", "confidence", "ranking": {"evaluated", "excluded",

@@ -162,7 +162,9 @@ def paired_bootstrap_diff(
     bootstrap interval (one resampled index vector for both sides; BCa for n ≤ 5000, else percentile).
 
     Args:
-        current, baseline: equal-length arrays; element i of both belongs to the same item.
+        current: the current side's values, one per item.
+        baseline: the baseline's values, of the same length; element i of both belongs to the same item.
+        confidence: the two-sided level of the interval, in (0, 1).
 
     Returns:
         ``(difference, interval)``; the interval is None for fewer than 2 pairs, degenerate when every

@@ -12,11 +12,16 @@ class Item(Protocol):
     """What the hash reads of a sample (DatasetItem and uploaded rows both have these)."""
 
     @property
-    def external_id(self) -> str | None: ...
+    def external_id(self) -> str | None:
+        """The sample's id in its source dataset, or None."""
+
     @property
-    def input(self) -> dict[str, Any]: ...
+    def input(self) -> dict[str, Any]:
+        """The sample's input fields (JSON object)."""
+
     @property
-    def reference(self) -> dict[str, Any]: ...
+    def reference(self) -> dict[str, Any]:
+        """The sample's reference (gold) fields (JSON object)."""
 
 
 def content_hash(config: dict[str, Any], items: Iterable[Item]) -> str:

@@ -108,7 +108,7 @@ class Expected:
     latency_ms: float = 1000.0
 
     def merged(self, override: dict[str, Any] | None) -> Expected:
-        """This expectation with the non-null fields of a benchmark ``override`` dict
+        """A copy of this expectation with the non-null fields of a benchmark ``override`` dict
         (keys ``input_tokens``, ``output_tokens``, ``latency_ms``) taking precedence."""
         if not override:
             return self

@@ -169,7 +169,8 @@ class Event(BaseModel):
         return item_key.encode()
 
     def headers(self) -> dict[str, str]:
-        """uep headers of this event (trace context is added by the telemetry layer)."""
+        """The Kafka headers of this event: type, schema version, tenant and content type (the telemetry layer adds
+        the trace context)."""
         return {
             Headers.EVENT_TYPE: type(self).__name__,
             Headers.SCHEMA_VERSION: str(self.schema_version),

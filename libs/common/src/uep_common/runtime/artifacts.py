@@ -77,6 +77,8 @@ class FileBlobs:
         return path
 
     def write(self, key: str, data: bytes) -> None:
+        """Write ``data`` to the file of ``key`` through a temporary file and a rename, so a reader never sees
+        a partial file; an existing file of the same size is kept (the key is the content's hash)."""
         path = self.path(key)
         if path.exists() and path.stat().st_size == len(data):
             return
@@ -86,12 +88,14 @@ class FileBlobs:
         os.replace(tmp, path)
 
     def read(self, key: str) -> bytes | None:
+        """The bytes of the file of ``key``, or None when there is no such file."""
         try:
             return self.path(key).read_bytes()
         except FileNotFoundError:
             return None
 
     def delete(self, key: str) -> bool:
+        """Remove the file of ``key``; False when it was not there."""
         try:
             self.path(key).unlink()
             return True
@@ -130,9 +134,11 @@ class S3Blobs:
         return code in {"NoSuchKey", "404", "NotFound"}
 
     def write(self, key: str, data: bytes) -> None:
+        """Put ``data`` as the object ``prefix + key`` (S3 replaces an object whole: no partial read)."""
         self.client.put_object(Bucket=self.bucket, Key=self.prefix + key, Body=data)
 
     def read(self, key: str) -> bytes | None:
+        """The bytes of the object ``prefix + key``, or None when there is no such object."""
         try:
             body: bytes = self.client.get_object(Bucket=self.bucket, Key=self.prefix + key)["Body"].read()
         except Exception as exc:
@@ -142,6 +148,8 @@ class S3Blobs:
         return body
 
     def delete(self, key: str) -> bool:
+        """Remove the object ``prefix + key``; False when it was not there (looked up first: S3's delete
+        succeeds for a missing key too)."""
         try:
             self.client.head_object(Bucket=self.bucket, Key=self.prefix + key)
         except Exception as exc:

@@ -41,7 +41,7 @@ class QuietServer(uvicorn.Server):
             should_exit = await self.on_tick(counter)
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-        """uvicorn's signal handler (sets the exit flag), then wakes the main loop."""
+        """Run Uvicorn's signal handler (it sets the exit flag), then wake the main loop."""
         super().handle_exit(sig, frame)
         loop, event = self._loop, self._exit_event
         if loop is not None and event is not None and not loop.is_closed():

@@ -98,6 +98,7 @@ class JsonFormatter(logging.Formatter):
         self.service = service
 
     def format(self, record: logging.LogRecord) -> str:
+        """``record`` as one line of JSON (non-ASCII escaped), with the exception and stack when it has them."""
         doc: dict[str, Any] = {
             "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname,
@@ -129,6 +130,7 @@ class TextFormatter(logging.Formatter):
         self.service = service
 
     def format(self, record: logging.LogRecord) -> str:
+        """``record`` as one line (time in UTC, to the millisecond), its exception's traceback on the lines below."""
         when = datetime.fromtimestamp(record.created, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
         ctx = _context_fields()
         tags = " ".join(f"{k.removesuffix('_id')}={ctx[k]}" for k in ("trace_id", "evaluation_id", "tenant_id") if k in ctx)

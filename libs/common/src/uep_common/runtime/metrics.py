@@ -183,6 +183,7 @@ class BoundedLabel:
         self._seen: set[str] = set()
 
     def __call__(self, value: str | None) -> str:
+        """The label value for ``value``: itself (cut to 100 characters), :data:`OTHER` past the limit, or ``none``."""
         if not value:
             return "none"
         value = value[:100]

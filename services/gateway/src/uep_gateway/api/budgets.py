@@ -97,7 +97,7 @@ class CapUpdate(BaseModel):
 
 
 def _gt(a: Decimal | None, b: Decimal | None) -> bool:
-    """a > b where None means no cap (infinite)."""
+    """Whether cap ``a`` is greater than cap ``b``, None meaning no cap (infinite)."""
     if a is None:
         return b is not None
     return b is not None and a > b

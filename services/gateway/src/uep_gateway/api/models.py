@@ -65,6 +65,7 @@ class InputFreeRoute(APIRoute):
     field; the key itself, for one too long). ``loc``, ``msg`` and ``type`` still name the field."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        """FastAPI's handler of the route, re-raising its validation errors without their ``input``."""
         handler = super().get_route_handler()
 
         async def route(request: Request) -> Response:

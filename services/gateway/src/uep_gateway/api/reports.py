@@ -51,6 +51,8 @@ MEDIA = {"html": "text/html; charset=utf-8", "json": "application/json", "pdf": 
 
 
 class PinView(BaseModel):
+    """An evaluation pinned as (or unpinned from) the baseline of its model name and benchmark slug."""
+
     evaluation_id: uuid.UUID
     pinned: bool
     model_name: str
@@ -59,10 +61,16 @@ class PinView(BaseModel):
 
 
 class ReportRequest(BaseModel):
+    """A request to build a report now; without ``baseline``, the pinned or the previous evaluation is the baseline."""
+
     baseline: uuid.UUID | None = Field(None, description="Compare with this evaluation instead of the default baseline.")
 
 
 class ReportView(BaseModel):
+    """A report of an evaluation: its status (pending, ready, failed), what triggered it (``completed`` or
+    ``request``), the files written (``formats``), why the PDF or the whole report failed, the build time of
+    each stage in milliseconds (``build_ms``) and the API paths of the report and its files (``links``)."""
+
     id: uuid.UUID
     evaluation_id: uuid.UUID
     status: str

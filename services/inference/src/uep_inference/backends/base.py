@@ -168,17 +168,24 @@ class ModelBackend(Protocol):
 
     def __init__(self, settings: InferenceSettings) -> None: ...
 
-    async def generate(self, request: GenerationRequest) -> Generation: ...
+    async def generate(self, request: GenerationRequest) -> Generation:
+        """One generation call within ``request.timeout_s``; raises only :class:`BackendError`."""
 
-    async def loglikelihood(self, request: GenerationRequest) -> Generation: ...
+    async def loglikelihood(self, request: GenerationRequest) -> Generation:
+        """The log-likelihood of each of ``request.continuations`` given the prompt; raises only
+        :class:`BackendError` (``loglik_unsupported`` when the model cannot answer)."""
 
-    async def predict(self, request: PredictionRequest) -> PredictionOutput: ...
+    async def predict(self, request: PredictionRequest) -> PredictionOutput:
+        """One call of a classifier, ranker or embedding model; raises only :class:`BackendError`."""
 
-    async def probe(self, target: ModelTarget, timeout_s: float) -> Probe: ...
+    async def probe(self, target: ModelTarget, timeout_s: float) -> Probe:
+        """Whether the model of ``target`` is loaded and answering, within ``timeout_s`` seconds; never raises."""
 
-    def capacity(self, target: ModelTarget) -> int | None: ...
+    def capacity(self, target: ModelTarget) -> int | None:
+        """Calls in flight this replica may have open to ``target`` (≥ 1), or None for unbounded."""
 
-    async def close(self) -> None: ...
+    async def close(self) -> None:
+        """Close every client (service shutdown)."""
 
 
 def registry_capacity(target: ModelTarget) -> int | None:

@@ -47,7 +47,7 @@ def _num(value: Any) -> float | None:
 
 
 def _native(value: Any) -> Any:
-    """numpy scalar -> Python scalar, so the report is JSON-serialisable."""
+    """A NumPy scalar as the Python scalar, so the report is JSON-serialisable; any other value as given."""
     return value.item() if isinstance(value, np.generic) else value
 
 
@@ -136,7 +136,6 @@ def classification_report(
     Example: ``classification_report([1, 0, 1], [0, 0, 0], positive_label=1)["binary"]`` ->
     ``{"positive_label": 1, "precision": None, "recall": 0.0, "f1": 0.0, "support": 2}``.
     """
-
     y_true, y_pred = [_native(v) for v in y_true], [_native(v) for v in y_pred]
     if not y_true:
         raise ValueError("y_true is empty")

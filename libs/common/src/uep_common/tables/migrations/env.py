@@ -17,12 +17,14 @@ def _url() -> str:
 
 
 def run_migrations_offline() -> None:
+    """Write the migrations' SQL to Alembic's output (``alembic upgrade --sql``) instead of running it."""
     context.configure(url=_url(), target_metadata=target_metadata, literal_binds=True)
     with context.begin_transaction():
         context.run_migrations()
 
 
 def run_migrations_online() -> None:
+    """Run the migrations on the database, in one transaction, through a synchronous engine."""
     engine = make_sync_engine(_url())
     with engine.connect() as connection:
         context.configure(connection=connection, target_metadata=target_metadata, compare_type=True)
