@@ -317,6 +317,9 @@ class JudgeSample(_M):
 
 
 class JudgeStanding(_M):
+    """One judge model of this evaluation: what its calls cost, how many verdicts it gave, and how it agreed
+    with people when last calibrated (flagged below the site's threshold)."""
+
     judge_model: str
     cost: float = Field(description="Judge calls charged to this evaluation (spend ledger role judge), site currency.")
     verdicts: int = Field(description="Verdicts this judge gave in this evaluation (each order of a pairwise item counts).")
