@@ -33,6 +33,9 @@ TEST_ENV = {
         "UEP_TEST_TRITON_MODELS", "smollm2,oracle,bench_echo,judge,judge_first,breast_cancer,vllm_echo,trtllm_echo"
     ),
     "UEP_OTEL_EXPORTER": "console",
+    # The fault tests register models that fail only after creation (a closed port, a hanging server); the
+    # creation check is tested by calling it (tests/integration/test_failures.py).
+    "UEP_MODEL_READY_CHECK": "false",
     # the deterministic judge stand-ins are test fixtures: registered only for the test stack
     "UEP_SEED_TEST_FIXTURES": "1",
     # Periodic retention would clean the details of older evaluations of one (benchmark, model) while later
