@@ -314,7 +314,19 @@ def test_a_judge_is_the_evaluating_tenants_model_of_that_name(gateway, t, triton
     assert register(gateway, a, {"name": name, "endpoint": triton, "triton_model_name": "uep_judge"}).status_code == 201
     r = register(gateway, t["b"]["builder"], {"name": name, "endpoint": triton, "triton_model_name": "uep_oracle"})
     assert r.status_code == 201, r.text
-    body = {"benchmark": "gsm8k-judged", "model": "uep-oracle", "sample_limit": 2, "judge": {"judges": [name], "max_retries": 0}}
+    # the stand-in judge answers on a 0-10 scale (gsm8k-judged's own 1-5 scale is for the embedded LLM judge)
+    scale = {
+        "dimensions": [{"name": "accuracy", "min": 0, "max": 10}],
+        "overall_min": 0,
+        "overall_max": 10,
+        "overall_integer": False,
+    }
+    body = {
+        "benchmark": "gsm8k-judged",
+        "model": "uep-oracle",
+        "sample_limit": 2,
+        "judge": {"judges": [name], "max_retries": 0, **scale},
+    }
     ev = gateway.post("/v1/evaluations", json=body, headers=a)
     assert ev.status_code == 202, ev.text
     done = wait_done(gateway, ev.json()["id"], headers=a, timeout_s=180)

@@ -180,7 +180,7 @@ def test_sign_in_create_watch_report_items_compare_boards_upload(gateway, stack,
             page.locator("#compare-run").click()
             expect(page.locator("#compare-bc")).to_have_text("0 / 0")
             expect(page.locator("#compare-diff")).to_contain_text("+0.0 pts")
-            expect(page.locator("#compare-result")).to_contain_text("6 paired items")
+            expect(page.locator("#compare-result")).to_contain_text("6 of 6 items pair")
             _shot(page, shots, "06-compare")
 
             # per-item CSV built in the browser
