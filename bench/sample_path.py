@@ -30,7 +30,6 @@ import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "deploy" / "local"))
-from servers import PG_SERVER, REDIS_SERVER  # noqa: E402 - deploy/local is on the path from here
 
 TRACE_DIR = Path(__file__).resolve().parent / "path_trace"
 ENDED = ("completed", "failed", "cancelled", "stopped", "budget_exhausted")
@@ -107,26 +106,15 @@ def main() -> int:
 
     out_dir = Path(args.run_dir) / "path-trace"
     out_dir.mkdir(parents=True, exist_ok=True)
-    os.environ.update(
-        {
-            "UEP_STACK_PORT_BASE": str(args.port_base),
-            "UEP_STACK_RUN_DIR": args.run_dir,
-            "UEP_DATABASE_URL": f"{PG_SERVER}/{args.database}",
-            "UEP_REDIS_URL": f"{REDIS_SERVER}/{args.redis_db}",
-            "UEP_TRITON_MODELS": "bench_echo",
-            "UEP_OTEL_EXPORTER": "none",
-            "UEP_LOG_LEVEL": "WARNING",
-        }
-    )
+    from free_ports import echo_stack_env, start_fresh
+
+    os.environ.update(echo_stack_env(args.port_base, args.run_dir, args.database, args.redis_db))
     import uep_stack
-    from free_ports import stack_ports, wait_until_free
     from uep_common.runtime.session import make_sync_engine
 
     cfg = uep_stack.config()
     services = cfg.instances()
-    uep_stack.down(cfg)
-    wait_until_free(stack_ports(cfg))
-    uep_stack.up(cfg)
+    start_fresh(cfg)
     engine = make_sync_engine(cfg.database_url)
     try:
         uep_stack.stop(cfg, uep_stack.SERVICES)  # again, with the profile hook
