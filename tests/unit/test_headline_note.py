@@ -9,18 +9,13 @@ import numpy as np
 
 from uep_cli.main import _status_text
 from uep_common.analytics.set_metrics import ranking_set_metrics
-from uep_common.analytics.summary import Headline, excluded_note, headline_of
+from uep_common.analytics.summary import excluded_note
 from uep_common.contract.events import EvaluationSummary, SetMetrics
+
+from .test_one_interval import headline
 
 BASE = {"n": 40, "scored": 33, "correct": 20, "errors": 7, "accuracy": 20 / 33, "ci_low": 0.44, "ci_high": 0.75}
 BASE |= {"latency_ms_p50": 1.0, "latency_ms_p90": 2.0, "prompt_tokens": 0, "completion_tokens": 0}
-
-
-def headline(summary: dict) -> Headline:
-    """``headline_of(summary)``, which every summary of these tests has."""
-    found = headline_of(summary)
-    assert found is not None
-    return found
 
 
 def test_a_ranker_with_7_errored_queries_says_so_beside_its_ndcg():
