@@ -10,6 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 from sqlalchemy import text
 
+from uep_common.contract.metric_params import registered_params
+
 from .helpers import all_results, submit, wait_done
 
 
@@ -107,6 +109,20 @@ def test_bad_uploads_name_the_field_and_store_nothing(gateway, db):
             ["body", "spec", "metric", "params", "ignore_case"],
         ),
         (spec(slug, "regex_match"), good_row, "d.jsonl", 422, ["body", "spec", "metric", "params", "pattern"]),
+        (
+            spec(slug, "fuzzy_match", {"threshold": 101}),
+            good_row,
+            "d.jsonl",
+            422,
+            ["body", "spec", "metric", "params", "threshold"],
+        ),
+        (
+            spec(slug, "exact_match", {"regexes_to_ignore": ["("]}),
+            good_row,
+            "d.jsonl",
+            422,
+            ["body", "spec", "metric", "params", "regexes_to_ignore", "0"],
+        ),
         (spec("gsm8k"), good_row, "d.jsonl", 409, ["body", "spec", "slug"]),
         (spec("Bad Slug!"), good_row, "d.jsonl", 422, ["body", "spec", "slug"]),
         ("{not json", good_row, "d.jsonl", 422, ["body", "spec"]),
@@ -124,12 +140,39 @@ def test_bad_uploads_name_the_field_and_store_nothing(gateway, db):
 
 def test_metric_catalogue_is_listed(gateway):
     metrics = {m["name"]: m for m in gateway.get("/v1/metrics").json()}
-    assert metrics["regex_match"]["required_params"] == ["pattern"]
-    assert metrics["exact_match"]["param_types"]["ignore_case"] == "bool"
-    assert {"exact_match", "contains", "gsm8k_numeric_exact_match", "multiple_choice_letter", "humaneval_pass_at_1"} <= set(
-        metrics
+    assert sorted(metrics) == sorted(registered_params())
+    for name, model in registered_params().items():  # what the scorer registered is each model's own schema
+        assert metrics[name]["params_schema"] == model.model_json_schema(), name
+    assert metrics["regex_match"]["params_schema"]["required"] == ["pattern"]
+    ignore_case = metrics["exact_match"]["params_schema"]["properties"]["ignore_case"]
+    assert (ignore_case["type"], ignore_case["default"]) == ("boolean", False)
+    assert metrics["exact_match"]["params_schema"]["additionalProperties"] is False and metrics["exact_match"]["source"]
+
+
+def test_a_bad_parameter_is_a_422_naming_the_field_and_pydantics_reason(gateway, db):
+    before = _count(db)
+    r = upload(
+        gateway,
+        spec(f"bad-{uuid.uuid4().hex[:8]}", "fuzzy_match", {"threshold": 101, "colour": 1}),
+        b'{"question": "q", "answer": "a"}\n',
+        "d.jsonl",
     )
-    assert "ignore_case" in metrics["exact_match"]["params"] and metrics["exact_match"]["source"]
+    assert r.status_code == 422, r.text
+    assert r.json()["detail"] == [
+        {
+            "loc": ["body", "spec", "metric", "params", "threshold"],
+            "msg": "fuzzy_match parameter 'threshold': Input should be less than or equal to 100",
+            "type": "bad_param",
+        },
+        {
+            "loc": ["body", "spec", "metric", "params", "colour"],
+            "msg": "fuzzy_match parameter 'colour': Extra inputs are not permitted; the metric takes ignore_articles, "
+            "ignore_case, ignore_punctuation, ignore_whitespace, min_reference_length, partial, regexes_to_ignore, "
+            "squad, threshold",
+            "type": "unknown_param",
+        },
+    ]
+    assert _count(db) == before
 
 
 def test_chat_template_option_sends_raw_text_to_the_llm(gateway):

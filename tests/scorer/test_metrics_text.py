@@ -318,7 +318,7 @@ def test_rouge_multiple_references_take_the_best_per_type():
 
 
 def test_rouge_params():
-    with pytest.raises(MetricInputError, match="'types'"):
+    with pytest.raises(MetricInputError, match="'types.0'"):
         ROUGE.score("x", {"answer": "x"}, {"types": ["rougeX"]})
     with pytest.raises(MetricInputError, match="use_stemmer"):
         ROUGE.score("x", {"answer": "x"}, {"use_stemmer": True, "language": "zh"})

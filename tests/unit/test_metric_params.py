@@ -144,3 +144,24 @@ def test_schema_is_the_models():
 def test_unknown_metric():
     with pytest.raises(UnknownMetricParamsError, match="no parameter model is registered for metric 'nope'"):
         params_model("nope")
+
+
+def test_stored_parameter_dicts_still_load():
+    """Configs stored before the models existed hold plain dicts: every built-in benchmark's (as seeded into
+    the database) and the shapes the old type checks let through (null for "the default", lm-evaluation-harness's
+    variant names, letters as a list) load through the models unchanged."""
+    from uep_common.builtin.catalog import BENCHMARKS
+    from uep_common.contract.configs import parse_benchmark_config
+
+    for b in BENCHMARKS:
+        config = parse_benchmark_config(b.config)
+        for m in config.item_metrics:
+            assert param_problems(m.name, m.params) == [], (b.slug, m.name)
+    old: list[tuple[str, dict[str, Any]]] = [
+        ("sentence_bleu", {"threshold": None, "tokenize": None}),
+        ("gsm8k_numeric_exact_match", {"variant": "flexible-extract"}),
+        ("multiple_choice_letter", {"choices": list("ABCDEFGHIJ")}),
+        ("humaneval_pass_at_1", {"timeout_s": 10}),
+    ]
+    for metric, params in old:
+        assert param_problems(metric, params) == [], metric

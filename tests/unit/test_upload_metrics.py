@@ -10,12 +10,8 @@ from uep_common.contract.configs import check_benchmark_config, parse_benchmark_
 from uep_gateway.schemas import BenchmarkSpec
 from uep_gateway.uploads import metric_set_problems
 
-# the per-item metrics of the scorer's registry this test needs, as GET /v1/metrics gives them
-CATALOGUE = {
-    "label_match": ({"labels": "list"}, []),
-    "exact_match": ({"normalize": "bool"}, []),
-    "ndcg": ({"k": "int"}, []),
-}
+# the per-item metrics of the scorer's registry this test needs, as GET /v1/metrics names them
+CATALOGUE = {"label_match", "exact_match", "ndcg"}
 BASE = {"slug": "cls", "name": "c", "prompt": {"template": "{{ x }}"}, "metric": {"name": "label_match"}}
 
 
@@ -29,7 +25,11 @@ def _problems(metric: str, entries: list[dict]) -> list[tuple[list[str], str]]:
 
 
 def test_several_metrics_with_one_primary_are_accepted_and_stored_as_built_ins_declare_them():
-    entries = [{"name": "f1_macro", "primary": True}, {"name": "roc_auc"}, {"name": "exact_match", "params": {"normalize": True}}]
+    entries = [
+        {"name": "f1_macro", "primary": True},
+        {"name": "roc_auc"},
+        {"name": "exact_match", "params": {"ignore_case": True}},
+    ]
     assert _problems("label_match", entries) == []
     spec = BenchmarkSpec.model_validate(BASE | {"metrics": entries, "class_names": ["no", "yes"]})
     config = check_benchmark_config(
@@ -82,10 +82,10 @@ def test_without_a_primary_entry_the_first_is_primary():
         ),
         (
             "label_match",
-            [{"name": "exact_match", "params": {"normalize": "yes", "x": 1}}],
-            [
+            [{"name": "exact_match", "params": {"ignore_case": "yes", "x": 1}}],
+            [  # pydantic's order: the model's fields, then the unknown keys
+                (["body", "spec", "metrics", "0", "params", "ignore_case"], "bad_param"),
                 (["body", "spec", "metrics", "0", "params", "x"], "unknown_param"),
-                (["body", "spec", "metrics", "0", "params", "normalize"], "bad_param"),
             ],
         ),
     ],
@@ -120,3 +120,20 @@ def test_positive_class_must_be_one_of_two_class_names():
     with pytest.raises(ValidationError) as info:  # the stored config checks the same
         check_benchmark_config({"class_names": ["a", "b"], "positive_class": "c"})
     assert info.value.errors()[0]["loc"] == ("positive_class",)
+
+
+def test_a_bad_parameter_names_its_path_and_pydantics_reason():
+    spec = BenchmarkSpec.model_validate(
+        BASE
+        | {"metric": {"name": "exact_match"}, "metrics": [{"name": "exact_match", "params": {"regexes_to_ignore": ["a", "("]}}]}
+    )
+    assert spec.metrics is not None
+    [problem] = metric_set_problems("label_match", {}, [(m.name, m.params, m.primary) for m in spec.metrics], CATALOGUE)
+    assert problem.loc == ["body", "spec", "metrics", "0", "params", "regexes_to_ignore", "1"]
+    assert problem.msg.startswith("exact_match parameter 'regexes_to_ignore.1': Value error, not a valid regex (")
+    assert problem.type == "bad_param"
+
+
+def test_a_catalogued_metric_without_a_model_in_this_gateway_is_named_not_a_500():
+    [problem] = metric_set_problems("label_match", {}, [("newer_metric", {"k": 1}, False)], CATALOGUE | {"newer_metric"})
+    assert (problem.loc, problem.type) == (["body", "spec", "metrics", "0", "name"], "unknown_metric")

@@ -323,7 +323,11 @@ class MetricRef(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1, max_length=100)
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The metric's parameters; they must fit its `params_schema` (GET /v1/metrics), else 422 naming "
+        "`metric.params.<field>` and the reason.",
+    )
 
 
 class MetricEntry(BaseModel):
@@ -403,14 +407,17 @@ class SampleView(BaseModel):
 
 
 class MetricView(BaseModel):
-    """A metric the scorer registered: parameters with descriptions and types, and the required ones."""
+    """A metric the scorer registered, with the JSON Schema of its parameters and of the reference it reads."""
 
     name: str
     version: str
-    params: dict[str, Any]
-    param_types: dict[str, Any]
-    required_params: list[str]
     source: str
+    params_schema: dict[str, Any] = Field(
+        default_factory=dict,
+        description="JSON Schema (draft 2020-12) of the metric's parameters: its typed model's model_json_schema() "
+        "(uep_common.contract.metric_params), with each parameter's type, default, bounds, unit and description; "
+        "`additionalProperties: false` (an unknown parameter is refused). A benchmark's `metric.params` must fit it.",
+    )
     reference_schema: dict[str, Any] = Field(
         default_factory=dict, description="JSON Schema of the sample reference the metric reads (uploads are checked against it)."
     )

@@ -35,7 +35,7 @@ from typing import Any
 from jinja2.exceptions import UndefinedError
 
 from uep_common.contract.configs import CLASSIFICATION_SET_METRICS, SET_KIND_OF_METRIC, is_set_metric
-from uep_common.contract.params import param_problems
+from uep_common.contract.metric_params import UnknownMetricParamsError, param_problems
 from uep_common.prompting.prompts import PromptRenderError, render_prompt
 from uep_gateway.upload_worker import set_phase
 
@@ -598,20 +598,40 @@ def spec_problems(spec: object, loc: tuple[Any, ...] = ("body", "spec")) -> list
 METRICS_LOC = ("body", "spec", "metrics")
 
 
+def metric_params_problems(metric: str, params: dict[str, Any], loc: list[str]) -> list[UploadProblem]:
+    """The refused parameters of per-item metric ``metric`` (its model of :mod:`uep_common.contract.metric_params`;
+    ``loc`` the path of its ``{name, params}`` entry), each named ``[*loc, "params", <field path>]`` with
+    pydantic's reason: ``unknown_param`` for a parameter the metric does not take, ``bad_param`` for a bad or
+    missing value. A metric the catalogue lists but whose model this gateway lacks (a newer scorer) is
+    ``unknown_metric`` at ``[*loc, "name"]``. Empty when the parameters are fine."""
+    try:
+        problems = param_problems(metric, params)
+    except UnknownMetricParamsError:
+        return [
+            UploadProblem(
+                [*loc, "name"],
+                f"metric {metric!r} is registered by the scorer but this gateway does not know its parameters",
+                "unknown_metric",
+            )
+        ]
+    return [UploadProblem([*loc, "params", *(str(x) for x in p.loc)], p.message(metric), p.kind) for p in problems]
+
+
 def metric_set_problems(
     metric_name: str,
     metric_params: dict[str, Any],
     entries: list[tuple[str, dict[str, Any], bool]],
-    catalogue: dict[str, tuple[dict[str, str], list[str]]],
+    catalogue: set[str],
 ) -> list[UploadProblem]:
     """The problems of a spec's ``metrics`` (``entries``: ``(name, params, primary)`` in declared order), each
     named ``["body", "spec", "metrics", i, ...]``: a name that is neither a set-level metric
-    (:func:`uep_common.contract.configs.is_set_metric`) nor in ``catalogue`` (per-item metric name → ``(param_types,
-    required_params)`` of the scorer's registry) is ``unknown_metric``; a name given twice, or the verdict
+    (:func:`uep_common.contract.configs.is_set_metric`) nor in ``catalogue`` (the per-item metric names of the scorer's
+    registry) is ``unknown_metric``; a name given twice, or the verdict
     metric ``metric_name`` again with other parameters, is ``duplicate_metric``; a set-level metric that the
     verdict metric's items cannot give (classification ones need ``label_match``, ranking ones ``ndcg``:
     :data:`uep_common.contract.configs.SET_KIND_OF_METRIC`) is ``metric_kind_mismatch``; parameters of a set-level
-    metric, or bad parameters of a per-item one, are ``unknown_param`` / ``bad_param``; a second ``primary``
+    metric, or bad parameters of a per-item one (:func:`metric_params_problems`), are ``unknown_param`` /
+    ``bad_param``; a second ``primary``
     is ``several_primary``. Empty when the entries are fine."""
     problems: list[UploadProblem] = []
     seen: set[str] = set()
@@ -645,15 +665,7 @@ def metric_set_problems(
                     UploadProblem([*loc, "params", param], f"set-level metric {name!r} takes no parameters", "unknown_param")
                 )
         elif name in catalogue:
-            types, required = catalogue[name]
-            problems += [
-                UploadProblem(
-                    [*loc, "params", param],
-                    f"{name} parameter {param!r} {reason}",
-                    "unknown_param" if reason.startswith("unknown") else "bad_param",
-                )
-                for param, reason in param_problems(params, types, required)
-            ]
+            problems += metric_params_problems(name, params, loc)
         else:
             problems.append(
                 UploadProblem(

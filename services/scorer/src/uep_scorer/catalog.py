@@ -13,8 +13,8 @@ from uep_scorer.metrics import available_metrics, get_metric
 
 
 def catalogue_rows() -> list[dict[str, Any]]:
-    """One row per registered metric: name, version, params (name → description), source, param types, required
-    params and the JSON Schema of the reference it reads."""
+    """One row per registered metric: name, version, source, the JSON Schema of its parameters (its parameter
+    model's ``model_json_schema()``) and the JSON Schema of the reference it reads."""
     rows = []
     for name in available_metrics():
         m = get_metric(name)
@@ -22,10 +22,8 @@ def catalogue_rows() -> list[dict[str, Any]]:
             {
                 "name": name,
                 "version": m.version,
-                "params": dict(m.params),
                 "source": m.source,
-                "param_types": dict(m.param_types),
-                "required_params": list(m.required_params),
+                "params_schema": m.params_model.model_json_schema(),
                 "reference_schema": dict(m.reference_schema),
             }
         )
@@ -38,10 +36,7 @@ async def register_catalogue(sessionmaker: async_sessionmaker[AsyncSession]) -> 
     stmt = pg_insert(MetricCatalogEntry).values(rows)
     stmt = stmt.on_conflict_do_update(
         index_elements=["name"],
-        set_={
-            k: getattr(stmt.excluded, k)
-            for k in ("version", "params", "source", "param_types", "required_params", "reference_schema")
-        },
+        set_={k: getattr(stmt.excluded, k) for k in ("version", "source", "params_schema", "reference_schema")},
     )
     async with sessionmaker() as s, s.begin():
         await s.execute(stmt)

@@ -27,7 +27,7 @@ from typing import Annotated, Any
 
 import typer
 
-from uep_common.contract.params import param_problems
+from uep_common.contract.metric_params import describe_params, param_problems
 from uep_scorer.metrics import MetricInputError, UnknownMetricError, available_metrics, get_metric
 
 app = typer.Typer(add_completion=False, help=__doc__.split("\n")[0], no_args_is_help=False)
@@ -50,11 +50,19 @@ def serve() -> None:
 
 @app.command()
 def metrics(as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False) -> None:
-    """List every metric with its version, parameters and source."""
+    """List every metric with its version, parameters (from its parameter model) and source."""
     rows: list[dict[str, Any]] = []
     for name in available_metrics():
         m = get_metric(name)
-        rows.append({"name": name, "version": m.version, "params": dict(m.params), "source": m.source})
+        rows.append(
+            {
+                "name": name,
+                "version": m.version,
+                "params": describe_params(m.params_model),
+                "params_schema": m.params_model.model_json_schema(),
+                "source": m.source,
+            }
+        )
     if as_json:
         typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
         return
@@ -172,9 +180,9 @@ def score(
         raise typer.BadParameter(str(exc), param_hint="--metric") from None
     params = dict(parse_param(p) for p in (param or []))
     m = get_metric(metric)
-    problems = param_problems(params, m.param_types, m.required_params)
+    problems = param_problems(m.name, params)
     if problems:
-        raise typer.BadParameter("; ".join(f"{name!r} {reason}" for name, reason in problems), param_hint="--param")
+        raise typer.BadParameter("; ".join(f"{p.path!r}: {p.msg}" for p in problems), param_hint="--param")
     if str(infile) == "-":
         lines = sys.stdin
     else:

@@ -58,6 +58,7 @@ from pydantic import (
 
 from uep_common.contract.events import PromptSpec
 from uep_common.contract.judge_config import JudgeConfig
+from uep_common.contract.metric_params.answers import NdcgParams
 
 CONFIG_SCHEMA_VERSION: Literal[1] = 1
 """The version this code writes (and the one a row without ``schema_version`` has)."""
@@ -235,7 +236,7 @@ class BenchmarkConfig(BaseModel):
         if is_set_metric(chosen.name):
             return chosen.name
         if SET_KIND_OF_METRIC.get(chosen.name) == "ranking":
-            k = chosen.params.get("k", 10)
+            k = chosen.params.get("k") or NdcgParams.model_fields["k"].default
             return f"ndcg@{k}"
         return None
 

@@ -429,9 +429,13 @@ class MetricCatalogEntry(Base):
     __tablename__ = "metric_catalog"
     name: Mapped[str] = mapped_column(String(100), primary_key=True)
     version: Mapped[str] = mapped_column(String(20), nullable=False)
-    params: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False, default=dict)
-    param_types: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False, default=dict, server_default="{}")
-    required_params: Mapped[list[Any]] = mapped_column(JSONB, nullable=False, default=list, server_default="[]")
+    params_schema: Mapped[dict[str, Any]] = mapped_column(
+        JSONB,
+        nullable=False,
+        default=dict,
+        server_default="{}",
+        doc="JSON Schema of the metric's parameters: its model's model_json_schema() (uep_common.contract.metric_params).",
+    )
     source: Mapped[str] = mapped_column(Text, nullable=False, default="")
     reference_schema: Mapped[dict[str, Any]] = mapped_column(
         JSONB, nullable=False, default=dict, server_default="{}", doc="JSON Schema of the sample reference the metric reads."

@@ -25,7 +25,6 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common.contract.configs import check_benchmark_config, is_set_metric, parse_benchmark_config
-from uep_common.contract.params import param_problems
 from uep_common.tables.models import Benchmark, MetricCatalogEntry, Sample
 from uep_gateway.deps import db_session, unscoped_session
 from uep_gateway.errors import DomainError, FieldError
@@ -39,6 +38,7 @@ from uep_gateway.uploads import (
     UploadLimits,
     check_upload,
     detect_format,
+    metric_params_problems,
     metric_set_problems,
     render_previews,
     spec_problems,
@@ -162,8 +162,9 @@ async def _lock_slug(session: AsyncSession, slug: str) -> None:
 
 @router.get("/metrics", response_model=list[MetricView])
 async def list_metrics(session: AsyncSession = Depends(db_session)) -> list[MetricView]:
-    """The metrics the scorer registered (name, version, parameters, source, and the JSON Schema of the reference
-    each reads, which every uploaded row must fit)."""
+    """The metrics the scorer registered: name, version, source, ``params_schema`` (the JSON Schema of the
+    metric's typed parameters, which a benchmark's ``metric.params`` must fit) and ``reference_schema`` (the JSON
+    Schema of the reference it reads, which every uploaded row must fit)."""
     rows = await session.scalars(select(MetricCatalogEntry).order_by(MetricCatalogEntry.name))
     return [MetricView.model_validate(r, from_attributes=True) for r in rows]
 
@@ -175,9 +176,7 @@ async def _extra_metrics(session: AsyncSession, spec: BenchmarkSpec) -> list[Met
         return []
     names = {m.name for m in spec.metrics if not is_set_metric(m.name)}
     rows = list(await session.scalars(select(MetricCatalogEntry).where(MetricCatalogEntry.name.in_(names)))) if names else []
-    known = {r.name: (r.param_types or dict.fromkeys(r.params, "any"), list(r.required_params or [])) for r in rows} | {
-        n: ({}, []) for n in await session.scalars(select(MetricCatalogEntry.name)) if n not in names
-    }
+    known = set(await session.scalars(select(MetricCatalogEntry.name)))
     problems = metric_set_problems(
         spec.metric.name, spec.metric.params, [(m.name, m.params, m.primary) for m in spec.metrics], known
     )
@@ -244,21 +243,9 @@ async def upload_benchmark(
             f"unknown metric {spec_obj.metric.name!r}; known: {', '.join(known)}",
             "unknown_metric",
         )
-    problems = param_problems(
-        spec_obj.metric.params, metric.param_types or dict.fromkeys(metric.params, "any"), metric.required_params
-    )
+    problems = metric_params_problems(metric.name, spec_obj.metric.params, ["body", "spec", "metric"])
     if problems:
-        raise DomainError(
-            "invalid",
-            [
-                {
-                    "loc": ["body", "spec", "metric", "params", name],
-                    "msg": f"{metric.name} parameter {name!r} {reason}",
-                    "type": "unknown_param" if reason.startswith("unknown") else "bad_param",
-                }
-                for name, reason in problems
-            ],
-        )
+        raise _invalid(UploadInvalid(problems))
     extra_metrics = await _extra_metrics(session, spec_obj)
     tenant_id = caller_tenant_id(session)
     await _check_slug_owner(raw, spec_obj.slug, tenant_id, visible_only=True)

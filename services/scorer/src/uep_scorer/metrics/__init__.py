@@ -8,24 +8,15 @@ Usage::
 
 Metrics are stateless singletons, safe to share between threads; ``humaneval_pass_at_1`` blocks
 for up to its ``timeout_s`` (run it with ``asyncio.to_thread``). Each metric's module docstring states
-its rule and where the rule comes from.
+its rule and where the rule comes from. A metric class registers itself with ``@register_metric``
+(:mod:`.registry`), which ties it to its parameter model of :mod:`uep_common.contract.metric_params`.
 """
 
 from __future__ import annotations
 
-from .base import Metric, MetricInputError, MetricResult, PredictionMetric
-from .bleu import SentenceBleu, SentenceChrf
-from .choice import MultipleChoiceLetter
-from .classification import LabelMatch
-from .fuzzy import FuzzyMatch
-from .gsm8k import Gsm8kNumericExactMatch
-from .humaneval import HumanEvalPassAt1
-from .loglik import LoglikMultipleChoice
-from .match import Contains, ExactMatch, RegexMatch
-from .passk import PassAtK
-from .ranking import Ndcg
-from .rouge import Rouge
-from .tokenf1 import TokenF1
+from . import bleu, choice, classification, fuzzy, gsm8k, humaneval, loglik, match, passk, ranking, rouge, tokenf1
+from .base import Metric, MetricInputError, MetricResult, PredictionMetric, read_params
+from .registry import REGISTRY, register_metric
 
 __all__ = [
     "Metric",
@@ -35,28 +26,12 @@ __all__ = [
     "UnknownMetricError",
     "available_metrics",
     "get_metric",
+    "read_params",
+    "register_metric",
 ]
 
-_REGISTRY: dict[str, Metric] = {
-    m.name: m
-    for m in (
-        Gsm8kNumericExactMatch(),
-        MultipleChoiceLetter(),
-        HumanEvalPassAt1(),
-        PassAtK(),
-        LabelMatch(),
-        Ndcg(),
-        LoglikMultipleChoice(),
-        ExactMatch(),
-        Contains(),
-        RegexMatch(),
-        FuzzyMatch(),
-        SentenceBleu(),
-        SentenceChrf(),
-        Rouge(),
-        TokenF1(),
-    )
-}
+METRIC_MODULES = (bleu, choice, classification, fuzzy, gsm8k, humaneval, loglik, match, passk, ranking, rouge, tokenf1)
+"""The modules whose ``@register_metric`` classes fill the registry on import (a new one is added here)."""
 
 
 class UnknownMetricError(KeyError):
@@ -79,11 +54,11 @@ def get_metric(name: str) -> Metric:
         UnknownMetricError: (a ``KeyError``) when no metric has that name.
     """
     try:
-        return _REGISTRY[name]
+        return REGISTRY[name]
     except KeyError:
         raise UnknownMetricError(name) from None
 
 
 def available_metrics() -> list[str]:
     """Names of all registered metrics, sorted."""
-    return sorted(_REGISTRY)
+    return sorted(REGISTRY)

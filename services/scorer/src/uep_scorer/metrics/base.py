@@ -16,6 +16,10 @@ Contract used by every metric module and by the service wiring:
   otherwise; :func:`extraction_label` gives the two. :attr:`MetricResult.no_answer` reads it; it is what the
   summary's extraction failure rate counts and what routes a hybrid evaluation's item to the judge
   (``uep_scorer.scoring.hybrid_route_reason``). Graded metrics that extract nothing (BLEU, ROUGE) leave it out.
+* Every metric names its parameter model, ``params_model``: the
+  :class:`uep_common.contract.metric_params.MetricParams` subclass registered under its name (types, defaults,
+  bounds, units and descriptions). ``score`` accepts the parameters as a dict (validated by that model, a bad
+  one is a :class:`MetricInputError` naming the field) or as an instance of the model (:func:`read_params`).
 * Every metric publishes ``reference_schema``: the JSON Schema (draft 2020-12) of the sample reference it reads
   (e.g. ``label_match`` needs ``{"label": string}``). The scorer registers it in the metric catalogue and the
   gateway checks every row of an upload against it, so a reference the metric cannot read is refused at
@@ -28,8 +32,14 @@ Contract used by every metric module and by the service wiring:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+
+from pydantic import ValidationError
+
+from uep_common.contract.metric_params import MetricParams, problems_of
 
 if TYPE_CHECKING:
     from uep_common.contract.events import Prediction
@@ -47,6 +57,49 @@ def extraction_label(found: bool) -> str:
 
 class MetricInputError(ValueError):
     """The reference or params given to a metric are malformed (data/config bug, not a model error)."""
+
+
+Params = Mapping[str, Any] | MetricParams
+"""A metric's parameters: the config's dict, or an instance of the metric's ``params_model``."""
+M = TypeVar("M", bound=MetricParams)
+
+
+def read_params(model: type[M], params: Params) -> M:
+    """``params`` as an instance of ``model``: returned as is when it is one, else validated (defaults filled in).
+    A dict of hashable values is validated once and the (frozen) result reused.
+
+    Raises:
+        MetricInputError: a bad, missing or unknown parameter; the message names each (pydantic's reasons).
+    """
+    if isinstance(params, model):
+        return params
+    if isinstance(params, MetricParams):
+        params = params.model_dump(exclude_unset=True)
+    try:
+        # one validation per distinct parameter set: a benchmark's items all carry the same parameters
+        key = tuple(_frozen(k, v) for k, v in params.items())
+        return _validated(model, key)  # type: ignore[return-value]
+    except TypeError:  # a value that is not hashable even so (a dict, a list of lists): validated each time
+        return _validate(model, params)
+
+
+def _frozen(name: str, value: Any) -> tuple[str, type, Any]:
+    # the type is part of the key (1, 1.0 and True hash alike); a list is keyed by the tuple of its items
+    if type(value) is list:
+        return name, list, tuple((type(v), v) for v in value)
+    return name, type(value), value
+
+
+@lru_cache(maxsize=512)
+def _validated(model: type[MetricParams], key: tuple[tuple[str, type, Any], ...]) -> MetricParams:
+    return _validate(model, {k: [v for _, v in value] if kind is list else value for k, kind, value in key})
+
+
+def _validate(model: type[M], params: Mapping[str, Any]) -> M:
+    try:
+        return model.model_validate(dict(params))
+    except ValidationError as exc:
+        raise MetricInputError(". ".join(f"param {p.path!r}: {p.msg}" for p in problems_of(model, exc))) from None
 
 
 @dataclass(frozen=True)
@@ -92,20 +145,19 @@ class Metric(Protocol):
 
     name: str
     version: str
-    params: dict[str, str]
-    """Parameter name → one-line description with its default (shown by ``uep-scorer metrics``)."""
+
+    @property
+    def params_model(self) -> type[MetricParams]:
+        """The model of its parameters, registered under ``name`` in :mod:`uep_common.contract.metric_params`."""
+        ...
+
     source: str
     """Where the rule or formula comes from (paper, reference implementation)."""
-    param_types: dict[str, str]
-    """Parameter name → type (``bool``, ``number``, ``integer``, ``string``, ``string_list``, ``letters``,
-    ``enum:a|b``), checked before scoring by :func:`uep_common.contract.params.param_problems`."""
-    required_params: tuple[str, ...]
-    """Parameters without a default."""
     reference_schema: dict[str, Any]
     """JSON Schema (draft 2020-12) of the reference this metric reads (see the module docstring)."""
 
-    def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:
-        """Score ``output`` against ``reference``.
+    def score(self, output: str, reference: dict[str, Any], params: Params) -> MetricResult:
+        """Score ``output`` against ``reference`` under ``params`` (see :func:`read_params`).
 
         Raises:
             MetricInputError: malformed ``reference`` or ``params`` (never for a bad model output).
@@ -118,7 +170,7 @@ class PredictionMetric(Metric, Protocol):
     """A metric that can score a model's structured answer (see the module docstring)."""
 
     def score_prediction(
-        self, prediction: Prediction | None, output: str, reference: dict[str, Any], params: dict[str, Any]
+        self, prediction: Prediction | None, output: str, reference: dict[str, Any], params: Params
     ) -> MetricResult:
         """Score ``prediction`` (None: read the answer from ``output``) against ``reference``.
 

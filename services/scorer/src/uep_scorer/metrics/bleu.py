@@ -56,12 +56,16 @@ from sacrebleu.metrics.base import Metric as SacreMetric
 from sacrebleu.metrics.bleu import BLEU
 from sacrebleu.metrics.chrf import CHRF
 
-from .base import TEXT_REFERENCE, MetricInputError, MetricResult
+from uep_common.contract.metric_params.text import BLEU_TOKENIZERS, SentenceBleuParams, SentenceChrfParams
+from uep_common.contract.metric_params.text import primary_language as primary_subtag
+
+from .base import TEXT_REFERENCE, MetricInputError, MetricResult, Params, read_params
 from .normalize import reference_answers
+from .registry import register_metric
 
 _CHAR_LANGUAGES = frozenset({"ja", "ko", "th", "lo", "km", "my"})
-TOKENIZERS: tuple[str, ...] = tuple(BLEU.TOKENIZERS)
-"""Tokenizer names sacrebleu knows (some need extra packages)."""
+TOKENIZERS: tuple[str, ...] = BLEU_TOKENIZERS
+"""Tokenizer names sacrebleu knows (some need extra packages); the parameter model's list."""
 
 
 def primary_language(language: Any) -> str | None:
@@ -74,7 +78,7 @@ def primary_language(language: Any) -> str | None:
         return None
     if not isinstance(language, str):
         raise MetricInputError(f"param 'language' must be a language code such as 'zh'; got {language!r}")
-    return language.replace("_", "-").split("-", 1)[0].strip().lower() or None
+    return primary_subtag(language)
 
 
 def default_tokenizer(language: str | None) -> str:
@@ -94,29 +98,6 @@ def _tokenizer(tokenize: Any, language: Any) -> str:
         raise MetricInputError(f"param 'tokenize' must be one of {list(TOKENIZERS)}; got {tokenize!r}")
     primary_language(language)  # validate it even when unused
     return tokenize
-
-
-def _flag(params: dict[str, Any], name: str, default: bool) -> bool:
-    value = params.get(name, default)
-    if not isinstance(value, bool):
-        raise MetricInputError(f"param {name!r} must be true or false; got {value!r}")
-    return value
-
-
-def _int(params: dict[str, Any], name: str, default: int, low: int, high: int) -> int:
-    value = params.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise MetricInputError(f"param {name!r} must be an integer in [{low}, {high}]; got {value!r}")
-    return value
-
-
-def _threshold(params: dict[str, Any]) -> float | None:
-    value = params.get("threshold")
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 100:
-        raise MetricInputError(f"param 'threshold' must be a number in [0, 100] (sacrebleu scale); got {value!r}")
-    return float(value)
 
 
 def _build(factory: Any, what: str) -> Any:
@@ -153,6 +134,7 @@ def _graded(metric: Any, score: float, threshold: float | None, details: dict[st
     return MetricResult(metric.name, metric.version, correct, score, None, details)
 
 
+@register_metric
 class SentenceBleu:
     """``sentence_bleu``: sentence-level BLEU (sacrebleu), on sacrebleu's 0-100 scale.
 
@@ -174,32 +156,16 @@ class SentenceBleu:
 
     name = "sentence_bleu"
     version = "2"
-    params = {
-        "tokenize": f"sacrebleu tokenizer, one of {', '.join(TOKENIZERS)} (default: from language)",
-        "language": "target language code; zh -> tokenizer zh, ja/ko/th/lo/km/my -> char, else 13a (default none)",
-        "lowercase": "lower-case before scoring (default false)",
-        "effective_order": "leave n-gram orders absent from the hypothesis out of the mean (default true, as sacrebleu.sentence_bleu)",
-        "threshold": "if set, is_correct = BLEU >= threshold on the 0-100 scale (default none: is_correct None)",
-    }
-    param_types = {
-        "tokenize": "string",
-        "language": "string",
-        "lowercase": "bool",
-        "effective_order": "bool",
-        "threshold": "number",
-    }
-    required_params: tuple[str, ...] = ()
+    params_model = SentenceBleuParams
     reference_schema: dict[str, Any] = TEXT_REFERENCE
     source = "sacrebleu BLEU(...).sentence_score (Post 2018); Papineni et al. 2002"
 
-    def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:
+    def score(self, output: str, reference: dict[str, Any], params: Params) -> MetricResult:
         """Score one model output; see the class docstring for shapes."""
-        tokenize = _tokenizer(params.get("tokenize"), params.get("language"))
-        lowercase = _flag(params, "lowercase", False)
-        effective_order = _flag(params, "effective_order", True)
-        threshold = _threshold(params)
+        p = read_params(SentenceBleuParams, params)
+        tokenize = p.tokenize or default_tokenizer(p.language)
         refs = reference_answers(reference)
-        bleu, signature = _sentence_bleu_object(tokenize, lowercase, effective_order, len(refs))
+        bleu, signature = _sentence_bleu_object(tokenize, p.lowercase, p.effective_order, len(refs))
         # The base-class method: BLEU.sentence_score only adds a log warning about effective_order
         # on every call.
         result = SacreMetric.sentence_score(bleu, output or "", refs)
@@ -211,20 +177,22 @@ class SentenceBleu:
             "sys_len": result.sys_len,
             "ref_len": result.ref_len,
         }
-        return _graded(self, result.score, threshold, details)
+        return _graded(self, result.score, p.threshold, details)
 
-    def corpus(self, outputs: Sequence[str], references: Sequence[dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:
+    def corpus(self, outputs: Sequence[str], references: Sequence[dict[str, Any]], params: Params) -> dict[str, Any]:
         """Corpus-level BLEU over all items (``corpus_bleu``; not the mean of sentence BLEU) and its signature."""
+        p = read_params(SentenceBleuParams, params)
         value, signature = corpus_bleu(
             list(outputs),
             [reference_answers(r) for r in references],
-            language=params.get("language"),
-            tokenize=params.get("tokenize"),
-            lowercase=_flag(params, "lowercase", False),
+            language=p.language,
+            tokenize=p.tokenize,
+            lowercase=p.lowercase,
         )
         return {"corpus_bleu": value, "signature": signature}
 
 
+@register_metric
 class SentenceChrf:
     """``sentence_chrf``: sentence-level chrF (sacrebleu ``CHRF``; Popović 2015), on the 0-100 scale.
 
@@ -242,40 +210,19 @@ class SentenceChrf:
 
     name = "sentence_chrf"
     version = "1"
-    params = {
-        "word_order": "word n-gram order, 0 = chrF, 2 = chrF++ (default 0)",
-        "char_order": "character n-gram order (default 6)",
-        "beta": "recall weight of the F-score (default 2)",
-        "lowercase": "lower-case before scoring (default false)",
-        "language": "accepted for symmetry with sentence_bleu and ignored (chrF needs no tokenizer)",
-        "threshold": "if set, is_correct = chrF >= threshold on the 0-100 scale (default none: is_correct None)",
-    }
-    param_types = {
-        "word_order": "integer",
-        "char_order": "integer",
-        "beta": "integer",
-        "lowercase": "bool",
-        "threshold": "number",
-        "language": "string",
-    }
-    required_params: tuple[str, ...] = ()
+    params_model = SentenceChrfParams
     reference_schema: dict[str, Any] = TEXT_REFERENCE
     source = "sacrebleu CHRF(...).sentence_score; Popović 2015 (chrF), 2017 (chrF++)"
 
-    def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:
+    def score(self, output: str, reference: dict[str, Any], params: Params) -> MetricResult:
         """Score one model output; see the class docstring for shapes."""
-        word_order = _int(params, "word_order", 0, 0, 6)
-        char_order = _int(params, "char_order", 6, 1, 12)
-        beta = _int(params, "beta", 2, 0, 10)
-        lowercase = _flag(params, "lowercase", False)
-        threshold = _threshold(params)
-        primary_language(params.get("language"))
+        p = read_params(SentenceChrfParams, params)
         refs = reference_answers(reference)
-        chrf, signature = _sentence_chrf_object(char_order, word_order, beta, lowercase, len(refs))
+        chrf, signature = _sentence_chrf_object(p.char_order, p.word_order, p.beta, p.lowercase, len(refs))
         result = chrf.sentence_score(output or "", refs)
-        return _graded(self, result.score, threshold, {"signature": signature})
+        return _graded(self, result.score, p.threshold, {"signature": signature})
 
-    def corpus(self, outputs: Sequence[str], references: Sequence[dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:
+    def corpus(self, outputs: Sequence[str], references: Sequence[dict[str, Any]], params: Params) -> dict[str, Any]:
         """Corpus-level chrF over all items (``corpus_chrf``) and its signature."""
         value, signature = corpus_chrf(list(outputs), [reference_answers(r) for r in references])
         return {"corpus_chrf": value, "signature": signature}

@@ -50,7 +50,10 @@ import re
 import unicodedata
 from typing import Any
 
-from .base import NO_ANSWER, MetricInputError, MetricResult, binary_result
+from uep_common.contract.metric_params.answers import MultipleChoiceParams
+
+from .base import NO_ANSWER, MetricInputError, MetricResult, Params, binary_result, read_params
+from .registry import register_metric
 
 _LETTER_TAIL = r"[(\[]?\s*(?P<L>[a-z])(?![a-z0-9])[)\]]?"
 _BE = r"(?:is|would\s+be|should\s+be|will\s+be|must\s+be)"
@@ -115,15 +118,6 @@ _FORMAT = [
     re.compile(r"(?<![A-Za-z0-9])\((?P<L>[A-Z])\)"),
     re.compile(r"^[ \t>#\-]*(?P<L>[A-Z])(?:[.)](?=\s|$)|[ \t]*$)", re.MULTILINE),
 ]
-
-
-def _choices(params: dict[str, Any]) -> str:
-    raw = params.get("choices", "ABCD")
-    letters = "".join(raw) if isinstance(raw, (list, tuple)) else str(raw)
-    letters = letters.upper()
-    if not letters or not all("A" <= c <= "Z" for c in letters) or len(set(letters)) != len(letters):
-        raise MetricInputError(f"choices must be distinct letters A-Z, e.g. 'ABCD'; got {raw!r}")
-    return letters
 
 
 def _reference_letter(reference: dict[str, Any], choices: str) -> str:
@@ -278,6 +272,7 @@ def extract_choice(output: str, choices: str = "ABCD") -> tuple[str | None, dict
     return None, {"extraction": NO_ANSWER, **extra}
 
 
+@register_metric
 class MultipleChoiceLetter:
     """``multiple_choice_letter``: the extracted option letter equals the reference letter.
 
@@ -292,9 +287,7 @@ class MultipleChoiceLetter:
 
     name = "multiple_choice_letter"
     version = "2"
-    params = {"choices": "the option letters, as a string or list (default 'ABCD')"}
-    param_types = {"choices": "letters"}
-    required_params: tuple[str, ...] = ()
+    params_model = MultipleChoiceParams
     reference_schema: dict[str, Any] = {
         "type": "object",
         "properties": {"answer": {"type": ["string", "integer"]}},
@@ -302,9 +295,9 @@ class MultipleChoiceLetter:
     }
     source = "cue-aware letter extraction in the spirit of OpenCompass first_option_postprocess and lm-eval mmlu_generative"
 
-    def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:
+    def score(self, output: str, reference: dict[str, Any], params: Params) -> MetricResult:
         """Score one model output; see the class docstring for shapes."""
-        choices = _choices(params)
+        choices = read_params(MultipleChoiceParams, params).letters
         expected = _reference_letter(reference, choices)
         letter, details = extract_choice(output, choices)
         details.update(choices=choices, reference=expected)

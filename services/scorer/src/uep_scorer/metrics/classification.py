@@ -26,7 +26,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .base import NO_ANSWER, MetricInputError, MetricResult, binary_result, extraction_label
+from uep_common.contract.metric_params.answers import LabelMatchParams
+
+from .base import NO_ANSWER, MetricInputError, MetricResult, Params, binary_result, extraction_label, read_params
+from .registry import register_metric
 
 if TYPE_CHECKING:
     from uep_common.contract.events import Prediction
@@ -223,6 +226,7 @@ def find_label(output: str, labels: Sequence[str]) -> tuple[str | None, str]:
     return (found, "found") if found is not None else (None, NO_ANSWER)
 
 
+@register_metric
 class LabelMatch:
     """``label_match``: the predicted label equals the reference label.
 
@@ -244,32 +248,22 @@ class LabelMatch:
 
     name = "label_match"
     version = "1"
-    params = {
-        "ignore_case": "compare labels case-insensitively (str.casefold), a boolean (default false)",
-        "labels": "the class names, e.g. ['negative', 'positive']: an LLM's answer is read as the one it names "
-        "(default: the benchmark's class_names; none = the whole output is the label)",
-    }
-    param_types = {"ignore_case": "bool", "labels": "string_list"}
-    required_params: tuple[str, ...] = ()
+    params_model = LabelMatchParams
     reference_schema: dict[str, Any] = LABEL_REFERENCE
     source = "exact label match (accuracy); set-level report with scikit-learn sklearn.metrics"
 
-    def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:
+    def score(self, output: str, reference: dict[str, Any], params: Params) -> MetricResult:
         """Score one model output (an LLM's text); see the class docstring for shapes."""
         return self.score_prediction(None, output, reference, params)
 
     def score_prediction(
-        self, prediction: Prediction | None, output: str, reference: dict[str, Any], params: dict[str, Any]
+        self, prediction: Prediction | None, output: str, reference: dict[str, Any], params: Params
     ) -> MetricResult:
         """Score a classifier's ``prediction`` (None: read the label from ``output``); see the class docstring."""
         if "label" not in reference:
             raise MetricInputError("label_match reference needs a 'label' key, e.g. {'label': 'positive'}")
-        ignore_case = params.get("ignore_case", False)
-        if not isinstance(ignore_case, bool):
-            raise MetricInputError(f"ignore_case must be a boolean, got {ignore_case!r}")
-        labels = params.get("labels") or []
-        if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
-            raise MetricInputError(f"labels must be a list of strings, got {labels!r}")
+        p = read_params(LabelMatchParams, params)
+        ignore_case, labels = p.ignore_case, p.labels
         expected = str(reference["label"]).strip()
         if not expected:
             raise MetricInputError("label_match reference label is empty")

@@ -26,24 +26,19 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from .base import TEXT_REFERENCE, MetricInputError, MetricResult, extraction_label
+from uep_common.contract.metric_params.text import FuzzyMatchParams
+
+from .base import TEXT_REFERENCE, MetricResult, Params, extraction_label, read_params
 from .normalize import (
-    NORMALIZATION_PARAM_TYPES,
-    NORMALIZATION_PARAMS,
     RelaxedOutput,
     normal_forms,
     normalization_options,
     reference_answers,
 )
+from .registry import register_metric
 
 
-def _number(params: dict[str, Any], name: str, default: float, low: float, high: float) -> float:
-    value = params.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-        raise MetricInputError(f"param {name!r} must be a number in [{low:g}, {high:g}]; got {value!r}")
-    return float(value)
-
-
+@register_metric
 class FuzzyMatch:
     """``fuzzy_match``: rapidfuzz similarity of output and reference reaches ``threshold``.
 
@@ -63,27 +58,15 @@ class FuzzyMatch:
 
     name = "fuzzy_match"
     version = "2"
-    params = {
-        "threshold": "minimum similarity 0-100 for a correct answer, inclusive (default 90)",
-        "partial": "use fuzz.partial_ratio for references of at least min_reference_length chars (default false)",
-        "min_reference_length": "shortest reference (characters) for which partial applies (default 20)",
-        **NORMALIZATION_PARAMS,
-    }
-    param_types = {"threshold": "number", "partial": "bool", "min_reference_length": "integer", **NORMALIZATION_PARAM_TYPES}
-    required_params: tuple[str, ...] = ()
+    params_model = FuzzyMatchParams
     reference_schema: dict[str, Any] = TEXT_REFERENCE
     source = "rapidfuzz fuzz.ratio / fuzz.partial_ratio (normalised Indel similarity)"
 
-    def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:
+    def score(self, output: str, reference: dict[str, Any], params: Params) -> MetricResult:
         """Score one model output; see the class docstring for shapes."""
-        threshold = _number(params, "threshold", 90.0, 0.0, 100.0)
-        partial = params.get("partial", False)
-        if not isinstance(partial, bool):
-            raise MetricInputError(f"param 'partial' must be true or false; got {partial!r}")
-        min_len = params.get("min_reference_length", 20)
-        if isinstance(min_len, bool) or not isinstance(min_len, int) or min_len < 0:
-            raise MetricInputError(f"param 'min_reference_length' must be an integer >= 0; got {min_len!r}")
-        options = normalization_options(params)
+        p = read_params(FuzzyMatchParams, params)
+        threshold, partial, min_len = p.threshold, p.partial, p.min_reference_length
+        options = normalization_options(p)
         refs = reference_answers(reference)
         text = output or ""
         relaxed_output = RelaxedOutput(text, options)

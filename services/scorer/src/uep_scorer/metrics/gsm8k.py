@@ -20,18 +20,14 @@ import re
 from decimal import Decimal
 from typing import Any
 
-from .base import ANSWER_REFERENCE, MetricInputError, MetricResult, binary_result, extraction_label
+from uep_common.contract.metric_params.answers import Gsm8kParams
+
+from .base import ANSWER_REFERENCE, MetricInputError, MetricResult, Params, binary_result, extraction_label, read_params
 from .numeric import canonical, find_numbers, normalize_digits, parse_single_number
+from .registry import register_metric
 
 # Verbatim lm-eval strict-match pattern.
 _STRICT = re.compile(r"#### (\-?[0-9\.\,]+)")
-
-_VARIANTS = {
-    "flexible": "flexible",
-    "flexible-extract": "flexible",
-    "strict": "strict",
-    "strict-match": "strict",
-}
 
 
 def _strict(text: str) -> tuple[str | None, Decimal | None]:
@@ -59,6 +55,7 @@ def _reference_value(reference: dict[str, Any]) -> Decimal:
         raise MetricInputError(f"gsm8k reference answer is not a single number: {exc}") from exc
 
 
+@register_metric
 class Gsm8kNumericExactMatch:
     """``gsm8k_numeric_exact_match``: exact numeric match of the extracted final answer.
 
@@ -76,20 +73,15 @@ class Gsm8kNumericExactMatch:
 
     name = "gsm8k_numeric_exact_match"
     version = "2"
-    params = {"variant": "which extraction decides is_correct: 'flexible' (last number, default) or 'strict' (after ####)"}
-    param_types = {"variant": "enum:" + "|".join(_VARIANTS)}
-    required_params: tuple[str, ...] = ()
+    params_model = Gsm8kParams
     reference_schema: dict[str, Any] = ANSWER_REFERENCE
     source = "lm-evaluation-harness gsm8k task filters (strict-match, flexible-extract); Cobbe et al. 2021"
     submetrics = ("strict_match", "flexible_match")
     """Detail keys reported as metrics of their own (lm-eval reports both GSM8K variants as rows)."""
 
-    def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:
+    def score(self, output: str, reference: dict[str, Any], params: Params) -> MetricResult:
         """Score one model output; see the class docstring for shapes."""
-        variant_param = params.get("variant", "flexible")
-        if not isinstance(variant_param, str) or variant_param not in _VARIANTS:
-            raise MetricInputError(f"unknown gsm8k variant {variant_param!r}; use one of {sorted(_VARIANTS)}")
-        variant = _VARIANTS[variant_param]
+        variant = read_params(Gsm8kParams, params).extraction
         expected = _reference_value(reference)
         text = normalize_digits(output or "")
 

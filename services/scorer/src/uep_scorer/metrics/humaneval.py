@@ -41,14 +41,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .base import MetricInputError, MetricResult, binary_result
+from uep_common.contract.metric_params.answers import HumanEvalParams
+
+from .base import MetricInputError, MetricResult, Params, binary_result, read_params
+from .registry import register_metric
 from .sandbox import CodeTask, SandboxLimits, SandboxResult, run_task, status
 
 STOP_SEQUENCES = ("\nclass", "\ndef", "\n#", "\nif", "\nprint")
 # Any info string is accepted after the opening fence so that a non-Python first block cannot make
 # its closing fence pair up as an opening one.
 _FENCE = re.compile(r"```[ \t]*[\w+.#-]*[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
-_MAX_TIMEOUT_S = 120.0
 STDERR_TAIL_BYTES = 2048
 """Bytes (UTF-8) of a failed or timed-out program's annotated stderr kept in ``details["stderr_tail"]``."""
 MAX_FAILURE_CHARS = 500
@@ -202,13 +204,7 @@ def _reference(reference: dict[str, Any]) -> tuple[str, str, str]:
     return prompt, test, entry_point
 
 
-def _timeout(params: dict[str, Any]) -> float:
-    value = params.get("timeout_s", 10.0)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= _MAX_TIMEOUT_S:
-        raise MetricInputError(f"timeout_s must be a number in (0, {_MAX_TIMEOUT_S}]; got {value!r}")
-    return float(value)
-
-
+@register_metric
 class HumanEvalPassAt1:
     """``humaneval_pass_at_1``: does the completion pass the problem's unit tests?
 
@@ -230,9 +226,7 @@ class HumanEvalPassAt1:
 
     name = "humaneval_pass_at_1"
     version = "1"
-    params = {"timeout_s": "wall-clock limit per program in seconds (default 10.0)"}
-    param_types = {"timeout_s": "number"}
-    required_params: tuple[str, ...] = ()
+    params_model = HumanEvalParams
     reference_schema: dict[str, Any] = {
         "type": "object",
         "properties": {k: {"type": "string", "minLength": 1} for k in ("prompt", "test", "entry_point")},
@@ -240,10 +234,10 @@ class HumanEvalPassAt1:
     }
     source = "Chen et al. 2021 (HumanEval); program assembly and stop sequences as in openai/human-eval"
 
-    def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:
+    def score(self, output: str, reference: dict[str, Any], params: Params) -> MetricResult:
         """Score one model output; see the class docstring for shapes."""
+        timeout_s = read_params(HumanEvalParams, params).timeout_s
         prompt, test, entry_point = _reference(reference)
-        timeout_s = _timeout(params)
         task, code, kind = build_task(output or "", prompt, test, entry_point)
         run = run_task(task, SandboxLimits(timeout_s=timeout_s))
         details: dict[str, Any] = {

@@ -20,7 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from .base import MetricInputError, MetricResult, binary_result
+from uep_common.contract.metric_params.answers import LoglikParams
+
+from .base import MetricInputError, MetricResult, Params, binary_result, read_params
+from .registry import register_metric
 
 
 def _check(logprobs: Sequence[float], choice_texts: Sequence[str], gold: int) -> np.ndarray[Any, Any]:
@@ -71,6 +74,7 @@ def loglik_choice(logprobs: Sequence[float], choice_texts: Sequence[str], gold: 
     }
 
 
+@register_metric
 class LoglikMultipleChoice:
     """``loglik_multiple_choice``: lm-eval ``acc`` (decides ``is_correct``) and ``acc_norm`` per item.
 
@@ -88,9 +92,7 @@ class LoglikMultipleChoice:
 
     name = "loglik_multiple_choice"
     version = "1"
-    params: dict[str, str] = {}
-    param_types: dict[str, str] = {}
-    required_params: tuple[str, ...] = ()
+    params_model = LoglikParams
     reference_schema: dict[str, Any] = {
         "type": "object",
         "properties": {
@@ -103,8 +105,9 @@ class LoglikMultipleChoice:
     submetrics = ("acc", "acc_norm")
     """Detail keys reported as metrics of their own (lm-eval reports acc and acc_norm)."""
 
-    def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:
+    def score(self, output: str, reference: dict[str, Any], params: Params) -> MetricResult:
         """Score one item's log-likelihoods; see the class docstring for shapes."""
+        read_params(LoglikParams, params)  # it takes none: an unknown one is a config error
         choices: Any = reference.get("choices")  # JSON from the benchmark: _check validates its shape
         gold: Any = reference.get("gold")
         try:

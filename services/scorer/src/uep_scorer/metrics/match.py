@@ -22,18 +22,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
-from .base import TEXT_REFERENCE, MetricInputError, MetricResult, binary_result, extraction_label
+from uep_common.contract.metric_params.text import NormalizationParams, RegexMatchParams
+
+from .base import TEXT_REFERENCE, MetricResult, Params, binary_result, extraction_label, read_params
 from .normalize import (
-    NORMALIZATION_PARAM_TYPES,
-    NORMALIZATION_PARAMS,
     NormalizeOptions,
     RelaxedOutput,
     normal_forms,
     normalization_options,
     reference_answers,
 )
+from .registry import register_metric
 
 
 def _compare(
@@ -76,6 +78,7 @@ def _contains(text: str, ref: str) -> bool:
     return ref in text
 
 
+@register_metric
 class ExactMatch:
     """``exact_match``: the normalised output equals a normalised reference.
 
@@ -96,15 +99,13 @@ class ExactMatch:
 
     name = "exact_match"
     version = "2"
-    params = dict(NORMALIZATION_PARAMS)
-    param_types = dict(NORMALIZATION_PARAM_TYPES)
-    required_params: tuple[str, ...] = ()
+    params_model = NormalizationParams
     reference_schema: dict[str, Any] = TEXT_REFERENCE
     source = "lm-evaluation-harness / HF evaluate exact_match options; SQuAD v1.1 normalize_answer (Rajpurkar et al. 2016)"
 
-    def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:
+    def score(self, output: str, reference: dict[str, Any], params: Params) -> MetricResult:
         """Score one model output; see the class docstring for shapes."""
-        options = normalization_options(params)
+        options = normalization_options(read_params(NormalizationParams, params))
         refs = reference_answers(reference)
         text = output or ""
         prediction, index, relaxed = _compare(text, refs, options, _equal)
@@ -112,6 +113,7 @@ class ExactMatch:
         return binary_result(self, correct=index is not None, extracted=prediction, details=details)
 
 
+@register_metric
 class Contains:
     """``contains``: a normalised reference occurs as a substring of the normalised output.
 
@@ -128,15 +130,13 @@ class Contains:
 
     name = "contains"
     version = "2"
-    params = dict(NORMALIZATION_PARAMS)
-    param_types = dict(NORMALIZATION_PARAM_TYPES)
-    required_params: tuple[str, ...] = ()
+    params_model = NormalizationParams
     reference_schema: dict[str, Any] = TEXT_REFERENCE
     source = "substring match after lm-eval / SQuAD-style normalisation"
 
-    def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:
+    def score(self, output: str, reference: dict[str, Any], params: Params) -> MetricResult:
         """Score one model output; see the class docstring for shapes."""
-        options = normalization_options(params)
+        options = normalization_options(read_params(NormalizationParams, params))
         refs = reference_answers(reference)
         text = output or ""
         prediction, index, relaxed = _compare(text, refs, options, _contains)
@@ -144,25 +144,12 @@ class Contains:
         return binary_result(self, correct=index is not None, extracted=prediction, details=details)
 
 
-_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE, "a": re.ASCII}
+@lru_cache(maxsize=256)
+def _compile_pattern(pattern: str, flags: int) -> re.Pattern[str]:
+    return re.compile(pattern, flags)
 
 
-def _compile_pattern(params: dict[str, Any]) -> re.Pattern[str]:
-    pattern = params.get("pattern")
-    if not isinstance(pattern, str) or not pattern:
-        raise MetricInputError(f"regex_match needs param 'pattern' (a non-empty regex string); got {pattern!r}")
-    flags_param = params.get("flags", "")
-    if not isinstance(flags_param, str) or any(f not in _FLAGS for f in flags_param):
-        raise MetricInputError(f"param 'flags' must be a string of the letters {''.join(_FLAGS)}; got {flags_param!r}")
-    flags = 0
-    for letter in flags_param:
-        flags |= _FLAGS[letter]
-    try:
-        return re.compile(pattern, flags)
-    except re.error as exc:
-        raise MetricInputError(f"param 'pattern' is not a valid regex ({exc}): {pattern!r}") from exc
-
-
+@register_metric
 class RegexMatch:
     """``regex_match``: the pattern is found in the output, or what it captures equals the answer.
 
@@ -191,20 +178,15 @@ class RegexMatch:
 
     name = "regex_match"
     version = "2"
-    params = {
-        "pattern": "regex searched in the output (required); its 'answer' group or group 1 is the extracted answer",
-        "flags": "regex flags as letters of 'imsxa', e.g. 'i' (default '')",
-        **NORMALIZATION_PARAMS,
-    }
-    param_types = {"pattern": "string", "flags": "string", **NORMALIZATION_PARAM_TYPES}
-    required_params: tuple[str, ...] = ("pattern",)
+    params_model = RegexMatchParams
     reference_schema: dict[str, Any] = {"type": "object", "properties": TEXT_REFERENCE["properties"]}
     source = "Python re.search, first match and capture group as lm-evaluation-harness RegexFilter"
 
-    def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:
+    def score(self, output: str, reference: dict[str, Any], params: Params) -> MetricResult:
         """Score one model output; see the class docstring for shapes."""
-        pattern = _compile_pattern(params)
-        options = normalization_options(params)
+        p = read_params(RegexMatchParams, params)
+        pattern = _compile_pattern(p.pattern, p.regex_flags)
+        options = normalization_options(p)
         refs = reference_answers(reference, required=False)
         match = pattern.search(output or "")
         details: dict[str, Any] = {

@@ -27,8 +27,8 @@ before it is compared with that reference, so gold ``"An"`` with ``squad: true``
 (both ``"an"``) and not ``"B"`` or ``"the"``. A reference that is still empty (blank, or deleted whole by
 ``regexes_to_ignore``) is a :class:`~uep_scorer.metrics.base.MetricInputError`.
 
-:func:`normalization_options` reads these options from a metric's ``params`` and raises
-:class:`~uep_scorer.metrics.base.MetricInputError` (naming the param) for a malformed value;
+:func:`normalization_options` reads these options from a metric's validated parameters
+(:class:`uep_common.contract.metric_params.text.NormalizationParams`);
 :func:`reference_answers` reads ``{"answer": ...}`` / ``{"answers": [...]}`` references.
 """
 
@@ -41,6 +41,8 @@ import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+
+from uep_common.contract.metric_params.text import NormalizationParams
 
 from .base import MetricInputError
 
@@ -103,64 +105,24 @@ class NormalizeOptions:
 
 DEFAULT_OPTIONS = NormalizeOptions()
 
-NORMALIZATION_PARAMS: dict[str, str] = {
-    "ignore_case": "lower-case both sides before comparing (default false)",
-    "ignore_punctuation": "delete ASCII and Unicode punctuation (default false)",
-    "ignore_articles": "delete the English articles a/an/the as whole words (default false)",
-    "ignore_whitespace": "collapse whitespace runs to one space and strip the ends (default true)",
-    "regexes_to_ignore": "list of regexes whose matches are deleted first, as lm-eval exact_match (default [])",
-    "squad": "use SQuAD v1.1 normalize_answer instead of the flags above (default false)",
-}
-NORMALIZATION_PARAM_TYPES: dict[str, str] = {
-    "ignore_case": "bool",
-    "ignore_punctuation": "bool",
-    "ignore_articles": "bool",
-    "ignore_whitespace": "bool",
-    "regexes_to_ignore": "string_list",
-    "squad": "bool",
-}
-"""Types of :data:`NORMALIZATION_PARAMS` (see :mod:`uep_common.contract.params`)."""
-"""Param descriptions shared by every metric that normalises its inputs."""
-
 
 @lru_cache(maxsize=256)
 def _compile(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
 
 
-def _bool_param(params: dict[str, Any], name: str, default: bool) -> bool:
-    value = params.get(name, default)
-    if not isinstance(value, bool):
-        raise MetricInputError(f"param {name!r} must be true or false; got {value!r}")
-    return value
-
-
-def normalization_options(params: dict[str, Any]) -> NormalizeOptions:
-    """Read the normalisation params (names in :data:`NORMALIZATION_PARAMS`) from ``params``.
-
-    Raises:
-        MetricInputError: a flag that is not a bool, or ``regexes_to_ignore`` that is not a list of
-            valid regex strings (the message names the param).
-    """
-    if not any(name in params for name in NORMALIZATION_PARAMS):
+def normalization_options(params: NormalizationParams) -> NormalizeOptions:
+    """The normalisation options of a metric's validated parameters (each regex of ``regexes_to_ignore``
+    compiles: the model checked it)."""
+    if not params.model_fields_set & set(NormalizationParams.model_fields):
         return DEFAULT_OPTIONS
-    raw = params.get("regexes_to_ignore") or ()
-    if isinstance(raw, str):
-        raw = (raw,)
-    if not isinstance(raw, (list, tuple)) or not all(isinstance(r, str) for r in raw):
-        raise MetricInputError(f"param 'regexes_to_ignore' must be a list of regex strings; got {raw!r}")
-    for pattern in raw:
-        try:
-            _compile(pattern)
-        except re.error as exc:
-            raise MetricInputError(f"param 'regexes_to_ignore': invalid regex {pattern!r}: {exc}") from exc
     return NormalizeOptions(
-        ignore_case=_bool_param(params, "ignore_case", False),
-        ignore_punctuation=_bool_param(params, "ignore_punctuation", False),
-        ignore_articles=_bool_param(params, "ignore_articles", False),
-        ignore_whitespace=_bool_param(params, "ignore_whitespace", True),
-        regexes_to_ignore=tuple(raw),
-        squad=_bool_param(params, "squad", False),
+        ignore_case=params.ignore_case,
+        ignore_punctuation=params.ignore_punctuation,
+        ignore_articles=params.ignore_articles,
+        ignore_whitespace=params.ignore_whitespace,
+        regexes_to_ignore=tuple(params.regexes_to_ignore),
+        squad=params.squad,
     )
 
 

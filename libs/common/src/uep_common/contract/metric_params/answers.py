@@ -64,9 +64,9 @@ class LoglikParams(MetricParams):
 class LabelMatchParams(MetricParams):
     """``label_match``: how a label is read from an LLM's text and compared."""
 
-    ignore_case: bool = Field(False, description="compare labels case-insensitively")
+    ignore_case: bool = Field(False, description="compare labels case-insensitively (str.casefold)")
     labels: list[Annotated[str, StringConstraints(max_length=200)]] = Field(
-        default_factory=list,
+        [],
         max_length=1000,
         description="the class labels searched for in an LLM's text; empty: the benchmark's class_names, else the whole text",
     )

@@ -15,6 +15,7 @@ Register a model with :func:`metric_params`::
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -23,11 +24,13 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 __all__ = [
     "MetricParams",
+    "describe_params",
     "ParamProblem",
     "UnknownMetricParamsError",
     "metric_params",
     "param_problems",
     "params_model",
+    "problems_of",
     "params_schema",
     "registered_params",
     "validate_params",
@@ -102,6 +105,25 @@ def params_schema(metric: str) -> dict[str, Any]:
     return params_model(metric).model_json_schema()
 
 
+def describe_params(model: type[MetricParams]) -> dict[str, str]:
+    """Parameter name → one line for people: the description, then its default (or "required"), bounds and
+    unit, all read from the model's JSON Schema, e.g. ``{"k": "the k of pass@k (default 1; >= 1; samples)"}``."""
+    schema = model.model_json_schema()
+    required = set(schema.get("required", ()))
+    lines = {}
+    for name, prop in schema.get("properties", {}).items():
+        for branch in prop.get("anyOf", ()):  # an optional value: its bounds are in the non-null branch
+            prop = {**branch, **prop}
+        facts = ["required" if name in required else f"default {json.dumps(prop.get('default'), ensure_ascii=False)}"]
+        facts += [f"{op} {prop[key]}" for key, op in _BOUNDS if key in prop]
+        facts += [prop["unit"]] if "unit" in prop else []
+        lines[name] = f"{prop.get('description', '')} ({'; '.join(facts)})".strip()
+    return lines
+
+
+_BOUNDS = (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="), ("exclusiveMaximum", "<"))
+
+
 def validate_params(metric: str, params: Mapping[str, Any]) -> MetricParams:
     """``params`` validated by ``metric``'s model: defaults filled in, bounds checked.
 
@@ -121,14 +143,30 @@ class ParamProblem:
     msg: str
     kind: str
 
+    @property
+    def path(self) -> str:
+        """``loc`` joined with dots (``"regexes_to_ignore.1"``); ``"params"`` for the parameters as a whole."""
+        return ".".join(str(p) for p in self.loc) or "params"
+
     def message(self, metric: str) -> str:
         """The problem as one sentence naming the metric and the parameter path."""
-        path = ".".join(str(p) for p in self.loc) or "params"
-        return f"{metric} parameter {path!r}: {self.msg}"
+        return f"{metric} parameter {self.path!r}: {self.msg}"
+
+
+def problems_of(model: type[MetricParams], exc: ValidationError) -> list[ParamProblem]:
+    """``exc`` (raised by ``model``) as one :class:`ParamProblem` per error, in pydantic's order; an unknown
+    parameter's reason lists the parameters the model takes."""
+    takes = ", ".join(sorted(model.model_fields)) or "none"
+    return [
+        ParamProblem(tuple(e["loc"]), f"{e['msg']}; the metric takes {takes}", "unknown_param")
+        if e["type"] == "extra_forbidden"
+        else ParamProblem(tuple(e["loc"]), e["msg"], "bad_param")
+        for e in exc.errors(include_url=False)
+    ]
 
 
 def param_problems(metric: str, params: Mapping[str, Any]) -> list[ParamProblem]:
-    """The problems of ``params`` for ``metric`` (pydantic's errors, in its order); empty when they are fine.
+    """The problems of ``params`` for ``metric`` (:func:`problems_of`); empty when they are fine.
 
     Raises:
         UnknownMetricParamsError: no model is registered for ``metric``.
@@ -136,8 +174,5 @@ def param_problems(metric: str, params: Mapping[str, Any]) -> list[ParamProblem]
     try:
         validate_params(metric, params)
     except ValidationError as exc:
-        return [
-            ParamProblem(tuple(e["loc"]), e["msg"], "unknown_param" if e["type"] == "extra_forbidden" else "bad_param")
-            for e in exc.errors(include_url=False)
-        ]
+        return problems_of(params_model(metric), exc)
     return []

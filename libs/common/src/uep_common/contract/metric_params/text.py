@@ -15,6 +15,8 @@ MAX_PATTERN_CHARS = 2_000
 """Longest regex a parameter may hold (``pattern``, each of ``regexes_to_ignore``)."""
 REGEX_FLAGS = "imsxa"
 """Letters of ``regex_match``'s ``flags``: IGNORECASE, MULTILINE, DOTALL, VERBOSE, ASCII."""
+ROUGE_DEFAULT_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
+"""The ROUGE types ``rouge`` reports when ``types`` is not given."""
 BLEU_TOKENIZERS = ("none", "zh", "13a", "intl", "char", "ja-mecab", "ko-mecab", "spm", "flores101", "flores200", "spBLEU-1K")
 """The tokenizer names of sacrebleu 2 (``sacrebleu.metrics.bleu.BLEU.TOKENIZERS``; some need extra packages)."""
 
@@ -56,6 +58,14 @@ def _compiles(pattern: str) -> str:
     return pattern
 
 
+def _flag_bits(letters: str) -> int:
+    bits = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE, "a": re.ASCII}
+    value = 0
+    for letter in letters:
+        value |= bits.get(letter, 0)
+    return value
+
+
 Regex = Annotated[str, StringConstraints(min_length=1, max_length=MAX_PATTERN_CHARS), AfterValidator(_compiles)]
 """A regex that compiles, of at most :data:`MAX_PATTERN_CHARS` characters."""
 
@@ -70,7 +80,7 @@ class NormalizationParams(MetricParams):
     ignore_articles: bool = Field(False, description="delete the English articles a/an/the as whole words")
     ignore_whitespace: bool = Field(True, description="collapse whitespace runs to one space and strip the ends")
     regexes_to_ignore: list[Regex] = Field(
-        default_factory=list,
+        [],
         max_length=64,
         description="regexes whose matches are deleted first, as lm-evaluation-harness exact_match",
     )
@@ -86,14 +96,21 @@ class RegexMatchParams(NormalizationParams):
     )
     flags: str = Field("", pattern=f"^[{REGEX_FLAGS}]*$", description="regex flags as letters of 'imsxa', e.g. 'i'")
 
+    @field_validator("flags")
+    @classmethod
+    def _pattern_compiles_with_flags(cls, value: str, info: ValidationInfo) -> str:
+        pattern = info.data.get("pattern")
+        if pattern is not None:
+            try:
+                re.compile(pattern, _flag_bits(value))
+            except re.error as exc:
+                raise ValueError(f"the pattern is not a valid regex under flags {value!r} ({exc})") from None
+        return value
+
     @property
     def regex_flags(self) -> int:
         """``flags`` as the ``re`` module's flag bits."""
-        bits = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE, "a": re.ASCII}
-        value = 0
-        for letter in self.flags:
-            value |= bits[letter]
-        return value
+        return _flag_bits(self.flags)
 
 
 @metric_params("fuzzy_match")
@@ -150,7 +167,7 @@ class RougeParams(MetricParams):
     """``rouge``: rouge-score's F-measures, with a script-aware tokenizer."""
 
     types: list[RougeType] = Field(
-        default_factory=lambda: ["rouge1", "rouge2", "rougeL", "rougeLsum"],
+        list(ROUGE_DEFAULT_TYPES),
         min_length=1,
         max_length=11,
         description="distinct ROUGE types (rouge1..rouge9, rougeL, rougeLsum); the first gives the score",
@@ -190,7 +207,7 @@ class TokenF1Params(MetricParams):
         "squad", description="'squad' (SQuAD v1.1 normalisation, token multiset) or 'drop' (DROP number rules, token set)"
     )
     stop_at: list[Annotated[str, StringConstraints(min_length=1, max_length=200)]] = Field(
-        default_factory=list,
+        [],
         max_length=32,
         description="cut the output at the first occurrence of any of these strings, e.g. ['\\n\\n', 'Question:']",
     )

@@ -263,10 +263,11 @@ export async function upload(ctx, view) {
   const showJudge = () => { judge.el.hidden = !judged(); };
   c.type.addEventListener("change", showJudge);
   showJudge();
-  const paramHelp = h("p", { class: "hint", id: "metric-params-help" });
+  const paramHelp = h("div", { class: "hint", id: "metric-params-help" });
   const showParams = () => {
     const m = metrics.find((x) => x.name === c.metric.value);
-    paramHelp.textContent = m ? `Parameters: ${Object.keys(m.params || {}).join(", ") || "none"}${m.required_params.length ? ` (required: ${m.required_params.join(", ")})` : ""}` : "";
+    const lines = m ? paramLines(m.params_schema || {}) : [];
+    replace(paramHelp, ...(m ? [lines.length ? "Parameters:" : "Parameters: none", lines.length ? h("ul", {}, lines.map((l) => h("li", {}, l))) : ""] : []));
   };
   c.metric.addEventListener("change", showParams);
   showParams();
@@ -376,4 +377,21 @@ export async function upload(ctx, view) {
     }
   });
   replace(view, pageHeader("Upload a benchmark"), form);
+}
+
+const BOUNDS = [["minimum", ">="], ["exclusiveMinimum", ">"], ["maximum", "<="], ["exclusiveMaximum", "<"]];
+
+/** One line per parameter of a metric's params_schema (GET /v1/metrics): name, type, default or "required",
+ * bounds, unit and description, e.g. "threshold: number, default 90, >= 0, <= 100, points (0-100): minimum …". */
+export function paramLines(schema) {
+  const required = new Set(schema.required || []);
+  return Object.entries(schema.properties || {}).map(([name, prop]) => {
+    const branch = (prop.anyOf || []).find((b) => b.type !== "null") || {};
+    const p = { ...branch, ...prop };
+    const type = p.enum ? p.enum.map((v) => JSON.stringify(v)).join(" | ") : p.type === "array" ? `list of ${(p.items || {}).type || "values"}` : p.type || "value";
+    const facts = [type, required.has(name) ? "required" : "default" in p ? `default ${JSON.stringify(p.default)}` : "optional"];
+    for (const [key, op] of BOUNDS) if (key in p) facts.push(`${op} ${p[key]}`);
+    if (p.unit) facts.push(p.unit);
+    return `${name}: ${facts.join(", ")}${p.description ? ` — ${p.description}` : ""}`;
+  });
 }
