@@ -37,6 +37,7 @@ def test_each_parameter_is_shown_with_type_default_bounds_unit_and_description()
 
 
 def test_required_and_enum_parameters():
-    assert _param_lines(params_schema("regex_match"))[-2].startswith("pattern: string, required — regex searched")
+    regex = _param_lines(params_schema("regex_match"))
+    assert regex[0].startswith("pattern: string, required — regex searched") and regex[1].startswith("ignore_case: boolean")
     assert _param_lines(params_schema("token_f1"))[0].startswith('style: "squad" | "drop", default "squad" — ')
     assert _param_lines(params_schema("loglik_multiple_choice")) == []

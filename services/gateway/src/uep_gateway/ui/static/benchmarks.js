@@ -382,10 +382,12 @@ export async function upload(ctx, view) {
 const BOUNDS = [["minimum", ">="], ["exclusiveMinimum", ">"], ["maximum", "<="], ["exclusiveMaximum", "<"]];
 
 /** One line per parameter of a metric's params_schema (GET /v1/metrics): name, type, default or "required",
- * bounds, unit and description, e.g. "threshold: number, default 90, >= 0, <= 100, points (0-100): minimum …". */
+ * bounds, unit and description, required parameters first, e.g. "threshold: number, default 90, >= 0, <= 100, points (0-100): minimum …". */
 export function paramLines(schema) {
   const required = new Set(schema.required || []);
-  return Object.entries(schema.properties || {}).map(([name, prop]) => {
+  const entries = Object.entries(schema.properties || {});
+  entries.sort(([a], [b]) => required.has(b) - required.has(a)); // the required ones first, else in model order
+  return entries.map(([name, prop]) => {
     const branch = (prop.anyOf || []).find((b) => b.type !== "null") || {};
     const p = { ...branch, ...prop };
     const type = p.enum ? p.enum.map((v) => JSON.stringify(v)).join(" | ") : p.type === "array" ? `list of ${(p.items || {}).type || "values"}` : p.type || "value";
