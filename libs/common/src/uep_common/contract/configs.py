@@ -176,6 +176,9 @@ class RobustnessConfig(BaseModel):
         source_benchmark_id: the benchmark whose items were perturbed.
         source_version: its version (content hash).
         originals: how many original items the derived benchmark holds (its first ordinals).
+        sampling: how the originals were chosen from the source benchmark (``first``, ``random``,
+            ``stratified``: :mod:`uep_common.records.sampling`); None = the first ``originals``.
+        sampling_seed: the seed of ``random`` and ``stratified`` sampling.
     """
 
     model_config = ConfigDict(extra="allow", frozen=True)
@@ -185,6 +188,8 @@ class RobustnessConfig(BaseModel):
     source_benchmark_id: uuid.UUID
     source_version: str = Field(min_length=1, max_length=64)
     originals: int = Field(ge=1)
+    sampling: Literal["first", "random", "stratified"] | None = None
+    sampling_seed: int | None = None
 
     @field_validator("perturbations")
     @classmethod

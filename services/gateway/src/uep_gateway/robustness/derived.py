@@ -96,10 +96,17 @@ def _meta(sample: Sample, kind: str, seed: int, variant: int) -> dict[str, Any]:
 
 
 async def derive_benchmark(
-    session: AsyncSession, tenant_id: uuid.UUID, bench: Benchmark, ordinals: list[int], refs: list[str], seed: int
+    session: AsyncSession,
+    tenant_id: uuid.UUID,
+    bench: Benchmark,
+    ordinals: list[int],
+    refs: list[str],
+    seed: int,
+    sampling: dict[str, Any] | None = None,
 ) -> Benchmark:
-    """The robustness benchmark of ``bench``'s samples ``ordinals`` under the perturbations ``refs`` and ``seed``
-    for ``tenant_id``: the stored one when this tenant stored the same content before, else a new one (added and
+    """The robustness benchmark of ``bench``'s samples ``ordinals`` (chosen as ``sampling`` says:
+    ``{"sampling": method, "sampling_seed": seed}``, recorded in its config) under the perturbations ``refs``
+    and ``seed`` for ``tenant_id``: the stored one when this tenant stored the same content before, else a new one (added and
     flushed in ``session``, committed with the evaluation). Raises ``invalid`` naming the field: an unknown or
     inapplicable perturbation, too many items, or few-shot demonstrations (they would be drawn from the
     robustness benchmark's own items, the item's original among them)."""
@@ -123,6 +130,7 @@ async def derive_benchmark(
                 "source_benchmark_id": str(bench.id),
                 "source_version": bench.version,
                 "originals": len(samples),
+                **(sampling or {}),
             },
         }
     )
