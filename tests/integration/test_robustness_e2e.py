@@ -14,9 +14,16 @@ contains verbatim and answers its ORIGINAL letter g when ``ordinal % 3 != 2``, e
 - typos@1: a typo breaks the verbatim question, so the oracle answers "I do not know.": 0/6, the 4 right originals
   flip (McNemar p = 2 × 0.5^4 = 0.125), consistency 2/6.
 - distractor@1: the question stays verbatim after the sentence put before it: 4/6, consistency 1, p = 1.
+
+Leaderboard: the run enters the board (mmlu, robustness) with the pooled consistency (4 + 2 + 6) / 30 = 0.4 and
+Wilson's interval of 12/30, and no board of its own robustness benchmark.
 """
 
+import time
+
 import pytest
+
+from uep_common.analytics.stats import wilson_interval
 
 from .helpers import all_results, submit, wait_done
 
@@ -72,3 +79,28 @@ def test_robustness_evaluation_of_an_mmlu_slice(gateway):
     again = wait_done(gateway, submit(gateway, **BODY), timeout_s=180)
     assert again["benchmark"] == final["benchmark"]
     assert again["summary"]["robustness"] == rob
+
+    deadline, entries = time.monotonic() + 60, list[dict]()
+    while time.monotonic() < deadline and not entries:  # the reporter records a completion right after committing it
+        r = gateway.get("/v1/leaderboards/mmlu", params={"score_type": "robustness"})
+        assert r.status_code in (200, 404), r.text
+        entries = [e for e in r.json().get("entries", []) if e["evaluation_id"] == again["id"]] if r.status_code == 200 else []
+        time.sleep(0.3)
+    assert len(entries) == 1, entries
+    (entry,) = entries
+    assert (entry["model"], entry["score"], entry["n"], entry["method"]) == ("uep-oracle", pytest.approx(0.4), 30, "wilson")
+    assert (entry["ci_low"], entry["ci_high"]) == pytest.approx(wilson_interval(12, 30))
+    boards = gateway.get("/v1/leaderboards").json()
+    assert not [b for b in boards if b["benchmark"] == "mmlu~robust"]
+
+
+def test_robustness_refusals_name_the_field(gateway):
+    r = gateway.post("/v1/evaluations", json={**BODY, "robustness": {"perturbations": ["paraphrase"]}})
+    assert r.status_code == 422, r.text
+    assert r.json()["detail"][0]["loc"] == ["body", "robustness", "perturbations", 0]
+    r = gateway.post("/v1/evaluations", json={**BODY, "benchmark": "gsm8k", "robustness": {"perturbations": ["choice_rotation"]}})
+    assert r.status_code == 422, r.text
+    assert r.json()["detail"][0]["type"] == "not_applicable"
+    r = gateway.post("/v1/evaluations", json={**BODY, "fewshot_k": 2})
+    assert r.status_code == 422, r.text
+    assert r.json()["detail"][0]["loc"] == ["body", "fewshot_k"]

@@ -187,3 +187,19 @@ def test_mcnemar_and_position_bias_by_hand():
     assert rot.position_bias.chosen == {"A": 0, "B": 8, "C": 0, "D": 0}
     assert rot.position_bias.gold == {"A": 2, "B": 2, "C": 2, "D": 2}
     assert rot.position_bias.share["B"] == 1.0 and rot.position_bias.no_answer == 0
+
+
+def test_the_board_item_set_is_the_request_not_the_owner():
+    """Two tenants' runs of one request rank together; another seed or sampling is another item set."""
+    from uep_common.analytics.robustness import item_set_version
+    from uep_common.contract.configs import RobustnessConfig
+
+    base = {"perturbations": ["typos@1"], "seed": 1, "source_benchmark_id": MMLU_ID, "source_version": "v1", "originals": 6}
+    one = item_set_version(RobustnessConfig.model_validate(base | {"sampling": "first"}))
+    assert one == item_set_version(RobustnessConfig.model_validate(base | {"sampling": "first"}))
+    assert one != item_set_version(RobustnessConfig.model_validate(base | {"sampling": "first", "seed": 2}))
+    assert one != item_set_version(RobustnessConfig.model_validate(base | {"sampling": "random", "sampling_seed": 0}))
+    assert len(one) == 64
+
+
+MMLU_ID = "0f6c1a52-8f5e-4e0b-9d43-6a1d2b3c4d5e"

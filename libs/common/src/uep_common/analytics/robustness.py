@@ -10,6 +10,8 @@ perturbed item is paired with the original of the same ``original_ordinal`` and 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -19,11 +21,13 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.analytics.stats import mcnemar_exact, wilson_interval
-from uep_common.contract.configs import ORIGINAL
+from uep_common.analytics.stats import WILSON, mcnemar_exact, wilson_interval
+from uep_common.contract.configs import ORIGINAL, RobustnessConfig, parse_evaluation_config
 from uep_common.contract.events import PerturbationFigures, PositionBias, RobustnessSummary
-from uep_common.tables.models import Evaluation, Sample, SampleResult
+from uep_common.tables.models import Benchmark, Evaluation, Sample, SampleResult
 
+SCORE_TYPE = "robustness"
+"""The leaderboard score type of robustness evaluations: the pooled consistency rate (:func:`board_score`)."""
 ROTATION = "choice_rotation"
 """The perturbation whose items (with the originals) give the position bias."""
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -165,3 +169,40 @@ async def compute_robustness(session: AsyncSession, evaluation_id: uuid.UUID) ->
     if not flagged:
         return None
     return robustness_summary(await load_items(session, evaluation_id))
+
+
+def item_set_version(config: RobustnessConfig) -> str:
+    """What a robustness evaluation's leaderboard row records as its benchmark version: the SHA-256 hex of the
+    canonical JSON of its source version, perturbations, seed, number of originals and how they were chosen.
+    Two tenants' runs of the same request share it (their robustness benchmarks differ only by owner), so the
+    board ranks them on one item set."""
+    key = {
+        "source_version": config.source_version,
+        "perturbations": config.perturbations,
+        "seed": config.seed,
+        "originals": config.originals,
+        "sampling": config.sampling,
+        "sampling_seed": config.sampling_seed,
+    }
+    return hashlib.sha256(json.dumps(key, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+async def board_score(session: AsyncSession, ev: Evaluation) -> tuple[str, str, dict[str, Any]] | None:
+    """Where and with what a completed robustness evaluation enters the leaderboards: ``(source benchmark slug,
+    item-set version, {score, ci_low, ci_high, n, method, method_detail})``, the score being the pooled
+    consistency rate of its summary (consistent pairs / pairs over every perturbation) with Wilson's 95 %
+    interval, ``n`` the pairs. None for any other evaluation."""
+    config = parse_evaluation_config(ev.config).robustness
+    if config is None:
+        return None
+    source = await session.get(Benchmark, config.source_benchmark_id)
+    slug = source.slug if source is not None else str(config.source_benchmark_id)
+    per = ((ev.summary or {}).get("robustness") or {}).get("perturbations") or []
+    consistent, pairs = sum(int(p.get("consistent") or 0) for p in per), sum(int(p.get("pairs") or 0) for p in per)
+    ci = wilson_interval(consistent, pairs)
+    values: dict[str, Any] = (
+        {"score": consistent / pairs, "ci_low": ci[0], "ci_high": ci[1], "n": pairs, "method": "wilson", "method_detail": WILSON}
+        if ci is not None
+        else {"score": None, "ci_low": None, "ci_high": None, "n": 0, "method": "none", "method_detail": "no pair"}
+    )
+    return slug, item_set_version(config), values
