@@ -93,6 +93,16 @@ def test_robustness_evaluation_of_an_mmlu_slice(gateway):
     boards = gateway.get("/v1/leaderboards").json()
     assert not [b for b in boards if b["benchmark"] == "mmlu~robust"]
 
+    # the report written on completion carries the same figures (and the HTML page its table)
+    deadline, ready = time.monotonic() + 120, list[dict]()
+    while time.monotonic() < deadline and not ready:
+        ready = [x for x in gateway.get(f"/v1/evaluations/{evaluation_id}/reports").json() if x["status"] == "ready"]
+        time.sleep(0.5)
+    assert ready, "no report written"
+    report = gateway.get(f"/v1/evaluations/{evaluation_id}/report.json").json()
+    assert report["robustness"] == rob
+    assert '<section id="robustness">' in gateway.get(f"/v1/evaluations/{evaluation_id}/report.html").text
+
 
 def test_robustness_refusals_name_the_field(gateway):
     r = gateway.post("/v1/evaluations", json={**BODY, "robustness": {"perturbations": ["paraphrase"]}})
