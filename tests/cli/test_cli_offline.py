@@ -181,3 +181,50 @@ def test_ab_progress_bars_name_their_arm_even_one_called_main(fake_gateway, tmp_
         {"name": "main", "model": "uep-oracle"},
         {"name": "terse", "model": "uep-oracle", "fewshot_k": 0},
     ]
+
+
+def test_run_asks_for_a_robustness_evaluation_and_status_prints_each_perturbation(fake_gateway, tmp_path):
+    env = _env(fake_gateway, tmp_path)
+    fake_gateway.routes[("POST", "/v1/evaluations")] = {"id": EID}
+    r = subprocess.run(
+        [
+            UEP,
+            "run",
+            "-b",
+            "mmlu",
+            "-m",
+            "uep-oracle",
+            "-n",
+            "6",
+            "--robustness",
+            "choice_rotation,typos",
+            "--robustness",
+            "distractor@1",
+            "--robustness-seed",
+            "11",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stderr
+    assert fake_gateway.requests[-1] == (
+        "POST",
+        "/v1/evaluations",
+        {
+            "benchmark": "mmlu",
+            "model": "uep-oracle",
+            "sample_limit": 6,
+            "robustness": {"perturbations": ["choice_rotation", "typos", "distractor@1"], "seed": 11},
+        },
+    )
+    view = _view(EID, "main")
+    rot = {"perturbation": "choice_rotation@1", "accuracy": 2 / 18, "consistency_rate": 4 / 18, "pairs": 18}
+    view["summary"]["robustness"] = {"perturbations": [rot | {"to_wrong": 12, "to_right": 2, "mcnemar_p": 212 / 16384}]}
+    fake_gateway.routes[("GET", f"/v1/evaluations/{EID}")] = view
+    r = subprocess.run([UEP, "status", EID], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1] == (
+        "  choice_rotation@1: accuracy 11.1 %, consistency 22.2 % of 18, flips 12 to wrong / 2 to right, McNemar p=0.0129"
+    )

@@ -256,3 +256,26 @@ def test_no_pdf_page_but_the_last_ends_half_empty():
 
     text = "".join(page.extract_text() for page in pypdf.PdfReader(io.BytesIO(pdf)).pages)
     assert "stderr (last 2 KiB)" in text and "Traceback" in text  # the collapsed failure is printed open (pdf.py)
+
+
+def test_a_robustness_report_shows_each_perturbation_and_the_position_bias():
+    """The figures of the oracle's 6-item MMLU robustness run (tests/integration/test_robustness_e2e.py) drawn
+    from the summary as the reporter stores it: one row per perturbation, the position bias under rotation."""
+    from uep_common.analytics.robustness import RobustItem, robustness_summary
+
+    golds, answers = "BCDBBA", "BCABBB"
+    items = [RobustItem(k, "original", 0, answers[k] == golds[k], answers[k], golds[k], 11) for k in range(6)]
+    for s in (1, 2, 3):  # the oracle keeps its letter while the gold moves from g to (g - s) mod 4
+        moved = ["ABCD"[("ABCD".index(g) - s) % 4] for g in golds]
+        items += [RobustItem(k, "choice_rotation@1", 0, answers[k] == moved[k], answers[k], moved[k], 11) for k in range(6)]
+    page = render_html(make_report(robustness=robustness_summary(items)))
+    section = page[page.index('<section id="robustness">') : page.index("</section>", page.index('<section id="robustness">'))]
+    row = re.search(r"<tr><td class=\"mono\">choice_rotation@1</td>(.*?)</tr>", section)
+    assert row is not None
+    cells = re.findall(r'<td class="num">([^<]*)</td>', row.group(1))
+    # seed, items, accuracy 2/18, CI, pairs, consistency 4/18, to wrong, to right, flip rate 14/18, McNemar p 212/16384
+    assert cells == ["11", "18", "11.1 %", "[3.1–32.8] Wilson", "18", "22.2 %", "12", "2", "77.8 %", "0.0129"]
+    bias = section[section.index('<table class="position-bias">') :]
+    assert re.findall(r'<td class="num">(\d+) <span', bias) == ["4", "16", "4", "0"]
+    assert "consistency over every perturbation <b>22.2 %</b>" in section
+    assert 'id="robustness"' not in render_html(make_report())

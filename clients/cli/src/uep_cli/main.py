@@ -367,6 +367,11 @@ def run(
     arm: Annotated[
         list[str] | None, typer.Option("--arm", help="A/B arm NAME[:model=M,template=@FILE,fewshot=K,chat=true]; repeat.")
     ] = None,
+    robustness: Annotated[
+        list[str] | None,
+        typer.Option(help="Perturbation NAME[@VERSION] (choice_rotation, typos, casing, distractor, char_noise); repeat."),
+    ] = None,
+    robustness_seed: Annotated[int, typer.Option(help="Seed of the seeded perturbations.")] = 0,
     follow_: Annotated[bool, typer.Option("--follow", "-f", help="Draw live progress until every evaluation ends.")] = False,
     fail_under: Annotated[
         float | None, typer.Option(help="Exit 4 unless each score's bound is ≥ this (implies --follow).")
@@ -389,6 +394,8 @@ def run(
         body["models"] = models
     if arm:
         body["arms"] = [_arm(a) for a in arm]
+    if robustness:
+        body["robustness"] = {"perturbations": [n for r in robustness for n in r.split(",") if n], "seed": robustness_seed}
     options = {
         "sample_limit": limit,
         "sampling": sampling,
@@ -440,6 +447,22 @@ def _summary_line(v: dict[str, Any]) -> None:
         f"{v['id']} {_status_text(v)}: {name or 'no score'} {ci} "
         f"n={s.get('n', v['progress']['completed'])} errors={v['progress']['errors']}"
         + (f" — {v['error']}" if v.get("error") else "")
+    )
+    for p in (s.get("robustness") or {}).get("perturbations") or []:
+        typer.echo("  " + _perturbation_text(p))
+
+
+def _perturbation_text(p: dict[str, Any]) -> str:
+    """One perturbation of a robustness evaluation's summary in a line: accuracy, consistency, flips, McNemar."""
+
+    def pct(x: float | None) -> str:
+        return "–" if x is None else f"{100 * x:.1f} %"
+
+    p_value = p.get("mcnemar_p")
+    return (
+        f"{p['perturbation']}: accuracy {pct(p.get('accuracy'))}, consistency {pct(p.get('consistency_rate'))} "
+        f"of {p['pairs']}, flips {p['to_wrong']} to wrong / {p['to_right']} to right"
+        + ("" if p_value is None else f", McNemar p={p_value:.3g}")
     )
 
 

@@ -86,6 +86,21 @@ class EvaluationOptions(BaseModel):
         return self.max_parallel
 
 
+class RobustnessCreate(BaseModel):
+    """``robustness`` of ``POST /v1/evaluations``: run the chosen samples and their perturbed variants
+    (``uep_gateway.robustness.perturbations``); the summary reports each perturbation's accuracy, consistency,
+    flips with McNemar's test and, for choice_rotation, the position bias."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    perturbations: list[Annotated[str, Field(min_length=1, max_length=50)]] = Field(
+        min_length=1,
+        max_length=8,
+        description="Names, optionally name@version: choice_rotation, typos, casing, distractor, char_noise.",
+    )
+    seed: int = Field(0, ge=0, le=INT32_MAX, description="Seed of the seeded perturbations (recorded with each item).")
+
+
 class EvaluationCreate(EvaluationOptions):
     """``POST /v1/evaluations``: one evaluation; a batch (``models``: one evaluation per model, linked by
     ``batch_id``); or an A/B experiment (``arms``: one evaluation per arm, linked by ``experiment_id``,
@@ -109,6 +124,9 @@ class EvaluationCreate(EvaluationOptions):
         allow_inf_nan=False,
         description="Cap of each evaluation created (site currency): it runs until the cap is reached, then "
         "ends budget_exhausted (see POST /v1/evaluations/estimate for what it would cost).",
+    )
+    robustness: RobustnessCreate | None = Field(
+        None, description="A robustness evaluation: the samples chosen and their perturbed variants (RobustnessCreate)."
     )
     judge: dict[str, Any] | None = Field(
         None,

@@ -88,6 +88,12 @@ METHODS = {
     "latency": "percentiles p50/p90/p99 of the model call's wall time: " + stats.PERCENTILE,
     "extraction": "extraction failure rate = items whose answer could not be extracted / items whose metric extracts; "
     + stats.WILSON,
+    "robustness": "robustness evaluations: per perturbation, accuracy of its items (Wilson); pairs = perturbed items "
+    "with their original's verdict (same original and repeat); consistency = same verdict / pairs; flips to wrong / to "
+    "right with "
+    + stats.MCNEMAR
+    + " (a rough guide when one original has several variants); position bias = answers per option letter over the "
+    "originals and their rotations beside the golds' positions",
     "comparison": stats.MCNEMAR + "; differences of means: paired bootstrap, one resampled index vector for both sides",
     "baseline": 'the evaluation requested (POST …/reports {"baseline"}: any run of the same benchmark, another model\'s '
     "too), else the pinned evaluation of the same model name and benchmark, else of the completed ones before this one "

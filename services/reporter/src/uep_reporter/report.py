@@ -169,6 +169,7 @@ async def collect(
         experiment=await analysis.experiment(session, ev, baseline.id if baseline is not None else None),
         classification=classification,
         ranking=ranking,
+        robustness=(ev.summary or {}).get("robustness"),
         methods=analysis.METHODS,
     )
 

@@ -21,9 +21,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from uep_common.analytics.comparison import Comparison
 from uep_common.analytics.fingerprint import FingerprintDiff
 from uep_common.analytics.summary import Headline
+from uep_common.contract.events import RobustnessSummary
 
-REPORT_SCHEMA_VERSION = "1.6"
-SCHEMA_ID = "https://uep.example/schemas/report-1.6.json"
+REPORT_SCHEMA_VERSION = "1.7"
+SCHEMA_ID = "https://uep.example/schemas/report-1.7.json"
 
 
 class _M(BaseModel):
@@ -503,7 +504,7 @@ class Report(_M):
 
     model_config = ConfigDict(extra="forbid", title="uep evaluation report", json_schema_serialization_defaults_required=True)
 
-    schema_version: Literal["1.6"] = REPORT_SCHEMA_VERSION
+    schema_version: Literal["1.7"] = REPORT_SCHEMA_VERSION
     report_id: uuid.UUID
     generated_at: datetime
     evaluation: EvaluationInfo
@@ -534,6 +535,11 @@ class Report(_M):
         None, description="Classification evaluations (label_match): set-level metrics, confusion matrix, curves."
     )
     ranking: RankingSection | None = Field(None, description="Ranking evaluations (ndcg): set-level metrics at each cut-off.")
+    robustness: RobustnessSummary | None = Field(
+        None,
+        description="Robustness evaluations: per perturbation accuracy, consistency with the original items, flips "
+        "with McNemar's test and, for choice_rotation, the position bias (uep_common.analytics.robustness; schema 1.7).",
+    )
     methods: dict[str, str] = Field(description="How each kind of figure is computed.")
 
 

@@ -17,6 +17,12 @@ Set-level score types (``f1_macro``, ``roc_auc``, ``ndcg@10``, ``mrr``… :data:
     a history. ``log_loss``, ``brier`` and ``ece`` are lower-is-better: their boards rank in increasing order
     (:data:`uep_common.contract.configs.LOWER_IS_BETTER`).
 
+Robustness (score type ``robustness``)
+    A robustness evaluation (``evaluations.config["robustness"]``) is recorded on its SOURCE benchmark's board
+    of score type ``robustness`` only, never under its metric (its accuracy mixes originals and perturbed
+    items): the pooled consistency rate with Wilson's interval, its item set the request's source version,
+    perturbations, seed and originals (:func:`uep_common.analytics.robustness.board_score`).
+
 Score of an evaluation (:func:`compute_score`, stored once in ``leaderboard_scores`` when it completes)
     Accuracy = correct / scored from its summary with the Wilson 95 % score interval (Wilson 1927); a
     metric without a verdict (BLEU, ROUGE, judge ratings…) gets the mean of the items' ``score`` with a
@@ -86,7 +92,7 @@ from sqlalchemy import ColumnElement, and_, exists, func, or_, select, text, tru
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.analytics import stats
+from uep_common.analytics import robustness, stats
 from uep_common.contract.configs import (
     LOWER_IS_BETTER,
     EvaluationConfig,
@@ -551,16 +557,22 @@ async def record_evaluation(session: AsyncSession, evaluation_id: uuid.UUID) -> 
     model = await session.get(Model, ev.model_id)
     assert model is not None and bench is not None  # foreign keys of the evaluation
     s = ev.summary or {}
-    score_type = score_type_of(evaluation_type_of(ev.config, bench.evaluation_type), s.get("metric_name"), primary_of(s))
-    values = await compute_score(session, ev, score_type)
-    await _lock_board(session, bench.slug, score_type)
+    slug, version = bench.slug, bench.version
+    robust = await robustness.board_score(session, ev)
+    if robust is not None:  # on the source benchmark's robustness board only: its accuracy mixes perturbed items
+        score_type = robustness.SCORE_TYPE
+        slug, version, values = robust
+    else:
+        score_type = score_type_of(evaluation_type_of(ev.config, bench.evaluation_type), s.get("metric_name"), primary_of(s))
+        values = await compute_score(session, ev, score_type)
+    await _lock_board(session, slug, score_type)
     old = await session.get(LeaderboardScore, evaluation_id, populate_existing=True)
     if old is not None and old.score_type == score_type and all(getattr(old, k) == v for k, v in values.items()):
         return False
     row = {
         "evaluation_id": ev.id,
-        "benchmark_slug": bench.slug,
-        "benchmark_version": bench.version,
+        "benchmark_slug": slug,
+        "benchmark_version": version,
         "score_type": score_type,
         "model_name": model.name,
         "model_version": model.version,
@@ -577,10 +589,10 @@ async def record_evaluation(session: AsyncSession, evaluation_id: uuid.UUID) -> 
     )
     if ev.experiment_id is not None and not parse_evaluation_config(ev.config).release:
         return False  # an A/B arm: no board (see on_board)
-    entries = await load_board(session, bench.slug, score_type, per_tenant=True)
+    entries = await load_board(session, slug, score_type, per_tenant=True)
     session.add(
         LeaderboardSnapshot(
-            benchmark_slug=bench.slug,
+            benchmark_slug=slug,
             score_type=score_type,
             evaluation_id=ev.id,
             entries=[_snapshot_entry(e) for e in entries],

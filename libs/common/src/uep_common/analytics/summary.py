@@ -5,7 +5,8 @@ Definitions are :class:`uep_common.contract.events.EvaluationSummary`'s; the int
 (:func:`uep_common.analytics.stats.wilson_interval`). A classification (``label_match``) or ranking (``ndcg``)
 evaluation also gets its set-level metrics (:func:`compute_set_metrics`, :mod:`uep_common.analytics.set_metrics`),
 read from the stored items by :func:`load_classification` and :func:`load_ranking` (which the comparison of
-two evaluations and the report use too).
+two evaluations and the report use too); a robustness evaluation its figures per perturbation
+(:func:`uep_common.analytics.robustness.compute_robustness`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pydantic import BaseModel
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from uep_common.analytics.robustness import compute_robustness
 from uep_common.analytics.set_metrics import (
     RANKING_CUTOFFS,
     ClassificationItems,
@@ -204,6 +206,7 @@ async def compute_summary(session: AsyncSession, evaluation_id: uuid.UUID) -> Ev
         metric_means=dict(means),
         extraction_failure_rate=no_answer / extracting if extracting else None,
         set_metrics=set_metrics,
+        robustness=await compute_robustness(session, evaluation_id),
     )
 
 

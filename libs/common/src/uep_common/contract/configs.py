@@ -159,6 +159,50 @@ class MetricSpec(MetricConfig):
 ClassName = Annotated[str, Field(min_length=1, max_length=200)]
 
 
+PERTURBATION_REF = re.compile(r"^[a-z][a-z_]{0,39}@[1-9][0-9]{0,3}$")
+"""A perturbation as stored: ``name@version`` (``choice_rotation@1``)."""
+ORIGINAL = "original"
+"""``samples.metadata["robustness"]["perturbation"]`` of a robustness benchmark's copy of an original item."""
+
+
+class RobustnessConfig(BaseModel):
+    """The ``robustness`` block of a robustness evaluation's config and of the benchmark derived for it (the
+    originals chosen from the source benchmark followed by their perturbed items, each sample's
+    ``metadata["robustness"]`` = ``{perturbation, seed, original_ordinal, variant}``, ``perturbation`` being
+    :data:`ORIGINAL` or ``name@version``).
+
+    Attributes:
+        perturbations: ``name@version`` of each perturbation applied, in request order.
+        seed: the seed every seeded perturbation drew from.
+        source_benchmark_id: the benchmark whose items were perturbed.
+        source_version: its version (content hash).
+        originals: how many original items the derived benchmark holds (its first ordinals).
+        sampling: how the originals were chosen from the source benchmark (``first``, ``random``,
+            ``stratified``: :mod:`uep_common.records.sampling`); None = the first ``originals``.
+        sampling_seed: the seed of ``random`` and ``stratified`` sampling.
+    """
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    perturbations: list[str] = Field(min_length=1, max_length=8)
+    seed: int = Field(0, ge=0, le=2**31 - 1)
+    source_benchmark_id: uuid.UUID
+    source_version: str = Field(min_length=1, max_length=64)
+    originals: int = Field(ge=1)
+    sampling: Literal["first", "random", "stratified"] | None = None
+    sampling_seed: int | None = None
+
+    @field_validator("perturbations")
+    @classmethod
+    def _refs(cls, v: list[str]) -> list[str]:
+        for ref in v:
+            if not PERTURBATION_REF.match(ref):
+                raise ValueError(f"perturbation {ref!r} is not name@version")
+        if len(set(v)) != len(v):
+            raise ValueError("perturbations must be distinct")
+        return v
+
+
 class BenchmarkConfig(BaseModel):
     """``benchmarks.config`` (see the module docstring).
 
@@ -175,6 +219,7 @@ class BenchmarkConfig(BaseModel):
         metrics: several metrics, at most one ``primary`` (see the module docstring); None = ``metric`` only.
         class_names: a classification benchmark's classes, in order (the order of per-class tables and of
             the confusion matrix; an LLM's answer is read as the class it names).
+        robustness: set on a benchmark derived by a robustness evaluation (:class:`RobustnessConfig`).
         positive_class: two classes only: the class ROC-AUC, PR-AUC, the Brier score and the curves take as
             positive; one of ``class_names``. None = the second class (scikit-learn's convention).
     """
@@ -190,6 +235,7 @@ class BenchmarkConfig(BaseModel):
     metrics: list[MetricSpec] | None = Field(None, min_length=1, max_length=16)
     class_names: list[ClassName] | None = Field(None, min_length=2, max_length=1000)
     positive_class: ClassName | None = None
+    robustness: RobustnessConfig | None = None
 
     @field_validator("positive_class")
     @classmethod
@@ -324,6 +370,8 @@ class EvaluationConfig(BaseModel):
         sampling_seed: the seed of ``random`` and ``stratified`` sampling.
         sample_ordinals: the ordinals run, ascending (``random``/``stratified``); None = the first
             ``sample_limit`` ordinals. Item ``i`` of the evaluation is sample ``sample_ordinals[i // repeats]``.
+        robustness: a robustness evaluation (:class:`RobustnessConfig`): it runs every item of the benchmark
+            derived for it, originals and perturbed items.
     """
 
     model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True)
@@ -347,6 +395,7 @@ class EvaluationConfig(BaseModel):
     sampling: Literal["first", "random", "stratified"] | None = None
     sampling_seed: int | None = None
     sample_ordinals: list[int] | None = None
+    robustness: RobustnessConfig | None = None
 
     def ordinal(self, position: int) -> int:
         """The sample ordinal of the evaluation's ``position``-th sample (0-based; item ``i`` is position

@@ -465,6 +465,65 @@ class SetMetrics(BaseModel):
     ranking: dict[str, Any] | None = None
 
 
+class PositionBias(BaseModel):
+    """How often each option position was chosen (``chosen``: letter → items whose extracted answer is that
+    letter; ``share``: its fraction of the items with an answer) beside where the gold answers were (``gold``),
+    over an evaluation's multiple-choice originals and their ``choice_rotation`` variants. Each original's gold
+    sits once at each position over its rotations, so an unbiased model's shares follow the gold's (1/n each).
+    ``no_answer``: items without an extracted letter."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    chosen: dict[str, int]
+    gold: dict[str, int]
+    share: dict[str, float]
+    no_answer: int = Field(0, ge=0)
+
+
+class PerturbationFigures(BaseModel):
+    """One perturbation's figures in a robustness evaluation (``uep_common.analytics.robustness``).
+
+    ``items``/``scored``/``correct``/``accuracy`` (Wilson 95 % interval) over its perturbed items. ``pairs``:
+    perturbed items paired with their original (same original item and repeat, both with a verdict);
+    ``consistent``: pairs with the same verdict, ``consistency_rate`` = consistent / pairs. ``to_wrong``: pairs
+    whose original is right and perturbed item wrong, ``to_right`` the reverse; ``flip_rate`` = (to_wrong +
+    to_right) / pairs; ``mcnemar_p``: exact two-sided McNemar test on those two counts (pairs of one original's
+    several variants are not independent: the p-value is then a rough guide). ``position_bias``: for
+    ``choice_rotation``.
+    """
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    perturbation: str
+    seed: int | None = None
+    items: int = Field(ge=0)
+    scored: int = Field(ge=0)
+    correct: int = Field(ge=0)
+    accuracy: float | None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    pairs: int = Field(ge=0)
+    consistent: int = Field(ge=0)
+    consistency_rate: float | None
+    to_wrong: int = Field(ge=0)
+    to_right: int = Field(ge=0)
+    flip_rate: float | None
+    mcnemar_p: float | None
+    position_bias: PositionBias | None = None
+
+
+class RobustnessSummary(BaseModel):
+    """A robustness evaluation's figures: the originals (``original``, with ``perturbation`` = ``original``, no
+    pairs) and each perturbation in request order. ``consistency_rate``: consistent pairs over every
+    perturbation's pairs, the evaluation's robustness score (None without a pair)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    original: PerturbationFigures
+    perturbations: list[PerturbationFigures]
+    consistency_rate: float | None
+
+
 class EvaluationSummary(BaseModel):
     """Aggregate of one evaluation, as stored in ``evaluations.summary``.
 
@@ -474,7 +533,9 @@ class EvaluationSummary(BaseModel):
     interval is the Wilson score interval at 95 % (Wilson 1927), None when scored = 0.
     ``extraction_failure_rate`` = items whose answer could not be extracted / items whose metric extracts
     (None when the metric does not extract). ``set_metrics``: :class:`SetMetrics` of a classification
-    (``label_match``) or ranking (``ndcg``) evaluation, None otherwise.
+    (``label_match``) or ranking (``ndcg``) evaluation, None otherwise. ``robustness``:
+    :class:`RobustnessSummary` of a robustness evaluation (``n``, ``accuracy``… then count its originals and
+    perturbed items together), None otherwise.
     """
 
     model_config = ConfigDict(extra="ignore", frozen=True)
@@ -496,6 +557,9 @@ class EvaluationSummary(BaseModel):
     extraction_failure_rate: float | None = None
     set_metrics: SetMetrics | None = Field(
         None, description="Set-level metrics of a classification or ranking evaluation, with bootstrap intervals."
+    )
+    robustness: RobustnessSummary | None = Field(
+        None, description="A robustness evaluation's figures per perturbation (accuracy, consistency, flips, McNemar)."
     )
 
 

@@ -34,6 +34,7 @@ from uep_common.runtime.telemetry import tracer
 from uep_common.tables.models import Benchmark, Evaluation, Model, Sample, Tenant
 from uep_gateway.errors import FieldError, refusal_kind
 from uep_gateway.model_health import ModelHealth
+from uep_gateway.robustness.derived import derive_benchmark
 from uep_gateway.schemas import EvaluationCreate, EvaluationOptions
 from uep_gateway.settings import GatewaySettings
 from uep_gateway.tenancy import caller_tenant_id
@@ -116,6 +117,10 @@ async def plan_evaluations(
         "sample_timeout_s": body.sample_timeout_s,
         **await _sampling(session, bench, body),  # one choice of samples for every evaluation of the request
     }
+    sample_limit, robustness = body.sample_limit, dict[str, Any]()
+    if body.robustness is not None:  # every item of the derived benchmark: the chosen originals and their variants
+        bench, robustness = await _robustness_benchmark(session, tenant, bench, body, base)
+        sample_limit, base = None, {**base, "sampling": None, "sampling_seed": None, "sample_ordinals": None}
     plans: list[tuple[Model, str, dict[str, Any]]] = []  # (model, arm, config)
     batch_id = experiment_id = None
     if body.arms is not None:
@@ -175,10 +180,10 @@ async def plan_evaluations(
                 tenant_id=tenant.id,
                 bench=bench,
                 model=model,
-                sample_limit=body.sample_limit,
+                sample_limit=sample_limit,
                 repeats=body.repeats,
                 priority=body.priority,
-                config=config | judge_config | ({"group_index": i} if batch_id or experiment_id else {}),
+                config=config | judge_config | robustness | ({"group_index": i} if batch_id or experiment_id else {}),
                 arm=arm_name,
                 batch_id=batch_id,
                 experiment_id=experiment_id,
@@ -191,6 +196,23 @@ async def plan_evaluations(
         for ev in evaluations:
             ev.config = check_evaluation_config({**ev.config, "max_cost": body.max_cost})
     return evaluations, events
+
+
+async def _robustness_benchmark(
+    session: AsyncSession, tenant: Tenant, bench: Benchmark, body: EvaluationCreate, base: dict[str, Any]
+) -> tuple[Benchmark, dict[str, Any]]:
+    """The robustness benchmark of the request's chosen samples (:func:`uep_gateway.robustness.derived.derive_benchmark`)
+    and the ``robustness`` block of its evaluations' config. Raises ``invalid`` naming the field (``fewshot_k``:
+    demonstrations would be drawn from the perturbed items)."""
+    assert body.robustness is not None
+    if body.fewshot_k or any(a.fewshot_k for a in body.arms or []):
+        raise FieldError("invalid", ("body", "fewshot_k"), "a robustness evaluation runs zero-shot", "fewshot")
+    chosen = base["sample_ordinals"]
+    ordinals = chosen or list(range(min(body.sample_limit or bench.sample_count, bench.sample_count)))
+    sampling = {"sampling": base["sampling"], "sampling_seed": base["sampling_seed"]} if chosen else {"sampling": "first"}
+    rob = body.robustness
+    derived = await derive_benchmark(session, tenant.id, bench, ordinals, rob.perturbations, rob.seed, sampling)
+    return derived, {"robustness": derived.config["robustness"]}
 
 
 async def _sampling(session: AsyncSession, bench: Benchmark, body: EvaluationOptions) -> dict[str, Any]:
