@@ -38,6 +38,15 @@ def stack_ports(cfg) -> list[int]:
     return cfg.ports()
 
 
+def add_stack_arguments(ap, database: str, run_dir: str, port_base: int = 20000, redis_db: int = 14) -> None:
+    """Add to argument parser ``ap`` the options that place a bench's private stack, with these defaults:
+    ``--port-base`` (``UEP_STACK_PORT_BASE``), ``--database``, ``--redis-db`` and ``--run-dir``."""
+    ap.add_argument("--port-base", type=int, default=port_base, help="UEP_STACK_PORT_BASE of the bench's private stack")
+    ap.add_argument("--database", default=database, help="PostgreSQL database of the bench's stack")
+    ap.add_argument("--redis-db", type=int, default=redis_db, help="Redis database number of the bench's stack")
+    ap.add_argument("--run-dir", default=run_dir, help="run directory of the bench's stack")
+
+
 def echo_stack_env(port_base: int, run_dir: str, database: str, redis_db: int) -> dict[str, str]:
     """The environment of a bench's private stack serving the echo model only: its own ports
     (``UEP_STACK_PORT_BASE``), run directory, database and Redis db on the checkout's servers, no span export and
