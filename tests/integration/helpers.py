@@ -31,6 +31,17 @@ def db_rows(db, sql: str, **params) -> list[Row]:
         return list(c.execute(text(sql), params).all())
 
 
+def row_counts(db, tables: tuple[str, ...]) -> dict[str, int]:
+    """``{table: its row count}`` of ``tables``, with ``requested_events``: the outbox's EvaluationRequested rows
+    (other events, completions and reports, come and go with earlier tests' evaluations; creations stay)."""
+    with db.connect() as c:
+        counts = {t: c.execute(text(f"SELECT count(*) FROM {t}")).scalar() for t in tables}
+        counts["requested_events"] = c.execute(
+            text("SELECT count(*) FROM outbox WHERE event_type = 'EvaluationRequested'")
+        ).scalar()
+        return counts
+
+
 def fresh_database(stack, name: str) -> str:
     """Drop, create and migrate database ``name`` on the stack's PostgreSQL (a test's own: the stack's relays
     would otherwise act on its rows); returns its URL."""
