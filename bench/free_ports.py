@@ -64,6 +64,24 @@ def echo_stack_env(port_base: int, run_dir: str, database: str, redis_db: int) -
     }
 
 
+def wipe_stack(cfg) -> None:
+    """Stop the stack ``cfg`` (a ``uep_stack.StackConfig``), drop its database and flush its Redis database, so
+    that the next ``uep_stack.up(cfg)`` starts from nothing."""
+    import redis
+    from sqlalchemy import text
+
+    import uep_stack
+    from uep_common.runtime.session import make_sync_engine
+
+    uep_stack.down(cfg)
+    server, name = cfg.database_url.rsplit("/", 1)
+    admin = make_sync_engine(f"{server}/postgres")
+    with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
+        c.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+    admin.dispose()
+    redis.Redis.from_url(cfg.redis_url).flushdb()
+
+
 def start_fresh(cfg) -> None:
     """Stop whatever runs as the stack ``cfg`` (a ``uep_stack.StackConfig``), wait until its ports are free (a
     stack stopped just before leaves TIME_WAIT sockets), then start it."""
