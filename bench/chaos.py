@@ -196,19 +196,13 @@ def main() -> int:
     os.environ.update(_env(args))
 
     import httpx
-    import redis
-    from sqlalchemy import text
 
     import uep_stack
+    from free_ports import wipe_stack
     from uep_common.runtime.session import make_sync_engine
 
     stack = uep_stack.config()
-    uep_stack.down(stack)
-    admin = make_sync_engine(f"{PG_SERVER}/postgres")
-    with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
-        c.execute(text(f"DROP DATABASE IF EXISTS {stack.database_url.rsplit('/', 1)[1]} WITH (FORCE)"))
-    admin.dispose()
-    redis.Redis.from_url(stack.redis_url).flushdb()
+    wipe_stack(stack)
     records = []
     t_up = time.monotonic()
     uep_stack.up(stack)

@@ -38,6 +38,15 @@ def stack_ports(cfg) -> list[int]:
     return cfg.ports()
 
 
+def add_stack_arguments(ap, database: str, run_dir: str, port_base: int = 20000, redis_db: int = 14) -> None:
+    """Add to argument parser ``ap`` the options that place a bench's private stack, with these defaults:
+    ``--port-base`` (``UEP_STACK_PORT_BASE``), ``--database``, ``--redis-db`` and ``--run-dir``."""
+    ap.add_argument("--port-base", type=int, default=port_base, help="UEP_STACK_PORT_BASE of the bench's private stack")
+    ap.add_argument("--database", default=database, help="PostgreSQL database of the bench's stack")
+    ap.add_argument("--redis-db", type=int, default=redis_db, help="Redis database number of the bench's stack")
+    ap.add_argument("--run-dir", default=run_dir, help="run directory of the bench's stack")
+
+
 def echo_stack_env(port_base: int, run_dir: str, database: str, redis_db: int) -> dict[str, str]:
     """The environment of a bench's private stack serving the echo model only: its own ports
     (``UEP_STACK_PORT_BASE``), run directory, database and Redis db on the checkout's servers, no span export and
@@ -53,6 +62,24 @@ def echo_stack_env(port_base: int, run_dir: str, database: str, redis_db: int) -
         "UEP_OTEL_EXPORTER": "none",
         "UEP_LOG_LEVEL": "WARNING",
     }
+
+
+def wipe_stack(cfg) -> None:
+    """Stop the stack ``cfg`` (a ``uep_stack.StackConfig``), drop its database and flush its Redis database, so
+    that the next ``uep_stack.up(cfg)`` starts from nothing."""
+    import redis
+    from sqlalchemy import text
+
+    import uep_stack
+    from uep_common.runtime.session import make_sync_engine
+
+    uep_stack.down(cfg)
+    server, name = cfg.database_url.rsplit("/", 1)
+    admin = make_sync_engine(f"{server}/postgres")
+    with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
+        c.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+    admin.dispose()
+    redis.Redis.from_url(cfg.redis_url).flushdb()
 
 
 def start_fresh(cfg) -> None:

@@ -170,6 +170,8 @@ def report(usage: dict[str, tuple[float, float]], seconds: float, name: str = ""
 
 
 def main() -> int:
+    from free_ports import add_stack_arguments
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seconds", type=float, default=30.0, help="measuring window")
     ap.add_argument(
@@ -179,10 +181,7 @@ def main() -> int:
         help="idle seconds before the window (own stack only): the broker's JVM compiles hot code for the first minute",
     )
     ap.add_argument("--attach", type=Path, help="measure the stack of this run directory instead of starting one")
-    ap.add_argument("--port-base", type=int, default=20000, help="UEP_STACK_PORT_BASE of the bench's private stack")
-    ap.add_argument("--database", default="uep_bench_idle", help="PostgreSQL database of the bench's stack")
-    ap.add_argument("--redis-db", type=int, default=14, help="Redis database number of the bench's stack")
-    ap.add_argument("--run-dir", default=str(ROOT / ".run" / "bench-idle"), help="run directory of the bench's stack")
+    add_stack_arguments(ap, "uep_bench_idle", str(ROOT / ".run" / "bench-idle"))
     ap.add_argument("--triton-models", default="bench_echo", help="models the private stack's Triton loads")
     ap.add_argument("--variant", action="append", default=[], help="NAME:K=V,K=V — services' environment to measure")
     args = ap.parse_args()

@@ -354,6 +354,8 @@ def _cases(spec: str) -> list[tuple[str, int]]:
 
 
 def main() -> int:
+    from free_ports import add_stack_arguments
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cases", default="echo:1,llm:1,echo:4,llm:4", help="MODEL:SLOTS,… (models: echo, llm)")
     ap.add_argument("--rounds", type=int, default=3, help="rounds of direct and pipeline per case (and of each mode)")
@@ -362,10 +364,7 @@ def main() -> int:
     ap.add_argument("--service-ms", type=int, default=20, help="the echo model's service time per batch")
     ap.add_argument("--pin-model", action="store_true", help="the model server on a core of its own, the rest on the others")
     ap.add_argument("--compare-instrumentation", action="store_true", help="pipeline with metrics and span export on vs off")
-    ap.add_argument("--port-base", type=int, default=20000, help="UEP_STACK_PORT_BASE of the bench's private stack")
-    ap.add_argument("--database", default="uep_bench", help="PostgreSQL database of the bench's stack (made if missing)")
-    ap.add_argument("--redis-db", type=int, default=14, help="Redis database number of the bench's stack")
-    ap.add_argument("--run-dir", default=str(ROOT / ".run" / "bench"), help="run directory of the bench's stack")
+    add_stack_arguments(ap, "uep_bench", str(ROOT / ".run" / "bench"))
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the stack (finally) on kill too
     cases = _cases(args.cases)

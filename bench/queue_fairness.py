@@ -102,13 +102,12 @@ def scenario(cfg, engine, keys: dict[str, dict[str, str]]) -> dict[str, float]:
 
 
 def main() -> int:
+    from free_ports import add_stack_arguments
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--queue-seconds", default="0,1", help="UEP_MODEL_QUEUE_SECONDS of each variant")
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--port-base", type=int, default=20000, help="UEP_STACK_PORT_BASE of the bench's private stack")
-    ap.add_argument("--database", default="uep_bench_fair", help="PostgreSQL database of the bench's stack")
-    ap.add_argument("--redis-db", type=int, default=14, help="Redis database number of the bench's stack")
-    ap.add_argument("--run-dir", default=str(ROOT / ".run" / "bench-fair"), help="run directory of the bench's stack")
+    add_stack_arguments(ap, "uep_bench_fair", str(ROOT / ".run" / "bench-fair"))
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the stack (finally) on kill too
     variants = [v.strip() for v in args.queue_seconds.split(",") if v.strip()]

@@ -168,7 +168,8 @@ async def _leaderboard(sm, evaluation_id: uuid.UUID, metric: str | None) -> int 
     """Record the evaluation's leaderboard score and load the ranked board (workstream T's module); None
     when the module is not there (hook)."""
     try:
-        from uep_common.analytics.leaderboards import load_board, record_evaluation, score_type_of
+        from uep_common.analytics.board_history import record_evaluation
+        from uep_common.analytics.leaderboards import load_board, score_type_of
     except ImportError:
         return None
     async with sm() as s, s.begin():

@@ -94,14 +94,13 @@ def run_evaluation(cfg, engine, n: int) -> float:
 
 
 def main() -> int:
+    from free_ports import add_stack_arguments
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--items", type=int, default=1, help="items of the traced evaluation")
     ap.add_argument("--settle", type=float, default=20.0, help="idle seconds before the first window")
     ap.add_argument("--list", action="store_true", help="print every file")
-    ap.add_argument("--port-base", type=int, default=24500, help="UEP_STACK_PORT_BASE of the bench's private stack")
-    ap.add_argument("--database", default="uep_bench_path")
-    ap.add_argument("--redis-db", type=int, default=4)
-    ap.add_argument("--run-dir", default=str(ROOT / ".run" / "bench-path"))
+    add_stack_arguments(ap, "uep_bench_path", str(ROOT / ".run" / "bench-path"), port_base=24500, redis_db=4)
     args = ap.parse_args()
 
     out_dir = Path(args.run_dir) / "path-trace"

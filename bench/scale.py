@@ -273,13 +273,12 @@ def run(cfg, engine, auth: dict[str, str], n: int) -> tuple[str, float, list[flo
 
 
 def main() -> int:
+    from free_ports import add_stack_arguments
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", default="1000,10000,100000", help="items per evaluation, in order")
     ap.add_argument("--million", action="store_true", help="also a 1,000,000-item evaluation")
-    ap.add_argument("--port-base", type=int, default=20000, help="UEP_STACK_PORT_BASE of the bench's private stack")
-    ap.add_argument("--database", default="uep_bench_scale", help="PostgreSQL database of the bench's stack")
-    ap.add_argument("--redis-db", type=int, default=14, help="Redis database number of the bench's stack")
-    ap.add_argument("--run-dir", default=str(ROOT / ".run" / "bench-scale"), help="run directory of the bench's stack")
+    add_stack_arguments(ap, "uep_bench_scale", str(ROOT / ".run" / "bench-scale"))
     ap.add_argument(
         "--compaction-grace-s", type=float, default=5.0, help="UEP_COMPACTION_GRACE_S of the stack (service default 600)"
     )

@@ -202,19 +202,14 @@ def main() -> int:
             "UEP_REPORTS_ENABLED": "false",
         }
     )
-    import redis
     from sqlalchemy import text
 
     import uep_stack
+    from free_ports import wipe_stack
     from uep_common.runtime.session import make_sync_engine
 
     cfg = uep_stack.config()
-    uep_stack.down(cfg)
-    admin = make_sync_engine(f"{PG_SERVER}/postgres")
-    with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
-        c.execute(text(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)"))
-    admin.dispose()
-    redis.Redis.from_url(os.environ["UEP_REDIS_URL"]).flushdb()
+    wipe_stack(cfg)
     uep_stack.up(cfg)
     AUTH.update(cfg.auth_headers())
     engine = make_sync_engine(DB_URL)

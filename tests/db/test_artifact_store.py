@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from uep_common.runtime.artifacts import ArtifactStore
 
-from .migrated import SERVER, migrated_database
+from .migrated import SERVER, engine_fixture
 
 pytestmark = pytest.mark.db
 DB_NAME = os.environ.get("UEP_TEST_ARTIFACT_DB", "uep_artifact_store")
@@ -107,10 +107,7 @@ def test_s3_backend_needs_a_bucket(monkeypatch: pytest.MonkeyPatch) -> None:
         artifact_store()
 
 
-@pytest.fixture(scope="module")
-def engine() -> Iterator[Engine]:
-    with migrated_database(DB_NAME) as eng:
-        yield eng
+engine = engine_fixture(DB_NAME)
 
 
 def test_put_on_s3_writes_row_reference_and_object_and_retention_deletes_it(engine: Engine, tmp_path: Path, s3_env: str) -> None:

@@ -9,14 +9,13 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from .migrated import migrated_database
+from .migrated import engine_fixture
 from .test_compare_benchmarks import _call
 
 pytestmark = pytest.mark.db
@@ -26,10 +25,7 @@ STRATIFIED = list(range(0, 40, 2))  # the 20 even ordinals of 40: a stratified c
 FIRST = list(range(20))  # the first 20: shares 10 of them (0, 2, …, 18)
 
 
-@pytest.fixture(scope="module")
-def engine() -> Iterator[Engine]:
-    with migrated_database(DB_NAME) as eng:
-        yield eng
+engine = engine_fixture(DB_NAME)
 
 
 def _world(engine: Engine) -> dict[str, uuid.UUID]:

@@ -8,39 +8,25 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-from collections.abc import Iterator
 
 import pytest
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
-from .migrated import SERVER, migrated_database
+from .migrated import SERVER, engine_fixture, evaluation_of
 
 pytestmark = pytest.mark.db
 DB_NAME = os.environ.get("UEP_TEST_BULK_DB", "uep_bulk_statements")
 
 
-@pytest.fixture(scope="module")
-def engine() -> Iterator[Engine]:
-    with migrated_database(DB_NAME) as eng:
-        yield eng
+engine = engine_fixture(DB_NAME)
 
 
 @pytest.fixture(scope="module")
 def evaluation(engine: Engine) -> tuple[uuid.UUID, uuid.UUID, uuid.UUID, uuid.UUID, list[uuid.UUID]]:
     """``(evaluation, tenant, model, benchmark, sample ids)`` of a running 200-item evaluation."""
-    from uep_common.tables.models import Benchmark, Evaluation, Model, Sample, Tenant
-
     with Session(engine) as s, s.begin():
-        tenant = Tenant(slug="bulk-t", name="T")
-        model = Model(name="bulk-model", backend="triton", endpoint="127.0.0.1:1")
-        bench = Benchmark(slug="bulk-b", name="b", version="v1", category="nlp")
-        s.add_all([tenant, model, bench])
-        s.flush()
-        samples = [Sample(benchmark_id=bench.id, ordinal=i, input={"q": i}, reference={"a": i}) for i in range(200)]
-        ev = Evaluation(tenant_id=tenant.id, benchmark_id=bench.id, model_id=model.id, total_items=200, status="running")
-        s.add_all([*samples, ev])
-        s.flush()
+        tenant, model, bench, samples, ev = evaluation_of(s, "bulk", 200, status="running")
         return ev.id, tenant.id, model.id, bench.id, [x.id for x in samples]
 
 

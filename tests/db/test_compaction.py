@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
-from .migrated import SERVER, migrated_database
+from .migrated import SERVER, engine_fixture
 
 pytestmark = pytest.mark.db
 DB_NAME = os.environ.get("UEP_TEST_COMPACTION_DB", "uep_compaction")
@@ -26,10 +26,7 @@ GRACE_S = 600.0
 T = TypeVar("T")
 
 
-@pytest.fixture(scope="module")
-def engine() -> Iterator[Engine]:
-    with migrated_database(DB_NAME) as eng:
-        yield eng
+engine = engine_fixture(DB_NAME)
 
 
 def _run(work: Callable[[Any], Awaitable[T]]) -> T:

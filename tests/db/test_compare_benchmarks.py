@@ -7,22 +7,18 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-from collections.abc import Iterator
 
 import pytest
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from .migrated import migrated_database
+from .migrated import engine_fixture
 
 pytestmark = pytest.mark.db
 DB_NAME = os.environ.get("UEP_TEST_DB", "uep_test") + "_compare"
 
 
-@pytest.fixture(scope="module")
-def engine() -> Iterator[Engine]:
-    with migrated_database(DB_NAME) as eng:
-        yield eng
+engine = engine_fixture(DB_NAME)
 
 
 def _world(engine: Engine) -> dict[str, uuid.UUID]:

@@ -6,23 +6,19 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
-from .migrated import SERVER, migrated_database
+from .migrated import SERVER, engine_fixture, evaluation_of
 
 pytestmark = pytest.mark.db
 DB_NAME = os.environ.get("UEP_TEST_OUTBOX_DB", "uep_outbox_retention")
 
 
-@pytest.fixture(scope="module")
-def engine() -> Iterator[Engine]:
-    with migrated_database(DB_NAME) as eng:
-        yield eng
+engine = engine_fixture(DB_NAME)
 
 
 def _dispatched(ev: uuid.UUID, tenant: uuid.UUID, sample: uuid.UUID, repeat: int = 0) -> dict[str, object]:
@@ -33,20 +29,12 @@ def test_prune_deletes_old_published_rows_and_keeps_what_is_needed(engine: Engin
     from uep_common.contract.events import Topics
     from uep_common.runtime.outbox_retention import prune_published
     from uep_common.runtime.session import make_async_engine, make_sessionmaker
-    from uep_common.tables.models import Benchmark, Evaluation, Model, OutboxMessage, Sample, SampleLease, Tenant
+    from uep_common.tables.models import OutboxMessage, SampleLease
 
     now = datetime.now(UTC)
     hour_ago, just_now = now - timedelta(hours=1), now - timedelta(seconds=5)
     with Session(engine) as s, s.begin():
-        tenant = Tenant(slug="outbox-t", name="T")
-        model = Model(name="outbox-model", backend="triton", endpoint="127.0.0.1:1")
-        bench = Benchmark(slug="outbox-b", name="b", version="v1", category="nlp")
-        s.add_all([tenant, model, bench])
-        s.flush()
-        samples = [Sample(benchmark_id=bench.id, ordinal=i, input={"q": i}, reference={"a": i}) for i in range(2)]
-        ev = Evaluation(tenant_id=tenant.id, benchmark_id=bench.id, model_id=model.id, total_items=2)
-        s.add_all([*samples, ev])
-        s.flush()
+        tenant, _, _, samples, ev = evaluation_of(s, "outbox", 2)
         open_lease, released = samples
         for sample, state in ((open_lease, "leased"), (released, "released")):
             s.add(SampleLease(evaluation_id=ev.id, sample_id=sample.id, state=state, leased_at=hour_ago, lease_expires_at=now))

@@ -8,22 +8,18 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-from collections.abc import Iterator
 
 import pytest
 from sqlalchemy import Engine, event
 from sqlalchemy.orm import Session
 
-from .migrated import SERVER, migrated_database
+from .migrated import SERVER, engine_fixture
 
 pytestmark = pytest.mark.db
 DB_NAME = os.environ.get("UEP_TEST_REFERENCES_DB", "uep_reference_read_ahead")
 
 
-@pytest.fixture(scope="module")
-def engine() -> Iterator[Engine]:
-    with migrated_database(DB_NAME) as eng:
-        yield eng
+engine = engine_fixture(DB_NAME)
 
 
 def test_a_miss_reads_ahead_by_ordinal_and_each_sample_gets_its_own_reference(engine: Engine) -> None:

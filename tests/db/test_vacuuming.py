@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -14,7 +13,7 @@ from sqlalchemy import Engine, text
 
 from uep_reporter.vacuuming import Due, Rules, TableStats, due, vacuum_round
 
-from .migrated import SERVER, migrated_database
+from .migrated import SERVER, engine_fixture
 
 DB_NAME = os.environ.get("UEP_TEST_VACUUM_DB", "uep_vacuuming")
 
@@ -37,10 +36,7 @@ def test_inserts_and_modifications_call_for_vacuum_and_analyze() -> None:
     assert due(TableStats("t", 10_000, 0, 1_000_000, 0), Rules(insert_threshold=-1)) is None
 
 
-@pytest.fixture(scope="module")
-def engine() -> Iterator[Engine]:
-    with migrated_database(DB_NAME) as eng:
-        yield eng
+engine = engine_fixture(DB_NAME)
 
 
 @pytest.mark.db

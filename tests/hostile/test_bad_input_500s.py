@@ -16,19 +16,9 @@ import httpx
 import pytest
 from sqlalchemy import text
 
-from integration.helpers import submit, wait_done
+from integration.helpers import row_counts, submit, wait_done
 
 TABLES = ("evaluations", "schedules", "annotators", "annotation_tasks", "budget_caps")
-
-
-def _counts(db) -> dict[str, int]:
-    with db.connect() as c:
-        counts = {t: c.execute(text(f"SELECT count(*) FROM {t}")).scalar() for t in TABLES}
-        # other events (completions, reports) come and go with earlier tests' evaluations: count the creations'
-        counts["requested_events"] = c.execute(
-            text("SELECT count(*) FROM outbox WHERE event_type = 'EvaluationRequested'")
-        ).scalar()
-        return counts
 
 
 def _cursor(*values) -> str:
@@ -79,21 +69,21 @@ SOME_ID = "00000000-0000-4000-8000-000000000000"
     ],
 )
 def test_nul_character_is_a_422_naming_the_field(gateway, db, method, url, body, loc):
-    before = _counts(db)
+    before = row_counts(db, TABLES)
     r = gateway.request(method, url, json=body)
     detail = _detail(r, 422)
     assert detail[0]["loc"] == loc and detail[0]["type"] == "nul_character" and "NUL" in detail[0]["msg"], detail
-    assert _counts(db) == before
+    assert row_counts(db, TABLES) == before
 
 
 def test_a_body_without_nul_still_validates_as_before(gateway, db):
     # an escaped backslash followed by "u0000" is six ordinary characters, not a NUL
-    before = _counts(db)
+    before = row_counts(db, TABLES)
     r = gateway.post("/v1/evaluations", json={**CREATE, "benchmark": "\\u0000"})
     assert _detail(r, 422)[0]["type"] == "unknown_benchmark"
     r = gateway.post("/v1/evaluations", content=b'{"benchmark": "gsm8k\x00"}', headers={"content-type": "application/json"})
     assert _detail(r, 422)[0]["type"] == "json_invalid"  # a raw control character is not JSON
-    assert _counts(db) == before
+    assert row_counts(db, TABLES) == before
 
 
 @pytest.mark.parametrize(
@@ -106,10 +96,10 @@ def test_a_body_without_nul_still_validates_as_before(gateway, db):
     ],
 )
 def test_integer_past_its_column_is_a_422(gateway, db, body, loc):
-    before = _counts(db)
+    before = row_counts(db, TABLES)
     detail = _detail(gateway.post("/v1/evaluations", json=body), 422)
     assert detail[0]["loc"] == loc and detail[0]["type"] == "less_than_equal", detail
-    assert _counts(db) == before
+    assert row_counts(db, TABLES) == before
 
 
 def test_results_cursor_past_the_columns_is_a_422(gateway, db):
@@ -127,12 +117,12 @@ def test_results_cursor_past_the_columns_is_a_422(gateway, db):
     ["{% for i in range(10**9) %}x{% endfor %", "{{ question }", "{% if %}", "{% for x in %}{% endfor %}"],
 )
 def test_arm_template_that_does_not_compile_is_a_422_naming_the_arm(gateway, db, template):
-    before = _counts(db)
+    before = row_counts(db, TABLES)
     body = {**CREATE, "arms": [ARMS[0], {"name": "bad", "prompt_template": template}]}
     for url in ("/v1/evaluations", "/v1/evaluations/estimate"):
         detail = _detail(gateway.post(url, json=body), 422)
         assert detail[0]["loc"] == ["body", "arms", 1, "prompt_template"] and detail[0]["type"] == "bad_template", detail
-    assert _counts(db) == before
+    assert row_counts(db, TABLES) == before
 
 
 @pytest.mark.parametrize(
@@ -149,13 +139,13 @@ def test_arm_template_that_does_not_compile_is_a_422_naming_the_arm(gateway, db,
     ],
 )
 def test_arm_template_that_fails_to_render_is_a_422_at_creation(gateway, db, arm, msg):
-    before = _counts(db)
+    before = row_counts(db, TABLES)
     body = {**CREATE, "arms": [ARMS[0], {"name": "bad", **arm}]}
     for url in ("/v1/evaluations", "/v1/evaluations/estimate"):
         detail = _detail(gateway.post(url, json=body), 422)
         assert detail[0]["loc"] == ["body", "arms", 1, "prompt_template"] and detail[0]["type"] == "bad_template", detail
         assert msg in detail[0]["msg"], detail
-    assert _counts(db) == before
+    assert row_counts(db, TABLES) == before
 
 
 def test_arm_template_that_renders_is_accepted_with_its_fewshot(gateway):

@@ -19,6 +19,7 @@ import uuid
 import httpx
 
 from integration.helpers import all_results, submit, wait_done
+from scorer.test_metrics_sandbox import _alive
 from servers import config as servers_config
 
 PROBING_TEST = '''
@@ -86,14 +87,6 @@ FORGER = (
 
 def _scorer_pid(stack) -> int:
     return int((stack.run_dir / "pids" / "scorer.pid").read_text())
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def test_hostile_code_benchmark_cannot_harm_the_scorer_or_forge_a_pass(stack, gateway):

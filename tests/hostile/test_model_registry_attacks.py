@@ -235,6 +235,8 @@ def test_a_private_model_evaluated_by_its_owner_shows_nowhere_for_others(stack, 
     # site-wide boards (the gateway setting leaderboards_site_wide): every tenant's entries of the models the
     # reader may see, so A's shared model is on B's board and A's private one is not, nor in the history
     from uep_common.analytics import leaderboards as lb
+    from uep_common.analytics.board_comparison import compare_models
+    from uep_common.analytics.board_history import board_history
     from uep_common.runtime.session import make_async_engine
 
     with db.connect() as c:
@@ -246,8 +248,8 @@ def test_a_private_model_evaluated_by_its_owner_shows_nowhere_for_others(stack, 
             async with engine.connect() as conn, AsyncSession(conn) as s:
                 scope = lb.BoardScope(viewer_tenant_id=b_id)
                 board = await lb.load_board(s, "gsm8k", own["score_type"], scope=scope)
-                history = await lb.board_history(s, "gsm8k", own["score_type"], scope=scope)
-                cmp = await lb.compare_models(s, [name, shared], [("gsm8k", own["score_type"])], scope=scope)
+                history = await board_history(s, "gsm8k", own["score_type"], scope=scope)
+                cmp = await compare_models(s, [name, shared], [("gsm8k", own["score_type"])], scope=scope)
                 return {e.model for e in board}, {e["model"] for h in history for e in h["entries"]} | {
                     r["model"] for r in cmp["rows"] if any(cmp_v for cmp_v in r["scores"].values())
                 }

@@ -11,6 +11,7 @@ import uuid
 from pathlib import Path
 
 from integration.helpers import all_results, submit, wait_done
+from integration.test_judge import upload
 
 PAYLOAD = "{{ cycler.__init__.__globals__.os.popen('id > MARKER').read() }}"
 
@@ -19,23 +20,10 @@ def _marker() -> Path:
     return Path("/tmp") / f"uep-hostile-template-{uuid.uuid4().hex}"
 
 
-def _upload_judged(gateway, slug: str, rows: list[str], judge: dict):
-    spec = {
-        "slug": slug,
-        "name": slug,
-        "prompt": {"template": "{{ question }}", "max_tokens": 64},
-        "metric": {"name": "exact_match", "params": {}},
-        "evaluation_type": "llm_judge",
-        "judge": judge,
-    }
-    data = "\n".join(json.dumps({"id": f"q{i}", "question": q, "answer": "B"}) for i, q in enumerate(rows))
-    return gateway.post("/v1/benchmarks", data={"spec": json.dumps(spec)}, files={"file": ("rows.jsonl", data.encode())})
-
-
 def test_judge_template_escape_refused_at_creation(gateway):
     marker = _marker()
     slug = f"hostile-judge-{uuid.uuid4().hex[:8]}"
-    r = _upload_judged(gateway, slug, ["[[say:Paris. JUDGE:SCORE=8]]"], {"mode": "rubric", "judges": ["uep-judge"]})
+    r = upload(gateway, slug, ["[[say:Paris. JUDGE:SCORE=8]]"], "llm_judge", {"mode": "rubric", "judges": ["uep-judge"]})
     assert r.status_code == 201, r.text
     r = gateway.post(
         "/v1/evaluations",
@@ -50,10 +38,11 @@ def test_judge_template_escape_refused_at_creation(gateway):
     assert problem["loc"][-1] == "template_text" and problem["type"] == "bad_template"
     assert "unsafe" in problem["msg"]
     # the same template in a benchmark upload's judge block
-    r = _upload_judged(
+    r = upload(
         gateway,
         slug + "-b",
         ["x"],
+        "llm_judge",
         {"mode": "rubric", "judges": ["uep-judge"], "template_text": PAYLOAD.replace("MARKER", str(marker))},
     )
     assert r.status_code == 422, r.text
@@ -68,10 +57,11 @@ def test_judge_template_escape_behind_a_condition_is_refused_by_the_judge(gatewa
         "{% if 'ESCAPE' in answer %}" + PAYLOAD.replace("MARKER", str(marker)) + "{% endif %}"
         "Grade the answer {{ answer }} to {{ question }} as {{ schema }}"
     )
-    r = _upload_judged(
+    r = upload(
         gateway,
         slug,
         ["[[say:ESCAPE]]", "[[say:Paris. JUDGE:SCORE=8]]"],
+        "llm_judge",
         {"mode": "rubric", "judges": ["uep-judge"], "template_text": template},
     )
     assert r.status_code == 201, r.text  # the trial render (answer 'A') does not reach the escape
@@ -115,14 +105,14 @@ def test_arm_and_prompt_template_escapes_refused(gateway):
 def test_deeply_nested_templates_are_a_422_naming_the_field(gateway):
     nested = "{{ " + "(" * 2000 + "answer" + ")" * 2000 + " }}"
     slug = f"hostile-nested-{uuid.uuid4().hex[:8]}"
-    r = _upload_judged(gateway, slug, ["[[say:Paris. JUDGE:SCORE=8]]"], {"mode": "rubric", "judges": ["uep-judge"]})
+    r = upload(gateway, slug, ["[[say:Paris. JUDGE:SCORE=8]]"], "llm_judge", {"mode": "rubric", "judges": ["uep-judge"]})
     assert r.status_code == 201, r.text
     r = gateway.post("/v1/evaluations", json={"benchmark": slug, "model": "uep-judge", "judge": {"template_text": nested}})
     assert r.status_code == 422, r.text
     problem = r.json()["detail"][0]
     assert problem["loc"] == ["body", "judge", "template_text"] and problem["type"] == "bad_template", problem
     assert "nested too deeply" in problem["msg"]
-    r = _upload_judged(gateway, slug + "-b", ["x"], {"mode": "rubric", "judges": ["uep-judge"], "template_text": nested})
+    r = upload(gateway, slug + "-b", ["x"], "llm_judge", {"mode": "rubric", "judges": ["uep-judge"], "template_text": nested})
     assert r.status_code == 422, r.text
     assert r.json()["detail"][0]["loc"] == ["body", "spec", "judge", "template_text"]
     arms = [{"name": "base"}, {"name": "deep", "prompt_template": nested.replace("answer", "question")}]

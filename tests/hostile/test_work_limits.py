@@ -11,19 +11,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import text
 
-from integration.helpers import tenant_headers, wait_done
+from integration.helpers import row_counts, tenant_headers, wait_done
 
 TABLES = ("evaluations", "schedules", "budget_accounts")
-
-
-def _counts(db) -> dict[str, int]:
-    with db.connect() as c:
-        counts = {t: c.execute(text(f"SELECT count(*) FROM {t}")).scalar() for t in TABLES}
-        # other events (completions, reports) come and go with earlier tests' evaluations: count the creations'
-        counts["requested_events"] = c.execute(
-            text("SELECT count(*) FROM outbox WHERE event_type = 'EvaluationRequested'")
-        ).scalar()
-        return counts
 
 
 def _tenant(db, **limits) -> str:
@@ -43,17 +33,17 @@ def _detail(r, status: int) -> dict:
 
 
 def test_repeats_past_the_items_per_evaluation_limit_is_a_422_naming_repeats(gateway, db):
-    before = _counts(db)
+    before = row_counts(db, TABLES)
     d = _detail(gateway.post("/v1/evaluations", json={"benchmark": "mmlu", "model": "uep-oracle", "repeats": 100}), 422)
     assert d["loc"] == ["body", "repeats"] and d["type"] == "too_many_items"
     assert "1,404,200 items" in d["msg"] and "100,000" in d["msg"], d  # the numbers: asked and allowed (site default)
-    assert _counts(db) == before
+    assert row_counts(db, TABLES) == before
 
 
 def test_tenant_items_per_evaluation_override(gateway, db, stack):
     tenant = _tenant(db, max_items_per_evaluation=50)
     h = tenant_headers(stack, tenant, "builder")
-    before = _counts(db)
+    before = row_counts(db, TABLES)
     d = _detail(
         gateway.post("/v1/evaluations", headers=h, json={"benchmark": "gsm8k", "model": "uep-oracle", "sample_limit": 60}), 422
     )
@@ -65,7 +55,7 @@ def test_tenant_items_per_evaluation_override(gateway, db, stack):
         422,
     )
     assert d["loc"] == ["body", "repeats"] and "60 items" in d["msg"], d
-    assert _counts(db) == before
+    assert row_counts(db, TABLES) == before
     r = gateway.post(
         "/v1/evaluations", headers=h, json={"benchmark": "gsm8k", "model": "uep-oracle", "sample_limit": 10, "repeats": 5}
     )
@@ -87,7 +77,7 @@ def test_items_queued_across_the_tenants_evaluations(gateway, db, stack):
             ),
             {"t": tenant},
         )
-    before = _counts(db)
+    before = row_counts(db, TABLES)
     d = _detail(
         gateway.post("/v1/evaluations", headers=h, json={"benchmark": "gsm8k", "model": "uep-oracle", "sample_limit": 3}), 409
     )
@@ -103,7 +93,7 @@ def test_items_queued_across_the_tenants_evaluations(gateway, db, stack):
         409,
     )
     assert d["type"] == "too_many_queued_items"
-    assert _counts(db) == before
+    assert row_counts(db, TABLES) == before
     r = gateway.post("/v1/evaluations", headers=h, json={"benchmark": "gsm8k", "model": "uep-oracle", "sample_limit": 2})
     assert r.status_code == 202, r.text
     wait_done(gateway, r.json()["id"], headers=h)
@@ -118,7 +108,7 @@ def test_evaluations_per_minute_is_a_429_with_retry_after(gateway, db, stack):
         r = gateway.post("/v1/evaluations", headers=h, json=body)
         assert r.status_code == 202, r.text
         ids.append(r.json()["id"])
-    before = _counts(db)
+    before = row_counts(db, TABLES)
     r = gateway.post("/v1/evaluations", headers=h, json=body)
     d = _detail(r, 429)
     assert d["loc"] == ["header", "X-UEP-Tenant"] and d["type"] == "rate_limited" and "at most 3" in d["msg"], d
@@ -126,7 +116,7 @@ def test_evaluations_per_minute_is_a_429_with_retry_after(gateway, db, stack):
     # a batch of 4 can never fit in a minute of 3
     d = _detail(gateway.post("/v1/evaluations", headers=h, json={**body, "model": None, "models": ["uep-oracle"] * 4}), 422)
     assert d["loc"] == ["body", "models"] and d["type"] == "too_many_evaluations", d
-    assert _counts(db) == before
+    assert row_counts(db, TABLES) == before
     # another tenant is not limited by this one's rate
     assert gateway.post("/v1/evaluations", json=body).status_code == 202
     for ev in ids:
@@ -135,10 +125,10 @@ def test_evaluations_per_minute_is_a_429_with_retry_after(gateway, db, stack):
 
 @pytest.mark.parametrize("cron", ["* * * * * *", "* * * * *", "*/4 * * * *", "0,1 * * * *", "0 2 * * * */30"])
 def test_schedule_closer_than_the_minimum_interval_is_a_422_naming_cron(gateway, db, cron):
-    before = _counts(db)
+    before = row_counts(db, TABLES)
     d = _detail(gateway.post("/v1/schedules", json={"cron": cron, "model": "uep-oracle", "benchmark": "gsm8k"}), 422)
     assert d["loc"] == ["body", "cron"] and d["type"] == "schedule_too_frequent" and "300 s" in d["msg"], d
-    assert _counts(db) == before
+    assert row_counts(db, TABLES) == before
 
 
 def test_schedule_at_the_minimum_interval_is_accepted(gateway):
@@ -160,7 +150,7 @@ def test_schedule_at_the_minimum_interval_is_accepted(gateway):
     ],
 )
 def test_schedule_options_are_checked_as_a_create(gateway, db, options, loc, type_):
-    before = _counts(db)
+    before = row_counts(db, TABLES)
     r = gateway.post("/v1/schedules", json={"cron": "0 2 * * *", "model": "uep-oracle", "benchmark": "mmlu", "options": options})
     d = r.json()["detail"][0]
     assert r.status_code == 422 and d["loc"] == loc and d["type"] == type_, r.text
@@ -168,7 +158,7 @@ def test_schedule_options_are_checked_as_a_create(gateway, db, options, loc, typ
     body = {"benchmark": "mmlu", "model": "uep-oracle", **options}
     d2 = gateway.post("/v1/evaluations", json=body).json()["detail"][0]
     assert d2["loc"] == ["body", *loc[2:]] and d2["type"] == type_, d2
-    assert _counts(db) == before
+    assert row_counts(db, TABLES) == before
 
 
 def _insert_schedule(db, tenant: str, cron: str, options: dict) -> uuid.UUID:

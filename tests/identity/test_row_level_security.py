@@ -17,32 +17,21 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from servers import PG_SERVER
+from db.migrated import migrated_database
 from uep_common.tables import rls
 from uep_common.tables.annotation import AnnotationTask
 from uep_common.tables.models import Benchmark, Evaluation, Model, Sample, SampleResult, Tenant
 
 pytestmark = pytest.mark.db
 DB_NAME = os.environ.get("UEP_TEST_RLS_DB", "uep_rls_test")
-DB_URL = f"{PG_SERVER}/{DB_NAME}"
 # Tables with a tenant_id that the gateway never reads: the scheduler's own fair-share state.
 SCHEDULER_INTERNAL = {"sched_tenants", "sched_flows"}
 
 
 @pytest.fixture(scope="module")
 def engine():
-    from uep_common.admin import migrate
-    from uep_common.runtime.session import make_sync_engine
-
-    admin = make_sync_engine(f"{PG_SERVER}/postgres")
-    with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
-        c.execute(text(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)"))
-        c.execute(text(f"CREATE DATABASE {DB_NAME}"))
-    admin.dispose()
-    migrate(DB_URL)
-    eng = make_sync_engine(DB_URL)
-    yield eng
-    eng.dispose()
+    with migrated_database(DB_NAME) as eng:
+        yield eng
 
 
 @pytest.fixture(scope="module")
@@ -100,6 +89,16 @@ def scoped(engine, tenant_id, cross: bool = False):
     conn.begin()
     conn.exec_driver_sql(rls.scope_statement(tenant_id, cross_tenant=cross))
     return conn
+
+
+def _refused(engine, tenant_id, sql: str, params: dict) -> None:
+    """``sql`` with ``params``, run in a transaction scoped to ``tenant_id``, raises (the database refuses it)."""
+    conn = scoped(engine, tenant_id)
+    try:
+        with pytest.raises(DBAPIError):
+            conn.execute(text(sql), params)
+    finally:
+        conn.close()
 
 
 def test_triggers_copy_the_owner_tenant_into_child_rows(engine, world):
@@ -171,31 +170,21 @@ def test_writes_cannot_reach_another_tenants_rows(engine, world):
         conn.close()
     # A child row pointing at B's evaluation: the trigger cannot see B's evaluation, so the row has no
     # tenant and is refused.
-    conn = scoped(engine, world["tenant_a"])
-    try:
-        with pytest.raises(DBAPIError):
-            conn.execute(
-                text(
-                    "INSERT INTO sample_results (evaluation_id, sample_id, repeat, arm, metrics, attempt, score_event_id) "
-                    "VALUES (:e, :s, 0, 'main', '{}', 1, :x)"
-                ),
-                {"e": world["eval_b"], "s": world["sample_builtin"], "x": uuid.uuid4()},
-            )
-    finally:
-        conn.close()
+    _refused(
+        engine,
+        world["tenant_a"],
+        "INSERT INTO sample_results (evaluation_id, sample_id, repeat, arm, metrics, attempt, score_event_id) "
+        "VALUES (:e, :s, 0, 'main', '{}', 1, :x)",
+        {"e": world["eval_b"], "s": world["sample_builtin"], "x": uuid.uuid4()},
+    )
     # Naming B as the tenant explicitly is refused by the policy's WITH CHECK.
-    conn = scoped(engine, world["tenant_a"])
-    try:
-        with pytest.raises(DBAPIError):
-            conn.execute(
-                text(
-                    "INSERT INTO evaluations (id, tenant_id, benchmark_id, model_id, total_items, status, priority) "
-                    "VALUES (:i, :t, :b, :m, 1, 'pending', 'normal')"
-                ),
-                {"i": uuid.uuid4(), "t": world["tenant_b"], "b": world["bench_builtin"], "m": world["model"]},
-            )
-    finally:
-        conn.close()
+    _refused(
+        engine,
+        world["tenant_a"],
+        "INSERT INTO evaluations (id, tenant_id, benchmark_id, model_id, total_items, status, priority) "
+        "VALUES (:i, :t, :b, :m, 1, 'pending', 'normal')",
+        {"i": uuid.uuid4(), "t": world["tenant_b"], "b": world["bench_builtin"], "m": world["model"]},
+    )
     with engine.connect() as c:
         assert c.execute(text("SELECT status FROM evaluations WHERE id = :e"), {"e": world["eval_b"]}).scalar() != "cancelled"
         assert (

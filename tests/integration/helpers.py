@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 
 import httpx
+from sqlalchemy import text
+from sqlalchemy.engine import Row
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,11 +25,26 @@ def private_broker_config(port_offset: int, name: str):
     return dataclasses.replace(uep_stack.config(), broker_port=port, controller_port=port + 1, run_dir=run_dir)
 
 
+def db_rows(db, sql: str, **params) -> list[Row]:
+    """Every row of the query ``sql`` (SQL text with ``:name`` parameters bound from ``params``) on engine ``db``."""
+    with db.connect() as c:
+        return list(c.execute(text(sql), params).all())
+
+
+def row_counts(db, tables: tuple[str, ...]) -> dict[str, int]:
+    """``{table: its row count}`` of ``tables``, with ``requested_events``: the outbox's EvaluationRequested rows
+    (other events, completions and reports, come and go with earlier tests' evaluations; creations stay)."""
+    with db.connect() as c:
+        counts = {t: c.execute(text(f"SELECT count(*) FROM {t}")).scalar() for t in tables}
+        counts["requested_events"] = c.execute(
+            text("SELECT count(*) FROM outbox WHERE event_type = 'EvaluationRequested'")
+        ).scalar()
+        return counts
+
+
 def fresh_database(stack, name: str) -> str:
     """Drop, create and migrate database ``name`` on the stack's PostgreSQL (a test's own: the stack's relays
     would otherwise act on its rows); returns its URL."""
-    from sqlalchemy import text
-
     from uep_common.admin import create_database, migrate
     from uep_common.runtime.session import make_sync_engine
 
@@ -45,8 +62,6 @@ def fresh_database(stack, name: str) -> str:
 def tenant_headers(stack, slug: str, role: str = "admin", **limits) -> dict[str, str]:
     """``Authorization`` header of a fresh ``role`` API key of tenant ``slug`` (created if missing; ``limits``
     set its own work-limit columns, e.g. ``max_queued_items=10``)."""
-    from sqlalchemy import text
-
     from uep_common.admin import create_api_key, create_tenant
     from uep_common.runtime.session import make_sync_engine
 
@@ -100,8 +115,6 @@ def all_results(gateway: httpx.Client, evaluation_id: str, page: int = 100, head
 def register_model(db, endpoint: str, triton_model_name: str, prefix: str, max_in_flight: int | None = None) -> str:
     """Insert a Triton model row with a unique name (there is no registration API yet); returns its name."""
     import uuid
-
-    from sqlalchemy import text
 
     name = f"{prefix}-{uuid.uuid4().hex[:8]}"
     with db.begin() as c:

@@ -12,6 +12,8 @@ from collections.abc import Iterator
 import httpx
 from sqlalchemy import text
 
+from .helpers import db_rows
+
 
 class Forwarder:
     """A TCP port in front of Triton whose behaviour the test switches:
@@ -144,15 +146,8 @@ def counts(db, evaluation_id: str) -> dict:
 
 def verdicts(db, evaluation_id: str) -> dict[int, bool | None]:
     """``{sample ordinal: is_correct}`` of the stored results."""
-    with db.connect() as c:
-        rows = c.execute(
-            text(
-                "SELECT s.ordinal, r.is_correct FROM sample_results r JOIN samples s ON s.id = r.sample_id "
-                "WHERE r.evaluation_id = :e"
-            ),
-            {"e": evaluation_id},
-        ).all()
-    return dict(rows)
+    sql = "SELECT s.ordinal, r.is_correct FROM sample_results r JOIN samples s ON s.id = r.sample_id WHERE r.evaluation_id = :e"
+    return dict(db_rows(db, sql, e=evaluation_id))
 
 
 @contextlib.contextmanager

@@ -22,7 +22,7 @@ from sqlalchemy import text
 from uep_common.admin import create_api_key, create_tenant
 from uep_common.records.lifecycle import TERMINAL
 
-from .helpers import all_results, register_model
+from .helpers import all_results, db_rows, register_model
 
 
 def wait_terminal(gateway, evaluation_id: str, headers: dict, timeout_s: float = 90) -> dict:
@@ -341,14 +341,12 @@ def test_redelivered_score_never_settles_twice(gateway, db, stack, priced_model,
     assert r.status_code == 202, r.text
     evaluation_id = r.json()["id"]
     assert wait_terminal(gateway, evaluation_id, hdr)["status"] == "completed"
-    with db.connect() as c:
-        row = c.execute(
-            text(
-                "SELECT r.sample_id, r.score_event_id, e.tenant_id, e.model_id, e.benchmark_id FROM sample_results r "
-                "JOIN evaluations e ON e.id = r.evaluation_id WHERE r.evaluation_id = :e LIMIT 1"
-            ),
-            {"e": evaluation_id},
-        ).one()
+    (row,) = db_rows(
+        db,
+        "SELECT r.sample_id, r.score_event_id, e.tenant_id, e.model_id, e.benchmark_id FROM sample_results r "
+        "JOIN evaluations e ON e.id = r.evaluation_id WHERE r.evaluation_id = :e LIMIT 1",
+        e=evaluation_id,
+    )
     score = ScoreComputed(
         event_id=row.score_event_id,
         evaluation_id=uuid.UUID(evaluation_id),

@@ -21,7 +21,7 @@ from sqlalchemy import text
 from model_server.server_process import model_server
 from uep_common.builtin.labelled import breast_cancer_split, load_breast_cancer_test, load_humaneval_retrieval
 
-from .helpers import submit, wait_done
+from .helpers import db_rows, submit, wait_done
 
 
 @pytest.fixture(scope="module")
@@ -54,14 +54,12 @@ def _register(db, endpoint: str, triton_model_name: str, kind: str, contract: st
 
 def _stored(db, evaluation_id: str) -> dict[str, dict]:
     """external_id -> {prediction, output, is_correct, error} of each stored result."""
-    with db.connect() as c:
-        rows = c.execute(
-            text(
-                "SELECT s.external_id, r.prediction, r.output, r.is_correct, r.error FROM sample_results r "
-                "JOIN samples s ON s.id = r.sample_id WHERE r.evaluation_id = :e"
-            ),
-            {"e": evaluation_id},
-        ).all()
+    rows = db_rows(
+        db,
+        "SELECT s.external_id, r.prediction, r.output, r.is_correct, r.error FROM sample_results r "
+        "JOIN samples s ON s.id = r.sample_id WHERE r.evaluation_id = :e",
+        e=evaluation_id,
+    )
     return {r[0]: {"prediction": r[1], "output": r[2], "is_correct": r[3], "error": r[4]} for r in rows}
 
 

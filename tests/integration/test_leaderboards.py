@@ -19,6 +19,7 @@ import pytest
 from sqlalchemy import text
 
 from uep_common.analytics import leaderboards as lb
+from uep_common.analytics.board_history import board_history, record_evaluation
 from uep_common.analytics.stats import bootstrap_mean, wilson_interval
 from uep_common.runtime.session import make_async_engine, make_sessionmaker
 
@@ -136,7 +137,7 @@ async def record(
                 ),
                 {"e": eid, "s": sid, "v": score, "m": metric, "u": uuid.uuid4()},
             )
-        assert await lb.record_evaluation(s, eid) == (experiment_id is None or bool((config or {}).get("release")))
+        assert await record_evaluation(s, eid) == (experiment_id is None or bool((config or {}).get("release")))
     return eid
 
 
@@ -218,7 +219,7 @@ async def test_each_tenant_sees_and_ranks_its_own_entries(stack, db, gateway, se
             (m["R"], b_ids[0], 2),
             (m["Q"], b_ids[1], 3),
         ]
-        wide_hist = await lb.board_history(s, slug, "exact_match", scope=lb.BoardScope(viewer_tenant_id=b_id))
+        wide_hist = await board_history(s, slug, "exact_match", scope=lb.BoardScope(viewer_tenant_id=b_id))
         assert [x["evaluation_id"] for x in wide_hist] == [str(i) for i in (b_ids[1], b_ids[0], a_ids[1], a_ids[0])]
         assert [(e["model"], e["rank"]) for e in wide_hist[0]["entries"]] == [(m["P"], 1), (m["R"], 2), (m["Q"], 3)]
         # a private benchmark of tenant A is no board of B's, even site-wide
@@ -286,7 +287,7 @@ async def test_tie_groups_top_n_latest_entry_and_rank_history(stack, db, gateway
 
     # A rescore that changes nothing records nothing; recording is idempotent.
     async with sessions() as s, s.begin():
-        assert not await lb.record_evaluation(s, e2)
+        assert not await record_evaluation(s, e2)
 
 
 async def test_continuous_board_compare_and_radar(stack, db, gateway, sessions):

@@ -12,6 +12,7 @@ import pypdf
 from sqlalchemy import text
 
 from .helpers import all_results, submit, wait_done
+from .test_judge import upload
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -140,16 +141,7 @@ def test_report_and_compare_errors(gateway):
 
 def _upload(gateway, slug: str, rows: list[str], evaluation_type: str, judge: dict, metric: dict | None = None) -> None:
     """A custom benchmark answered by the ``uep-judge`` model's echo of each ``[[say:…]]`` row (judge_stub)."""
-    spec = {
-        "slug": slug,
-        "name": slug,
-        "prompt": {"template": "{{ question }}", "max_tokens": 64},
-        "metric": metric or {"name": "exact_match", "params": {}},
-        "evaluation_type": evaluation_type,
-        "judge": judge,
-    }
-    data = "\n".join(json.dumps({"id": f"q{i}", "question": q, "answer": "B"}) for i, q in enumerate(rows))
-    r = gateway.post("/v1/benchmarks", data={"spec": json.dumps(spec)}, files={"file": ("rows.jsonl", data.encode())})
+    r = upload(gateway, slug, rows, evaluation_type, judge, metric)
     assert r.status_code == 201, r.text
 
 

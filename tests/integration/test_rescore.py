@@ -7,7 +7,7 @@ from sqlalchemy import text
 
 from uep_scorer.metrics import get_metric
 
-from .helpers import all_results, submit, wait_done
+from .helpers import all_results, db_rows, submit, wait_done
 
 
 def _wait_rescore(gateway, evaluation_id: str, rescore_id: str, timeout_s: float = 60) -> dict:
@@ -54,17 +54,13 @@ def test_rescore_restores_scores_of_an_old_scorer_version(gateway, db):
     after = gateway.get(f"/v1/evaluations/{evaluation_id}").json()
     assert after["summary"] == done["new_summary"]
     assert [x["is_correct"] for x in all_results(gateway, evaluation_id)] == [True, True, False, True, True, False]
-    with db.connect() as c:
-        history = c.execute(
-            text(
-                "SELECT s.ordinal, h.metric_version, h.is_correct FROM score_history h JOIN sample_results r ON r.id = h.result_id "
-                "JOIN samples s ON s.id = r.sample_id WHERE h.evaluation_id = :e ORDER BY s.ordinal"
-            ),
-            {"e": evaluation_id},
-        ).all()
-        calls_after = c.execute(
-            text("SELECT count(*) FROM sample_leases WHERE evaluation_id = :e"), {"e": evaluation_id}
-        ).scalar()
+    history = db_rows(
+        db,
+        "SELECT s.ordinal, h.metric_version, h.is_correct FROM score_history h JOIN sample_results r ON r.id = h.result_id "
+        "JOIN samples s ON s.id = r.sample_id WHERE h.evaluation_id = :e ORDER BY s.ordinal",
+        e=evaluation_id,
+    )
+    ((calls_after,),) = db_rows(db, "SELECT count(*) FROM sample_leases WHERE evaluation_id = :e", e=evaluation_id)
     assert [tuple(h) for h in history] == [
         (0, "0", False),
         (1, v, True),

@@ -15,7 +15,7 @@ import uuid
 
 from sqlalchemy import text
 
-from .helpers import all_results, register_model, submit, tenant_headers, wait_done
+from .helpers import all_results, db_rows, register_model, submit, tenant_headers, wait_done
 
 VERDICTS_6 = [True, True, False, True, True, False]
 
@@ -86,14 +86,12 @@ def _fast_schedule_tenant(stack) -> dict:
 
 def _schedule_runs(db, schedule_id: str) -> list[tuple[str, str | None]]:
     """(evaluation id, its status) of each run of a schedule, read from the database."""
-    with db.connect() as c:
-        rows = c.execute(
-            text(
-                "SELECT r.evaluation_id, e.status FROM schedule_runs r LEFT JOIN evaluations e ON e.id = r.evaluation_id "
-                "WHERE r.schedule_id = :s"
-            ),
-            {"s": schedule_id},
-        ).all()
+    rows = db_rows(
+        db,
+        "SELECT r.evaluation_id, e.status FROM schedule_runs r LEFT JOIN evaluations e ON e.id = r.evaluation_id "
+        "WHERE r.schedule_id = :s",
+        s=schedule_id,
+    )
     return [(str(ev), status) for ev, status in rows]
 
 

@@ -18,7 +18,7 @@ from sqlalchemy import text
 
 from uep_common.builtin.datasets import load_mmlu
 
-from .helpers import submit, wait_done
+from .helpers import db_rows, submit, wait_done
 
 LETTERS = ["A", "B", "C", "D"]
 TEMPLATE = (
@@ -182,14 +182,12 @@ def test_a_classifier_with_probabilities_gets_roc_pr_and_calibration(gateway, db
     assert final["status"] == "completed", final
     sm = final["summary"]["set_metrics"]
     assert sm["primary"] == "accuracy" and sm["classification"]["labels"] == ["malignant", "benign"]
-    with db.connect() as c:
-        rows = c.execute(
-            text(
-                "SELECT s.reference ->> 'label', r.prediction FROM sample_results r JOIN samples s ON s.id = r.sample_id "
-                "WHERE r.evaluation_id = :e ORDER BY r.sample_id, r.repeat"
-            ),
-            {"e": evaluation_id},
-        ).all()
+    rows = db_rows(
+        db,
+        "SELECT s.reference ->> 'label', r.prediction FROM sample_results r JOIN samples s ON s.id = r.sample_id "
+        "WHERE r.evaluation_id = :e ORDER BY r.sample_id, r.repeat",
+        e=evaluation_id,
+    )
     assert len(rows) == sm["n"] == final["summary"]["n"]
     positive = [g == "benign" for g, _ in rows]  # the second class is the positive one
     p_benign = [p["probabilities"]["benign"] for _, p in rows]

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from sqlalchemy import text
 
 from .helpers import all_results, submit, wait_done
+from .test_judge import upload
 
 SQL = "opentelemetry.instrumentation.sqlalchemy"
 REDIS = "opentelemetry.instrumentation.redis"
@@ -153,16 +154,7 @@ def test_a_judge_evaluation_is_one_trace_over_all_six_services(gateway, db, stac
     client spans, each the parent of the inference service's server span for that call."""
     slug = f"trace-judge-{uuid.uuid4().hex[:8]}"
     rows = ["[[say:Paris is the capital of France. JUDGE:SCORE=8]]", "[[say:Lyon. JUDGE:SCORE=3]]"]
-    spec = {
-        "slug": slug,
-        "name": slug,
-        "prompt": {"template": "{{ question }}", "max_tokens": 64},
-        "metric": {"name": "exact_match", "params": {}},
-        "evaluation_type": "llm_judge",
-        "judge": {"mode": "rubric", "judges": ["uep-judge"], "max_retries": 1},
-    }
-    data = "\n".join(json.dumps({"id": f"q{i}", "question": q, "answer": "B"}) for i, q in enumerate(rows))
-    r = gateway.post("/v1/benchmarks", data={"spec": json.dumps(spec)}, files={"file": ("rows.jsonl", data.encode())})
+    r = upload(gateway, slug, rows, "llm_judge", {"mode": "rubric", "judges": ["uep-judge"], "max_retries": 1})
     assert r.status_code == 201, r.text
     evaluation_id = submit(gateway, benchmark=slug, model="uep-judge")
     final = wait_done(gateway, evaluation_id, timeout_s=90)

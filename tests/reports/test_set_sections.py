@@ -5,7 +5,7 @@ import re
 
 import numpy as np
 
-from uep_common.analytics.charts import at_k_svg, confusion_svg, pr_svg, reliability_svg, roc_svg
+from uep_common.analytics.set_charts import at_k_svg, confusion_svg, pr_svg, reliability_svg, roc_svg
 from uep_common.analytics.set_metrics import (
     classification_curves,
     classification_items,

@@ -12,25 +12,15 @@ import uuid
 import pytest
 from sqlalchemy import text
 
-from servers import PG_SERVER
+from db.migrated import fresh_database_url
 
 DB_NAME = os.environ.get("UEP_TEST_DB", "uep_test") + "_alloc"
-DB_URL = f"{PG_SERVER}/{DB_NAME}"
 
 
 @pytest.fixture(scope="session")
 def alloc_db_url() -> str:
     """URL of a freshly migrated database for allocation tests."""
-    from uep_common.admin import migrate
-    from uep_common.runtime.session import make_sync_engine
-
-    admin = make_sync_engine(f"{PG_SERVER}/postgres")
-    with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
-        c.execute(text(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)"))
-        c.execute(text(f"CREATE DATABASE {DB_NAME}"))
-    admin.dispose()
-    migrate(DB_URL)
-    return DB_URL
+    return fresh_database_url(DB_NAME)
 
 
 @pytest.fixture

@@ -11,28 +11,17 @@ from datetime import UTC, datetime
 
 from sqlalchemy import select, update
 
-from uep_common.contract.events import ErrorInfo, ScoreComputed
+from uep_common.contract.events import ScoreComputed
 from uep_common.tables.models import SampleLease
 from uep_common.tables.scheduling import SchedModel
 from uep_scheduler.capacity import adapt
 
 from .test_allocation import in_flight, run_pass, settings
+from .test_model_queue import score_event
 
 
 def _score(model_id: uuid.UUID, error: str | None) -> ScoreComputed:
-    return ScoreComputed(
-        evaluation_id=uuid.uuid4(),
-        tenant_id=uuid.uuid4(),
-        sample_id=uuid.uuid4(),
-        benchmark_id=uuid.uuid4(),
-        model_id=model_id,
-        metric_name="exact_match",
-        metric_version="1",
-        is_correct=None if error else True,
-        score=None if error else 1.0,
-        output=None if error else "x",
-        error=ErrorInfo(stage="inference", type=error, message="overloaded") if error else None,
-    )
+    return score_event(model_id, None, error)
 
 
 async def _limit(sm, model_id) -> float | None:

@@ -23,7 +23,8 @@ from uep_scheduler.capacity import MAX_QUEUE_PER_SLOT, CallTimes, queue_depth
 from .test_allocation import in_flight, release_random, run_pass, settings
 
 
-def _score(model_id: uuid.UUID, latency_ms: float | None, error: str | None = None) -> ScoreComputed:
+def score_event(model_id: uuid.UUID, latency_ms: float | None, error: str | None = None) -> ScoreComputed:
+    """A score of ``model_id``'s answer that took ``latency_ms``, failed at inference with kind ``error`` if given."""
     return ScoreComputed(
         evaluation_id=uuid.uuid4(),
         tenant_id=uuid.uuid4(),
@@ -61,9 +62,11 @@ def test_call_times_average_successful_calls_only():
     model, other = uuid.uuid4(), uuid.uuid4()
     times = CallTimes()
     assert times.get(model) is None
-    times.observe([_score(model, 100.0)])
+    times.observe([score_event(model, 100.0)])
     assert times.get(model) == pytest.approx(0.1)  # the first call is the estimate
-    times.observe([_score(model, 200.0), _score(model, 1.0, "timeout"), _score(model, None), _score(other, 50.0)])
+    times.observe(
+        [score_event(model, 200.0), score_event(model, 1.0, "timeout"), score_event(model, None), score_event(other, 50.0)]
+    )
     assert times.get(model) == pytest.approx(0.1 + 0.1 * (0.2 - 0.1))  # weight 0.1; the error and None skipped
     assert times.as_dict() == {model: pytest.approx(0.11), other: pytest.approx(0.05)}
 

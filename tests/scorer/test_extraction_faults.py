@@ -10,26 +10,23 @@ import asyncio
 import random
 import re
 import string
-import uuid
 from collections import Counter
 
 import pytest
 import sacrebleu
 
-from uep_common.contract.configs import parse_benchmark_config
-from uep_common.contract.events import JudgeRequested, OutputGenerated, ScoreComputed
+from uep_common.contract.events import JudgeRequested, ScoreComputed
 from uep_scorer.metrics import MetricInputError, available_metrics, get_metric
 from uep_scorer.metrics.base import NO_ANSWER
 from uep_scorer.scoring import score_output
 
+from .test_fidelity_text import normalize_answer as squad_normalize_answer
+from .test_metrics_text import BLEU, CONTAINS, EM, FUZZY, REGEX
+from .test_scoring_config import References, output_event
+
 GSM8K = get_metric("gsm8k_numeric_exact_match")
 CHOICE = get_metric("multiple_choice_letter")
-EM = get_metric("exact_match")
-CONTAINS = get_metric("contains")
-REGEX = get_metric("regex_match")
-FUZZY = get_metric("fuzzy_match")
 F1 = get_metric("token_f1")
-BLEU = get_metric("sentence_bleu")
 
 
 def letter(output: str, choices: str = "ABCD") -> str | None:
@@ -217,22 +214,6 @@ def test_regex_and_fuzzy_use_the_same_relaxation():
 
 
 # --- 6. Token-level F1 --------------------------------------------------------------------------------
-
-
-def squad_normalize_answer(s):
-    """evaluate-v1.1.py normalize_answer, verbatim."""
-
-    def remove_articles(text):
-        return re.sub(r"\b(a|an|the)\b", " ", text)
-
-    def white_space_fix(text):
-        return " ".join(text.split())
-
-    def remove_punc(text):
-        exclude = set(string.punctuation)
-        return "".join(ch for ch in text if ch not in exclude)
-
-    return white_space_fix(remove_articles(remove_punc(s.lower())))
 
 
 def squad_f1_score(prediction, ground_truth):
@@ -434,31 +415,9 @@ def test_regex_match_without_a_match_is_no_answer_in_both_modes():
     assert (found.is_correct, found.details["extraction"]) == (False, "ok")
 
 
-class _Refs:
-    """What score_output asks of a ReferenceStore: the benchmark's (config, evaluation_type) and a reference."""
-
-    def __init__(self, config: dict, evaluation_type: str, reference: dict) -> None:
-        self.config, self.evaluation_type, self.ref = config, evaluation_type, reference
-
-    async def benchmark(self, benchmark_id: uuid.UUID):
-        return parse_benchmark_config(self.config), self.evaluation_type
-
-    async def reference(self, sample_id: uuid.UUID, benchmark_id: uuid.UUID | None = None) -> dict:
-        return self.ref
-
-
 def _score(text: str, evaluation_type: str = "hybrid"):
     config = {"metric": {"name": "regex_match", "params": {"pattern": r"answer: (\w+)", "ignore_case": True}}}
-    event = OutputGenerated(
-        evaluation_id=uuid.uuid4(),
-        tenant_id=uuid.uuid4(),
-        sample_id=uuid.uuid4(),
-        benchmark_id=uuid.uuid4(),
-        model_id=uuid.uuid4(),
-        prompt="Capital of France?",
-        output=text,
-    )
-    return asyncio.run(score_output(event, _Refs(config, evaluation_type, {"answer": "Paris"})))
+    return asyncio.run(score_output(output_event(text), References(config, evaluation_type, {"answer": "Paris"})))
 
 
 def test_hybrid_regex_match_without_a_match_goes_to_the_judge_as_no_answer():

@@ -4,18 +4,18 @@ benchmark, the prediction carried by ScoreComputed, and the reference schema eve
 
 import asyncio
 import math
-import uuid
 
 import pytest
 from jsonschema import Draft202012Validator
 
-from uep_common.contract.configs import parse_benchmark_config
-from uep_common.contract.events import OutputGenerated, Prediction, ScoreComputed
+from uep_common.contract.events import Prediction, ScoreComputed
 from uep_scorer.catalog import catalogue_rows
 from uep_scorer.metrics import MetricInputError, available_metrics, get_metric
 from uep_scorer.metrics.classification import find_label
 from uep_scorer.metrics.ranking import EXCLUDED, query_metrics, ranking_of_text
 from uep_scorer.scoring import score_output
+
+from .test_scoring_config import References, output_event
 
 LABEL = get_metric("label_match")
 NDCG = get_metric("ndcg")
@@ -82,48 +82,24 @@ def test_ndcg_metric_scores_a_rankers_ranking_or_the_ids_an_llm_lists():
         NDCG.score("d1", ref, {"k": 0})
 
 
-class _Refs:
-    def __init__(self, config: dict, reference: dict) -> None:
-        self.config, self.ref = config, reference
-
-    async def benchmark(self, benchmark_id: uuid.UUID):
-        return parse_benchmark_config(self.config), "automatic"
-
-    async def reference(self, sample_id: uuid.UUID, benchmark_id: uuid.UUID | None = None) -> dict:
-        return self.ref
-
-
-def _output(text: str | None, prediction: Prediction | None = None) -> OutputGenerated:
-    return OutputGenerated(
-        evaluation_id=uuid.uuid4(),
-        tenant_id=uuid.uuid4(),
-        sample_id=uuid.uuid4(),
-        benchmark_id=uuid.uuid4(),
-        model_id=uuid.uuid4(),
-        prompt="p",
-        output=text,
-        prediction=prediction,
-    )
-
-
 def test_score_output_carries_the_prediction_and_reads_llm_labels_among_the_class_names():
     config = {"metric": {"name": "label_match"}, "class_names": ["ham", "spam"]}
-    out = asyncio.run(score_output(_output("This looks like spam to me."), _Refs(config, {"label": "spam"})))
+    out = asyncio.run(score_output(output_event("This looks like spam to me."), References(config, reference={"label": "spam"})))
     assert isinstance(out, ScoreComputed) and out.is_correct is True and out.prediction == Prediction(label="spam")
     model = Prediction(label="ham", probabilities={"ham": 0.6, "spam": 0.4})
-    out = asyncio.run(score_output(_output("ham", model), _Refs(config, {"label": "spam"})))
+    out = asyncio.run(score_output(output_event("ham", model), References(config, reference={"label": "spam"})))
     assert out.is_correct is False and out.prediction == model and out.extracted == "ham"
 
 
 def test_every_per_item_metric_of_a_benchmark_is_scored_the_first_decides():
     config = {"metrics": [{"name": "ndcg", "params": {"k": 3}, "primary": True}, {"name": "ndcg", "params": {"k": 1}}]}
     pred = Prediction(ranking=["b", "a", "c"])
-    out = asyncio.run(score_output(_output("b", pred), _Refs(config, {"relevant": ["a"]})))
+    out = asyncio.run(score_output(output_event("b", pred), References(config, reference={"relevant": ["a"]})))
     assert out.metric_name == "ndcg" and out.is_correct is False
     assert out.score == pytest.approx(1 / math.log2(3))  # NDCG@3 of "a" at rank 2
     assert out.metrics["ndcg@3"] == out.score and out.metrics["ndcg@1"] == 0.0 and out.metrics["rr"] == 0.5
     assert out.prediction == pred
-    excluded = asyncio.run(score_output(_output("b", pred), _Refs(config, {"relevant": []})))
+    excluded = asyncio.run(score_output(output_event("b", pred), References(config, reference={"relevant": []})))
     assert excluded.is_correct is None and excluded.error is None and excluded.metrics["status"] == EXCLUDED
 
 

@@ -5,11 +5,11 @@ import asyncio
 import uuid
 
 from uep_common.contract.configs import parse_benchmark_config
-from uep_common.contract.events import JudgeRequested, OutputGenerated, ScoreComputed
+from uep_common.contract.events import JudgeRequested, OutputGenerated, Prediction, ScoreComputed
 from uep_scorer.scoring import score_output
 
 
-class _Refs:
+class References:
     """What score_output asks of a ReferenceStore: the benchmark's (config, evaluation_type) and a reference."""
 
     def __init__(self, config: dict, evaluation_type: str = "automatic", reference: dict | None = None) -> None:
@@ -22,7 +22,8 @@ class _Refs:
         return self.ref
 
 
-def _output(text: str | None = "Paris") -> OutputGenerated:
+def output_event(text: str | None = "Paris", prediction: Prediction | None = None) -> OutputGenerated:
+    """An answer ``text`` (with a structured ``prediction``, if any) to "Capital of France?" of fresh ids."""
     return OutputGenerated(
         evaluation_id=uuid.uuid4(),
         tenant_id=uuid.uuid4(),
@@ -31,22 +32,23 @@ def _output(text: str | None = "Paris") -> OutputGenerated:
         model_id=uuid.uuid4(),
         prompt="Capital of France?",
         output=text,
+        prediction=prediction,
     )
 
 
 def test_the_metric_and_its_params_come_from_the_config():
-    refs = _Refs({"metric": {"name": "exact_match", "params": {}}}, reference={"answer": "Paris"})
-    out = asyncio.run(score_output(_output("Paris"), refs))
+    refs = References({"metric": {"name": "exact_match", "params": {}}}, reference={"answer": "Paris"})
+    out = asyncio.run(score_output(output_event("Paris"), refs))
     assert isinstance(out, ScoreComputed) and out.metric_name == "exact_match" and out.is_correct is True and out.error is None
 
 
 def test_a_hybrid_benchmark_without_a_metric_goes_to_the_judge():
-    out = asyncio.run(score_output(_output(), _Refs({"prompt": {"template": "{{ q }}"}}, "hybrid")))
+    out = asyncio.run(score_output(output_event(), References({"prompt": {"template": "{{ q }}"}}, "hybrid")))
     assert isinstance(out, JudgeRequested) and out.route_reason == "free_form"
 
 
 def test_a_config_that_does_not_parse_is_a_benchmark_config_error():
-    out = asyncio.run(score_output(_output(), _Refs({"metric": {"name": "exact_match", "params": "strict"}})))
+    out = asyncio.run(score_output(output_event(), References({"metric": {"name": "exact_match", "params": "strict"}})))
     assert isinstance(out, ScoreComputed) and out.is_correct is None and out.metric_name == "unknown"
     assert out.error.stage == "scoring" and out.error.type == "benchmark_config_error"
     assert "metric.params" in out.error.message

@@ -5,29 +5,21 @@ the test's tmp dir); a viewer of another tenant sees no judge."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import uuid
-from pathlib import Path
-
-import pytest
 
 from integration.session_helpers import signed_in
 from integration.test_judge_calibration import calibrated, judged  # noqa: F401  (module fixtures)
 from uep_common.admin import create_tenant
 
-from .test_web_ui import CHROMIUM, NARROW, WIDE, _browser, _shot, _with_session
-
-pytestmark = pytest.mark.skipif(
-    not shutil.which(CHROMIUM) and not os.path.exists(CHROMIUM), reason="needs Debian's chromium (make chromium)"
+from .test_web_ui import (  # noqa: F401  (pytestmark: the same chromium skip; shots: a module fixture)
+    NARROW,
+    WIDE,
+    _browser,
+    _shot,
+    _with_session,
+    pytestmark,
+    shots,
 )
-
-
-@pytest.fixture(scope="module")
-def shots(tmp_path_factory) -> Path:
-    where = Path(os.environ.get("UEP_UI_SCREENSHOTS") or tmp_path_factory.mktemp("ui-shots"))
-    where.mkdir(parents=True, exist_ok=True)
-    return where
 
 
 def test_judges_page_wide_and_narrow(gateway, stack, db, calibrated, shots):  # noqa: F811

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from uep_common.analytics.leaderboards import item_set_key
+from uep_common.analytics.board_ranking import item_set_key
 from uep_common.contract.configs import EvaluationConfig
 from uep_common.records.sampling import random_ordinals, stratified_ordinals
 

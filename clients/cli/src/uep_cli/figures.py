@@ -38,26 +38,16 @@ def headline(view: dict[str, Any]) -> dict[str, Any]:
     h = view.get("headline")
     if h and h.get("value") is not None:
         return dict(h)
-    s = view.get("summary") or view
-    if s.get("accuracy") is not None:
-        return {
-            "metric": "accuracy",
-            "value": s["accuracy"],
-            "ci_low": s.get("ci_low"),
-            "ci_high": s.get("ci_high"),
-            "method": "wilson" if s.get("ci_low") is not None else None,
-            "proportion": True,
-        }
-    p = view.get("progress") or {}
-    if p.get("accuracy") is not None:
-        return {
-            "metric": "accuracy so far",
-            "value": p["accuracy"],
-            "ci_low": p.get("ci_low"),
-            "ci_high": p.get("ci_high"),
-            "method": "wilson" if p.get("ci_low") is not None else None,
-            "proportion": True,
-        }
+    for name, s in (("accuracy", view.get("summary") or view), ("accuracy so far", view.get("progress") or {})):
+        if s.get("accuracy") is not None:
+            return {
+                "metric": name,
+                "value": s["accuracy"],
+                "ci_low": s.get("ci_low"),
+                "ci_high": s.get("ci_high"),
+                "method": "wilson" if s.get("ci_low") is not None else None,
+                "proportion": True,
+            }
     return {"metric": (h or {}).get("metric") or "score", "value": None, "proportion": False}
 
 

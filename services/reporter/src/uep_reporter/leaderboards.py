@@ -3,7 +3,7 @@
 :func:`record_completed` runs right after the transaction that completed (or rescored) evaluations commits;
 :class:`LeaderboardReconciler` is the backstop that records completed evaluations a crash left unrecorded
 (and those completed before leaderboards existed). Recording is idempotent (see
-:func:`uep_common.analytics.leaderboards.record_evaluation`), so replicas and retries never write a snapshot twice for
+:func:`uep_common.analytics.board_history.record_evaluation`), so replicas and retries never write a snapshot twice for
 an unchanged score. Every completed evaluation's score is stored, A/B arms' too (so the reconciler never
 picks them up again), but only the evaluations :func:`uep_common.analytics.leaderboards.on_board` admits — not an A/B
 arm unless it was created as a release run — enter a board and write a snapshot. The ranking itself (one item
@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from uep_common.analytics import leaderboards
+from uep_common.analytics import board_history
 from uep_common.runtime.background import BackgroundLoop
 from uep_common.tables.models import Rescore
 
@@ -33,7 +33,7 @@ async def record_completed(sessionmaker: async_sessionmaker[AsyncSession], evalu
     for evaluation_id in evaluation_ids:
         try:
             async with sessionmaker() as session, session.begin():
-                written += await leaderboards.record_evaluation(session, evaluation_id)
+                written += await board_history.record_evaluation(session, evaluation_id)
         except Exception:
             log.warning("recording the leaderboard score of %s failed; the reconciler retries", evaluation_id, exc_info=True)
     return written
@@ -52,7 +52,7 @@ async def record_rescored(sessionmaker: async_sessionmaker[AsyncSession], rescor
 async def reconcile_once(sessionmaker: async_sessionmaker[AsyncSession], limit: int = 100) -> int:
     """Record up to ``limit`` completed evaluations that have no leaderboard score; returns how many."""
     async with sessionmaker() as session:
-        missing = await leaderboards.unrecorded_evaluations(session, limit)
+        missing = await board_history.unrecorded_evaluations(session, limit)
     await record_completed(sessionmaker, missing)
     return len(missing)
 

@@ -15,10 +15,11 @@ from datetime import UTC, datetime
 import jinja2
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.analytics.charts import at_k_svg, bars_svg, confusion_svg, pr_svg, radar_svg, reliability_svg, roc_svg, trend_svg
+from uep_common.analytics.charts import bars_svg, radar_svg, trend_svg
 from uep_common.analytics.comparison import NotComparableError, check_comparable, compare, find_baseline, no_baseline_reason
 from uep_common.analytics.fingerprint import fingerprint
 from uep_common.analytics.judge_standing import DEFAULT_MIN_AGREEMENT
+from uep_common.analytics.set_charts import at_k_svg, confusion_svg, pr_svg, reliability_svg, roc_svg
 from uep_common.analytics.set_metrics import is_proportion
 from uep_common.analytics.summary import headline_of
 from uep_common.contract.configs import EvaluationType, parse_benchmark_config, parse_evaluation_config

@@ -7,7 +7,7 @@ even if two replicas race — creates the evaluation (linked by ``schedule_id``;
 ``check_creation``), stages its EvaluationRequested in the outbox, and advances ``next_run_at`` with
 croniter. Missed runs (scheduler down over several due times) are coalesced into one run for the latest
 due time. A run that cannot be created (model or benchmark gone, budget refused, a work limit of
-``uep_common.records.creation``) is recorded with its reason and no evaluation.
+``uep_common.records.work_limits``) is recorded with its reason and no evaluation.
 
 Runs of one schedule are never closer than the tenant's minimum schedule interval
 (``UEP_MIN_SCHEDULE_INTERVAL_S`` or ``tenants.min_schedule_interval_s``): ``next_run_at`` advances to the
@@ -28,17 +28,9 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from uep_common.contract.configs import parse_benchmark_config
 from uep_common.records import budget
-from uep_common.records.creation import (
-    WorkLimitRefused,
-    WorkLimits,
-    check_work_limits,
-    evaluation_config,
-    find_benchmark,
-    find_model,
-    new_evaluation,
-    next_allowed_run,
-)
+from uep_common.records.creation import WorkLimitRefused, evaluation_config, find_benchmark, find_model, new_evaluation
 from uep_common.records.sampling import MAX_SAMPLED, choose_ordinals
+from uep_common.records.work_limits import WorkLimits, check_work_limits, next_allowed_run
 from uep_common.runtime.outbox import add_to_outbox
 from uep_common.runtime.settings import CommonSettings
 from uep_common.runtime.telemetry import tracer

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from matplotlib.typing import RcKeyType
 
 PALETTE = ("#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#4b5563", "#ca8a04")
-_RC: dict[RcKeyType, Any] = {
+RC: dict[RcKeyType, Any] = {
     "svg.fonttype": "none",
     "font.family": ["DejaVu Sans", "sans-serif"],
     "font.size": 9,
@@ -37,7 +37,8 @@ _RC: dict[RcKeyType, Any] = {
 }
 
 
-def _to_svg(fig: Figure, title: str, data: object) -> str:
+def to_svg(fig: Figure, title: str, data: object) -> str:
+    """``fig`` as one inline ``<svg>`` element titled ``title``, its ids salted by ``(title, data)`` (see below)."""
     # Element ids (clip paths, markers) derive from svg.hashsalt; a salt per chart content keeps the ids of
     # several charts on one page apart (matplotlib's ids can collide across figures otherwise, and a page
     # then clips one chart with another's clip path), while the same data still give the same bytes.
@@ -62,14 +63,15 @@ def _escape(s: str) -> str:
     return s.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _empty(title: str, message: str) -> str:
-    with matplotlib.rc_context(_RC):
+def empty_svg(title: str, message: str) -> str:
+    """A chart titled ``title`` with no data: ``message`` in place of the plot."""
+    with matplotlib.rc_context(RC):
         fig = Figure(figsize=(6.0, 1.2))
         ax = fig.add_subplot()
         ax.axis("off")
         ax.set_title(title, loc="left", fontsize=11, fontweight="bold")
         ax.text(0.0, 0.3, message, transform=ax.transAxes, color="#6b7280")
-        return _to_svg(fig, title, message)
+        return to_svg(fig, title, message)
 
 
 MIN_RADAR_AXES = 3
@@ -177,11 +179,11 @@ def radar_svg(series: Mapping[str, Mapping[str, float]], title: str) -> str:
     Raises:
         ValueError: a value outside [0, 1].
     """
-    with matplotlib.rc_context(_RC):
+    with matplotlib.rc_context(RC):
         fig = radar_figure(series, title)
         if fig is None:
-            return _empty(title, "no capability dimensions to draw")
-        return _to_svg(fig, title, series)
+            return empty_svg(title, "no capability dimensions to draw")
+        return to_svg(fig, title, series)
 
 
 def trend_svg(
@@ -202,11 +204,11 @@ def trend_svg(
     Returns:
         An inline ``<svg>`` string (a note instead of a line when there is no point).
     """
-    with matplotlib.rc_context(_RC):
+    with matplotlib.rc_context(RC):
         fig = trend_figure(points, title, highlight, ylabel)
         if fig is None:
-            return _empty(title, "no completed run to draw")
-        return _to_svg(fig, title, sorted(points, key=lambda p: p[0]))
+            return empty_svg(title, "no completed run to draw")
+        return to_svg(fig, title, sorted(points, key=lambda p: p[0]))
 
 
 TICK_FORMATS = ["%Y", "%b", "%b %d", "%H:%M", "%H:%M", "%H:%M:%S"]
@@ -289,8 +291,8 @@ def bars_svg(rows: Sequence[tuple[str, float, float | None, float | None]], titl
         xlabel: label of the value axis: the metric drawn (``accuracy``, ``NDCG@10``).
     """
     if not rows:
-        return _empty(title, "nothing to draw")
-    with matplotlib.rc_context(_RC):
+        return empty_svg(title, "nothing to draw")
+    with matplotlib.rc_context(RC):
         fig = Figure(figsize=(6.8, 0.8 + 0.24 * len(rows)))
         ax = fig.add_subplot()
         ys = list(range(len(rows)))[::-1]
@@ -306,230 +308,4 @@ def bars_svg(rows: Sequence[tuple[str, float, float | None, float | None]], titl
         ax.set_xlabel(xlabel)
         ax.grid(axis="x", color="#e5e7eb", linewidth=0.6)
         ax.set_title(title, loc="left", fontsize=11, fontweight="bold")
-        return _to_svg(fig, title, rows)
-
-
-# ---------------------------------------------------------------- set-level metrics (classification, ranking)
-
-
-def _short(label: str, width: int = 18) -> str:
-    label = label.replace("_", " ")
-    return label if len(label) <= width else label[: width - 1] + "…"
-
-
-def confusion_figure(
-    true_labels: Sequence[str], predicted_labels: Sequence[str], matrix: Sequence[Sequence[int]], title: str
-) -> Figure:
-    """The matplotlib figure :func:`confusion_svg` renders; same arguments."""
-    counts = [[int(v) for v in row] for row in matrix]
-    rows, cols = len(counts), len(predicted_labels)
-    share = [[v / (sum(row) or 1) for v in row] for row in counts]
-    size = max(3.2, min(9.0, 1.2 + 0.48 * cols))
-    fig = Figure(figsize=(size + 1.2, max(2.6, min(9.0, 1.2 + 0.42 * rows))))
-    ax = fig.add_subplot()
-    image = ax.imshow(share, cmap="Blues", vmin=0.0, vmax=1.0, aspect="auto")
-    if rows * cols <= 400:
-        for i, row in enumerate(counts):
-            for j, v in enumerate(row):
-                ax.text(
-                    j, i, f"{v:,}", ha="center", va="center", fontsize=8 if cols <= 8 else 6,
-                    color="white" if share[i][j] > 0.55 else "#111827",
-                )  # fmt: skip
-    ax.set_xticks(
-        range(cols),
-        [_short(x, 16) for x in predicted_labels],  # 16: "social sciences" (mmlu-topic) whole
-        rotation=30 if cols > 4 else 0,
-        ha="right" if cols > 4 else "center",
-    )
-    ax.set_yticks(range(rows), [_short(x, 18) for x in true_labels])
-    ax.set_xlabel("predicted class")
-    ax.set_ylabel("gold class")
-    ax.spines[:].set_visible(False)
-    ax.tick_params(length=0)
-    bar = fig.colorbar(image, ax=ax, fraction=0.046, pad=0.03)
-    bar.set_label("share of the gold class's items", fontsize=8)
-    bar.ax.tick_params(labelsize=7)
-    ax.set_title(title, loc="left", fontsize=11, fontweight="bold")
-    return fig
-
-
-def confusion_svg(
-    true_labels: Sequence[str], predicted_labels: Sequence[str], matrix: Sequence[Sequence[int]], title: str
-) -> str:
-    """Confusion matrix heat map: one row per gold class, one column per predicted class (the last may be "no
-    answer"); each cell shows its count, coloured by its share of the row (the gold class's recall on the
-    diagonal).
-
-    Args:
-        true_labels: row names (len = rows of ``matrix``).
-        predicted_labels: column names (len = columns of ``matrix``).
-        matrix: counts, rows = gold class, columns = predicted class.
-        title: chart title.
-    """
-    with matplotlib.rc_context(_RC):
-        return _to_svg(
-            confusion_figure(true_labels, predicted_labels, matrix, title), title, (true_labels, predicted_labels, matrix)
-        )
-
-
-def roc_figure(curves: Sequence[tuple[str, float, Sequence[float], Sequence[float]]], title: str) -> Figure:
-    """The matplotlib figure :func:`roc_svg` renders; same arguments."""
-    fig = Figure(figsize=(4.6, 4.2))
-    ax = fig.add_subplot()
-    ax.plot([0, 1], [0, 1], color="#9ca3af", linestyle=(0, (4, 3)), linewidth=0.9, label="chance (AUC 0.5)")
-    for i, (label, auc, fpr, tpr) in enumerate(curves):
-        ax.plot(
-            fpr,
-            tpr,
-            color=PALETTE[i % len(PALETTE)],
-            linewidth=1.6,
-            label=f"{_short(label)} (AUC {auc:.3f})",
-            drawstyle="default",
-        )
-    ax.set_xlim(-0.01, 1.01)
-    ax.set_ylim(-0.01, 1.01)
-    ax.set_aspect("equal")
-    ax.set_xlabel("false positive rate")
-    ax.set_ylabel("true positive rate")
-    ax.grid(color="#e5e7eb", linewidth=0.6)
-    ax.legend(loc="lower right", frameon=False, fontsize=7)
-    ax.set_title(title, loc="left", fontsize=11, fontweight="bold")
-    return fig
-
-
-def roc_svg(curves: Sequence[tuple[str, float, Sequence[float], Sequence[float]]], title: str) -> str:
-    """ROC curves (true positive rate against false positive rate) with the chance diagonal.
-
-    Args:
-        curves: ``(label, auc, fpr, tpr)`` per class (one-vs-rest) or for the positive class.
-        title: chart title.
-    """
-    if not curves:
-        return _empty(title, "no ROC curve: no probabilities, or a class without positive or negative items")
-    with matplotlib.rc_context(_RC):
-        return _to_svg(roc_figure(curves, title), title, curves)
-
-
-def pr_figure(curves: Sequence[tuple[str, float, Sequence[float], Sequence[float], float]], title: str) -> Figure:
-    """The matplotlib figure :func:`pr_svg` renders; same arguments."""
-    fig = Figure(figsize=(4.6, 4.2))
-    ax = fig.add_subplot()
-    for i, (label, ap, recall, precision, prevalence) in enumerate(curves):
-        color = PALETTE[i % len(PALETTE)]
-        ax.plot(recall, precision, color=color, linewidth=1.6, drawstyle="steps-post", label=f"{_short(label)} (AP {ap:.3f})")
-        ax.axhline(prevalence, color=color, linestyle=(0, (2, 3)), linewidth=0.8, alpha=0.8)
-    ax.set_xlim(-0.01, 1.01)
-    ax.set_ylim(-0.01, 1.05)
-    ax.set_aspect("equal")
-    ax.set_xlabel("recall")
-    ax.set_ylabel("precision")
-    ax.grid(color="#e5e7eb", linewidth=0.6)
-    ax.legend(loc="lower left", frameon=False, fontsize=7)
-    ax.set_title(title, loc="left", fontsize=11, fontweight="bold")
-    return fig
-
-
-def pr_svg(curves: Sequence[tuple[str, float, Sequence[float], Sequence[float], float]], title: str) -> str:
-    """Precision-recall curves (step-wise, as average precision sums them), each with its class's prevalence
-    (the precision of a random ranking) dotted.
-
-    Args:
-        curves: ``(label, average precision, recall, precision, prevalence)`` per class or the positive class.
-        title: chart title.
-    """
-    if not curves:
-        return _empty(title, "no precision-recall curve: no probabilities, or a class without positive items")
-    with matplotlib.rc_context(_RC):
-        return _to_svg(pr_figure(curves, title), title, curves)
-
-
-def reliability_figure(bins: Sequence[Mapping[str, Any]], title: str) -> Figure:
-    """The matplotlib figure :func:`reliability_svg` renders; same arguments."""
-    fig = Figure(figsize=(4.6, 4.6))
-    grid = fig.add_gridspec(2, 1, height_ratios=[3.2, 1.0], hspace=0.08)
-    ax = fig.add_subplot(grid[0])
-    hist = fig.add_subplot(grid[1], sharex=ax)
-    width = bins[0]["high"] - bins[0]["low"] if bins else 1 / 15
-    centers = [(b["low"] + b["high"]) / 2 for b in bins]
-    full = [(c, b) for c, b in zip(centers, bins, strict=True) if b["count"]]
-    ax.plot([0, 1], [0, 1], color="#9ca3af", linestyle=(0, (4, 3)), linewidth=0.9, label="perfect calibration")
-    ax.bar(
-        [c for c, _ in full], [b["accuracy"] for _, b in full], width=width * 0.92, color=PALETTE[0], alpha=0.75, label="accuracy"
-    )
-    ax.vlines(
-        [c for c, _ in full], [b["accuracy"] for _, b in full], [b["confidence"] for _, b in full],
-        color=PALETTE[1], linewidth=1.2, label="gap to mean confidence",
-    )  # fmt: skip
-    ax.plot(
-        [c for c, _ in full], [b["confidence"] for _, b in full], "D", color=PALETTE[1], markersize=3.5, label="mean confidence"
-    )
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
-    ax.set_ylabel("accuracy in bin")
-    ax.grid(color="#e5e7eb", linewidth=0.6)
-    ax.legend(loc="upper left", frameon=False, fontsize=7)
-    ax.tick_params(labelbottom=False)
-    ax.set_title(title, loc="left", fontsize=11, fontweight="bold")
-    hist.bar(centers, [b["count"] for b in bins], width=width * 0.92, color="#6b7280", alpha=0.7)
-    hist.set_xlabel("confidence (largest probability)")
-    hist.set_ylabel("items")
-    hist.grid(axis="y", color="#e5e7eb", linewidth=0.6)
-    return fig
-
-
-def reliability_svg(bins: Sequence[Mapping[str, Any]], title: str) -> str:
-    """Reliability diagram (Guo et al. 2017, fig. 1): per confidence bin, the accuracy (bars) against the
-    diagonal of perfect calibration, the bin's mean confidence marked and its gap to the accuracy drawn; below,
-    the items per bin.
-
-    Args:
-        bins: ``{low, high, count, accuracy, confidence}`` per equal-width bin (``uep_common.analytics.set_metrics.reliability``).
-        title: chart title.
-    """
-    if not any(b["count"] for b in bins):
-        return _empty(title, "no reliability diagram: no probabilities")
-    with matplotlib.rc_context(_RC):
-        return _to_svg(reliability_figure(bins, title), title, list(bins))
-
-
-def at_k_figure(cutoffs: Sequence[int], series: Mapping[str, Sequence[float | None]], title: str) -> Figure:
-    """The matplotlib figure :func:`at_k_svg` renders; same arguments."""
-    fig = Figure(figsize=(5.6, 3.4))
-    ax = fig.add_subplot()
-    for i, (name, values) in enumerate(series.items()):
-        pts = [(k, v) for k, v in zip(cutoffs, values, strict=True) if v is not None]
-        if not pts:
-            continue
-        ax.plot(
-            [k for k, _ in pts],
-            [v for _, v in pts],
-            marker="o",
-            markersize=4,
-            linewidth=1.6,
-            color=PALETTE[i % len(PALETTE)],
-            label=name,
-        )
-    ax.set_xscale("log")
-    ax.set_xticks(list(cutoffs), [str(k) for k in cutoffs])
-    ax.minorticks_off()
-    ax.set_ylim(0, 1.02)
-    ax.set_xlabel("cut-off k")
-    ax.set_ylabel("mean over queries")
-    ax.grid(color="#e5e7eb", linewidth=0.6)
-    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=8)
-    ax.set_title(title, loc="left", fontsize=11, fontweight="bold")
-    return fig
-
-
-def at_k_svg(cutoffs: Sequence[int], series: Mapping[str, Sequence[float | None]], title: str) -> str:
-    """Ranking metrics against the cut-off k (log-scaled axis at the cut-offs), one line per metric.
-
-    Args:
-        cutoffs: the k values, increasing.
-        series: metric name (e.g. ``NDCG@k``) → its mean at each cut-off (None: not measured there).
-        title: chart title.
-    """
-    if not cutoffs or not any(v is not None for values in series.values() for v in values):
-        return _empty(title, "no ranking query was evaluated")
-    with matplotlib.rc_context(_RC):
-        return _to_svg(at_k_figure(cutoffs, series, title), title, (list(cutoffs), dict(series)))
+        return to_svg(fig, title, rows)

@@ -51,7 +51,7 @@ import numpy as np
 from scipy import sparse
 
 from uep_common.analytics.stats import BOOTSTRAP_SEED, bootstrap_weights, percentile_interval, set_resamples, wilson_interval
-from uep_common.contract.configs import RANKING_AT_K
+from uep_common.contract.configs import CLASSIFICATION_SET_METRICS, RANKING_AT_K
 
 ECE_BINS = 15
 """Equal-width confidence bins of the expected calibration error (Guo et al. 2017 use 15)."""
@@ -63,20 +63,8 @@ MAX_BOOTSTRAP_CURVES = 20
 """Most one-vs-rest ROC/PR curves bootstrapped (classes); with more, ROC-AUC and PR-AUC have no interval."""
 NO_ANSWER_LABEL = "(no answer)"
 """The confusion matrix's last column: predictions outside the classes (an answer naming no class)."""
-CLASSIFICATION_HEADLINE = (
-    "accuracy",
-    "balanced_accuracy",
-    "precision_macro",
-    "recall_macro",
-    "f1_macro",
-    "precision_micro",
-    "recall_micro",
-    "f1_micro",
-    "precision_weighted",
-    "recall_weighted",
-    "f1_weighted",
-)
 PROBABILITY_HEADLINE = ("roc_auc", "pr_auc", "log_loss", "brier", "ece")
+CLASSIFICATION_HEADLINE = tuple(m for m in CLASSIFICATION_SET_METRICS if m not in PROBABILITY_HEADLINE)
 RANKING_CUTOFFS = (1, 3, 5, 10)
 
 

@@ -151,7 +151,7 @@ class CommonSettings(BaseSettings):
     metrics_sample_s: float = Field(
         10.0, gt=0, description="Seconds between samples of the sampled gauges (consumer lag, queue depths, outbox)."
     )
-    # Work limits per tenant (uep_common.records.creation.WorkLimits; a tenant's own value in the tenants table wins).
+    # Work limits per tenant (uep_common.records.work_limits.WorkLimits; a tenant's own value in the tenants table wins).
     max_items_per_evaluation: int = Field(
         100_000, ge=1, le=2**31 - 1, description="Most items (samples × repeats) one evaluation may have."
     )

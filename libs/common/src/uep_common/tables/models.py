@@ -60,7 +60,7 @@ class Tenant(Base):
     """A team using uep; every evaluation belongs to one tenant.
 
     The ``max_*``/``min_*`` columns (migration 0014) override the site's work limits for this tenant (null =
-    the site default; see :class:`uep_common.records.creation.WorkLimits`)."""
+    the site default; see :class:`uep_common.records.work_limits.WorkLimits`)."""
 
     __tablename__ = "tenants"
     __table_args__ = tuple(CheckConstraint(f"{c} IS NULL OR {c} >= 1", name=f"ck_tenants_{c}") for c in TENANT_LIMIT_COLUMNS)

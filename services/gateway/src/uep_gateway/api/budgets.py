@@ -10,7 +10,7 @@
 - Site administration (a site admin sending ``X-UEP-Site-Admin: true``, see :mod:`uep_gateway.access`):
   ``PUT /v1/caps/site/evaluation`` (the site default of every evaluation), ``PUT /v1/caps/tenant/limits``
   (the work limits of the tenant named by ``X-UEP-Tenant`` — items per evaluation, items queued,
-  evaluations per minute, minimum schedule interval, :class:`uep_common.records.creation.WorkLimits`),
+  evaluations per minute, minimum schedule interval, :class:`uep_common.records.work_limits.WorkLimits`),
   ``PUT /v1/costs/models/{model}`` (the registry's cost model) and ``PUT /v1/costs/benchmarks/{slug}``
   (expected item size of a benchmark). ``GET /v1/caps/tenant/limits``, ``GET /v1/costs/models`` and
   ``GET /v1/costs/benchmarks/{slug}`` read them.
@@ -35,7 +35,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common.contract.costs import COST_UNITS, currency, money
 from uep_common.records import budget
-from uep_common.records.creation import WorkLimits
+from uep_common.records.work_limits import WorkLimits
 from uep_common.tables.budgets import BenchmarkCostProfile, BudgetAccount, BudgetCap, SpendEntry, cap_target
 from uep_common.tables.models import TENANT_LIMIT_COLUMNS, Benchmark, Model, Tenant
 from uep_gateway.auth import Principal, current_principal, forget_all
@@ -243,7 +243,7 @@ def _limits_view(request: Request, tenant: Tenant) -> dict[str, Any]:
 async def get_tenant_limits(request: Request, principal: Principal = Depends(current_principal)) -> dict[str, Any]:
     """The caller's tenant's work limits: the site defaults (``UEP_MAX_ITEMS_PER_EVALUATION``,
     ``UEP_MAX_QUEUED_ITEMS``, ``UEP_MAX_EVALUATIONS_PER_MINUTE``, ``UEP_MIN_SCHEDULE_INTERVAL_S``), the tenant's
-    own values (null = the default) and the effective ones (see :class:`uep_common.records.creation.WorkLimits`)."""
+    own values (null = the default) and the effective ones (see :class:`uep_common.records.work_limits.WorkLimits`)."""
     return _limits_view(request, principal.tenant)
 
 

@@ -19,12 +19,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from uep_common.analytics.summary import Headline, headline_of
 from uep_common.contract.configs import parse_evaluation_config
 from uep_common.records import budget
-from uep_common.records.creation import (
-    WorkLimitRefused,
-    WorkLimits,
-    check_work_limits,
-    lock_tenant_creations,
-)
+from uep_common.records.creation import WorkLimitRefused
+from uep_common.records.work_limits import WorkLimits, check_work_limits, lock_tenant_creations
 from uep_common.runtime.outbox import add_to_outbox
 from uep_common.runtime.wakeups import notify_waiting
 from uep_common.tables.models import EVALUATION_STATUSES, Benchmark, Evaluation, Model, Sample, SampleResult

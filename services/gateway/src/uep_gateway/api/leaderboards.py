@@ -39,6 +39,9 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from uep_common.analytics import leaderboards as lb
+from uep_common.analytics.board_comparison import compare_models
+from uep_common.analytics.board_history import board_history
+from uep_common.analytics.board_ranking import item_set_order
 from uep_common.analytics.judge_standing import evaluation_judges
 from uep_common.runtime.wakeups import RETENTION_CHANNEL, notify
 from uep_common.tables.leaderboards import RetentionRun
@@ -294,7 +297,7 @@ async def compare(
                 types = [t for t, _ in await lb.score_types(boards_in.session, b["benchmark"], boards_in.scope)]
                 boards.append((b["benchmark"], types[0]))
                 seen.add(b["benchmark"])
-    result = await lb.compare_models(boards_in.session, refs, boards, scope=boards_in.scope)
+    result = await compare_models(boards_in.session, refs, boards, scope=boards_in.scope)
     if any(result["radar_series"].values()):
         result["radar_svg"] = await asyncio.to_thread(
             _render_radar, result["radar_series"], "Models compared: " + ", ".join(refs)
@@ -331,7 +334,7 @@ async def get_board(
     entries the caller sees. 404 naming ``item_set`` when the board has no such item set."""
     st, types = await _resolve_score_type(session, boards, benchmark, score_type, ("path", "benchmark"))
     every = await lb.load_board(boards.session, benchmark, st, benchmark_version, boards.scope) if st else []
-    order = lb.item_set_order(every)
+    order = item_set_order(every)
     chosen = item_set if item_set is not None else (order[0] if order else None)
     if item_set is not None and item_set not in order:
         raise FieldError(
@@ -380,7 +383,7 @@ async def get_history(
     """Snapshots of the board, newest first, each with the rank changes against the one before it (one
     snapshot per recorded evaluation the caller sees, cut down to the entries it sees)."""
     st, _ = await _resolve_score_type(session, boards, benchmark, score_type, ("path", "benchmark"))
-    snaps = await lb.board_history(boards.session, benchmark, st, limit, boards.scope) if st else []
+    snaps = await board_history(boards.session, benchmark, st, limit, boards.scope) if st else []
     return History(benchmark=benchmark, score_type=st, snapshots=[HistoryItem(**s) for s in snaps])
 
 

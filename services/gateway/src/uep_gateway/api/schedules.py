@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.records.creation import WorkLimitRefused, WorkLimits, check_items, check_schedule_interval
+from uep_common.records.creation import WorkLimitRefused
+from uep_common.records.work_limits import WorkLimits, check_items, check_schedule_interval
 from uep_common.tables.models import Evaluation
 from uep_common.tables.scheduling import Schedule, ScheduleRun
 from uep_gateway.auth import Principal, current_principal
