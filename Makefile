@@ -116,6 +116,15 @@ bench-scale: install ## bench/scale: echo evaluations of 1k, 10k, 100k items (SI
 bench-idle: install ## bench/idle_cost: CPU of an idle stack per process over 30 s (target < 2 % of a core in total)
 	$(PY) bench/idle_cost.py
 
+bench-idle-memory: install ## bench/idle_memory: PSS of an idle stack per process, models built lazily vs eagerly (target <= 1 GiB)
+	$(PY) bench/idle_memory.py
+
+bench-busy: install ## bench/busy_cost: the stack's CPU per item at one slot on a slow model, reconcile every 1 s vs the defaults
+	$(PY) bench/busy_cost.py
+
+bench-profile: install ## bench/hot_path_profile: py-spy summary of each service on an instant model (needs py-spy)
+	$(PY) bench/hot_path_profile.py
+
 bench-path: install ## bench/sample_path: the source files one evaluation's path runs through, per service (goal <= 18)
 	$(PY) bench/sample_path.py $(if $(LIST),--list)
 
@@ -150,4 +159,4 @@ bench-cli: install ## bench/cli_startup: `uep --help` and `uep status ID` start-
 asyncapi: install ## regenerate docs/asyncapi.json from the services' FastStream apps
 	$(PY) docs/generate_asyncapi.py
 
-.PHONY: help install up down status demo check check-k8s test test-unit test-db test-stack bench bench-scale bench-idle bench-llm-interference bench-classifier bench-scorer bench-chaos asyncapi bench-scheduler bench-report bench-lm-eval bench-cli
+.PHONY: help install up down status demo check check-k8s test test-unit test-db test-stack bench bench-scale bench-idle bench-idle-memory bench-busy bench-profile bench-llm-interference bench-classifier bench-scorer bench-chaos asyncapi bench-scheduler bench-report bench-lm-eval bench-cli

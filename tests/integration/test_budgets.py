@@ -110,7 +110,7 @@ def test_cap_between_two_items_stops_at_the_right_item(gateway, db, priced_model
     assert final["summary"]["n"] == 2  # the partial summary is reported
     results = all_results(gateway, evaluation_id, headers=hdr)
     assert [x["sample_ordinal"] for x in results] == [0, 1]
-    time.sleep(1.0)  # a reconcile tick: still nothing more is dispatched
+    time.sleep(5.5)  # a reconcile tick (UEP_TICK_SECONDS, 5 s): still nothing more is dispatched
     with db.connect() as c:
         leases, settles = c.execute(
             text(

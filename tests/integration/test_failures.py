@@ -94,7 +94,7 @@ def test_cancel_stops_dispatch_and_discards_late_results(gateway, db):
             break
         assert time.monotonic() < deadline, f"in-flight items never came back: {body}"
         time.sleep(0.3)
-    time.sleep(2.5)  # a reconcile tick or two: still nothing new may be dispatched
+    time.sleep(5.5)  # a reconcile tick (UEP_TICK_SECONDS, 5 s): still nothing new may be dispatched
     with db.connect() as c:
         leased_now, stored = c.execute(
             text(

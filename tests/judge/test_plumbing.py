@@ -5,7 +5,7 @@ import httpx
 
 from uep_inference.backends import Backends
 from uep_inference.http_api import PATH, make_generate_endpoint
-from uep_inference.service import ModelLimits
+from uep_inference.limits import ModelLimits
 from uep_inference.settings import InferenceSettings
 from uep_scorer.scoring import hybrid_route_reason
 

@@ -55,7 +55,7 @@ def _group_alive(pgid: int) -> bool:
 @contextlib.contextmanager
 def model_server(models: Sequence[str], env: dict[str, str] | None = None) -> Iterator[dict]:
     """Run ``uep-model-server --models <models>`` until the context ends; yields ``{"http": "host:port",
-    "grpc": "host:port", "ready_s": float, "proc": Popen}`` once the server and every model are ready.
+    "grpc": "host:port", "ready_s": float, "proc": Popen, "log": () -> str}`` once the server and every model are ready.
 
     Fails the test when the server exits or is not ready within :data:`READY_TIMEOUT_S`; on leaving,
     asserts that SIGTERM stopped it cleanly and that no process of its group survived."""
@@ -91,7 +91,13 @@ def model_server(models: Sequence[str], env: dict[str, str] | None = None) -> It
             time.sleep(0.25)
         ready_s = time.monotonic() - started
         print(f"\nuep-model-server ({','.join(models)}) ready in {ready_s:.1f} s", file=sys.stderr)
-        yield {"http": f"127.0.0.1:{http_port}", "grpc": f"127.0.0.1:{grpc_port}", "ready_s": ready_s, "proc": proc}
+        yield {
+            "http": f"127.0.0.1:{http_port}",
+            "grpc": f"127.0.0.1:{grpc_port}",
+            "ready_s": ready_s,
+            "proc": proc,
+            "log": lambda: Path(log.name).read_text(errors="replace"),
+        }
     finally:
         exited_cleanly = None
         if proc.poll() is None:

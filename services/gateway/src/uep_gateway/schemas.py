@@ -313,6 +313,11 @@ class ModelView(BaseModel):
     cost: ModelCostView
     created_by: str | None = Field(None, description="Who registered it (shown to its owner only).")
     created_at: datetime
+    notes: list[str] = Field(
+        default_factory=list,
+        description="What the request that wrote it chose for the caller, e.g. the served model name requests will "
+        "send when the endpoint lists its model under another (a llama.cpp server lists it by file path).",
+    )
 
 
 class RescoreView(BaseModel):

@@ -39,7 +39,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from uep_common.contract.events import ModelTarget
 from uep_common.runtime.telemetry import context_from_headers, tracer
 from uep_inference.backends import Backends
-from uep_inference.service import ModelLimits, call_model
+from uep_inference.limits import ModelLimits
+from uep_inference.service import call_model
 from uep_inference.settings import InferenceSettings
 
 PATH = "/internal/generate"

@@ -5,7 +5,8 @@ from faststream.asgi import AsgiFastStream
 from uep_common.runtime.service import ServiceRuntime, build_app, serve
 from uep_inference.backends import Backends
 from uep_inference.http_api import PATH, make_generate_endpoint
-from uep_inference.service import ModelLimits, register
+from uep_inference.limits import ModelLimits
+from uep_inference.service import register
 from uep_inference.settings import InferenceSettings
 
 DEFAULT_PORT = 8092

@@ -48,6 +48,7 @@ from uep_inference.backends import (
     transient_errors,
 )
 from uep_inference.ended import EndedEvaluations, ItemWatch
+from uep_inference.limits import ModelLimits
 from uep_inference.loglik import loglik_continuations, loglik_output
 from uep_inference.predictions import BadInputError, BadOutputError, build_request, render_input, to_prediction
 from uep_inference.settings import InferenceSettings
@@ -58,25 +59,6 @@ _tracer = tracer("uep.inference")
 # What ``broker.subscriber(...)`` returns, as a decorator of a :func:`consume` handler: mypy resolves the call to
 # ``Any`` (its overloads are ambiguous given ``**consumer_options(...)``), so it is bound to this type first.
 _Subscribe = Callable[[Callable[[KafkaMessage], Awaitable[None]]], object]
-
-
-class ModelLimits:
-    """One semaphore per model (endpoint + name), sized by the registry's serving capacity, so calls queue
-    here rather than inside the model server, where the wait would count against the call's timeout."""
-
-    def __init__(self) -> None:
-        self._sems: dict[tuple[str, str], asyncio.Semaphore] = {}
-
-    def for_target(self, target: ModelTarget, capacity: int | None = None) -> asyncio.Semaphore | None:
-        """The semaphore of ``target`` sized by ``capacity`` (calls in flight, default the registry's
-        ``target.max_concurrency``; a backend's ``capacity(target)``), or None when it is not set."""
-        capacity = target.max_concurrency if capacity is None else capacity
-        if not capacity:
-            return None
-        key = (target.endpoint, target.triton_model_name or target.name)
-        if key not in self._sems:
-            self._sems[key] = asyncio.Semaphore(capacity)
-        return self._sems[key]
 
 
 TRANSIENT = frozenset({"timeout"}) | transient_errors()
@@ -121,8 +103,11 @@ async def call_model(
     watch: ItemWatch | None = None,
     prediction: PredictionRequest | None = None,
     json_schema: dict[str, Any] | None = None,
+    as_of: datetime | None = None,
 ) -> ModelCall:
-    """Call the model of ``target`` (inside its capacity semaphore); never raises for model failures.
+    """Call the model of ``target`` (inside its capacity limit, resized to ``target``'s capacity when ``as_of``,
+    the time the target was read from the registry, default now, is not older than the limit's size:
+    :meth:`~uep_inference.limits.ModelLimits.for_target`); never raises for model failures.
     With ``continuations``, a log-likelihood request of each after ``prompt`` (``backend.loglikelihood``);
     with ``prediction``, that request of a classifier, ranker or embedding model (``backend.predict``; the
     answer in ``ModelCall.predicted``); with ``json_schema``, a generation whose answer must match that JSON
@@ -140,7 +125,7 @@ async def call_model(
     when no call was made, with ``ended`` set.
     """
     backend = backends.for_target(target)
-    slot = (limits.for_target(target, backend.capacity(target)) if limits else None) or contextlib.nullcontext()
+    slot = (limits.for_target(target, backend.capacity(target), as_of) if limits else None) or contextlib.nullcontext()
     request = GenerationRequest(
         target, prompt, max_tokens, timeout_s, target.temperature, tuple(stop), chat, continuations, json_schema
     )
@@ -246,6 +231,7 @@ async def generate_output(
         conts,
         max_retry_after_s,
         watch,
+        as_of=event.occurred_at,
     )
     if call.error is None:
         gen = call.generation
@@ -290,7 +276,7 @@ async def predict_output(
     prompt = render_input(request)
     call = await call_model(
         event.target, prompt, 1, [], None, backends, timeout_s, limits, max_attempts, backoff_s,
-        max_retry_after_s=max_retry_after_s, watch=watch, prediction=request,
+        max_retry_after_s=max_retry_after_s, watch=watch, prediction=request, as_of=event.occurred_at,
     )  # fmt: skip
     error = call.error
     if error is None:

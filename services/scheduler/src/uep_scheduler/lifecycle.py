@@ -97,7 +97,9 @@ class LifecycleSettings(CommonSettings):
         "up sees no live instance and interrupts the running evaluations, so this stays short.",
     )
     lease_seconds: float = Field(300.0, gt=0, description="The scheduler's lease length (same variable as dispatch).")
-    tick_seconds: float = Field(1.0, gt=0, description="Period of the lease-exhaustion pass.")
+    tick_seconds: float = Field(
+        5.0, gt=0, description="Period of the lease-exhaustion pass (the process uses the reconcile period, Scheduler.tick)."
+    )
 
 
 PARKED = datetime(9999, 1, 1, tzinfo=UTC)

@@ -212,7 +212,7 @@ class Scheduler:
     async def _round(self) -> None:
         """A reconcile pass when one is due, else an allocation pass. Reconcile passes come every
         ``tick_seconds`` while work is under way and every ``idle_tick_seconds`` when there is none; an
-        allocation pass that dispatched or admitted brings the next one back to ``tick_seconds``."""
+        allocation pass that dispatched or admitted brings the next one back to the busy period (:meth:`tick`)."""
         if time.monotonic() >= self._next_reconcile:
             self.busy = await self.reconcile_once()
             self._next_reconcile = time.monotonic() + self.tick()
@@ -220,12 +220,15 @@ class Scheduler:
             result = await self.allocate_once()
             if result.dispatched or result.admitted:
                 self.busy = True
-                self._next_reconcile = min(self._next_reconcile, time.monotonic() + self.settings.tick_seconds)
+                self._next_reconcile = min(self._next_reconcile, time.monotonic() + self.tick())
 
     def tick(self) -> float:
-        """Period of the periodic passes now: ``tick_seconds`` while busy, ``idle_tick_seconds`` (if longer)
-        while nothing runs."""
-        return self.settings.tick_seconds if self.busy else max(self.settings.tick_seconds, self.settings.idle_tick_seconds)
+        """Period of the periodic passes now, in seconds: while busy ``tick_seconds``, or a quarter of
+        ``lease_seconds`` when that is shorter (an expired lease is re-dispatched within a quarter of its length);
+        while nothing runs ``idle_tick_seconds`` (if longer). Work wakes the allocator itself (admissions, released
+        leases), so these passes are a safety net whose cost is per second, not per item."""
+        busy = min(self.settings.tick_seconds, self.settings.lease_seconds / 4)
+        return busy if self.busy else max(busy, self.settings.idle_tick_seconds)
 
     def start(self) -> None:
         """Start the allocation task."""

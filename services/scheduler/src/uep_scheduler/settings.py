@@ -88,7 +88,13 @@ class SchedulerSettings(OutboxRetentionSettings):
         description="Longest wait, after a lease is released, for the pass that refills it when fewer than "
         "refill_fraction have been released.",
     )
-    tick_seconds: float = Field(1.0, gt=0, description="Period of the reconcile loop (allocation, expired leases, schedules).")
+    tick_seconds: float = Field(
+        5.0,
+        gt=0,
+        description="Period of the reconcile loop while evaluations run (admissions, released leases and results wake "
+        "the allocator themselves, so this is the safety net: stale pending evaluations, due schedules, expired and "
+        "exhausted leases); at most a quarter of lease_seconds, so an expired lease waits at most that long.",
+    )
     idle_tick_seconds: float = Field(
         5.0,
         gt=0,

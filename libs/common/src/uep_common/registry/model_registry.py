@@ -22,7 +22,7 @@ import json
 import re
 import socket
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Annotated, Any, Literal
@@ -649,11 +649,12 @@ async def probe(
     api_key: str | None = None,
     transport: Any = None,
     egress: EgressPolicy | None = None,
-) -> None:
-    """Check that the endpoint serves the model as registered. Triton (HTTP only): KServe v2
-    ``GET {endpoint}/v2/models/{name}[/versions/{v}]`` and its ``/config``, compared with the contract by
-    :func:`uep_common.contract.model_contracts.check_metadata`; OpenAI-compatible: ``GET {endpoint}/v1/models`` with
-    the key. Connect timeout :data:`PROBE_CONNECT_S`, read :data:`PROBE_READ_S`; no redirects followed.
+) -> str:
+    """Check that the endpoint serves the model as registered; returns the served model name requests will send.
+    Triton (HTTP only): KServe v2 ``GET {endpoint}/v2/models/{name}[/versions/{v}]`` and its ``/config``, compared
+    with the contract by :func:`uep_common.contract.model_contracts.check_metadata` (returns ``served_name``);
+    OpenAI-compatible: ``GET {endpoint}/v1/models`` with the key, the name chosen by :func:`served_model_id` (the
+    endpoint's own id for a llama.cpp server that lists its model by file path). Connect timeout :data:`PROBE_CONNECT_S`, read :data:`PROBE_READ_S`; no redirects followed.
 
     Raises :class:`RegistryError` (422): ``endpoint`` unreachable, blocked or gRPC; ``triton_model_name``
     unknown to the server; ``contract`` when the tensors differ (one message per tensor, joined by ``; ``);
@@ -661,7 +662,7 @@ async def probe(
     Every failure to reach the server is the one ``unreachable`` answer (:data:`UNREACHABLE`). ``egress``: the
     site's allowlist (:func:`check_endpoint_address`); ``transport``: an httpx transport (tests)."""
     try:
-        await asyncio.wait_for(
+        return await asyncio.wait_for(
             _probe(backend, endpoint, served_name, served_version, kind, contract, spec, api_key, transport, egress),
             PROBE_TOTAL_S,
         )
@@ -680,7 +681,7 @@ async def _probe(
     api_key: str | None,
     transport: Any,
     egress: EgressPolicy | None,
-) -> None:
+) -> str:
     import httpx
 
     scheme, host, port = check_endpoint(backend, endpoint)
@@ -697,8 +698,7 @@ async def _probe(
     headers = {"Accept-Encoding": "identity"} | ({"Authorization": f"Bearer {api_key}"} if api_key else {})
     async with httpx.AsyncClient(timeout=timeout, follow_redirects=False, transport=transport, headers=headers) as client:
         if str(backend) == Backend.openai_compatible:
-            await _probe_openai(client, base, served_name)
-            return
+            return await _probe_openai(client, base, served_name)
         path = f"/v2/models/{served_name}" + (f"/versions/{served_version}" if served_version else "")
         status, metadata = await _get_json(client, base, path)
         if status != 200 or not isinstance(metadata, dict):
@@ -720,6 +720,7 @@ async def _probe(
         refused = _bad("contract", "; ".join(problems)[:2000], "contract_mismatch")
         refused.problems = [p[:500] for p in problems[:50]]
         raise refused
+    return served_name
 
 
 async def _get_json(client: Any, base: str, path: str) -> tuple[int, Any]:
@@ -756,15 +757,41 @@ async def _get_json(client: Any, base: str, path: str) -> tuple[int, Any]:
         return status, None
 
 
-async def _probe_openai(client: Any, base: str, served_name: str) -> None:
+def served_model_id(served_name: str, ids: Sequence[str]) -> str | None:
+    """The id of ``ids`` (an OpenAI-compatible server's ``/v1/models``) that requests for ``served_name`` will send:
+    ``served_name`` itself when listed; else the one id whose file name is ``served_name`` (a llama.cpp server
+    lists its model by path, ``/models/SmolLM2-135M-Instruct-Q8_0.gguf``: ``SmolLM2-135M-Instruct-Q8_0.gguf`` or
+    ``SmolLM2-135M-Instruct-Q8_0``, in any letter case); else the only id of a server that serves one model (such
+    a server answers whatever ``model`` a request names). None when none of these holds."""
+    if served_name in ids:
+        return served_name
+    wanted = served_name.casefold()
+    by_file = [i for i in ids if wanted in _file_names(i)]
+    if len(by_file) == 1:
+        return by_file[0]
+    if len(set(ids)) == 1:
+        return ids[0]
+    return None
+
+
+def _file_names(model_id: str) -> set[str]:
+    """``model_id``'s last path segment with and without its extension, case-folded."""
+    tail = model_id.replace("\\", "/").rstrip("/").rpartition("/")[2].casefold()
+    return {tail, tail.rpartition(".")[0] or tail}
+
+
+async def _probe_openai(client: Any, base: str, served_name: str) -> str:
     status, body = await _get_json(client, base, "/v1/models")
     if status in (401, 403):
         raise _bad("api_key", f"{base}/v1/models refused the API key ({status})", "api_key_refused")
     if status != 200:
         raise _bad("endpoint", f"{base}/v1/models answered {status}: not an OpenAI-compatible server", "probe_failed")
     data = body.get("data") if isinstance(body, dict) else None
-    if isinstance(data, list) and data:
-        served = {str(m.get("id")) for m in data if isinstance(m, dict)}
-        if served_name not in served:
-            listed = ", ".join(sorted(served)[:10])
-            raise _bad("triton_model_name", f"{base} serves no model {served_name!r} (it lists {listed})", "unknown_served_model")
+    if not (isinstance(data, list) and data):
+        return served_name  # a server that lists nothing: requests name the model as registered
+    ids = [str(m.get("id")) for m in data if isinstance(m, dict)]
+    chosen = served_model_id(served_name, ids)
+    if chosen is None:
+        listed = ", ".join(sorted(set(ids))[:10])
+        raise _bad("triton_model_name", f"{base} serves no model {served_name!r} (it lists {listed})", "unknown_served_model")
+    return chosen

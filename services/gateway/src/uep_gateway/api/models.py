@@ -86,8 +86,9 @@ REF = Path(
 REF_LOC = ("path", "model_ref")
 
 
-def model_view(principal: Principal, m: Model) -> ModelView:
-    """The view of a model row for ``principal`` (no API key: ``has_api_key`` only)."""
+def model_view(principal: Principal, m: Model, notes: list[str] | None = None) -> ModelView:
+    """The view of a model row for ``principal`` (no API key: ``has_api_key`` only), with the ``notes`` of the
+    request that wrote it."""
     owned = m.owner_tenant_id is not None and m.owner_tenant_id == principal.tenant.id
     cost = {k: float(v) if isinstance(v, Decimal) else v for k in COST_FIELDS for v in [getattr(m, k)]}
     return ModelView(
@@ -112,6 +113,7 @@ def model_view(principal: Principal, m: Model) -> ModelView:
         api_key_ref=m.api_key_ref,
         cost=ModelCostView(**cost),
         created_by=m.created_by if owned or principal.site_act else None,
+        notes=notes or [],
         created_at=m.created_at,
     )
 
@@ -175,10 +177,12 @@ async def _probe(
     api_key: str | None,
     api_key_ref: str | None,
     egress: EgressPolicy,
-) -> None:
+) -> str:
+    """Probe ``m``'s endpoint (:func:`~uep_common.registry.model_registry.probe`); returns the served model name
+    requests will send (the endpoint's own id where it lists the model under another, e.g. a file path)."""
     served = m.triton_model_name or m.name
     try:
-        await probe(
+        return await probe(
             backend=m.backend,
             endpoint=m.endpoint,
             served_name=served,
@@ -250,8 +254,9 @@ async def register_model(
         raise FieldError(
             "conflict", ("body", "name"), f"another tenant shares a model named {body.name!r}; choose another", "name_taken"
         )
+    served = body.triton_model_name or body.name
     if probe_flag:
-        await _probe(
+        served = await _probe(
             body, contract, spec, body.api_key.get_secret_value() if body.api_key else None, body.api_key_ref, _egress(request)
         )
     try:
@@ -260,6 +265,8 @@ async def register_model(
         )
     except RegistryError as exc:
         raise registry_error(exc) from None
+    notes = _served_notes(body.endpoint, body.triton_model_name or body.name, served)
+    values["triton_model_name"] = served
     model = Model(**values)
     session.add(model)
     try:
@@ -274,7 +281,7 @@ async def register_model(
             "model_exists",
         ) from None
     response.headers["Location"] = f"/v1/models/{model.name}@{model.version}"
-    return model_view(principal, model)
+    return model_view(principal, model, notes)
 
 
 @router.get("/models/{model_ref}", response_model=ModelView)
@@ -301,6 +308,7 @@ async def update_model(
     principal = principal_of_session(session)
     model = await _writable(session, model_ref)
     given = body.model_fields_set
+    notes: list[str] = []
     moved = "endpoint" in given and body.endpoint is not None and body.endpoint.strip() != model.endpoint
     if moved:
         _check_probe_flag(principal, probe_flag)
@@ -354,7 +362,9 @@ async def update_model(
         )
         candidate.endpoint = body.endpoint.strip()
         key = body.api_key.get_secret_value() if body.api_key is not None else None
-        await _probe(candidate, model.contract, model.spec or {}, key, body.api_key_ref, _egress(request))
+        served = await _probe(candidate, model.contract, model.spec or {}, key, body.api_key_ref, _egress(request))
+        notes = _served_notes(candidate.endpoint, candidate.triton_model_name or candidate.name, served)
+        model.triton_model_name = served
     for field in ("description", "max_in_flight", "supports_logprobs", "visibility"):
         if field in given and (getattr(body, field) is not None or field == "max_in_flight"):
             setattr(model, field, getattr(body, field))
@@ -375,7 +385,14 @@ async def update_model(
             model.api_key_encrypted = None
     await session.commit()
     await session.refresh(model)
-    return model_view(principal, model)
+    return model_view(principal, model, notes)
+
+
+def _served_notes(endpoint: str, given: str, served: str) -> list[str]:
+    """The note that says which model name requests will send, when the probe chose another than ``given``."""
+    if served == given:
+        return []
+    return [f"{endpoint.strip()} lists its model as {served!r}, not {given!r}: requests will send model {served!r}"]
 
 
 async def _set_active(session: AsyncSession, model_ref: str, active: bool) -> ModelView:
