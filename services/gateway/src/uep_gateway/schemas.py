@@ -224,6 +224,11 @@ class ResultItem(BaseModel):
         "(`label`, and `probabilities` by class name when the model gave them — an LLM's answer read as a class has "
         "none; a ranking's `ranking`, `scores`); null for other items.",
     )
+    transcript: dict[str, Any] | None = Field(
+        None,
+        description="Conversation items: the transcript (`messages` [{role, content, reference?}], `simulated`, `turns`, "
+        "`ended`, `persona`, `goal`; uep_common.contract.dialogue.Transcript); null for single-prompt items.",
+    )
 
 
 class ResultsPage(BaseModel):
