@@ -314,3 +314,19 @@ def test_a_transcript_cannot_claim_more_turns_than_replies():
     with pytest.raises(ValueError, match="turns 2"):
         Transcript(messages=parse_conversation([{"role": "user", "content": "hi"}]), turns=2)
     assert SimulationSpec().simulator == "smollm2-135m-instruct"
+
+
+def test_the_builtin_dialogue_benchmarks_are_the_documented_seed_sets():
+    from uep_common.builtin.catalog import BENCHMARKS
+    from uep_common.builtin.datasets import LICENSES
+
+    by_slug = {b.slug: b for b in BENCHMARKS}
+    dialogues, simulated = by_slug["support-dialogues"], by_slug["support-simulated"]
+    items = dialogues.loader()
+    assert len(items) == 20 and len({i.external_id for i in items}) == 20
+    for it in items:  # every conversation parses and its last turn carries the reference the judge sees
+        last = parse_conversation(it.input["messages"])[-1]
+        assert last.role == "user" and last.reference == it.reference["answer"]
+    assert len(simulated.loader()) == 8 and simulated.config["prompt"]["simulation"]["simulator"] == "smollm2-135m-instruct"
+    assert dialogues.config["judge"]["judges"] == simulated.config["judge"]["judges"] == ["smollm2-135m-instruct"]
+    assert LICENSES[dialogues.license_key].spdx == "LicenseRef-uep-seed"
