@@ -196,6 +196,14 @@ class EvaluationView(BaseModel):
     created_at: datetime
     started_at: datetime | None
     completed_at: datetime | None
+    awaiting_human: int | None = Field(
+        None,
+        description="A hybrid evaluation: items the judge sent to people (no verdict it could stand by) whose "
+        "annotation has not come in yet; null for other evaluation types.",
+    )
+    awaiting_human_task_id: uuid.UUID | None = Field(
+        None, description="The newest annotation task over this evaluation's items sent to people, if one was created."
+    )
 
 
 class ResultItem(BaseModel):
