@@ -222,18 +222,27 @@ def parse_json_schema(raw: Any) -> dict[str, Any] | None:
     Raises:
         ValueError: the value is too long, not JSON, or not a JSON object.
     """
+    value = _json_input(raw, "json_schema", MAX_SCHEMA_BYTES, "a JSON object")
+    if value is not None and not isinstance(value, dict):
+        raise ValueError(f"'json_schema' must be a JSON object, got {json.dumps(value)[:80]!r}")
+    return value
+
+
+def _json_input(raw: Any, name: str, max_bytes: int, expected: str) -> Any:
+    """The JSON value of the input ``name`` (UTF-8, at most ``max_bytes`` bytes), None when empty.
+
+    Raises:
+        ValueError: the value is too long or not JSON (``expected`` says what it should be).
+    """
     text = _text(raw).strip()
     if not text:
         return None
-    if len(text.encode()) > MAX_SCHEMA_BYTES:
-        raise ValueError(f"'json_schema' is longer than {MAX_SCHEMA_BYTES} bytes")
+    if len(text.encode()) > max_bytes:
+        raise ValueError(f"'{name}' is longer than {max_bytes} bytes")
     try:
-        value = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"'json_schema' must be a JSON object, got {text[:80]!r}") from exc
-    if not isinstance(value, dict):
-        raise ValueError(f"'json_schema' must be a JSON object, got {text[:80]!r}")
-    return value
+        raise ValueError(f"'{name}' must be {expected}, got {text[:80]!r}") from exc
 
 
 MAX_MESSAGES_BYTES = 256 * 1024
@@ -248,15 +257,9 @@ def parse_messages(raw: Any) -> tuple[dict[str, str], ...]:
     Raises:
         ValueError: the value is too long, not JSON, or not such a list (naming the message).
     """
-    text = _text(raw).strip()
-    if not text:
+    value = _json_input(raw, "messages", MAX_MESSAGES_BYTES, "a JSON list of chat messages")
+    if value is None:
         return ()
-    if len(text.encode()) > MAX_MESSAGES_BYTES:
-        raise ValueError(f"'messages' is longer than {MAX_MESSAGES_BYTES} bytes")
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"'messages' must be a JSON list of chat messages, got {text[:80]!r}") from exc
     if not isinstance(value, list):
         raise ValueError("'messages' must be a JSON list of chat messages")
     out = []
