@@ -68,7 +68,7 @@ function progressPanel(ev, seen) {
       stat(running ? "Accuracy so far [95 % CI]" : hl ? `${hl.metric === "accuracy" ? "Accuracy" : metricName(hl.metric)} [95 % CI]` : "Accuracy [95 % CI]", acc, "accuracy"),
       stat("Errors", num(p.errors), "errors"),
       stat("Items/s", perS === null ? "—" : perS.toFixed(2), "rate"),
-      stat(running ? "ETA" : "Took", running ? duration(eta) : duration(ev.started_at && ev.completed_at ? (new Date(ev.completed_at) - new Date(ev.started_at)) / 1000 : null), "eta"),
+      stat(running ? "ETA" : "Took", running ? (shownStatus(ev) === ev.status ? duration(eta) : "when reviewed") : duration(ev.started_at && ev.completed_at ? (new Date(ev.completed_at) - new Date(ev.started_at)) / 1000 : null), "eta"),
       p.discarded ? stat("Discarded after cancel", num(p.discarded)) : null,
     ),
     hl && hl.note ? h("p", { class: "note", id: "headline-note" }, `${ev.status} · ${hl.note}`) : null,
