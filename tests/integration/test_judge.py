@@ -205,6 +205,7 @@ def test_hybrid_routes_automatic_judge_and_human(gateway, db):
     assert human[3]["juror_uep-judge"] == 8 and human[3]["juror_uep-judge-first"] == 3
     view = gateway.get(f"/v1/evaluations/{evaluation_id}").json()
     assert view["status"] == "running" and view["progress"]["completed"] == 3  # waits for the annotators
+    assert (view["awaiting_human"], view["awaiting_human_task_id"]) == (2, None)  # items 3 and 4, no task yet
     with db.connect() as c:  # routed items hold no lease the scheduler would re-dispatch
         leases = c.execute(
             text(
@@ -230,6 +231,7 @@ def test_hybrid_routes_automatic_judge_and_human(gateway, db):
     assert r.status_code == 201, r.text
     task = r.json()
     assert task["total_items"] == 2
+    assert gateway.get(f"/v1/evaluations/{evaluation_id}").json()["awaiting_human_task_id"] == task["id"]
     verdicts = {3: "pass", 4: "fail"}
     for _ in range(2):
         nxt = gateway.get(f"/v1/annotation-tasks/{task['id']}/next", params={"annotator": "hybrid-e2e-ann"}).json()
@@ -243,6 +245,7 @@ def test_hybrid_routes_automatic_judge_and_human(gateway, db):
         assert s.status_code == 201, s.text
     final = wait_done(gateway, evaluation_id, timeout_s=60)
     assert final["status"] == "completed" and final["summary"]["n"] == 5
+    assert final["awaiting_human"] == 0
     items = all_results(gateway, evaluation_id)
     assert [(x["sample_ordinal"], x["metrics"]["decided_by"], x["is_correct"]) for x in items] == [
         (0, "automatic", True),

@@ -4,6 +4,7 @@ from collections import Counter
 
 from uep_common.builtin.catalog import BENCHMARKS
 from uep_common.builtin.datasets import LICENSES, load_hellaswag, load_truthfulqa_mc1
+from uep_common.contract.dialogue import parse_conversation
 from uep_common.prompting.prompts import render_prompt
 
 
@@ -34,5 +35,9 @@ def test_every_builtin_template_renders_every_item():
             continue  # 14,042 items: covered by the e2e tests on its first items
         if "prompt" not in b.config:
             continue  # asked of classifiers and rankers only (breast-cancer, humaneval-retrieval): nothing to render
+        dialogue = b.config["prompt"].get("dialogue")
         for it in b.loader():
+            if dialogue:  # the system message is in the conversation: the template is blank, the messages parse
+                assert parse_conversation(it.input[dialogue["messages_field"]])[0].role == "system"
+                continue
             assert render_prompt(b.config["prompt"]["template"], it.input)

@@ -38,6 +38,15 @@ empty must answer with JSON valid under that schema; rows with and without one m
 ``json_schema``        BYTES    no        UTF-8 JSON Schema the answer must match; absent or empty: free
 =====================  =======  ========  ==============================================================
 
+A model that answers chat histories (its ``chat_messages`` attribute is true: the LLM) takes one more
+optional input. A row whose ``messages`` is not empty is answered as that conversation (the model's chat
+template applied to every message) rather than as ``text_input`` in one user message.
+
+=====================  =======  ========  ==============================================================
+``messages``           BYTES    no        UTF-8 JSON list of ``{"role", "content"}``, roles ``system`` /
+                                          ``user`` / ``assistant``; absent or empty: ``text_input`` alone
+=====================  =======  ========  ==============================================================
+
 A model is a plain Python callable ``list[GenerationRequest] -> list[GenerationResult]`` (one result per
 request, same order); :func:`bind_text_model` wraps it with PyTriton's ``@batch`` and binds it with a
 :class:`~pytriton.model_config.DynamicBatcher`.
@@ -80,6 +89,7 @@ OUTPUTS: tuple[Tensor, ...] = (
 
 LOGLIK_INPUTS: tuple[Tensor, ...] = (Tensor(name="continuation", dtype=np.bytes_, shape=(1,), optional=True),)
 STRUCTURED_INPUTS: tuple[Tensor, ...] = (Tensor(name="json_schema", dtype=np.bytes_, shape=(1,), optional=True),)
+MESSAGES_INPUTS: tuple[Tensor, ...] = (Tensor(name="messages", dtype=np.bytes_, shape=(1,), optional=True),)
 
 LOGLIK_OUTPUTS: tuple[Tensor, ...] = (
     Tensor(name="logprob", dtype=np.float32, shape=(1,)),
@@ -95,6 +105,7 @@ _OPTIONAL_DEFAULTS: dict[str, tuple[Any, Any]] = {
     "chat": (-1, np.int32),
     "continuation": (b"", object),
     "json_schema": (b"", object),
+    "messages": (b"", object),
 }
 
 
@@ -109,6 +120,7 @@ class GenerationRequest:
         stop: stop strings (possibly empty).
         chat: True/False to apply the chat template or not; None for the model default.
         json_schema: the JSON Schema (a parsed object) the answer must match, or None (free text).
+        messages: the chat history to answer (``{"role", "content"}`` each), or empty (the prompt alone).
     """
 
     prompt: str
@@ -117,6 +129,7 @@ class GenerationRequest:
     stop: tuple[str, ...] = ()
     chat: bool | None = None
     json_schema: dict[str, Any] | None = None
+    messages: tuple[dict[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -209,18 +222,52 @@ def parse_json_schema(raw: Any) -> dict[str, Any] | None:
     Raises:
         ValueError: the value is too long, not JSON, or not a JSON object.
     """
+    value = _json_input(raw, "json_schema", MAX_SCHEMA_BYTES, "a JSON object")
+    if value is not None and not isinstance(value, dict):
+        raise ValueError(f"'json_schema' must be a JSON object, got {json.dumps(value)[:80]!r}")
+    return value
+
+
+def _json_input(raw: Any, name: str, max_bytes: int, expected: str) -> Any:
+    """The JSON value of the input ``name`` (UTF-8, at most ``max_bytes`` bytes), None when empty.
+
+    Raises:
+        ValueError: the value is too long or not JSON (``expected`` says what it should be).
+    """
     text = _text(raw).strip()
     if not text:
         return None
-    if len(text.encode()) > MAX_SCHEMA_BYTES:
-        raise ValueError(f"'json_schema' is longer than {MAX_SCHEMA_BYTES} bytes")
+    if len(text.encode()) > max_bytes:
+        raise ValueError(f"'{name}' is longer than {max_bytes} bytes")
     try:
-        value = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"'json_schema' must be a JSON object, got {text[:80]!r}") from exc
-    if not isinstance(value, dict):
-        raise ValueError(f"'json_schema' must be a JSON object, got {text[:80]!r}")
-    return value
+        raise ValueError(f"'{name}' must be {expected}, got {text[:80]!r}") from exc
+
+
+MAX_MESSAGES_BYTES = 256 * 1024
+"""Largest ``messages`` value a request may carry."""
+CHAT_ROLES = frozenset({"system", "user", "assistant"})
+
+
+def parse_messages(raw: Any) -> tuple[dict[str, str], ...]:
+    """Decode the ``messages`` input: a UTF-8 JSON list of ``{"role", "content"}`` objects (roles ``system``,
+    ``user``, ``assistant``; string content), at most :data:`MAX_MESSAGES_BYTES` bytes; empty input means none.
+
+    Raises:
+        ValueError: the value is too long, not JSON, or not such a list (naming the message).
+    """
+    value = _json_input(raw, "messages", MAX_MESSAGES_BYTES, "a JSON list of chat messages")
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ValueError("'messages' must be a JSON list of chat messages")
+    out = []
+    for i, m in enumerate(value):
+        if not isinstance(m, dict) or m.get("role") not in CHAT_ROLES or not isinstance(m.get("content"), str):
+            raise ValueError(f"'messages' item {i} must be {{'role': system|user|assistant, 'content': str}}")
+        out.append({"role": m["role"], "content": m["content"]})
+    return tuple(out)
 
 
 def decode_requests(
@@ -230,12 +277,13 @@ def decode_requests(
     stop: NDArray[Any] | None = None,
     chat: NDArray[Any] | None = None,
     json_schema: NDArray[Any] | None = None,
+    messages: NDArray[Any] | None = None,
 ) -> list[GenerationRequest]:
     """Turn batched input tensors (each of shape ``(B, 1)``) into B :class:`GenerationRequest` objects.
 
     Raises:
-        ValueError: a ``stop`` or ``json_schema`` value is malformed (see :func:`parse_stop`,
-            :func:`parse_json_schema`).
+        ValueError: a ``stop``, ``json_schema`` or ``messages`` value is malformed (see :func:`parse_stop`,
+            :func:`parse_json_schema`, :func:`parse_messages`).
     """
     requests = []
     for row in range(text_input.shape[0]):
@@ -250,6 +298,7 @@ def decode_requests(
                 stop=parse_stop(_scalar(stop, row)),
                 chat=None if c is None or int(c) < 0 else bool(int(c)),
                 json_schema=parse_json_schema(_scalar(json_schema, row)),
+                messages=parse_messages(_scalar(messages, row)),
             )
         )
     return requests
@@ -290,11 +339,15 @@ def _mixed_batch(
 
 
 def make_infer_func(
-    model: TextModel, model_name: str, loglik: LoglikModel | None = None, structured: bool = False
+    model: TextModel,
+    model_name: str,
+    loglik: LoglikModel | None = None,
+    structured: bool = False,
+    chat_messages: bool = False,
 ) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
     """Wrap ``model`` as a PyTriton inference callable (a list of Triton requests in, a list of outputs out);
     with ``loglik``, rows with a ``continuation`` are log-likelihood requests answered by it; with
-    ``structured``, the model takes the ``json_schema`` input.
+    ``structured``, the model takes the ``json_schema`` input; with ``chat_messages``, the ``messages`` input.
 
     Absent optional inputs are filled with "model default" sentinels first, so requests with and without
     them still form one batch; then PyTriton's ``@batch`` concatenates the batch.
@@ -312,9 +365,10 @@ def make_infer_func(
         chat: NDArray[Any] | None = None,
         continuation: NDArray[Any] | None = None,
         json_schema: NDArray[Any] | None = None,
+        messages: NDArray[Any] | None = None,
     ) -> dict[str, NDArray[Any]]:
         started = time.perf_counter()
-        requests = decode_requests(text_input, max_tokens, temperature, stop, chat, json_schema)
+        requests = decode_requests(text_input, max_tokens, temperature, stop, chat, json_schema, messages)
         if loglik is not None:
             continuations = [_text(_scalar(continuation, row)) for row in range(len(requests))]
             out = _mixed_batch(model, loglik, requests, continuations)
@@ -329,7 +383,9 @@ def make_infer_func(
     defaults = {
         k: v
         for k, v in _OPTIONAL_DEFAULTS.items()
-        if (loglik is not None or k != "continuation") and (structured or k != "json_schema")
+        if (loglik is not None or k != "continuation")
+        and (structured or k != "json_schema")
+        and (chat_messages or k != "messages")
     }
 
     def infer_func(requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -364,13 +420,17 @@ def bind_text_model(
 ) -> None:
     """Bind ``model`` into ``triton`` (a :class:`pytriton.triton.Triton`) under ``model_name`` with the shared
     contract, the log-likelihood tensors when the model has a ``loglikelihood`` method, and the ``json_schema``
-    input when its ``structured_output`` attribute is true."""
+    input when its ``structured_output`` attribute is true, the ``messages`` input when its ``chat_messages`` one is."""
     loglik: LoglikModel | None = getattr(model, "loglikelihood", None)
     structured = bool(getattr(model, "structured_output", False))
+    chat_messages = bool(getattr(model, "chat_messages", False))
     triton.bind(
         model_name=model_name,
-        infer_func=make_infer_func(model, model_name, loglik, structured),
-        inputs=list(INPUTS) + (list(LOGLIK_INPUTS) if loglik else []) + (list(STRUCTURED_INPUTS) if structured else []),
+        infer_func=make_infer_func(model, model_name, loglik, structured, chat_messages),
+        inputs=list(INPUTS)
+        + (list(LOGLIK_INPUTS) if loglik else [])
+        + (list(STRUCTURED_INPUTS) if structured else [])
+        + (list(MESSAGES_INPUTS) if chat_messages else []),
         outputs=list(OUTPUTS) + (list(LOGLIK_OUTPUTS) if loglik else []),
         config=model_config(max_batch_size, queue_delay_us),
         strict=True,

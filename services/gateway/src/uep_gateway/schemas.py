@@ -214,6 +214,14 @@ class EvaluationView(BaseModel):
     created_at: datetime
     started_at: datetime | None
     completed_at: datetime | None
+    awaiting_human: int | None = Field(
+        None,
+        description="A hybrid evaluation: items the judge sent to people (no verdict it could stand by) whose "
+        "annotation has not come in yet; null for other evaluation types.",
+    )
+    awaiting_human_task_id: uuid.UUID | None = Field(
+        None, description="The newest annotation task over this evaluation's items sent to people, if one was created."
+    )
 
 
 class ResultItem(BaseModel):
@@ -241,6 +249,11 @@ class ResultItem(BaseModel):
         description="Classification and ranking items: the stored prediction the set-level metrics are computed from "
         "(`label`, and `probabilities` by class name when the model gave them — an LLM's answer read as a class has "
         "none; a ranking's `ranking`, `scores`); null for other items.",
+    )
+    transcript: dict[str, Any] | None = Field(
+        None,
+        description="Conversation items: the transcript (`messages` [{role, content, reference?}], `simulated`, `turns`, "
+        "`ended`, `persona`, `goal`; uep_common.contract.dialogue.Transcript); null for single-prompt items.",
     )
 
 

@@ -36,7 +36,9 @@ from jinja2.exceptions import UndefinedError
 
 from uep_common.contract.configs import CLASSIFICATION_SET_METRICS, SET_KIND_OF_METRIC, is_set_metric
 from uep_common.contract.metric_params import UnknownMetricParamsError, param_problems
+from uep_common.contract.events import PromptSpec
 from uep_common.prompting.prompts import PromptRenderError, render_prompt
+from uep_gateway.conversation_rows import conversation_problems
 from uep_gateway.upload_worker import set_phase
 
 # Causes of a PromptRenderError that depend on the row (a field it lacks, a value of the wrong type), not
@@ -463,10 +465,13 @@ def validate_rows(
     max_rows: int,
     limits: UploadLimits | None = None,
     reference_schemas: dict[str, dict[str, Any]] | None = None,
+    prompt_spec: PromptSpec | None = None,
 ) -> list[Row]:
     """Rows of ``records``, each checked (storable, within ``limits.max_row_bytes``, its reference fitting
     ``reference_schemas``: :func:`reference_problems`) and rendered through ``template`` (each prompt within
-    ``limits.max_prompt_chars``; default :class:`UploadLimits`).
+    ``limits.max_prompt_chars``; default :class:`UploadLimits`). A conversation benchmark's rows (``prompt_spec``'s
+    ``dialogue`` or ``simulation``) are checked as conversations too
+    (:func:`uep_gateway.conversation_rows.conversation_problems`).
 
     A render failure that depends on the row (a field it lacks, a type error) names the row's line; one of
     the template itself (syntax, sandbox refusal, a work or output limit, a prompt over the bound) names
@@ -491,6 +496,10 @@ def validate_rows(
                 raise UploadInvalid([stored])
             if reference_schemas and (bad_reference := reference_problems(number, row.reference, reference_schemas)):
                 raise UploadInvalid(bad_reference)
+            if bad_conversation := conversation_problems(number, row.input, prompt_spec):
+                raise UploadInvalid(
+                    [UploadProblem([*FILE_LOC, f"line {number}", f], m, "bad_conversation") for f, m in bad_conversation]
+                )
             prompt = render_prompt(template, row.input)
         except UploadInvalid as exc:
             problems += exc.problems
@@ -560,7 +569,8 @@ def check_upload(
     set_phase("parse")
     records = read_records(data, fmt, limits)
     set_phase("render")
-    rows = validate_rows(records, template, limits.max_rows, limits, reference_schemas)
+    spec = PromptSpec.model_validate(config["prompt"]) if config and config.get("prompt") else None
+    rows = validate_rows(records, template, limits.max_rows, limits, reference_schemas, spec)
     if config is None:
         return rows, None
     from uep_common.contract.benchmarks import content_hash

@@ -47,6 +47,7 @@ from uep_inference.backends import (
     PredictionRequest,
     transient_errors,
 )
+from uep_inference.dialogue import answer_conversation, simulate_conversation
 from uep_inference.ended import EndedEvaluations, ItemWatch
 from uep_inference.limits import ModelLimits
 from uep_inference.loglik import loglik_continuations, loglik_output
@@ -104,6 +105,7 @@ async def call_model(
     prediction: PredictionRequest | None = None,
     json_schema: dict[str, Any] | None = None,
     as_of: datetime | None = None,
+    messages: tuple[dict[str, str], ...] = (),
 ) -> ModelCall:
     """Call the model of ``target`` (inside its capacity limit, resized to ``target``'s capacity when ``as_of``,
     the time the target was read from the registry, default now, is not older than the limit's size:
@@ -111,7 +113,8 @@ async def call_model(
     With ``continuations``, a log-likelihood request of each after ``prompt`` (``backend.loglikelihood``);
     with ``prediction``, that request of a classifier, ranker or embedding model (``backend.predict``; the
     answer in ``ModelCall.predicted``); with ``json_schema``, a generation whose answer must match that JSON
-    Schema (``GenerationRequest.json_schema``: constrained where the backend can).
+    Schema (``GenerationRequest.json_schema``: constrained where the backend can); with ``messages``, a chat
+    history answered as chat messages (``GenerationRequest.messages``; ``prompt`` then the same as text).
 
     A transient failure (:data:`TRANSIENT`) is retried up to ``max_attempts`` calls in all, waiting a random
     0–``backoff_s`` × 2^(attempt−1) seconds in between, and at least the endpoint's ``Retry-After``
@@ -127,7 +130,7 @@ async def call_model(
     backend = backends.for_target(target)
     slot = (limits.for_target(target, backend.capacity(target), as_of) if limits else None) or contextlib.nullcontext()
     request = GenerationRequest(
-        target, prompt, max_tokens, timeout_s, target.temperature, tuple(stop), chat, continuations, json_schema
+        target, prompt, max_tokens, timeout_s, target.temperature, tuple(stop), chat, continuations, json_schema, messages
     )
 
     def invoke() -> Awaitable[Generation | PredictionOutput]:
@@ -198,10 +201,32 @@ async def generate_output(
 ) -> OutputGenerated:
     """Render the prompt and call the model of ``event.target`` (:func:`call_model`, with ``watch`` on the
     item's evaluation); never raises for model failures: a failure is an OutputGenerated with ``error`` set.
-    A non-generative model gets the sample's input instead (:func:`predict_output`)."""
+    A non-generative model gets the sample's input instead (:func:`predict_output`); a conversation item is
+    answered or simulated by :mod:`uep_inference.dialogue`."""
     common = {**event.item_fields(), "benchmark_id": event.benchmark_id, "model_id": event.target.model_id}
     if event.target.kind != ModelKind.generation:
         return await predict_output(event, backends, timeout_s, limits, max_attempts, backoff_s, max_retry_after_s, watch)
+    if event.prompt.dialogue is not None or event.prompt.simulation is not None:
+
+        async def dialogue_call(
+            target: ModelTarget,
+            prompt: str,
+            max_tokens: int,
+            stop: list[str],
+            chat: bool | None,
+            *,
+            messages: tuple[dict[str, str], ...] = (),
+            timeout_s: float = timeout_s,
+        ) -> ModelCall:
+            return await call_model(
+                target, prompt, max_tokens, stop, chat, backends, timeout_s, limits, max_attempts, backoff_s,
+                max_retry_after_s=max_retry_after_s, watch=watch, messages=messages,
+            )  # fmt: skip
+
+        stop = [*event.target.stop, *event.prompt.stop]
+        if event.prompt.dialogue is not None:
+            return await answer_conversation(event, dialogue_call, event.prompt.max_tokens or event.target.max_tokens, stop)
+        return await simulate_conversation(event, dialogue_call, stop, timeout_s)
     try:
         prompt = render_prompt(event.prompt.template, event.input, event.fewshot)
     except PromptRenderError as exc:

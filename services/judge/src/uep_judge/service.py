@@ -21,6 +21,7 @@ from faststream.kafka import KafkaBroker, KafkaMessage
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from uep_common.contract.configs import EvaluationType
+from uep_common.contract.dialogue import conversation_text
 from uep_common.contract.events import ErrorInfo, JudgeRequested, ScoreComputed, Topics
 from uep_common.runtime.consuming import consume
 from uep_common.runtime.messaging import consumer_options
@@ -41,6 +42,16 @@ JUDGE_METRIC = "llm_judge"
 # What ``broker.subscriber(...)`` returns, as a decorator of a :func:`consume` handler: mypy resolves the call to
 # ``Any`` (its overloads are ambiguous given ``**consumer_options(...)``), so it is bound to this type first.
 _Subscribe = Callable[[Callable[[KafkaMessage], Awaitable[None]]], object]
+
+
+def question_of(event: JudgeRequested) -> str:
+    """What the judge is shown as the question: the item's prompt, or for a given conversation its history with
+    every user turn's reference (:func:`uep_common.contract.dialogue.conversation_text`), the model's reply being
+    the answer. A simulated conversation's prompt is the user's persona and goal, its output the whole transcript."""
+    t = event.transcript
+    if t is None or t.simulated or len(t.messages) < 2:
+        return event.prompt
+    return conversation_text(t.messages[:-1], references=True)
 
 
 def _score(
@@ -67,6 +78,7 @@ def _score(
         completion_tokens=event.completion_tokens,
         error=error,
         throttled=event.throttled,
+        transcript=event.transcript,
     )
 
 
@@ -111,12 +123,12 @@ async def judge_item(
                 if ctx.cfg.mode == "pairwise":
                     assert ctx.baseline is not None  # load_context raises baseline_missing for pairwise items without one
                     comparisons = await compare(
-                        generate, ctx.cfg, tpl, ctx.judges, event.prompt, event.output, ctx.baseline, ctx.reference
+                        generate, ctx.cfg, tpl, ctx.judges, question_of(event), event.output, ctx.baseline, ctx.reference
                     )
                     verdicts = [v for c in comparisons for v in (c.ab, c.ba)]
                     outcome = pairwise_outcome(ctx.cfg, comparisons)
                 else:
-                    verdicts = await grade(generate, ctx.cfg, tpl, ctx.judges, event.prompt, event.output, ctx.reference)
+                    verdicts = await grade(generate, ctx.cfg, tpl, ctx.judges, question_of(event), event.output, ctx.reference)
                     outcome = rubric_outcome(ctx.cfg, verdicts)
         except TemplateError as exc:
             problem = ContextError("judge_template_error", str(exc))

@@ -165,8 +165,8 @@ def verdict_rows(event: JudgeRequested, ctx: Context, template: tuple[str, str],
 def human_item_details(event: JudgeRequested, ctx: Context | None, details: dict[str, Any]) -> dict[str, Any]:
     """What a ``hybrid_routes`` row of stage 'human' carries for the annotation task built from it: the
     judge's details plus the item itself — ``output``, ``prompt``, ``output_b`` (the pairwise baseline's
-    answer, or None) and the model call's ``latency_ms``/``prompt_tokens``/``completion_tokens`` (the output
-    is stored nowhere else until a human decides the item)."""
+    answer, or None), the model call's ``latency_ms``/``prompt_tokens``/``completion_tokens`` and a conversation's
+    ``transcript`` (the output is stored nowhere else until a human decides the item)."""
     return {
         **details,
         "output": event.output,
@@ -175,6 +175,7 @@ def human_item_details(event: JudgeRequested, ctx: Context | None, details: dict
         "latency_ms": event.latency_ms,
         "prompt_tokens": event.prompt_tokens,
         "completion_tokens": event.completion_tokens,
+        **({"transcript": event.transcript.model_dump(mode="json", exclude_none=True)} if event.transcript else {}),
     }
 
 

@@ -22,6 +22,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from uep_common.contract.configs import item_prompt, parse_evaluation_config
 from uep_common.contract.events import ModelTarget, SampleDispatched
 from uep_common.prompting.fewshot import fewshot_examples
+from uep_common.registry.model_registry import model_query, split_ref
+from uep_common.registry.targets import model_target
 from uep_common.runtime.outbox import StagedMessage, stage_in_outbox
 from uep_common.runtime.telemetry import context_from_headers, current_trace_headers, tracer
 from uep_common.tables.bulk import ITEM_KEY, key_arrays, rows_from_arrays
@@ -79,6 +81,7 @@ async def dispatch_events(
     cfg = parse_evaluation_config(ev.config)
     prompt = item_prompt(benchmark.config, cfg)  # an A/B arm's template, chat and few-shot overrides applied
     k = prompt.fewshot_k
+    simulator = await simulator_target(session, prompt.simulation.simulator, ev.tenant_id) if prompt.simulation else None
     pools: dict[tuple[Any, ...], Sequence[Any]] = {}
     parent = context_from_headers(ev.trace_context)
     staged: list[tuple[SampleDispatched, dict[str, str]]] = []
@@ -103,9 +106,21 @@ async def dispatch_events(
                 target=target,
                 lease_expires_at=expires,
                 timeout_s=cfg.sample_timeout_s,  # per-sample timeout (lifecycle); None = inference default
+                simulator=simulator,
             )
             staged.append((event, current_trace_headers()))
     return await stage_in_outbox(session, staged, claim_until)
+
+
+async def simulator_target(session: AsyncSession, ref: str, tenant_id: uuid.UUID) -> ModelTarget | None:
+    """The call target of the simulator model ``ref`` (``name`` or ``name@version``) as the evaluation's tenant
+    means it (:func:`uep_common.registry.model_registry.model_query`), or None when no active generation model
+    has that name (the item then fails with ``simulator_missing`` in inference)."""
+    name, version = split_ref(ref)
+    model = await session.scalar(model_query(name, version, tenant_id))
+    if model is None or not model.active or model.kind != "generation":
+        return None
+    return model_target(model)
 
 
 def stored_result(lease: type[SampleLease] | AliasedClass[SampleLease] = SampleLease) -> Exists:

@@ -109,6 +109,7 @@ async def score_output(event: OutputGenerated, refs: ReferenceStore) -> ScoreCom
         "prompt_tokens": event.prompt_tokens,
         "completion_tokens": event.completion_tokens,
         "throttled": event.throttled,
+        "transcript": event.transcript,
     }
     try:
         config, evaluation_type = await refs.benchmark(event.benchmark_id)

@@ -12,7 +12,10 @@ MMLU in lm-eval's "Answer: X" format from the same subject, GSM8K with the worke
 Benchmarks for classifiers and rankers (data and splits: :mod:`.labelled`): ``mmlu-topic`` (an MMLU question's
 coarse category; text classification, with a prompt so that an LLM can be evaluated as a classifier too),
 ``breast-cancer`` (scikit-learn's Wisconsin diagnostic data, feature classification) and
-``humaneval-retrieval`` (a HumanEval description's canonical solution among 10, ranking). Classification is
+``humaneval-retrieval`` (a HumanEval description's canonical solution among 10, ranking). Conversation
+benchmarks (a hand-written seed set, :mod:`.dialogues`): ``support-dialogues`` (20 help-desk conversations, the
+model answering each last customer turn) and ``support-simulated`` (8 customers played by the embedded LLM),
+both graded by the embedded judge. Classification is
 scored per item by ``label_match`` and ranking by ``ndcg``; the set-level metrics are in ``metrics``.
 """
 
@@ -23,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from uep_common.builtin import datasets, labelled
+from uep_common.builtin import datasets, dialogues, labelled
 from uep_common.contract.configs import EvaluationType
 
 
@@ -488,5 +491,71 @@ LOCAL_MODELS: list[LocalModel] = [
         decoding_defaults={"max_tokens": 256, "temperature": 0.0, "stop": []},
         max_in_flight=16,
         contract="trtllm",
+    ),
+]
+
+
+def _scale(name: str, description: str) -> dict[str, Any]:
+    return {"name": name, "description": description, "min": 1, "max": 5, "integer": True}
+
+
+def _embedded_rubric(*dimensions: dict[str, Any]) -> dict[str, Any]:
+    """A rubric judged by the embedded LLM on integer 1-5 dimensions, overall 1-5 (correct = overall >= 3)."""
+    return {
+        "mode": "rubric",
+        "judges": [EMBEDDED_JUDGE],
+        "dimensions": list(dimensions),
+        "overall_min": 1,
+        "overall_max": 5,
+        "overall_integer": True,
+    }
+
+
+BENCHMARKS += [
+    BuiltinBenchmark(
+        slug="support-dialogues",
+        name="Customer-service conversations (hand-written seed set, 20)",
+        description="20 short help-desk conversations of a fictional shop, written for uep (no registry package ships "
+        "such data under a fitting licence): the model answers each conversation's last customer turn with the history "
+        "as chat messages, and the embedded SmolLM2-135M-Instruct judge, a very small model, grades the reply with the "
+        "whole conversation and the turn's reference reply in view (helpfulness, policy, politeness, integers 1-5).",
+        category="nlp",
+        capability_dimensions=["dialogue", "customer_service"],
+        config={
+            "prompt": {"template": "", "max_tokens": 128, "dialogue": {"messages_field": "messages"}},
+            "judge": _embedded_rubric(
+                _scale("helpfulness", "Does the reply resolve or move forward the customer's last request?"),
+                _scale("policy", "Does the reply follow the shop's policy in the system message and the reference reply?"),
+                _scale("politeness", "Is the reply polite and calm?"),
+            ),
+            "language": "en",
+        },
+        loader=dialogues.load_support_dialogues,
+        license_key="support_dialogues",
+        evaluation_type=EvaluationType.llm_judge,
+    ),
+    BuiltinBenchmark(
+        slug="support-simulated",
+        name="Customer-service simulated customers (hand-written seed set, 8)",
+        description="8 simulated customers (a persona, a goal and an opening message, written for uep) played by the "
+        "embedded SmolLM2-135M-Instruct for up to 3 replies of the model under test; the embedded judge grades the whole "
+        "transcript: goal reached, turns used, politeness (integers 1-5). Both sides are a very small model.",
+        category="nlp",
+        capability_dimensions=["dialogue", "customer_service"],
+        config={
+            "prompt": {
+                "template": dialogues.POLICY,
+                "simulation": {"simulator": EMBEDDED_JUDGE, "max_turns": 3, "max_tokens": 96, "time_limit_s": 240},
+            },
+            "judge": _embedded_rubric(
+                _scale("goal_reached", "Did the assistant bring the customer to the goal stated above?"),
+                _scale("turns_used", "Was the goal handled in few turns (5: at once; 1: never)?"),
+                _scale("politeness", "Was the assistant polite throughout?"),
+            ),
+            "language": "en",
+        },
+        loader=dialogues.load_support_personas,
+        license_key="support_dialogues",
+        evaluation_type=EvaluationType.llm_judge,
     ),
 ]

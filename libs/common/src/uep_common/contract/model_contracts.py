@@ -81,6 +81,7 @@ UEP_GENERATION_INPUTS = (
     TensorSpec("chat", "INT32", (1,)),
     TensorSpec("continuation", "BYTES", (1,), optional=True),
     TensorSpec("json_schema", "BYTES", (1,), optional=True),
+    TensorSpec("messages", "BYTES", (1,), optional=True),
 )
 UEP_GENERATION_OUTPUTS = (
     TensorSpec("text_output", "BYTES", (1,)),

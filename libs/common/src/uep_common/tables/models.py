@@ -369,6 +369,10 @@ class SampleResult(Base):
     prediction: Mapped[dict[str, Any] | None] = mapped_column(
         JSONB(none_as_null=True), doc="The item's Prediction (label, probabilities, ranking, scores) or SQL NULL."
     )
+    transcript: Mapped[dict[str, Any] | None] = mapped_column(
+        JSONB(none_as_null=True),
+        doc="A conversation item's Transcript (uep_common.contract.dialogue: messages, simulated, turns, ended) or SQL NULL.",
+    )
 
 
 RESCORE_STATUSES = ("pending", "completed", "failed")

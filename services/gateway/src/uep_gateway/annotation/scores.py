@@ -80,6 +80,7 @@ async def stage_score(
         latency_ms=details.get("latency_ms") if task.source == "hybrid" else None,
         prompt_tokens=details.get("prompt_tokens") if task.source == "hybrid" else None,
         completion_tokens=details.get("completion_tokens") if task.source == "hybrid" else None,
+        transcript=details.get("transcript") if task.source == "hybrid" else None,
     )
     add_to_outbox(session, event, trace_headers=ev.trace_context or {})
     return event.event_id

@@ -155,7 +155,7 @@ async def _from_hybrid(
         }
         details: dict[str, Any] = {
             "route_reason": route.reason,
-            **{k: d[k] for k in ("latency_ms", "prompt_tokens", "completion_tokens") if k in d},
+            **{k: d[k] for k in ("latency_ms", "prompt_tokens", "completion_tokens", "transcript") if k in d},
         }
         routed[(s.ordinal, route.repeat)] = _candidate(
             ev, s, route.repeat, route.arm, bench, content, body.show_reference, details

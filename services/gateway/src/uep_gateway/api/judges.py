@@ -73,16 +73,18 @@ async def judge_diagnostics(
 async def list_verdicts(
     evaluation_id: uuid.UUID = Query(..., description="The evaluation whose judge verdicts to list."),
     limit: int = Query(500, ge=1, le=5000),
+    sample_ordinal: int | None = Query(None, ge=0, le=2**31 - 1, description="Only the verdicts on this item."),
     session: AsyncSession = Depends(db_session),
 ) -> list[dict[str, Any]]:
-    """Every judge verdict of an evaluation in benchmark order: judge, order, validity, scores or winner,
-    the last raw answer and every attempt's raw text and parse error."""
+    """Every judge verdict of an evaluation in benchmark order (of one item with ``sample_ordinal``): judge,
+    order, validity, scores or winner, the last raw answer and every attempt's raw text and parse error."""
     await _evaluation(session, evaluation_id)
+    one = () if sample_ordinal is None else (Sample.ordinal == sample_ordinal,)
     rows = (
         await session.execute(
             select(JudgeVerdict, Sample.ordinal)
             .join(Sample, Sample.id == JudgeVerdict.sample_id)
-            .where(JudgeVerdict.evaluation_id == evaluation_id, tenant_filter(session, JudgeVerdict))
+            .where(JudgeVerdict.evaluation_id == evaluation_id, tenant_filter(session, JudgeVerdict), *one)
             .order_by(Sample.ordinal, JudgeVerdict.repeat, JudgeVerdict.judge_model_name, JudgeVerdict.position)
             .limit(limit)
         )

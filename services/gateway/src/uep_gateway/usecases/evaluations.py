@@ -16,6 +16,8 @@ from uep_common.analytics.summary import headline_of
 from uep_common.contract.configs import parse_evaluation_config
 from uep_common.contract.events import EvaluationStatus, EvaluationSummary
 from uep_common.runtime.progress import progress_key
+from uep_common.tables.annotation import AnnotationTask
+from uep_common.tables.judging import HybridRoute
 from uep_common.tables.models import Benchmark, Evaluation, Model, SampleResult
 from uep_gateway.schemas import EvaluationView, Progress
 from uep_gateway.tenancy import owned
@@ -103,4 +105,31 @@ async def evaluation_view(session: AsyncSession, redis: Redis, evaluation_id: uu
         created_at=ev.created_at,
         started_at=ev.started_at,
         completed_at=ev.completed_at,
+        **(await awaiting_human(session, ev.id) if bench.evaluation_type == "hybrid" else {}),
     )
+
+
+async def awaiting_human(session: AsyncSession, evaluation_id: uuid.UUID) -> dict[str, Any]:
+    """A hybrid evaluation's items waiting for people: routed at stage 'human' (``hybrid_routes``) with no stored
+    result yet, as ``awaiting_human`` (a count), and the newest annotation task over the evaluation's routed
+    items as ``awaiting_human_task_id`` (None when none was created)."""
+    stored = (
+        select(SampleResult.id)
+        .where(
+            SampleResult.evaluation_id == HybridRoute.evaluation_id,
+            SampleResult.sample_id == HybridRoute.sample_id,
+            SampleResult.repeat == HybridRoute.repeat,
+            SampleResult.arm == HybridRoute.arm,
+        )
+        .exists()
+    )
+    waiting = await session.scalar(
+        select(func.count()).where(HybridRoute.evaluation_id == evaluation_id, HybridRoute.stage == "human", ~stored)
+    )
+    task = await session.scalar(
+        select(AnnotationTask.id)
+        .where(AnnotationTask.source_evaluation_id == evaluation_id)
+        .order_by(AnnotationTask.created_at.desc())
+        .limit(1)
+    )
+    return {"awaiting_human": int(waiting or 0), "awaiting_human_task_id": task}

@@ -31,6 +31,11 @@ class GenerationRequest:
     TensorRT-LLM guided decoding, an OpenAI-compatible ``response_format``) and says so in
     :attr:`Generation.constrained`; elsewhere the request is sent as if there were none.
 
+    ``messages``: when not empty, the chat history the model answers, each ``{"role", "content"}`` (``system``,
+    ``user``, ``assistant``; the last a user turn): a backend with a chat template sends them as chat messages,
+    one without it sends ``prompt``, which then holds the same conversation as text ending in an open
+    ``Assistant:`` turn (:func:`uep_inference.dialogue.completion_text`).
+
     ``continuations``: when not empty, the request is a log-likelihood request (``ModelBackend.loglikelihood``):
     ``prompt`` is the context and each continuation (its delimiter included, e.g. ``" Paris"``) is scored as
     it stands after the context; the decoding fields are then unused.
@@ -45,6 +50,11 @@ class GenerationRequest:
     chat: bool | None = None
     continuations: tuple[str, ...] = field(default_factory=tuple)
     json_schema: dict[str, Any] | None = None
+    messages: tuple[dict[str, str], ...] = field(default_factory=tuple)
+
+    def chat_messages(self) -> list[dict[str, str]]:
+        """The chat messages of this request: its ``messages``, or the prompt as one user message."""
+        return list(self.messages) if self.messages else [{"role": "user", "content": self.prompt}]
 
 
 @dataclass(frozen=True)

@@ -65,8 +65,8 @@ class OpenAIBackend:
         return {"Authorization": f"Bearer {token}"} if token else {}
 
     async def generate(self, request: GenerationRequest) -> Generation:
-        """A chat completion with the prompt as the user message, or with ``chat=False`` a raw text
-        completion (``/v1/completions``). Raises :class:`BackendError` (:func:`check_status` for statuses).
+        """A chat completion with the request's chat messages (its ``messages``, or the prompt as the user
+        message), or with ``chat=False`` a raw text completion of the prompt (``/v1/completions``). Raises :class:`BackendError` (:func:`check_status` for statuses).
 
         Stop strings: the first :data:`MAX_STOP` are sent (OpenAI's API takes no more); when there are more,
         the text is also cut client-side at the earliest occurrence of any of them (:func:`truncate_at_stop`),
@@ -95,7 +95,7 @@ class OpenAIBackend:
         if chat is False:
             body["prompt"], path = request.prompt, "/v1/completions"
         else:
-            body["messages"], path = [{"role": "user", "content": request.prompt}], "/v1/chat/completions"
+            body["messages"], path = request.chat_messages(), "/v1/chat/completions"
         if request.stop:
             body["stop"] = list(request.stop[:MAX_STOP])
         if mode == "response_format":

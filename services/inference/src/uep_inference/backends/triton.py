@@ -221,14 +221,16 @@ class TritonBackend:
         """One inference call with the tensors of the target's generation contract (``uep``, ``vllm``,
         ``trtllm``). With a ``json_schema``, the decoding is constrained where the contract allows it
         (:func:`~uep_inference.backends.triton_contracts.can_constrain`: the model's configuration declares the
-        contract's schema inputs, or the vLLM back end's ``guided_decoding``). Raises :class:`BackendError`."""
+        contract's schema inputs, or the vLLM back end's ``guided_decoding``); chat ``messages`` go as the model's
+        ``messages`` input where it declares one, else as the prompt text. Raises :class:`BackendError`."""
         target = request.target
         contract = contracts.generation_contract(target.contract)
-        constrain = False
-        if request.json_schema is not None:
+        constrain, messages = False, False
+        if request.json_schema is not None or request.messages:
             declared = frozenset() if target.contract == "vllm" else await self.declared_inputs(target)
-            constrain = contracts.can_constrain(target.contract, declared)
-        inputs = contract.build(request, constrain)
+            constrain = request.json_schema is not None and contracts.can_constrain(target.contract, declared)
+            messages = target.contract == "uep" and contracts.MESSAGES_INPUT in declared
+        inputs = contract.build(request, constrain, messages)
         result = await self._infer(target, request.timeout_s, inputs, contract.outputs, stackable=True)
         generation = contract.read(request, result.as_numpy)
         return dataclasses.replace(generation, constrained=constrain)

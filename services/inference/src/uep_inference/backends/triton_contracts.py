@@ -8,7 +8,9 @@ backend (:mod:`uep_inference.backends.triton`) wraps them in ``InferInput`` s an
 
 Generation:
 
-- ``uep``: the platform's contract (module docstring of :mod:`uep_inference.backends.triton`).
+- ``uep``: the platform's contract (module docstring of :mod:`uep_inference.backends.triton`). A request
+  with chat ``messages`` sends them as the ``messages`` input when the model declares it (the model applies its
+  chat template to them); otherwise, as every other contract, ``text_input`` is the conversation as text.
 - ``vllm``: Triton's vLLM back end. No batch dimension: ``text_input`` [1], ``stream`` [1] = false,
   ``sampling_parameters`` [1] = JSON ``{"max_tokens", "temperature"[, "stop"]}`` (vLLM ``SamplingParams``
   fields), ``exclude_input_in_output`` [1] = true; ``text_output`` [-1], its first element the text. The
@@ -34,7 +36,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -73,13 +75,21 @@ def _first_text(as_numpy: AsNumpy, name: str) -> str:
     return _text(np.asarray(values).reshape(-1)[0])
 
 
+class BuildInputs(Protocol):
+    """Builds a generation call's inputs (see :class:`GenerationContract`)."""
+
+    def __call__(self, request: GenerationRequest, constrain: bool = False, messages: bool = False) -> list[Tensor]:
+        """The inputs of ``request``'s call."""
+
+
 @dataclass(frozen=True)
 class GenerationContract:
-    """How one generation contract is called: ``build`` the inputs (``build(request, constrain)``: with
-    ``constrain``, the request's ``json_schema`` goes to the model), the ``outputs`` to ask for, ``read`` the
-    answer (``read(request, as_numpy)``)."""
+    """How one generation contract is called: ``build`` the inputs (``build(request, constrain, messages)``:
+    with ``constrain``, the request's ``json_schema`` goes to the model; with ``messages``, its chat messages,
+    where the contract has an input for them), the ``outputs`` to ask for, ``read`` the answer
+    (``read(request, as_numpy)``)."""
 
-    build: Callable[[GenerationRequest, bool], list[Tensor]]
+    build: BuildInputs
     outputs: tuple[str, ...]
     read: Callable[[GenerationRequest, AsNumpy], Generation]
 
@@ -105,7 +115,11 @@ def _schema_text(request: GenerationRequest) -> str:
     return json.dumps(request.json_schema, separators=(",", ":"))
 
 
-def _uep_build(request: GenerationRequest, constrain: bool = False) -> list[Tensor]:
+MESSAGES_INPUT = "messages"
+"""The optional input of a ``uep`` model that takes chat messages (JSON list of ``{"role", "content"}``)."""
+
+
+def _uep_build(request: GenerationRequest, constrain: bool = False, messages: bool = False) -> list[Tensor]:
     chat = request.chat
     inputs = [
         Tensor("text_input", "BYTES", _bytes([[request.prompt]])),
@@ -116,6 +130,8 @@ def _uep_build(request: GenerationRequest, constrain: bool = False) -> list[Tens
     ]
     if constrain and request.json_schema is not None:
         inputs.append(Tensor("json_schema", "BYTES", _bytes([[_schema_text(request)]])))
+    if messages and request.messages and chat is not False:
+        inputs.append(Tensor(MESSAGES_INPUT, "BYTES", _bytes([[json.dumps(list(request.messages))]])))
     return inputs
 
 
@@ -139,7 +155,7 @@ def vllm_sampling_parameters(request: GenerationRequest, constrain: bool = False
     return params
 
 
-def _vllm_build(request: GenerationRequest, constrain: bool = False) -> list[Tensor]:
+def _vllm_build(request: GenerationRequest, constrain: bool = False, messages: bool = False) -> list[Tensor]:
     return [
         Tensor("text_input", "BYTES", np.array([request.prompt.encode("utf-8")], dtype=np.object_)),
         Tensor("stream", "BOOL", np.array([False], dtype=np.bool_)),
@@ -156,7 +172,7 @@ def _text_only(request: GenerationRequest, as_numpy: AsNumpy) -> Generation:
     return Generation(text=_first_text(as_numpy, "text_output"), prompt_tokens=None, completion_tokens=None)
 
 
-def _trtllm_build(request: GenerationRequest, constrain: bool = False) -> list[Tensor]:
+def _trtllm_build(request: GenerationRequest, constrain: bool = False, messages: bool = False) -> list[Tensor]:
     inputs = [
         Tensor("text_input", "BYTES", _bytes([[request.prompt]])),
         Tensor("max_tokens", "INT32", np.array([[request.max_tokens]], dtype=np.int32)),
@@ -290,7 +306,16 @@ def _sent_by_builders() -> dict[tuple[ModelKind, str], set[str]]:
         (ModelKind.generation, name): {
             t.name
             for t in c.build(
-                GenerationRequest(target(ModelKind.generation, name), "p", 1, 1.0, stop=("s",), json_schema={"type": "object"}),
+                GenerationRequest(
+                    target(ModelKind.generation, name),
+                    "p",
+                    1,
+                    1.0,
+                    stop=("s",),
+                    json_schema={"type": "object"},
+                    messages=({"role": "user", "content": "p"},),
+                ),
+                True,
                 True,
             )
         }

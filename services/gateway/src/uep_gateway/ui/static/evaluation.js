@@ -34,6 +34,23 @@ function rate(ev, seen) {
   return { perS, eta: perS && !TERMINAL.has(ev.status) ? left / perS : null };
 }
 
+/** "awaiting human review: n items" with a link to the annotation queue, for a hybrid evaluation whose only
+ * unfinished items are the ones its judge sent to people; null otherwise. */
+function awaitingHuman(ev) {
+  if (!ev.awaiting_human || TERMINAL.has(ev.status)) return null;
+  const href = ev.awaiting_human_task_id ? `/annotate/${ev.awaiting_human_task_id}` : "/ui/annotation";
+  return h("p", { id: "awaiting-human" },
+    h("span", { class: "awaiting" }, `awaiting human review: ${num(ev.awaiting_human)} item${ev.awaiting_human === 1 ? "" : "s"}`), " ",
+    h("a", { href }, ev.awaiting_human_task_id ? "open the annotation task" : "go to the annotation queue"));
+}
+
+/** The status shown for ``ev``: a running hybrid evaluation waiting only for people is not "running". */
+function shownStatus(ev) {
+  const p = ev.progress;
+  const waiting = ev.awaiting_human && ev.status === "running" && p.completed + ev.awaiting_human >= p.total;
+  return waiting ? "awaiting human review" : ev.status;
+}
+
 function progressPanel(ev, seen) {
   const p = ev.progress;
   const running = !TERMINAL.has(ev.status);
@@ -51,10 +68,11 @@ function progressPanel(ev, seen) {
       stat(running ? "Accuracy so far [95 % CI]" : hl ? `${hl.metric === "accuracy" ? "Accuracy" : metricName(hl.metric)} [95 % CI]` : "Accuracy [95 % CI]", acc, "accuracy"),
       stat("Errors", num(p.errors), "errors"),
       stat("Items/s", perS === null ? "—" : perS.toFixed(2), "rate"),
-      stat(running ? "ETA" : "Took", running ? duration(eta) : duration(ev.started_at && ev.completed_at ? (new Date(ev.completed_at) - new Date(ev.started_at)) / 1000 : null), "eta"),
+      stat(running ? "ETA" : "Took", running ? (shownStatus(ev) === ev.status ? duration(eta) : "when reviewed") : duration(ev.started_at && ev.completed_at ? (new Date(ev.completed_at) - new Date(ev.started_at)) / 1000 : null), "eta"),
       p.discarded ? stat("Discarded after cancel", num(p.discarded)) : null,
     ),
     hl && hl.note ? h("p", { class: "note", id: "headline-note" }, `${ev.status} · ${hl.note}`) : null,
+    awaitingHuman(ev),
     ev.error ? h("p", { class: "note" }, ev.error) : null,
   );
 }
@@ -318,7 +336,7 @@ export async function detail(ctx, view, [id], params) {
     const groupLink = ev.experiment_id ? h("a", { href: `/ui/experiments/${ev.experiment_id}`, class: "btn small" }, "A/B experiment")
       : ev.batch_id ? h("a", { href: `/ui/batches/${ev.batch_id}`, class: "btn small" }, "Batch") : null;
     replace(head,
-      pageHeader(`${ev.model.name} on ${ev.benchmark.slug}`, badge(ev.status), ...actions(ctx, ev, poll)),
+      pageHeader(`${ev.model.name} on ${ev.benchmark.slug}`, badge(shownStatus(ev)), ...actions(ctx, ev, poll)),
       h("p", { class: "muted" },
         h("span", { class: "mono" }, ev.id), ` · arm ${ev.arm} · priority ${ev.priority} · repeats ${ev.repeats}`,
         ev.sample_limit ? ` · limit ${ev.sample_limit}` : "", ` · created ${when(ev.created_at)} `, groupLink),

@@ -1,10 +1,12 @@
 // The per-item browser of an evaluation: GET /v1/evaluations/{id}/results page by page (cursor), each item
 // joined with its sample (GET /v1/benchmarks/{slug}/samples: input, reference and the rendered prompt) and
 // filtered here (wrong only, no answer extracted, errors, category). Items open to show prompt, output,
-// reference, extracted answer, verdict, metric details and the judge's reasoning when there is one.
+// reference, extracted answer, verdict, metric details and the judge's reasoning when there is one; a
+// conversation item shows its transcript as chat bubbles beside each judge's verdict (transcript.js).
 
 import * as api from "./api.js";
 import { h, replace } from "./dom.js";
+import { conversationView, itemVerdicts } from "./transcript.js";
 import { errorBox, field, json, num, select, verdictBadge } from "./ui.js";
 
 const PAGE = 200;
@@ -48,7 +50,7 @@ function text(value) {
   return h("pre", {}, typeof value === "string" ? value : JSON.stringify(value, null, 2));
 }
 
-function itemView(item, slug, version) {
+function itemView(item, slug, version, evaluationId) {
   const body = h("div", { class: "body" });
   const el = h("details", { class: "item", "data-ordinal": item.sample_ordinal, "data-verdict": item.error ? "error" : String(item.is_correct) },
     h("summary", {},
@@ -56,6 +58,7 @@ function itemView(item, slug, version) {
       item.external_id ? h("span", { class: "muted mono" }, item.external_id) : null,
       item.repeat ? h("span", { class: "chip" }, `repeat ${item.repeat}`) : null,
       item.arm && item.arm !== "main" ? h("span", { class: "chip" }, item.arm) : null,
+      item.transcript ? h("span", { class: "chip" }, item.transcript.simulated ? "simulated conversation" : "conversation") : null,
       verdictBadge(item),
       h("span", { class: "extract", title: "extracted answer" }, item.extracted ?? "no answer extracted"),
       categoryOf(item.sample) ? h("span", { class: "chip" }, categoryOf(item.sample)) : null,
@@ -74,9 +77,13 @@ function itemView(item, slug, version) {
     }
     const sample = item.sample;
     const reasoning = findKey(item.metrics, "reasoning");
+    if (item.transcript && !item.verdicts) item.verdicts = await itemVerdicts(evaluationId, item.sample_ordinal);
+    const io = item.transcript
+      ? [h("h3", {}, "Conversation"), conversationView(item.transcript, item.verdicts || [])]
+      : [h("h3", {}, "Prompt"), sample ? text(sample.prompt || sample.prompt_error) : h("p", { class: "muted" }, "Not available."),
+        h("h3", {}, "Model output"), text(item.output)];
     replace(body,
-      h("h3", {}, "Prompt"), sample ? text(sample.prompt || sample.prompt_error) : h("p", { class: "muted" }, "Not available."),
-      h("h3", {}, "Model output"), text(item.output),
+      io,
       h("h3", {}, "Reference"), sample ? text(sample.reference) : h("p", { class: "muted" }, "Not available."),
       h("dl", { class: "kv" },
         h("dt", {}, "Extracted answer"), h("dd", {}, item.extracted ?? "—"),
@@ -87,7 +94,7 @@ function itemView(item, slug, version) {
         h("dt", {}, "Tokens (prompt / completion)"), h("dd", {}, `${item.prompt_tokens ?? "—"} / ${item.completion_tokens ?? "—"}`),
         h("dt", {}, "Attempt"), h("dd", {}, String(item.attempt)),
       ),
-      reasoning ? [h("h3", {}, "Judge reasoning"), text(reasoning)] : null,
+      reasoning && !item.transcript ? [h("h3", {}, "Judge reasoning"), text(reasoning)] : null,
       item.error ? [h("h3", {}, "Error"), json(item.error)] : null,
       Object.keys(item.metrics || {}).length ? [h("h3", {}, "Metric details"), json(item.metrics)] : null,
     );
@@ -153,7 +160,7 @@ export async function browser(ctx, ev, pane) {
       await fetchPage();
       matching = all.filter((i) => keep(i, k, c));
     }
-    replace(list, matching.slice(0, shownLimit).map((i) => itemView(i, slug, version)));
+    replace(list, matching.slice(0, shownLimit).map((i) => itemView(i, slug, version, ev.id)));
     if (!matching.length) list.appendChild(h("p", { class: "muted empty" }, "No item matches."));
     count.textContent = `${Math.min(matching.length, shownLimit)} shown · ${matching.length} of ${all.length} loaded items match${done ? "" : ` · ${num(ev.progress.total)} in the evaluation`}`;
     replace(more, matching.length > shownLimit || !done
