@@ -111,6 +111,7 @@ ROUTES: dict[tuple[str, str], Access] = {
     # catalogue
     ("GET", "/v1/benchmarks"): _r("listBenchmarks", READ),
     ("POST", "/v1/benchmarks"): _w("uploadBenchmark", BUILD, "upload"),
+    ("POST", "/v1/benchmarks/lm-eval"): _w("importLmEvalTask", BUILD, "upload"),
     ("GET", "/v1/benchmarks/{ref}/samples"): _r("previewSamples", READ),
     # the model registry
     ("GET", "/v1/models"): _r("listModels", READ),

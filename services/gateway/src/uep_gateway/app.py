@@ -31,6 +31,7 @@ from uep_gateway.api import (
     judges,
     leaderboards,
     lifecycle,
+    lm_eval_import,
     models,
     reports,
     rescores,
@@ -136,6 +137,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     app.include_router(catalog.router)
     app.include_router(models.router)
     app.include_router(uploads.router)
+    app.include_router(lm_eval_import.router)
     app.include_router(schedules.router)
     app.include_router(budgets.router)
     app.include_router(lifecycle.router)
