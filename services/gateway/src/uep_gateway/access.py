@@ -93,6 +93,7 @@ ROUTES: dict[tuple[str, str], Access] = {
     ("POST", "/v1/evaluations/estimate"): _r("estimateEvaluation", READ),
     ("GET", E): _r("getEvaluation", READ),
     ("GET", E + "/results"): _r("listResults", READ),
+    ("GET", E + "/export"): _r("exportEvaluation", READ),
     ("POST", E + "/cancel"): _w("cancelEvaluation", BUILD),
     ("POST", E + "/stop"): _w("stopEvaluation", BUILD),
     ("POST", E + "/retry"): _w("retryEvaluation", BUILD),

@@ -25,6 +25,7 @@ from uep_gateway.api import (
     catalog,
     evaluations,
     experiments,
+    exports,
     identity,
     invitations,
     judge_calibration,
@@ -134,6 +135,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     app.include_router(invitations.router)
     app.include_router(evaluations.router)
     app.include_router(rescores.router)
+    app.include_router(exports.router)
     app.include_router(catalog.router)
     app.include_router(models.router)
     app.include_router(uploads.router)

@@ -204,6 +204,14 @@ class ResultItem(BaseModel):
     sample_id: uuid.UUID
     sample_ordinal: int
     external_id: str | None
+    input: dict[str, Any] = Field(description="The sample's input fields (what the prompt template sees).")
+    reference: dict[str, Any] = Field(description="The sample's reference (what the scorer compares with).")
+    prompt: str | None = Field(
+        None,
+        description="The prompt the item was sent (the evaluation's template over the input, with its few-shot "
+        "demonstrations); null for a model that takes no prompt (classifier, ranker) or when it cannot be rendered.",
+    )
+    prompt_error: str | None = Field(None, description="Why ``prompt`` is null for a generated item.")
     repeat: int
     arm: str
     output: str | None
