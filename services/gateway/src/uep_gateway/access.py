@@ -160,6 +160,7 @@ ROUTES: dict[tuple[str, str], Access] = {
     ("GET", T): _r("getAnnotationTask", TASKS),
     ("GET", T + "/next"): _r("getNextAnnotationItem", ANNOTATE),
     ("POST", T + "/annotations"): _w("submitAnnotation", ANNOTATE),
+    ("POST", T + "/assignments/{assignment_id}/skip"): _w("skipAnnotationItem", ANNOTATE),
     ("GET", T + "/annotators"): _r("listTaskAnnotators", READ),
     ("GET", T + "/agreement"): _r("getAnnotationAgreement", READ),
     ("GET", T + "/judge-agreement"): _r("getJudgeAgreement", READ),
