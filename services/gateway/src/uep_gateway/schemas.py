@@ -182,6 +182,7 @@ class EvaluationView(BaseModel):
     experiment_id: uuid.UUID | None = None
     arm: str = "main"
     schedule_id: uuid.UUID | None = None
+    pinned: bool = Field(False, description="The pinned baseline of its model and benchmark in this tenant.")
     progress: Progress
     summary: EvaluationSummary | None
     headline: Headline | None = Field(
