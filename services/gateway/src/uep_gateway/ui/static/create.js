@@ -129,7 +129,7 @@ export async function create(ctx, view) {
       replace(estimateBox,
         h("p", {}, h("strong", { id: "estimate-total" }, `Estimated cost: ${money(est.estimate, est.currency)}`),
           ` for ${num(est.items)} items in ${per.length} evaluation${per.length === 1 ? "" : "s"}.`),
-        h("p", {}, h("strong", { id: "estimate-time" }, `Estimated time: about ${duration(est.seconds)}`),
+        h("p", {}, h("strong", { id: "estimate-time" }, `Estimated time: ${est.seconds < 1 ? "under 1 s" : `about ${duration(est.seconds)}`}`),
           " at the models' expected latency and capacity, before any queueing."),
         per.length > 1 ? h("ul", {}, per.map((p) => h("li", {}, `${p.model} on ${p.benchmark}: ${num(p.items)} items × ${money(p.per_item, est.currency)} = ${money(p.estimate, est.currency)}, about ${duration(p.seconds)}`))) : null,
         est.refusal
