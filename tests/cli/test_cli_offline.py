@@ -115,13 +115,30 @@ def test_status_prints_the_evaluation_without_importing_pydantic_rich_or_click(f
 def test_a_string_option_still_reaches_the_command_and_a_bad_one_is_refused(fake_gateway, tmp_path):
     env = _env(fake_gateway, tmp_path)
     r = subprocess.run([UEP, "results", EID, "--format", "xml"], env=env, capture_output=True, text=True, timeout=60)
-    assert (r.returncode, "jsonl or csv" in r.stderr) == (2, True)
+    assert (r.returncode, "jsonl | csv | lm-eval | inspect" in r.stderr) == (2, True)
     fake_gateway.routes[("GET", f"/v1/evaluations/{EID}/results")] = {
         "items": [{"sample_ordinal": 0, "is_correct": True}],
         "next_cursor": None,
     }
     r = subprocess.run([UEP, "results", EID, "--format", "csv"], env=env, capture_output=True, text=True, timeout=60)
     assert (r.returncode, r.stdout.splitlines()) == (0, ["sample_ordinal,is_correct", "0,True"])
+
+
+def test_results_in_another_tools_format_stream_the_export_route(fake_gateway, tmp_path):
+    """``--format inspect`` (and ``lm-eval``) writes the body of ``GET …/export`` as it comes, byte for byte."""
+    env = _env(fake_gateway, tmp_path)
+    log = {"version": 2, "status": "success", "samples": [{"id": "q1", "epoch": 1}]}
+    fake_gateway.routes[("GET", f"/v1/evaluations/{EID}/export")] = log
+    out = tmp_path / "log.json"
+    r = subprocess.run(
+        [UEP, "results", EID, "--format", "inspect", "-o", str(out)], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert r.returncode == 0, r.stderr
+    assert json.loads(out.read_text()) == log
+    assert fake_gateway.requests[-1] == ("GET", f"/v1/evaluations/{EID}/export", None)
+    fake_gateway.routes.pop(("GET", f"/v1/evaluations/{EID}/export"))
+    r = subprocess.run([UEP, "results", EID, "--format", "lm-eval"], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and r.stdout == "", (r.returncode, r.stdout)
 
 
 def test_benchmarks_list_never_cuts_a_slug_at_80_columns(fake_gateway, tmp_path):

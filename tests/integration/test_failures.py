@@ -79,6 +79,8 @@ def test_cancel_stops_dispatch_and_discards_late_results(gateway, db):
         time.sleep(0.05)
     r = gateway.post(f"/v1/evaluations/{evaluation_id}/cancel")
     assert r.status_code == 200 and r.json()["status"] == "cancelled" and r.json()["error"] == "cancelled by request"
+    # the results stored before the cancel are its partial result
+    assert r.json()["summary"]["n"] == r.json()["progress"]["completed"] >= 1, r.json()
     again = gateway.post(f"/v1/evaluations/{evaluation_id}/cancel")
     assert again.status_code == 409 and again.json()["detail"][0]["type"] == "already_finished"
     with db.connect() as c:

@@ -21,35 +21,72 @@ def test_faststream_batch_loop_still_sleeps_after_an_empty_poll():
     assert "consumer.getmany(" in source and "anyio.sleep(self.batch_timeout_ms / 1000)" in source
 
 
-class _Consumer:
-    """``getmany`` of an aiokafka consumer: waits for a record up to the timeout, returns it at once when one comes."""
+class _Clock:
+    """A fake monotonic clock for :mod:`uep_common.runtime.batch_polling`: ``getmany`` and ``sleep`` advance it by
+    what they would wait, and every sleep is recorded, so the pacing is asserted without reading wall time."""
 
     def __init__(self) -> None:
-        self.records: asyncio.Queue[str] = asyncio.Queue()
+        self.now = 100.0
+        self.sleeps: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(round(seconds, 6))
+        self.now += seconds
+
+
+class _Consumer:
+    """``getmany`` of an aiokafka consumer on the fake clock: each call takes the next scripted answer, a
+    ``(seconds it waited, records)`` pair, and records the arguments it was called with."""
+
+    def __init__(self, clock: _Clock, script: list[tuple[float, list[str]]]) -> None:
+        self.clock, self.script = clock, list(script)
+        self.calls: list[tuple[int, int | None, float]] = []
 
     async def getmany(self, timeout_ms: int, max_records: int | None = None) -> dict[str, list[str]]:
-        try:
-            return {"tp": [await asyncio.wait_for(self.records.get(), timeout_ms / 1000)]}
-        except TimeoutError:
-            return {}
+        self.calls.append((timeout_ms, max_records, self.clock.now))
+        waited, records = self.script.pop(0)
+        self.clock.now += waited
+        return {"tp": records} if records else {}
 
 
-async def test_get_batch_takes_a_record_at_once_after_an_empty_poll():
-    """With FastStream's loop a record put 10 ms after an empty 500 ms poll waits out a 500 ms sleep; with
-    :func:`uep_common.runtime.batch_polling.get_batch` the next poll starts at once and returns it within a few milliseconds. The bounds sit
-    halfway between the two behaviours, so a loaded machine's scheduling delays do not decide the outcome."""
+def _paced(monkeypatch) -> _Clock:
+    from uep_common.runtime import batch_polling
+
+    clock = _Clock()
+    monkeypatch.setattr(batch_polling, "time", SimpleNamespace(monotonic=clock.monotonic))
+    monkeypatch.setattr(batch_polling, "asyncio", SimpleNamespace(sleep=clock.sleep))
+    return clock
+
+
+async def test_get_batch_polls_again_at_once_after_an_empty_poll(monkeypatch):
+    """An empty poll that waited the whole batch wait (0.5 s) is followed by the next poll at once: no sleep
+    (FastStream's loop sleeps another 0.5 s); a record is returned by the poll that fetched it."""
     from uep_common.runtime.batch_polling import get_batch
 
+    clock = _paced(monkeypatch)
     sub = SimpleNamespace(batch_timeout_ms=500, max_records=10)
-    consumer = _Consumer()
-    loop = asyncio.get_running_loop()
-    t0 = loop.time()
-    assert await get_batch(sub, consumer) == ()  # an empty poll: the whole batch wait (0.5 s), not twice it (FastStream's)
-    assert 0.45 <= loop.time() - t0 < 0.75
-    loop.call_later(0.01, consumer.records.put_nowait, "r1")
-    t1 = loop.time()
+    consumer = _Consumer(clock, [(0.5, []), (0.01, ["r1"])])
+    assert await get_batch(sub, consumer) == ()
     assert await get_batch(sub, consumer) == ("r1",)
-    assert loop.time() - t1 < 0.25  # FastStream's loop: at least 0.5 s
+    assert clock.sleeps == []
+    assert consumer.calls == [(500, 10, 100.0), (500, 10, 100.5)]  # the second poll starts when the first ends
+
+
+async def test_get_batch_waits_out_the_period_after_an_early_empty_poll(monkeypatch):
+    """A poll that comes back empty early (the consumer closing, a fetch error) waits out the rest of the batch
+    wait, so the loop never spins: 0.1 s polled, 0.4 s slept; a poll with records never sleeps."""
+    from uep_common.runtime.batch_polling import get_batch
+
+    clock = _paced(monkeypatch)
+    sub = SimpleNamespace(batch_timeout_ms=500, max_records=3)
+    consumer = _Consumer(clock, [(0.1, []), (0.0, ["a", "b"])])
+    assert await get_batch(sub, consumer) == ()
+    assert clock.sleeps == [0.4]
+    assert await get_batch(sub, consumer) == ("a", "b")
+    assert clock.sleeps == [0.4] and consumer.calls[1] == (500, 3, 100.5)
 
 
 async def test_make_broker_gives_batch_subscribers_get_batch():

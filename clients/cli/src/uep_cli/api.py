@@ -11,7 +11,7 @@ import os
 import ssl
 import sys
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, BinaryIO
 
 from uep_cli.config import Credentials
 
@@ -119,6 +119,27 @@ class Api:
         """``POST path`` with a JSON body; the decoded JSON body (None when empty)."""
         r = self.request("POST", path, json=json, **kwargs)
         return r.json() if r.content else None
+
+    def download(self, path: str, out: BinaryIO, **params: Any) -> int:
+        """Stream ``GET path`` (the non-None ``params`` as the query) into ``out``; the bytes written. Raises
+        :class:`ApiError` on a non-2xx answer (nothing is written then)."""
+        query = {k: v for k, v in params.items() if v is not None}
+        try:
+            with self._client.stream("GET", path, params=query) as r:
+                if r.status_code >= 400:
+                    r.read()
+                    try:
+                        body = r.json()
+                    except ValueError:
+                        body = None
+                    raise ApiError(r.status_code, error_line(r.status_code, body, r.text), body)
+                written = 0
+                for chunk in r.iter_bytes():
+                    out.write(chunk)
+                    written += len(chunk)
+                return written
+        except httpx.HTTPError as exc:
+            raise ApiError(0, f"cannot reach {self.creds.url}: {exc.__class__.__name__}: {exc}") from None
 
     def pages(self, path: str, limit: int, **params: Any) -> Iterator[dict[str, Any]]:
         """Every item of a keyset-paginated list (``{"items", "next_cursor"}``), page by page of ``limit``."""

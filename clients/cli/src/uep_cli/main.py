@@ -521,20 +521,42 @@ def list_(
     )
 
 
+RESULT_FORMATS = ("jsonl", "csv", "lm-eval", "inspect")
+
+
 @app.command()
 def results(
     evaluation_id: Annotated[str, typer.Argument(help="Evaluation id.")],
-    format: Annotated[str, typer.Option("--format", help="jsonl | csv.")] = "jsonl",
+    format: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="jsonl | csv (every field, with the prompt, input fields and reference) | lm-eval "
+            "(lm-evaluation-harness samples_<task>.jsonl lines) | inspect (an Inspect AI eval log, JSON).",
+        ),
+    ] = "jsonl",
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
     url: Url = None,
 ) -> None:
     """Every stored item of an evaluation, streamed page by page (benchmark order)."""
     import csv
 
-    if format not in ("jsonl", "csv"):
-        raise typer.BadParameter("jsonl or csv", param_hint="--format")
+    if format not in RESULT_FORMATS:
+        raise typer.BadParameter(" | ".join(RESULT_FORMATS), param_hint="--format")
     from uep_cli.api import ApiError
 
+    if format in ("lm-eval", "inspect"):
+        try:
+            with _api(url, timeout=300) as api:
+                if output:
+                    with output.open("wb") as fh:
+                        api.download(f"/v1/evaluations/{evaluation_id}/export", fh, format=format)
+                else:
+                    api.download(f"/v1/evaluations/{evaluation_id}/export", sys.stdout.buffer, format=format)
+                    sys.stdout.buffer.flush()
+        except ApiError as exc:
+            _fail(str(exc))
+        return
     out = output.open("w", newline="") if output else sys.stdout
     try:
         with _api(url) as api:

@@ -93,6 +93,7 @@ ROUTES: dict[tuple[str, str], Access] = {
     ("POST", "/v1/evaluations/estimate"): _r("estimateEvaluation", READ),
     ("GET", E): _r("getEvaluation", READ),
     ("GET", E + "/results"): _r("listResults", READ),
+    ("GET", E + "/export"): _r("exportEvaluation", READ),
     ("POST", E + "/cancel"): _w("cancelEvaluation", BUILD),
     ("POST", E + "/stop"): _w("stopEvaluation", BUILD),
     ("POST", E + "/retry"): _w("retryEvaluation", BUILD),
@@ -111,6 +112,7 @@ ROUTES: dict[tuple[str, str], Access] = {
     # catalogue
     ("GET", "/v1/benchmarks"): _r("listBenchmarks", READ),
     ("POST", "/v1/benchmarks"): _w("uploadBenchmark", BUILD, "upload"),
+    ("POST", "/v1/benchmarks/lm-eval"): _w("importLmEvalTask", BUILD, "upload"),
     ("GET", "/v1/benchmarks/{ref}/samples"): _r("previewSamples", READ),
     # the model registry
     ("GET", "/v1/models"): _r("listModels", READ),
@@ -158,6 +160,7 @@ ROUTES: dict[tuple[str, str], Access] = {
     ("GET", T): _r("getAnnotationTask", TASKS),
     ("GET", T + "/next"): _r("getNextAnnotationItem", ANNOTATE),
     ("POST", T + "/annotations"): _w("submitAnnotation", ANNOTATE),
+    ("POST", T + "/assignments/{assignment_id}/skip"): _w("skipAnnotationItem", ANNOTATE),
     ("GET", T + "/annotators"): _r("listTaskAnnotators", READ),
     ("GET", T + "/agreement"): _r("getAnnotationAgreement", READ),
     ("GET", T + "/judge-agreement"): _r("getJudgeAgreement", READ),

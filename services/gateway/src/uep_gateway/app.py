@@ -25,12 +25,14 @@ from uep_gateway.api import (
     catalog,
     evaluations,
     experiments,
+    exports,
     identity,
     invitations,
     judge_calibration,
     judges,
     leaderboards,
     lifecycle,
+    lm_eval_import,
     models,
     reports,
     rescores,
@@ -133,9 +135,11 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     app.include_router(invitations.router)
     app.include_router(evaluations.router)
     app.include_router(rescores.router)
+    app.include_router(exports.router)
     app.include_router(catalog.router)
     app.include_router(models.router)
     app.include_router(uploads.router)
+    app.include_router(lm_eval_import.router)
     app.include_router(schedules.router)
     app.include_router(budgets.router)
     app.include_router(lifecycle.router)

@@ -200,6 +200,7 @@ class EvaluationView(BaseModel):
     experiment_id: uuid.UUID | None = None
     arm: str = "main"
     schedule_id: uuid.UUID | None = None
+    pinned: bool = Field(False, description="The pinned baseline of its model and benchmark in this tenant.")
     progress: Progress
     summary: EvaluationSummary | None
     headline: Headline | None = Field(
@@ -230,6 +231,14 @@ class ResultItem(BaseModel):
     sample_id: uuid.UUID
     sample_ordinal: int
     external_id: str | None
+    input: dict[str, Any] = Field(description="The sample's input fields (what the prompt template sees).")
+    reference: dict[str, Any] = Field(description="The sample's reference (what the scorer compares with).")
+    prompt: str | None = Field(
+        None,
+        description="The prompt the item was sent (the evaluation's template over the input, with its few-shot "
+        "demonstrations); null for a model that takes no prompt (classifier, ranker) or when it cannot be rendered.",
+    )
+    prompt_error: str | None = Field(None, description="Why ``prompt`` is null for a generated item.")
     repeat: int
     arm: str
     output: str | None

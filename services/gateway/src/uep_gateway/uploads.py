@@ -578,15 +578,22 @@ def check_upload(
     return rows, content_hash(config, rows)
 
 
-def render_previews(template: str, inputs: list[dict[str, Any]], max_chars: int) -> list[tuple[str, bool, str | None]]:
-    """Each of ``inputs`` rendered through ``template``, as ``(prompt, truncated, error)``: the prompt cut
-    to ``max_chars`` characters (``truncated`` then True), or ``("", False, reason)`` when it fails (the
-    preview's worker job; a template that fails on every row fails once per row)."""
+def render_previews(
+    template: str,
+    inputs: list[dict[str, Any]],
+    max_chars: int,
+    fewshots: list[list[dict[str, Any]]] | None = None,
+) -> list[tuple[str, bool, str | None]]:
+    """Each of ``inputs`` rendered through ``template`` (with the demonstrations ``fewshots[i]`` of input ``i``
+    when given, as :func:`uep_common.prompting.prompts.render_prompt` takes them), as ``(prompt, truncated,
+    error)``: the prompt cut to ``max_chars`` characters (``truncated`` then True), or ``("", False, reason)``
+    when it fails (the worker job of a preview and of an export; a template that fails on every row fails once
+    per row)."""
     set_phase("render")
     out: list[tuple[str, bool, str | None]] = []
-    for fields in inputs:
+    for i, fields in enumerate(inputs):
         try:
-            prompt = render_prompt(template, fields)
+            prompt = render_prompt(template, fields, fewshots[i] if fewshots else ())
         except Exception as exc:  # noqa: BLE001 - a stored template may fail on a row; the preview says why
             out.append(("", False, f"{type(exc).__name__}: {exc}"[:500]))
             continue

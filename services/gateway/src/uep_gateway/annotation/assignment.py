@@ -295,6 +295,30 @@ async def next_item(
     return None
 
 
+async def skip(session: AsyncSession, task: AnnotationTask, annotator: Annotator, assignment_id: uuid.UUID) -> None:
+    """End the annotator's open assignment ``assignment_id`` without an answer: it expires now, so the item goes
+    back to the other annotators and never to this one again (an item once handed to an annotator is theirs
+    only once). Must run inside a transaction (the caller commits).
+
+    Raises:
+        FieldError 404: the assignment is not this annotator's in this task; 409: already submitted.
+    """
+    a = await session.scalar(
+        select(AnnotationAssignment).where(AnnotationAssignment.id == assignment_id).with_for_update(key_share=True)
+    )
+    if a is None or a.task_id != task.id or a.annotator_id != annotator.id:
+        raise FieldError(
+            "not_found",
+            ("path", "assignment_id"),
+            f"no assignment {assignment_id} of this annotator in this task",
+            "unknown_assignment",
+        )
+    if a.submitted_at is not None:
+        raise FieldError("conflict", ("path", "assignment_id"), "this assignment was already submitted", "already_submitted")
+    a.expires_at = min(a.expires_at, datetime.now(UTC))
+    await session.flush()
+
+
 async def submit(
     session: AsyncSession, task: AnnotationTask, annotator: Annotator, assignment_id: uuid.UUID, answers: dict[str, Any]
 ) -> tuple[Annotation, AnnotationItem]:

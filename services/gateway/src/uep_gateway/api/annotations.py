@@ -28,7 +28,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from uep_common.tables.annotation import Annotation, AnnotationItem, AnnotationTask, Annotator
 from uep_common.tables.models import Evaluation
 from uep_gateway.annotation import analysis
-from uep_gateway.annotation.assignment import next_item, progress, quality, register_annotator, resolve_annotator, submit
+from uep_gateway.annotation.assignment import (
+    next_item,
+    progress,
+    quality,
+    register_annotator,
+    resolve_annotator,
+    skip,
+    submit,
+)
 from uep_gateway.annotation.calibration import record_calibration
 from uep_gateway.annotation.questions import aggregate, parse_questions
 from uep_gateway.annotation.schemas import (
@@ -187,6 +195,11 @@ async def get_next_item(
     task = await _task(session, task_id)
     ref, loc = _annotator_ref(annotator, annotator_header)
     who = await resolve_annotator(session, principal_of_session(session), ref, loc, tenant_id=task.tenant_id)
+    return await _hand_out(session, task, who)
+
+
+async def _hand_out(session: AsyncSession, task: AnnotationTask, who: Annotator) -> NextItem:
+    """Hand ``who`` its next item of ``task`` (commits), with the progress after it."""
     got = await next_item(session, task, who)
     await session.commit()
     p = TaskProgress(**await progress(session, task, who.id))
@@ -210,6 +223,24 @@ async def get_next_item(
         item=_item_body(item),
         progress=p,
     )
+
+
+@router.post("/v1/annotation-tasks/{task_id}/assignments/{assignment_id}/skip", response_model=NextItem)
+async def skip_item(
+    task_id: uuid.UUID,
+    assignment_id: uuid.UUID,
+    annotator: str | None = Query(None, max_length=200),
+    annotator_header: str | None = Header(None, alias=ANNOTATOR_HEADER, max_length=200),
+    session: AsyncSession = Depends(db_session),
+) -> NextItem:
+    """Skip the item of one's open assignment: the assignment ends unanswered (the item goes to other
+    annotators, never back to this one) and the next item is handed out, as ``…/next`` answers. 404 naming
+    ``assignment_id`` when it is not the caller's in this task; 409 when it was already submitted."""
+    task = await _task(session, task_id)
+    ref, loc = _annotator_ref(annotator, annotator_header)
+    who = await resolve_annotator(session, principal_of_session(session), ref, loc, create=False, tenant_id=task.tenant_id)
+    await skip(session, task, who, assignment_id)
+    return await _hand_out(session, task, who)
 
 
 @router.post("/v1/annotation-tasks/{task_id}/annotations", response_model=AnnotationAccepted, status_code=201)

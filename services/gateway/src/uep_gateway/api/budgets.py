@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import case, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from uep_common.contract.configs import parse_evaluation_config
 from uep_common.contract.costs import COST_UNITS, currency, money
 from uep_common.records import budget
 from uep_common.records.work_limits import WorkLimits
@@ -44,6 +45,7 @@ from uep_gateway.errors import FieldError
 from uep_gateway.schemas import EvaluationCreate
 from uep_gateway.usecases.evaluations import owned_evaluation
 from uep_gateway.usecases.planning import plan_evaluations
+from uep_gateway.usecases.timing import batch_seconds, evaluation_seconds
 from uep_gateway.validation import INT32_MAX, NUL_CHECK
 
 router = APIRouter(tags=["budgets"], dependencies=NUL_CHECK)
@@ -64,9 +66,17 @@ async def estimate(
 ) -> dict[str, Any]:
     """What ``POST /v1/evaluations`` with this body would cost — per evaluation (items × per-item estimate)
     and in total — and the refusal it would get (``refusal``: status 402/409, reason, type), or null.
-    Nothing is stored."""
+    Nothing is stored. ``seconds`` (in total and per evaluation) is the expected wall time
+    (:mod:`uep_gateway.usecases.timing`: items × the model's expected latency over its capacity)."""
     evaluations, _ = await plan_evaluations(session, principal.tenant, body)
     plans = [await budget.plan(session, ev) for ev in evaluations]
+    seconds = []
+    for ev, p in zip(evaluations, plans, strict=True):
+        model = await session.get(Model, ev.model_id)
+        capacity = model.max_in_flight if model is not None else None
+        seconds.append(
+            evaluation_seconds(p.items, p.expected.latency_ms, capacity, parse_evaluation_config(ev.config).max_parallel)
+        )
     refusal = None
     session.add_all(evaluations)
     try:
@@ -80,7 +90,11 @@ async def estimate(
         "currency": currency(),
         "estimate": float(total),
         "items": sum(p.items for p in plans),
-        "evaluations": [{k: v for k, v in p.as_dict().items() if k != "evaluation_id"} for p in plans],
+        "seconds": batch_seconds((p.model, s) for p, s in zip(plans, seconds, strict=True)),
+        "evaluations": [
+            {**{k: v for k, v in p.as_dict().items() if k != "evaluation_id"}, "seconds": s}
+            for p, s in zip(plans, seconds, strict=True)
+        ],
         "refusal": refusal,
     }
 

@@ -23,8 +23,9 @@ from uep_common.records.creation import WorkLimitRefused
 from uep_common.records.work_limits import WorkLimits, check_work_limits, lock_tenant_creations
 from uep_common.runtime.outbox import add_to_outbox
 from uep_common.runtime.wakeups import notify_waiting
-from uep_common.tables.models import EVALUATION_STATUSES, Benchmark, Evaluation, Model, Sample, SampleResult
+from uep_common.tables.models import EVALUATION_STATUSES, Benchmark, Evaluation, Model
 from uep_gateway.auth import Principal, current_principal
+from uep_gateway.benchmark_store import workers_of
 from uep_gateway.cursors import bad_cursor, cursor_values, decode_time_id, encode_cursor, encode_time_id
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError, work_limit_error
@@ -40,6 +41,7 @@ from uep_gateway.schemas import (
 from uep_gateway.tenancy import tenant_filter
 from uep_gateway.usecases import lifecycle as usecase_lifecycle
 from uep_gateway.usecases.evaluations import evaluation_view, owned_evaluation
+from uep_gateway.usecases.exports import export_context, export_page
 from uep_gateway.usecases.planning import check_models_answer, check_options, plan_evaluations
 from uep_gateway.validation import INT32_MAX, NUL_CHECK
 
@@ -327,37 +329,42 @@ def _decode_cursor(cursor: str) -> tuple[int, int, str]:
 @router.get("/{evaluation_id}/results", response_model=ResultsPage)
 async def list_results(
     evaluation_id: uuid.UUID,
+    request: Request,
     limit: int = Query(100, ge=1, le=1000),
     cursor: str | None = Query(None, max_length=500),
     session: AsyncSession = Depends(db_session),
 ) -> ResultsPage:
-    """Stored results in benchmark order (sample ordinal, repeat, arm), keyset-paginated. 404 naming
+    """Stored results in benchmark order (sample ordinal, repeat, arm), keyset-paginated, each with its sample's
+    input fields, reference and the prompt it was sent (:mod:`uep_gateway.usecases.exports`). 404 naming
     ``evaluation_id`` when it is unknown or another tenant's."""
-    await owned_evaluation(session, evaluation_id)
-    key = tuple_(Sample.ordinal, SampleResult.repeat, SampleResult.arm)
-    q = (
-        select(SampleResult, Sample.ordinal, Sample.external_id)
-        .join(Sample, Sample.id == SampleResult.sample_id)
-        .where(SampleResult.evaluation_id == evaluation_id)
-        .order_by(Sample.ordinal, SampleResult.repeat, SampleResult.arm)
-        .limit(limit + 1)
+    ev = await owned_evaluation(session, evaluation_id)
+    settings = request.app.state.settings
+    ctx = await export_context(session, ev)
+    page, after = await export_page(
+        session,
+        workers_of(request.app),
+        ctx,
+        _decode_cursor(cursor) if cursor else None,
+        limit,
+        settings.max_prompt_chars,
+        settings.preview_timeout_s,
     )
-    if cursor:
-        q = q.where(key > tuple(_decode_cursor(cursor)))
-    rows = (await session.execute(q)).all()
     items = [
         ResultItem(
-            sample_ordinal=ordinal,
-            external_id=external_id,
-            **{k: getattr(r, k) for k in ResultItem.model_fields if k not in ("sample_ordinal", "external_id")},
+            sample_ordinal=it.sample.ordinal,
+            external_id=it.sample.external_id,
+            input=it.sample.input,
+            reference=it.sample.reference,
+            prompt=it.prompt,
+            prompt_error=it.prompt_error,
+            **{k: getattr(it.result, k) for k in ResultItem.model_fields if k not in _SAMPLE_FIELDS},
         )
-        for r, ordinal, external_id in rows[:limit]
+        for it in page
     ]
-    nxt = None
-    if len(rows) > limit:
-        last = items[-1]
-        nxt = encode_cursor(last.sample_ordinal, last.repeat, last.arm)
-    return ResultsPage(items=items, next_cursor=nxt)
+    return ResultsPage(items=items, next_cursor=encode_cursor(*after) if after else None)
+
+
+_SAMPLE_FIELDS = frozenset({"sample_ordinal", "external_id", "input", "reference", "prompt", "prompt_error"})
 
 
 @router.post("/{evaluation_id}/cancel", response_model=EvaluationView)

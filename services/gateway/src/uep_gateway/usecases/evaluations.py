@@ -91,6 +91,7 @@ async def evaluation_view(session: AsyncSession, redis: Redis, evaluation_id: uu
         experiment_id=ev.experiment_id,
         arm=ev.arm,
         schedule_id=ev.schedule_id,
+        pinned=ev.pinned,
         progress=Progress(
             completed=completed,
             errors=errors,

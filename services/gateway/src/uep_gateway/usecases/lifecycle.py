@@ -28,10 +28,15 @@ LOC = ("path", "evaluation_id")
 
 
 async def cancel(session: AsyncSession, evaluation_id: uuid.UUID) -> None:
-    """Cancel a pending or running evaluation (ends ``cancelled``, no summary) and commit."""
+    """Cancel a pending or running evaluation and commit. It ends ``cancelled`` with the partial summary of the
+    results stored so far (none when nothing is stored): items still in flight are discarded when they come
+    back, so that summary is final."""
     ev = await owned_evaluation(session, evaluation_id, lock=True)
     try:
-        await lifecycle.end(session, ev, lifecycle.Transition.cancel, EvaluationStatus.cancelled, "cancelled by request", None)
+        lifecycle.check(ev.status, lifecycle.Transition.cancel)
+        summary = await compute_summary(session, ev.id)
+        partial = summary if summary.n else None
+        await lifecycle.end(session, ev, lifecycle.Transition.cancel, EvaluationStatus.cancelled, "cancelled by request", partial)
     except lifecycle.IllegalTransition as exc:
         raise FieldError("conflict", LOC, str(exc), exc.kind) from exc
     await session.commit()

@@ -4,7 +4,7 @@
 
 import * as api from "./api.js";
 import { h, replace } from "./dom.js";
-import { PRIORITIES, debounce, errorBox, field, input, money, num, pageHeader, select, showErrors } from "./ui.js";
+import { PRIORITIES, debounce, duration, errorBox, field, input, money, num, pageHeader, select, showErrors } from "./ui.js";
 
 function intOrNull(el) {
   const v = el.value.trim();
@@ -129,7 +129,9 @@ export async function create(ctx, view) {
       replace(estimateBox,
         h("p", {}, h("strong", { id: "estimate-total" }, `Estimated cost: ${money(est.estimate, est.currency)}`),
           ` for ${num(est.items)} items in ${per.length} evaluation${per.length === 1 ? "" : "s"}.`),
-        per.length > 1 ? h("ul", {}, per.map((p) => h("li", {}, `${p.model} on ${p.benchmark}: ${num(p.items)} items × ${money(p.per_item, est.currency)} = ${money(p.estimate, est.currency)}`))) : null,
+        h("p", {}, h("strong", { id: "estimate-time" }, `Estimated time: ${est.seconds < 1 ? "under 1 s" : `about ${duration(est.seconds)}`}`),
+          " at the models' expected latency and capacity, before any queueing."),
+        per.length > 1 ? h("ul", {}, per.map((p) => h("li", {}, `${p.model} on ${p.benchmark}: ${num(p.items)} items × ${money(p.per_item, est.currency)} = ${money(p.estimate, est.currency)}, about ${duration(p.seconds)}`))) : null,
         est.refusal
           ? h("p", { class: "alert", id: "budget-check", role: "alert" }, `Budget check: this would be refused (${est.refusal.status}): ${est.refusal.msg}`)
           : h("p", { class: "ok-box", id: "budget-check" }, "Budget check: within every cap."),

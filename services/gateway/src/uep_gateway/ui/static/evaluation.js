@@ -62,7 +62,7 @@ function progressPanel(ev, seen) {
     : ev.summary ? pctCi(ev.summary.accuracy, ev.summary.ci_low, ev.summary.ci_high) : "—";
   const { perS, eta } = rate(ev, seen);
   return h("section", { class: "panel", id: "progress", "data-status": ev.status },
-    h("h2", {}, running ? "Progress" : "Result"),
+    h("h2", {}, running ? "Progress" : p.completed < p.total ? `Result (partial: ${num(p.completed)} of ${num(p.total)} items, ${ev.status})` : "Result"),
     h("p", {}, progressBar(p.completed, p.total, "items done"), h("span", { id: "items-done" }, `${num(p.completed)} / ${num(p.total)} items`)),
     h("div", { class: "stats" },
       stat(running ? "Accuracy so far [95 % CI]" : hl ? `${hl.metric === "accuracy" ? "Accuracy" : metricName(hl.metric)} [95 % CI]` : "Accuracy [95 % CI]", acc, "accuracy"),
@@ -107,10 +107,9 @@ function actions(ctx, ev, reload) {
   if (running) act("Cancel", "act-cancel", "Cancel this evaluation?", "Nothing more is dispatched; stored results stay; results in flight are discarded.", () => api.post(`${base}/cancel`));
   if (running || ev.status === "interrupted") act("Stop", "act-stop", "Stop this evaluation?", "Nothing more is dispatched; results in flight are still stored and it ends 'stopped' with a partial summary.", () => api.post(`${base}/stop`));
   if (TERMINAL.has(ev.status) || ev.status === "interrupted") act("Retry", "act-retry", "Retry failed and unfinished items?", "Finished items are kept; failed and unfinished ones run again.", () => api.post(`${base}/retry`));
-  if (ev.status === "completed") {
-    act("Pin as baseline", "act-pin", "Pin as baseline?", "It becomes the baseline of its model and benchmark in this tenant (the previous pin is removed).", () => api.post(`${base}/pin`));
-    act("Unpin", "act-unpin", "Remove the pin?", "The baseline falls back to the previous completed evaluation.", () => api.del(`${base}/pin`));
-  }
+  // one of the two, as the evaluation is pinned or not
+  if (ev.status === "completed" && !ev.pinned) act("Pin as baseline", "act-pin", "Pin as baseline?", "It becomes the baseline of its model and benchmark in this tenant (the previous pin is removed).", () => api.post(`${base}/pin`));
+  if (ev.pinned) act("Unpin", "act-unpin", "Remove the pin?", "The baseline falls back to the previous completed evaluation.", () => api.del(`${base}/pin`));
   if (["completed", "failed"].includes(ev.status)) act("Rescore", "act-rescore", "Rescore the stored outputs?", "Every stored output is scored again with the scorer's current metric versions (no model call).", () => api.post(`${base}/rescore`));
   return out;
 }
@@ -129,9 +128,18 @@ async function reportTab(ctx, ev, pane) {
     if (!ctx.directLinks()) src = await api.blobUrl(path);
     replace(pane,
       h("p", { class: "actions" }, h("a", { href: path, target: "_blank", rel: "noopener", class: "btn small" }, "Open the report on its own page")),
-      h("iframe", { class: "report", id: "report-frame", src, title: `Report of evaluation ${shortId(ev.id)}`, sandbox: "allow-scripts" }),
+      h("iframe", { class: "report", id: "report-frame", src, title: `Report of evaluation ${shortId(ev.id)}`, sandbox: "allow-scripts", scrolling: "no" }),
     );
   };
+  // the report says its height (it cannot be read through the sandbox): the frame takes it, so the page scrolls
+  // once instead of a fixed-height frame scrolling inside it
+  const onMessage = (e) => {
+    const frame = document.getElementById("report-frame");
+    const height = e.data && e.data.uepReportHeight;
+    if (!frame || e.source !== frame.contentWindow || typeof height !== "number" || !(height > 0)) return;
+    frame.style.height = `${Math.min(Math.ceil(height) + 4, 1_000_000)}px`;
+  };
+  window.addEventListener("message", onMessage);
   const check = async () => {
     if (stop) return;
     let reports;
@@ -169,7 +177,7 @@ async function reportTab(ctx, ev, pane) {
     );
   };
   await check();
-  return () => { stop = true; };
+  return () => { stop = true; window.removeEventListener("message", onMessage); };
 }
 
 // ---------------------------------------------------------------- compare tab

@@ -25,12 +25,16 @@ function accuracyOf(ev) {
 }
 
 const COLUMNS = [
-  { label: "Evaluation", cell: (e) => h("a", { href: `/ui/evaluations/${e.id}`, class: "mono" }, shortId(e.id)) },
-  { label: "Benchmark", cell: (e) => e.benchmark.slug || shortId(e.benchmark.id) },
-  { label: "Model", cell: (e) => [e.model.name || shortId(e.model.id), e.arm && e.arm !== "main" ? h("span", { class: "chip" }, e.arm) : null] },
+  // on a phone the benchmark and model go under the id, so that status and headline stay in view
+  { label: "Evaluation", cell: (e) => [
+    h("a", { href: `/ui/evaluations/${e.id}`, class: "mono" }, shortId(e.id)),
+    h("span", { class: "show-narrow muted" }, `${e.benchmark.slug || shortId(e.benchmark.id)} · ${e.model.name || shortId(e.model.id)}${e.arm && e.arm !== "main" ? ` (${e.arm})` : ""}`),
+  ] },
+  { label: "Benchmark", class: "hide-narrow", cell: (e) => e.benchmark.slug || shortId(e.benchmark.id) },
+  { label: "Model", class: "hide-narrow", cell: (e) => [e.model.name || shortId(e.model.id), e.arm && e.arm !== "main" ? h("span", { class: "chip" }, e.arm) : null] },
   { label: "Status", cell: (e) => [badge(e.status), headlineNote(e.headline)] },
-  { label: "Progress", cell: (e) => [progressBar(e.progress.completed, e.progress.total), `${num(e.progress.completed)}/${num(e.progress.total)}`] },
-  { label: "Headline [95 % CI]", class: "num", cell: accuracyOf },
+  { label: "Progress", class: "hide-narrow", cell: (e) => [progressBar(e.progress.completed, e.progress.total), `${num(e.progress.completed)}/${num(e.progress.total)}`] },
+  { label: "Headline [95 % CI]", class: "num headline", cell: accuracyOf },
   { label: "Errors", class: "num hide-narrow", cell: (e) => num(e.progress.errors) },
   { label: "Priority", class: "hide-narrow", cell: (e) => e.priority },
   { label: "Group", class: "hide-narrow", cell: groupLink },
