@@ -35,8 +35,8 @@ from typing import Any
 from jinja2.exceptions import UndefinedError
 
 from uep_common.contract.configs import CLASSIFICATION_SET_METRICS, SET_KIND_OF_METRIC, is_set_metric
-from uep_common.contract.metric_params import UnknownMetricParamsError, param_problems
 from uep_common.contract.events import PromptSpec
+from uep_common.contract.metric_params import UnknownMetricParamsError, param_problems
 from uep_common.prompting.prompts import PromptRenderError, render_prompt
 from uep_gateway.conversation_rows import conversation_problems
 from uep_gateway.upload_worker import set_phase
