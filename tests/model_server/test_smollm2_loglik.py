@@ -76,7 +76,7 @@ def test_a_token_far_down_the_distribution_gets_its_full_softmax_value(llm):
     rank = 5000
     token = full[rank]
     context_enc = llm._loglik.tokenize(FRANCE)
-    logprob, greedy = llm._loglik.step(context_enc, token["id"])
+    logprob, greedy, _ = llm._loglik.step(context_enc, token["id"])
     assert greedy is False and logprob == pytest.approx(token["logprob"], abs=1e-4)
 
 
@@ -127,5 +127,5 @@ def test_an_empty_context_is_scored_after_the_bos_token(llm):
     bos = llm._loglik.prefix_token()
     assert bos == llm._loglik.tokenize("<|im_start|>")[0]  # the GGUF's BOS, parsed as one special token
     result = _one(llm, "", "Hello")
-    logprob, _ = llm._loglik.step([bos], llm._loglik.tokenize("Hello")[0])
+    logprob, _, _ = llm._loglik.step([bos], llm._loglik.tokenize("Hello")[0])
     assert result.context_tokens == 1 and result.logprob == pytest.approx(logprob, abs=1e-6)

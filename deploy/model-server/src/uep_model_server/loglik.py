@@ -15,11 +15,28 @@ they change which token is sampled, never the reported probabilities. Hence, for
 
 ``logprob`` = the sum of the T reported values; ``is_greedy`` = every ``c_i`` equals the reported top-1.
 The result is the exact full-softmax value (what lm-evaluation-harness computes from the logits), not a
-top-N approximation: the forced token is scored wherever it ranks. With ``cache_prompt`` the slot's KV
-cache holds ``x + c_<i`` from the previous step (the forced token is exactly the next prompt token), so each
-step decodes one token; the context is evaluated once, and consecutive requests that share it reuse it
-(llama.cpp then re-decodes only its last token). Cached and uncached evaluations may differ in the last bits of the logits (llama.cpp
-batches the computation differently), far below the 1e-3 the tests ask for.
+top-N approximation: the forced token is scored wherever it ranks.
+
+Every continuation is evaluated the same way, whatever was evaluated before it (the order of the requests,
+the other continuations of the same context, the slot's KV cache): step 1 evaluates the context from an
+empty cache (``cache_prompt`` false: one batch of ``len(x)`` tokens), and each later step appends exactly
+one token to the slot's cache (``cache_prompt`` true: the slot holds ``x + c_<i-1``, llama.cpp decodes
+``c_{i-1}`` alone). A step that finds the slot holding something else (the server reports
+``timings.prompt_n`` != 1 tokens evaluated: another request took the slot in between) is evaluated again
+from an empty cache. So a (context, continuation) pair's value is a function of its tokens only.
+
+That protocol is exact only because the LLM runs with llama.cpp's flash attention off (``llm.py``). Measured
+on this GGUF: with flash attention on, the CPU back end computes a prompt batch and a one-token step with
+different attention kernels, and ln P(" B" | MMLU item 2) was -12.5117 from an empty cache but -12.0125
+after the context was evaluated and its last token re-decoded (0.50 nats; other splits of the same
+82-token context gave values in between). With it off, the last logits of that context were bit-identical
+for all 81 ways of splitting it into a cached prefix and an evaluated batch, so one-token steps on a context
+evaluated in one batch give the same value as evaluating every prefix from an empty cache. Reusing a cached
+context for the next continuation is NOT exact even then: after the cache was cut back by more than one
+token, the next batch's values moved by up to 0.2 nats; hence the empty cache at every continuation's start.
+
+Cost: one evaluation of the context per continuation (a batch; prompt processing is many times faster per
+token than decoding), plus one decode step per continuation token after the first.
 
 Tokenisation follows lm-evaluation-harness's ``_encode_pair``: trailing whitespace of the context moves to
 the front of the continuation; ``whole = tok(context + continuation)``, ``context_enc = tok(context)``,
@@ -33,6 +50,7 @@ no BOS). An empty context is scored after the model's BOS token (lm-evaluation-h
 from __future__ import annotations
 
 import json
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
@@ -59,8 +77,9 @@ class LlamaServerLoglik:
     Args:
         server: the ``xllamacpp.Server`` (its ``handle_completions`` and ``listening_address`` are used).
         n_ctx: context size of one slot, in tokens; ``len(context) + len(continuation)`` must not exceed it.
-        cache_prompt: reuse the slot's KV cache between steps (one decode step per token); without it every
-            step re-evaluates the whole prefix.
+        cache_prompt: steps after a continuation's first append one token to the slot's KV cache (module
+            docstring); without it every step evaluates its whole prefix from an empty cache (the same values,
+            one prompt evaluation per token).
         max_continuation_tokens: the continuation cap (tokens).
         model_name: named in error messages.
     """
@@ -81,6 +100,7 @@ class LlamaServerLoglik:
         self.max_continuation_tokens = max_continuation_tokens
         self.model_name = model_name
         self._prefix_token: int | None = None
+        self._lock = threading.Lock()  # one continuation's steps are never interleaved with another's
 
     # ------------------------------------------------------------------------------------------ tokenizer
 
@@ -141,9 +161,15 @@ class LlamaServerLoglik:
 
     # ------------------------------------------------------------------------------------------ scoring
 
-    def step(self, prefix: Sequence[int], token: int) -> tuple[float, bool]:
-        """``(ln P(token | prefix), token is the most probable next token)`` from one forced one-token
-        completion (module docstring).
+    def step(self, prefix: Sequence[int], token: int, *, fresh: bool = True) -> tuple[float, bool, int]:
+        """``(ln P(token | prefix), token is the most probable next token, tokens llama.cpp evaluated)`` from
+        one forced one-token completion (module docstring).
+
+        Args:
+            prefix: the token ids before ``token`` (not empty).
+            token: the token scored.
+            fresh: evaluate ``prefix`` from an empty KV cache (``cache_prompt`` false); else reuse what the
+                slot holds (the third value then says how many tokens were evaluated on top of it).
 
         Raises:
             RuntimeError: llama.cpp rejected the request, did not sample the forced token, or answered
@@ -157,7 +183,7 @@ class LlamaServerLoglik:
             "temperature": 0.0,
             "top_k": 1,
             "logit_bias": [[token, FORCE_BIAS]],
-            "cache_prompt": self.cache_prompt,
+            "cache_prompt": not fresh,
             "seed": 0,
         }
         response = self._complete(body)
@@ -169,11 +195,33 @@ class LlamaServerLoglik:
             entry = response["choices"][0]["logprobs"]["content"][0]
             sampled, logprob = int(entry["id"]), float(entry["logprob"])
             top = int(entry["top_logprobs"][0]["id"])
+            evaluated = int(response["timings"]["prompt_n"])
         except (KeyError, IndexError, TypeError, ValueError) as exc:
             raise RuntimeError(f"{self.model_name}: llama.cpp answered without log-probabilities: {str(response)[:200]}") from exc
         if sampled != token:
             raise RuntimeError(f"{self.model_name}: llama.cpp sampled token {sampled}, not the forced token {token}")
-        return logprob, top == token
+        return logprob, top == token, evaluated
+
+    def score(self, context_enc: Sequence[int], continuation_enc: Sequence[int]) -> tuple[float, bool]:
+        """``(Σ ln P(c_i | context, c_<i), every c_i is the top-1)`` for one tokenised pair, evaluated by the
+        protocol of the module docstring: the context from an empty cache, then one appended token per step
+        (every step from an empty cache when ``cache_prompt`` is off). The value depends on the tokens only.
+
+        Raises:
+            RuntimeError: llama.cpp failed (:meth:`step`).
+        """
+        total, greedy = 0.0, True
+        prefix = list(context_enc)
+        with self._lock:
+            for i, token in enumerate(continuation_enc):
+                fresh = i == 0 or not self.cache_prompt
+                logprob, top, evaluated = self.step(prefix, token, fresh=fresh)
+                if not fresh and evaluated != 1:  # the slot held something else: another request used it
+                    logprob, top, _ = self.step(prefix, token, fresh=True)
+                total += logprob
+                greedy = greedy and top
+                prefix.append(token)
+        return total, greedy
 
     def check(self, index: int, context_enc: Sequence[int], continuation_enc: Sequence[int]) -> None:
         """Refuse request ``index`` when its continuation is empty or longer than the cap, or the whole does
@@ -196,7 +244,7 @@ class LlamaServerLoglik:
             )
 
     def __call__(self, requests: list[LoglikRequest]) -> list[LoglikResult]:
-        """Score every request, in order (consecutive requests with one context reuse its KV cache).
+        """Score every request, in order, each by :meth:`score` (its value does not depend on the others).
 
         All requests are tokenised and checked before any is scored, so a bad one costs no decoding.
 
@@ -208,12 +256,6 @@ class LlamaServerLoglik:
             self.check(index, context_enc, continuation_enc)
         results = []
         for context_enc, continuation_enc in pairs:
-            total, greedy = 0.0, True
-            prefix = list(context_enc)
-            for token in continuation_enc:
-                logprob, top = self.step(prefix, token)
-                total += logprob
-                greedy = greedy and top
-                prefix.append(token)
+            total, greedy = self.score(context_enc, continuation_enc)
             results.append(LoglikResult(total, greedy, len(context_enc), len(continuation_enc)))
         return results
