@@ -2,14 +2,16 @@
 
 ``.venv/bin/python bench/loglik_invariance.py [--mmlu 20] [--hellaswag 10] [--truthfulqa 10]``
 
-Three llama.cpp servers (xllamacpp, in this process, 2 threads each, the same GGUF) score the same items, item
-by item in turn, so that the machine's load falls on all three alike:
+Four llama.cpp servers (xllamacpp, in this process, 2 threads each, the same GGUF) score the same items, item
+by item in turn, so that the machine's load falls on all four alike:
 
 * ``before``: flash attention on (llama.cpp's default), an item's context evaluated once and each further
   continuation after a one-token re-decode of its last token (the method the model server used before);
 * ``fa-off``: the same method with flash attention off (what the kernel change alone costs);
-* ``after``: :class:`uep_model_server.loglik.LlamaServerLoglik` as served: flash attention off and every
-  continuation from an empty cache.
+* ``incremental``: :class:`uep_model_server.loglik.LlamaServerLoglik` with ``incremental``: flash attention
+  off, each continuation's context from an empty cache, then one appended token per step;
+* ``after``: :class:`~uep_model_server.loglik.LlamaServerLoglik` as served: flash attention off and every
+  step from an empty cache.
 
 Prints items/s of each and the ratios, and the largest |Δ log-likelihood| of a choice between ``before``
 and ``after`` and between ``before`` and the same ``before`` scored in reverse order (the path dependence
@@ -87,14 +89,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--truthfulqa", type=int, default=10)
     args = parser.parse_args(argv)
     work = items(args.mmlu, args.hellaswag, args.truthfulqa)
-    scorers = {name: LlamaServerLoglik(server(name == "before"), 2048) for name in ("before", "fa-off", "after")}
+    names = ("before", "fa-off", "incremental", "after")
+    scorers = {n: LlamaServerLoglik(server(n == "before"), 2048, incremental=n == "incremental") for n in names}
     tokenised = [[scorers["after"].encode_pair(c, k) for c, k in item] for item in work]
     seconds = dict.fromkeys(scorers, 0.0)
     values: dict[str, list[float]] = {name: [] for name in scorers}
     for pairs in tokenised:
         for name, scorer in scorers.items():
             started = time.perf_counter()
-            if name == "after":
+            if name in ("after", "incremental"):
                 values[name] += [scorer.score(c, k)[0] for c, k in pairs]
             else:
                 values[name] += reuse_method(scorer, pairs)
@@ -107,7 +110,11 @@ def main(argv: list[str] | None = None) -> int:
     for name in scorers:
         print(f"{name:7s} {n / seconds[name]:6.3f} items/s ({seconds[name]:.1f} s)")
     print(
-        f"after / before speed {seconds['before'] / seconds['after']:.2f}, fa-off / before {seconds['before'] / seconds['fa-off']:.2f}"
+        f"speed / before: after {seconds['before'] / seconds['after']:.2f}, incremental "
+        f"{seconds['before'] / seconds['incremental']:.2f}, fa-off {seconds['before'] / seconds['fa-off']:.2f}"
+    )
+    print(
+        f"max |Δ loglik| incremental vs after {max(abs(a - b) for a, b in zip(values['incremental'], values['after'], strict=True)):.4f}"
     )
     print(f"max |Δ loglik| before vs after {max(abs(a - b) for a, b in zip(values['before'], values['after'], strict=True)):.4f}")
     print(

@@ -17,12 +17,12 @@ import pytest
 from uep_common.builtin import datasets
 from uep_model_server.io import GenerationRequest, LoglikRequest, LoglikResult
 from uep_model_server.llm import LlmSettings, SmolLM2
-from uep_model_server.loglik import LlamaServerLoglik
 
 pytestmark = pytest.mark.stack
 
 SAME_ENGINE_TOLERANCE = 1e-4
 """The target for one engine whatever the order or cache state (nats)."""
+VOCAB = 49_152  # SmolLM2's vocabulary (GGUF tokenizer.ggml.tokens)
 
 
 def mmlu_prompt(item_input: dict) -> str:
@@ -102,12 +102,31 @@ def test_order_and_cache_state_change_no_value(llm, by_item):
     assert _max_delta(dirty, by_item) <= SAME_ENGINE_TOLERANCE
 
 
-def test_the_values_are_those_of_an_evaluation_from_an_empty_cache(llm, by_item):
-    """Every step's prefix evaluated from an empty KV cache (``cache_prompt`` off: no cache at all) on the
-    same server gives the same values within 1e-3 (measured: equal to the last printed digit)."""
-    scratch_scorer = LlamaServerLoglik(llm._server, llm.settings.n_ctx_per_slot, cache_prompt=False)
-    scratch = dict(zip(PAIRS, scratch_scorer(PAIRS), strict=True))
-    assert _max_delta(scratch, by_item) <= 1e-3
+def test_the_values_are_those_of_an_unforced_evaluation_from_an_empty_cache(llm, by_item):
+    """An independent path of the same engine: for every token of one HellaSwag ending and for the four
+    letters of two MMLU items, a raw completion of the prefix from an empty cache, unforced (no logit bias),
+    with the full distribution (``n_probs`` = the vocabulary): the token's log-probability read from it,
+    summed over the continuation, equals the served value within 1e-3."""
+
+    def distribution(prefix: list[int]) -> dict[int, float]:
+        body = {"prompt": prefix, "n_predict": 1, "n_probs": VOCAB, "temperature": 0.0, "post_sampling_probs": False}
+        response = llm._server.handle_completions(body | {"cache_prompt": False})
+        assert isinstance(response, dict) and "error" not in response, response
+        return {t["id"]: t["logprob"] for t in response["choices"][0]["logprobs"]["content"][0]["top_logprobs"]}
+
+    checked = 0
+    for item in (ITEMS[0], ITEMS[1]):  # MMLU: one context, four one-token continuations
+        context_enc, _ = llm._loglik.encode_pair(item[0].context, item[0].continuation)
+        full = distribution(context_enc)
+        for request in item:
+            (token,) = llm._loglik.encode_pair(request.context, request.continuation)[1]
+            assert by_item[request].logprob == pytest.approx(full[token], abs=1e-3)
+            checked += 1
+    request = ITEMS[-1][0]  # a HellaSwag ending: every token from its own prefix
+    context_enc, continuation_enc = llm._loglik.encode_pair(request.context, request.continuation)
+    total = sum(distribution(context_enc + continuation_enc[:i])[t] for i, t in enumerate(continuation_enc))
+    assert len(continuation_enc) >= 5 and by_item[request].logprob == pytest.approx(total, abs=1e-3)
+    assert checked == 8
 
 
 def test_the_reference_value_of_an_mmlu_choice(llm, by_item):

@@ -30,8 +30,8 @@ step with different kernels, which made a log-likelihood depend on the KV cache 
 
 Log-likelihood requests (:meth:`SmolLM2.loglikelihood`) are scored exactly, on the raw text (no chat
 template), by :class:`~uep_model_server.loglik.LlamaServerLoglik`: one forced one-token completion per
-continuation token, each continuation evaluated from an empty cache so that its value does not depend on
-what was evaluated before (see :mod:`uep_model_server.loglik`).
+continuation token, each evaluated from an empty cache so that its value does not depend on what was
+evaluated before (see :mod:`uep_model_server.loglik`).
 """
 
 from __future__ import annotations
@@ -154,7 +154,6 @@ class SmolLM2:
         self._loglik = LlamaServerLoglik(
             self._server,
             self.settings.n_ctx_per_slot,
-            cache_prompt=self.settings.cache_prompt,
             model_name=MODEL_NAME,
         )
 
@@ -207,10 +206,9 @@ class SmolLM2:
         Method (:mod:`uep_model_server.loglik`): lm-evaluation-harness tokenisation; per continuation token
         one completion request with the prefix as token ids, ``n_predict`` 1 and the token forced by a
         ``logit_bias``; llama.cpp reports the forced token's probability from the full softmax of the raw
-        logits (``post_sampling_probs`` false). Cost: one decode step per continuation token, the prefix
-        coming from the KV cache, plus one evaluation of the context per continuation (with
-        ``UEP_LLM_CACHE_PROMPT`` 0, every step re-evaluates the prefix). The value of a request depends on
-        its context and continuation only, not on the other requests or the cache.
+        logits (``post_sampling_probs`` false). Cost: one evaluation of the prefix (from an empty KV cache,
+        whatever ``UEP_LLM_CACHE_PROMPT`` says) per continuation token. The value of a request depends on its
+        context and continuation only, not on the other requests or the cache.
 
         Raises:
             LoglikInputError: a continuation is empty or longer than

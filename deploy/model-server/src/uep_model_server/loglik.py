@@ -17,26 +17,25 @@ they change which token is sampled, never the reported probabilities. Hence, for
 The result is the exact full-softmax value (what lm-evaluation-harness computes from the logits), not a
 top-N approximation: the forced token is scored wherever it ranks.
 
-Every continuation is evaluated the same way, whatever was evaluated before it (the order of the requests,
-the other continuations of the same context, the slot's KV cache): step 1 evaluates the context from an
-empty cache (``cache_prompt`` false: one batch of ``len(x)`` tokens), and each later step appends exactly
-one token to the slot's cache (``cache_prompt`` true: the slot holds ``x + c_<i-1``, llama.cpp decodes
-``c_{i-1}`` alone). A step that finds the slot holding something else (the server reports
-``timings.prompt_n`` != 1 tokens evaluated: another request took the slot in between) is evaluated again
-from an empty cache. So a (context, continuation) pair's value is a function of its tokens only.
+Every step is evaluated from an empty KV cache (``cache_prompt`` false): the logits of ``c_i`` come from ONE
+batch of the ``len(x) + i - 1`` tokens before it, whatever was evaluated before (the order of the requests,
+the other continuations of the same context, the slot's cache). So a (context, continuation) pair's value is
+a function of its tokens only, and it is the from-scratch evaluation of the engine.
 
-That protocol is exact only because the LLM runs with llama.cpp's flash attention off (``llm.py``). Measured
-on this GGUF: with flash attention on, the CPU back end computes a prompt batch and a one-token step with
-different attention kernels, and ln P(" B" | MMLU item 2) was -12.5117 from an empty cache but -12.0125
-after the context was evaluated and its last token re-decoded (0.50 nats; other splits of the same
-82-token context gave values in between). With it off, the last logits of that context were bit-identical
-for all 81 ways of splitting it into a cached prefix and an evaluated batch, so one-token steps on a context
-evaluated in one batch give the same value as evaluating every prefix from an empty cache. Reusing a cached
-context for the next continuation is NOT exact even then: after the cache was cut back by more than one
-token, the next batch's values moved by up to 0.2 nats; hence the empty cache at every continuation's start.
+Why not reuse the cache: on llama.cpp's CPU back end the logits of a position depend on how its prefix was
+split into batches. Measured on this GGUF with flash attention on (llama.cpp's default): ln P(" B" | MMLU
+item 2's zero-shot prompt) was -12.5117 from an empty cache and -12.0125 after the context's last token was
+re-decoded alone (0.50 nats). Flash attention is therefore off (``llm.py``): the last logits of that
+82-token context were then bit-identical for all 81 splits into a cached prefix and an evaluated batch. But
+not everywhere: along a 15-token HellaSwag ending, a one-token step on a prefix evaluated in one batch
+differed from evaluating the whole prefix in one batch at 6 of 14 positions, by 0.02-0.08 nats, and the
+incremental method (the context once, then one token per step) by up to 0.21 nats a token, 0.37 nats a
+continuation. The incremental method is kept as an option (``incremental``): it is path-independent too
+(its first step from an empty cache, each later step appending one token), not equal to the from-scratch
+values.
 
-Cost: one evaluation of the context per continuation (a batch; prompt processing is many times faster per
-token than decoding), plus one decode step per continuation token after the first.
+Cost: one evaluation of ``len(x) + i - 1`` tokens (a batch) per continuation token; a one-token continuation
+(MMLU letters) costs one evaluation of its context.
 
 Tokenisation follows lm-evaluation-harness's ``_encode_pair``: trailing whitespace of the context moves to
 the front of the continuation; ``whole = tok(context + continuation)``, ``context_enc = tok(context)``,
@@ -77,9 +76,9 @@ class LlamaServerLoglik:
     Args:
         server: the ``xllamacpp.Server`` (its ``handle_completions`` and ``listening_address`` are used).
         n_ctx: context size of one slot, in tokens; ``len(context) + len(continuation)`` must not exceed it.
-        cache_prompt: steps after a continuation's first append one token to the slot's KV cache (module
-            docstring); without it every step evaluates its whole prefix from an empty cache (the same values,
-            one prompt evaluation per token).
+        incremental: steps after a continuation's first append one token to the slot's KV cache (cheaper;
+            path-independent, but not the from-scratch values: module docstring); by default every step
+            evaluates its whole prefix from an empty cache.
         max_continuation_tokens: the continuation cap (tokens).
         model_name: named in error messages.
     """
@@ -89,14 +88,14 @@ class LlamaServerLoglik:
         server: Any,
         n_ctx: int,
         *,
-        cache_prompt: bool = True,
+        incremental: bool = False,
         max_continuation_tokens: int = MAX_CONTINUATION_TOKENS,
         model_name: str = "llm",
     ) -> None:
         self._complete: Callable[[dict[str, Any]], Any] = server.handle_completions
         self._address = str(server.listening_address).rstrip("/")
         self.n_ctx = n_ctx
-        self.cache_prompt = cache_prompt
+        self.incremental = incremental
         self.max_continuation_tokens = max_continuation_tokens
         self.model_name = model_name
         self._prefix_token: int | None = None
@@ -204,8 +203,8 @@ class LlamaServerLoglik:
 
     def score(self, context_enc: Sequence[int], continuation_enc: Sequence[int]) -> tuple[float, bool]:
         """``(Σ ln P(c_i | context, c_<i), every c_i is the top-1)`` for one tokenised pair, evaluated by the
-        protocol of the module docstring: the context from an empty cache, then one appended token per step
-        (every step from an empty cache when ``cache_prompt`` is off). The value depends on the tokens only.
+        protocol of the module docstring: every step from an empty cache (``incremental``: the context from an
+        empty cache, then one appended token per step). The value depends on the tokens only.
 
         Raises:
             RuntimeError: llama.cpp failed (:meth:`step`).
@@ -214,7 +213,7 @@ class LlamaServerLoglik:
         prefix = list(context_enc)
         with self._lock:
             for i, token in enumerate(continuation_enc):
-                fresh = i == 0 or not self.cache_prompt
+                fresh = i == 0 or not self.incremental
                 logprob, top, evaluated = self.step(prefix, token, fresh=fresh)
                 if not fresh and evaluated != 1:  # the slot held something else: another request used it
                     logprob, top, _ = self.step(prefix, token, fresh=True)
