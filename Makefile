@@ -76,17 +76,19 @@ demo: install ## install, start the stack, evaluate the embedded LLM on real ben
 	KEEP=$(KEEP) $(PY) deploy/local/demo.py
 
 # Static checks with the locked tools in .venv (ruff, mypy: configuration in pyproject.toml) and the lock's freshness.
-check: install ## lint, format check, type check (mypy), uv lock --check and check-k8s
+check: install ## lint, format check, type check (mypy), import directions (lint-imports), docstring cross-references, uv lock --check and check-k8s
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
 	.venv/bin/mypy
+	.venv/bin/lint-imports --no-cache
+	$(PY) docs/check_xrefs.py
 	$(UV) lock --check
 	$(MAKE) --no-print-directory check-k8s
 
 # Every kustomize overlay rendered and validated strictly (Kubernetes schemas of kubernetes-validate, the CRD
 # schemas vendored in deploy/k8s/schemas), and hadolint on every Dockerfile; the tools are dev-group wheels.
 # DL3008 (pin apt package versions) is off: the images take the security updates of their Debian release.
-DOCKERFILES = $(sort $(wildcard libs/*/Dockerfile services/*/Dockerfile deploy/*/Dockerfile))
+DOCKERFILES = Dockerfile $(sort $(wildcard deploy/*/Dockerfile))
 check-k8s: install ## validate the Kubernetes overlays and lint the Dockerfiles
 	$(PY) deploy/k8s/validate.py
 	.venv/bin/hadolint --no-color --ignore DL3008 $(DOCKERFILES)
@@ -113,6 +115,9 @@ bench-scale: install ## bench/scale: echo evaluations of 1k, 10k, 100k items (SI
 
 bench-idle: install ## bench/idle_cost: CPU of an idle stack per process over 30 s (target < 2 % of a core in total)
 	$(PY) bench/idle_cost.py
+
+bench-path: install ## bench/sample_path: the source files one evaluation's path runs through, per service (goal <= 18)
+	$(PY) bench/sample_path.py $(if $(LIST),--list)
 
 bench-llm-interference: install ## bench/llm_interference: the embedded LLM's throughput under a small background CPU load, by llama.cpp thread count
 	$(PY) bench/llm_interference.py

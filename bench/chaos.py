@@ -34,7 +34,7 @@ import sys
 import time
 from pathlib import Path
 
-from uep_common.lifecycle import TERMINAL
+from uep_common.records.lifecycle import TERMINAL
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "deploy" / "local"))
@@ -200,7 +200,7 @@ def main() -> int:
     from sqlalchemy import text
 
     import uep_stack
-    from uep_common.db.session import make_sync_engine
+    from uep_common.runtime.session import make_sync_engine
 
     stack = uep_stack.config()
     uep_stack.down(stack)

@@ -150,7 +150,7 @@ def _set_capacity(database_url: str, names: list[str], concurrency: int) -> None
     """Registry capacity of the benched models = the direct runs' concurrency (calls in flight per replica)."""
     from sqlalchemy import text
 
-    from uep_common.db.session import make_sync_engine
+    from uep_common.runtime.session import make_sync_engine
 
     engine = make_sync_engine(database_url)
     with engine.begin() as c:
@@ -189,7 +189,7 @@ def main() -> int:
     import uep_stack
     from idle_cost import wait_quiet
     from uep_common.builtin.labelled import load_breast_cancer_test, load_humaneval_retrieval
-    from uep_common.db.session import make_sync_engine
+    from uep_common.runtime.session import make_sync_engine
 
     cases = [
         (

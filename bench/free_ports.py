@@ -36,3 +36,30 @@ def wait_until_free(ports: list[int], timeout_s: float = 120.0) -> None:
 def stack_ports(cfg) -> list[int]:
     """Every port of a ``uep_stack.StackConfig`` (:meth:`uep_stack.StackConfig.ports`)."""
     return cfg.ports()
+
+
+def echo_stack_env(port_base: int, run_dir: str, database: str, redis_db: int) -> dict[str, str]:
+    """The environment of a bench's private stack serving the echo model only: its own ports
+    (``UEP_STACK_PORT_BASE``), run directory, database and Redis db on the checkout's servers, no span export and
+    warnings-only logs. Set it in ``os.environ`` before importing ``uep_stack``."""
+    from servers import PG_SERVER, REDIS_SERVER
+
+    return {
+        "UEP_STACK_PORT_BASE": str(port_base),
+        "UEP_STACK_RUN_DIR": run_dir,
+        "UEP_DATABASE_URL": f"{PG_SERVER}/{database}",
+        "UEP_REDIS_URL": f"{REDIS_SERVER}/{redis_db}",
+        "UEP_TRITON_MODELS": "bench_echo",
+        "UEP_OTEL_EXPORTER": "none",
+        "UEP_LOG_LEVEL": "WARNING",
+    }
+
+
+def start_fresh(cfg) -> None:
+    """Stop whatever runs as the stack ``cfg`` (a ``uep_stack.StackConfig``), wait until its ports are free (a
+    stack stopped just before leaves TIME_WAIT sockets), then start it."""
+    import uep_stack
+
+    uep_stack.down(cfg)
+    wait_until_free(stack_ports(cfg))
+    uep_stack.up(cfg)

@@ -56,7 +56,7 @@ def prepare_database(url: str) -> str:
     from sqlalchemy import text
 
     from uep_common.admin import create_api_key, create_database, create_tenant, migrate
-    from uep_common.db.session import make_sync_engine
+    from uep_common.runtime.session import make_sync_engine
 
     admin = make_sync_engine(f"{SERVER}/postgres")
     with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
@@ -87,7 +87,7 @@ def build_apps(settings: Any) -> tuple[Any, Any, dict[str, Any]]:
     from fastapi import FastAPI
     from fastapi.routing import APIRoute, iter_route_contexts
 
-    from uep_common.db.session import make_async_engine, make_sessionmaker
+    from uep_common.runtime.session import make_async_engine, make_sessionmaker
     from uep_gateway.access import authorize
     from uep_gateway.app import create_app
     from uep_gateway.audit import AuditMiddleware

@@ -141,7 +141,7 @@ def pipeline(gateway_url: str, database_url: str, model: str, n: int) -> tuple[f
     import httpx
     from sqlalchemy import text
 
-    from uep_common.db.session import make_sync_engine
+    from uep_common.runtime.session import make_sync_engine
 
     engine = make_sync_engine(database_url)
     try:
@@ -173,7 +173,7 @@ def _set_capacity(database_url: str, model: str, slots: int) -> None:
     """Registry capacity of ``model`` = ``slots`` calls in flight (the scheduler and inference read it per item)."""
     from sqlalchemy import text
 
-    from uep_common.db.session import make_sync_engine
+    from uep_common.runtime.session import make_sync_engine
 
     engine = make_sync_engine(database_url)
     with engine.begin() as c:
@@ -186,7 +186,7 @@ def _requests(n: int, model: BenchModel) -> list[Request]:
     the model's temperature and stop strings)."""
     from uep_common.builtin.catalog import BENCHMARKS, LOCAL_MODELS
     from uep_common.builtin.datasets import load_mmlu
-    from uep_common.prompts import render_prompt
+    from uep_common.prompting.prompts import render_prompt
 
     prompt = next(b for b in BENCHMARKS if b.slug == "mmlu").config["prompt"]
     decoding = next(m for m in LOCAL_MODELS if m.name == model.name).decoding_defaults

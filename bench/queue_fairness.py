@@ -32,7 +32,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "deploy" / "local"))
-from servers import PG_SERVER, REDIS_SERVER  # noqa: E402 - deploy/local is on the path from here
 
 MODEL = "uep-bench-echo"
 SLOTS = 2
@@ -114,28 +113,17 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the stack (finally) on kill too
     variants = [v.strip() for v in args.queue_seconds.split(",") if v.strip()]
     order = [v for r in range(args.rounds) for v in (variants if r % 2 == 0 else variants[::-1])]
-    os.environ.update(
-        {
-            "UEP_STACK_PORT_BASE": str(args.port_base),
-            "UEP_STACK_RUN_DIR": args.run_dir,
-            "UEP_DATABASE_URL": f"{PG_SERVER}/{args.database}",
-            "UEP_REDIS_URL": f"{REDIS_SERVER}/{args.redis_db}",
-            "UEP_TRITON_MODELS": "bench_echo",
-            "UEP_OTEL_EXPORTER": "none",
-            "UEP_LOG_LEVEL": "WARNING",
-        }
-    )
+    from free_ports import echo_stack_env, start_fresh
+
+    os.environ.update(echo_stack_env(args.port_base, args.run_dir, args.database, args.redis_db))
     from sqlalchemy import text
 
     import uep_stack
-    from free_ports import stack_ports, wait_until_free
     from uep_common.admin import create_api_key, create_tenant
-    from uep_common.db.session import make_sync_engine
+    from uep_common.runtime.session import make_sync_engine
 
     cfg = uep_stack.config()
-    uep_stack.down(cfg)
-    wait_until_free(stack_ports(cfg))  # a stack stopped just before leaves TIME_WAIT sockets
-    uep_stack.up(cfg)
+    start_fresh(cfg)
     engine = make_sync_engine(cfg.database_url)
     results: dict[str, list[dict[str, float]]] = {v: [] for v in variants}
     try:

@@ -41,7 +41,7 @@ def prepare(n: int) -> tuple[uuid.UUID, uuid.UUID]:
     """Fresh database with the synthetic benchmark, model and two completed evaluations; returns their ids
     (baseline, current)."""
     from uep_common.admin import create_database, migrate
-    from uep_common.db.session import make_sync_engine
+    from uep_common.runtime.session import make_sync_engine
 
     admin = make_sync_engine(f"{PG_SERVER}/postgres")
     with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
@@ -117,8 +117,8 @@ def prepare(n: int) -> tuple[uuid.UUID, uuid.UUID]:
     # stored summaries (as the reporter writes them), for the trend and the leaderboard
     import asyncio as _a
 
-    from uep_common.db.session import make_async_engine, make_sessionmaker
-    from uep_common.summary import compute_summary
+    from uep_common.analytics.summary import compute_summary
+    from uep_common.runtime.session import make_async_engine, make_sessionmaker
 
     async def summaries() -> None:
         eng = make_async_engine(URL)
@@ -168,7 +168,7 @@ async def _leaderboard(sm, evaluation_id: uuid.UUID, metric: str | None) -> int 
     """Record the evaluation's leaderboard score and load the ranked board (workstream T's module); None
     when the module is not there (hook)."""
     try:
-        from uep_common.leaderboards import load_board, record_evaluation, score_type_of
+        from uep_common.analytics.leaderboards import load_board, record_evaluation, score_type_of
     except ImportError:
         return None
     async with sm() as s, s.begin():
@@ -181,7 +181,7 @@ async def measure(evaluation_id: uuid.UUID, pdf: bool) -> dict[str, float]:
     """Build the report (and the leaderboard) of ``evaluation_id``: once timed, once more under tracemalloc
     for the peak of Python allocations (tracemalloc slows allocation-heavy code several times, so its run
     is not timed). Returns timings in seconds and memory in MiB."""
-    from uep_common.db.session import make_async_engine, make_sessionmaker
+    from uep_common.runtime.session import make_async_engine, make_sessionmaker
 
     engine = make_async_engine(URL)
     sm = make_sessionmaker(engine)
@@ -216,7 +216,7 @@ async def measure(evaluation_id: uuid.UUID, pdf: bool) -> dict[str, float]:
 
 
 def _existing() -> uuid.UUID:
-    from uep_common.db.session import make_sync_engine
+    from uep_common.runtime.session import make_sync_engine
 
     engine = make_sync_engine(URL)
     with engine.connect() as c:
@@ -255,7 +255,7 @@ def main() -> None:
             f"peak {r['leaderboard_tracemalloc_peak_mb']:.1f} MiB"
         )
     else:
-        print("leaderboard: uep_common.leaderboards not available (hook in bench/report.py:measure)")
+        print("leaderboard: uep_common.analytics.leaderboards not available (hook in bench/report.py:measure)")
     if "pdf_s" in r:
         print(f"PDF (headless Chromium, not in the target) {r['pdf_s']:.2f} s ({r['pdf_bytes'] / 1024:.0f} KiB)")
     print(f"max RSS of the process {r['max_rss_mb']:.0f} MiB")

@@ -14,7 +14,7 @@ in flight), ``--direct-items`` MMLU prompts — and prints each size's items/s a
 - RSS of each stack process with its descendants (``/proc/<pid>/status`` VmRSS; PIDs from ``<run dir>/pids``),
   at the end of the run — the broker (its JVM; the log itself is on disk) among them;
 - the broker's disk use at the end of the run (the bytes of ``<run dir>/kafka/data``: every topic's log, which
-  retention bounds, see ``uep_common.messaging.topic_spec``);
+  retention bounds, see ``uep_common.runtime.messaging.topic_spec``);
 - database bytes per item: the growth of ``pg_total_relation_size`` of each table the pipeline writes over the
   run, divided by the items;
 - retained bytes per item: after the run, the bench waits until the reporter's compaction has finished with the
@@ -63,7 +63,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "deploy" / "local"))
 sys.path.insert(0, str(ROOT / "bench"))
-from servers import PG_SERVER, REDIS_SERVER  # noqa: E402 - deploy/local is on the path from here
 
 MMLU_ITEMS = 14_042
 TABLES = ("sample_leases", "sample_results", "outbox", "spend_ledger", "evaluations", "sched_flows")
@@ -298,16 +297,12 @@ def main() -> int:
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the stack (finally) on kill too
     sizes = [int(x) for x in args.sizes.split(",") if x.strip()] + ([1_000_000] if args.million else [])
+    from free_ports import echo_stack_env, start_fresh
+
     os.environ.update(
-        {
-            "UEP_STACK_PORT_BASE": str(args.port_base),
-            "UEP_STACK_RUN_DIR": args.run_dir,
-            "UEP_DATABASE_URL": f"{PG_SERVER}/{args.database}",
-            "UEP_REDIS_URL": f"{REDIS_SERVER}/{args.redis_db}",
-            "UEP_TRITON_MODELS": "bench_echo",
+        echo_stack_env(args.port_base, args.run_dir, args.database, args.redis_db)
+        | {
             "UEP_BENCH_SERVICE_MS": str(args.service_ms),
-            "UEP_OTEL_EXPORTER": "none",
-            "UEP_LOG_LEVEL": "WARNING",
             # the work limits of the default tenant: one evaluation of the largest size may be created and queued
             "UEP_MAX_ITEMS_PER_EVALUATION": str(max(100_000, *sizes)),
             "UEP_MAX_QUEUED_ITEMS": str(max(1_000_000, 2 * max(sizes))),
@@ -321,13 +316,10 @@ def main() -> int:
     settle_s = 120 + args.compaction_grace_s + args.outbox_retain_s
     import cpu_share
     import uep_stack
-    from free_ports import stack_ports, wait_until_free
-    from uep_common.db.session import make_sync_engine
+    from uep_common.runtime.session import make_sync_engine
 
     cfg = uep_stack.config()
-    uep_stack.down(cfg)
-    wait_until_free(stack_ports(cfg))  # a stack stopped just before leaves TIME_WAIT sockets
-    uep_stack.up(cfg)
+    start_fresh(cfg)
     engine = make_sync_engine(cfg.database_url)
     results: list[SizeRun] = []
     try:

@@ -134,8 +134,8 @@ async def pass_throughput(queued: int, n_evals: int) -> tuple[float, int, float]
     """(items leased per second of pass time, passes, mean ms per pass) with the stack stopped."""
     from sqlalchemy import select, text, update
 
-    from uep_common.db.models import Benchmark, Evaluation, Model, SampleLease, Tenant
-    from uep_common.db.session import make_async_engine, make_sessionmaker
+    from uep_common.runtime.session import make_async_engine, make_sessionmaker
+    from uep_common.tables.models import Benchmark, Evaluation, Model, SampleLease, Tenant
     from uep_scheduler.allocation import allocate
     from uep_scheduler.settings import SchedulerSettings
 
@@ -206,7 +206,7 @@ def main() -> int:
     from sqlalchemy import text
 
     import uep_stack
-    from uep_common.db.session import make_sync_engine
+    from uep_common.runtime.session import make_sync_engine
 
     cfg = uep_stack.config()
     uep_stack.down(cfg)

@@ -3,8 +3,8 @@
 A synthetic evaluation (fixed seed) of a classifier with probabilities: gold labels of ``--classes`` classes
 (default 2), the model's probabilities a softmax of noisy logits, its predicted label the most probable class,
 1 % of the items without an answer. Timed (wall clock, one process, after scikit-learn's import): encoding the
-items (:func:`uep_common.set_metrics.classification_items`) and every value and interval
-(:func:`uep_common.set_metrics.classification_metrics`: accuracy, P/R/F1 per class and averaged, confusion
+items (:func:`uep_common.analytics.set_metrics.classification_items`) and every value and interval
+(:func:`uep_common.analytics.set_metrics.classification_metrics`: accuracy, P/R/F1 per class and averaged, confusion
 matrix, ROC-AUC, PR-AUC, log loss, Brier, ECE, each headline value with its bootstrap interval). Target: < 5 s
 in all. Also timed: the ranking metrics of as many queries (21 per-query values each).
 
@@ -45,7 +45,7 @@ def main() -> None:
     args = ap.parse_args()
     import sklearn.metrics  # noqa: F401  (imported once, outside the timing)
 
-    from uep_common.set_metrics import classification_items, classification_metrics, ranking_set_metrics
+    from uep_common.analytics.set_metrics import classification_items, classification_metrics, ranking_set_metrics
 
     gold, predicted, probs, names = synthetic(args.items, args.classes)
     t0 = time.perf_counter()

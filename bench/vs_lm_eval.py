@@ -409,8 +409,8 @@ async def run_uep(target: Any, items: dict[str, list[Any]], concurrency: int) ->
     from datetime import UTC, datetime, timedelta
 
     from uep_common.builtin import catalog
-    from uep_common.configs import parse_benchmark_config
-    from uep_common.events import SampleDispatched
+    from uep_common.contract.configs import parse_benchmark_config
+    from uep_common.contract.events import SampleDispatched
     from uep_inference.backends import Backends
     from uep_inference.service import generate_output
     from uep_inference.settings import InferenceSettings
@@ -613,7 +613,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the bench (see the module docstring); returns 0 when every target is met, else 1."""
     import uuid
 
-    from uep_common.events import ModelTarget
+    from uep_common.contract.events import ModelTarget
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command")

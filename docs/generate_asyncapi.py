@@ -19,8 +19,8 @@ def build() -> dict:
     from faststream.kafka import KafkaBroker
     from faststream.specification import AsyncAPI
 
-    from uep_common import events
-    from uep_common.messaging import DEAD_LETTER_TOPIC
+    from uep_common.contract import events
+    from uep_common.runtime.messaging import DEAD_LETTER_TOPIC
     from uep_inference.service import register as inference
     from uep_inference.settings import InferenceSettings
     from uep_judge.service import register as judge

@@ -29,8 +29,15 @@ TEST_ENV = {
     "UEP_STACK_RUN_DIR": str(ROOT / ".run" / os.environ.get("UEP_TEST_RUN_NAME", "test")),
     "UEP_DATABASE_URL": f"{PG_SERVER}/{TEST_DB}",
     "UEP_REDIS_URL": f"{REDIS_SERVER}/{os.environ.get('UEP_TEST_REDIS_DB', '15')}",
-    "UEP_TRITON_MODELS": os.environ.get("UEP_TEST_TRITON_MODELS", "smollm2,oracle,bench_echo,judge,judge_first,breast_cancer"),
+    "UEP_TRITON_MODELS": os.environ.get(
+        "UEP_TEST_TRITON_MODELS", "smollm2,oracle,bench_echo,judge,judge_first,breast_cancer,vllm_echo,trtllm_echo"
+    ),
     "UEP_OTEL_EXPORTER": "console",
+    # The fault tests register models that fail only after creation (a closed port, a hanging server); the
+    # creation check is tested by calling it (tests/integration/test_failures.py).
+    "UEP_MODEL_READY_CHECK": "false",
+    # the deterministic judge stand-ins are test fixtures: registered only for the test stack
+    "UEP_SEED_TEST_FIXTURES": "1",
     # Periodic retention would clean the details of older evaluations of one (benchmark, model) while later
     # tests read them; the retention tests run it through POST /v1/retention/run instead.
     "UEP_RETENTION_ENABLED": "false",
@@ -84,7 +91,7 @@ def stack(servers_running):
     import shutil
 
     import uep_stack
-    from uep_common.db.session import make_sync_engine
+    from uep_common.runtime.session import make_sync_engine
 
     cfg = uep_stack.config()
     uep_stack.down(cfg)  # leftovers of an interrupted run
@@ -104,7 +111,7 @@ def stack(servers_running):
 @pytest.fixture(scope="session")
 def db(stack):
     """Sync SQLAlchemy engine on the test database."""
-    from uep_common.db.session import make_sync_engine
+    from uep_common.runtime.session import make_sync_engine
 
     engine = make_sync_engine(stack.database_url)
     yield engine

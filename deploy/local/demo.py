@@ -2,10 +2,10 @@
 
 Starts the local stack (unless one is already running), submits evaluations of the embedded default model
 (SmolLM2-135M-Instruct served by Triton on CPU) on real MMLU, GSM8K and HumanEval items through the
-gateway, follows their progress, prints the summary table and a few answers, says where the web UI is and
+gateway (and a few GSM8K answers graded by the same embedded model as an LLM judge), follows their progress, prints the summary table and a few answers, says where the web UI is and
 how to sign in, and stops the stack it started — unless ``KEEP=1`` (``make demo KEEP=1``) asks to leave it
 up for a look around (``make down`` stops it). Sizes can be changed with ``UEP_DEMO_MMLU``,
-``UEP_DEMO_GSM8K`` and ``UEP_DEMO_HUMANEVAL``.
+``UEP_DEMO_GSM8K``, ``UEP_DEMO_HUMANEVAL`` and ``UEP_DEMO_JUDGED``.
 """
 
 from __future__ import annotations
@@ -29,8 +29,14 @@ PLAN = [
     ("mmlu", int(os.environ.get("UEP_DEMO_MMLU", 40))),
     ("gsm8k", int(os.environ.get("UEP_DEMO_GSM8K", 15))),
     ("humaneval", int(os.environ.get("UEP_DEMO_HUMANEVAL", 5))),
+    ("gsm8k-judged", int(os.environ.get("UEP_DEMO_JUDGED", 5))),
 ]
-CHANCE = {"mmlu": "25 % (4 options)", "gsm8k": "~0 %", "humaneval": "0 %"}
+CHANCE = {"mmlu": "25 % (4 options)", "gsm8k": "~0 %", "humaneval": "0 %", "gsm8k-judged": "judged"}
+JUDGE_NOTE = (
+    "gsm8k-judged is graded by the embedded SmolLM2-135M-Instruct as an LLM judge (reference-guided, integer 1-5,\n"
+    "correct = overall >= 3): its verdicts are decoded under a JSON-schema grammar, so every one parses and lies on\n"
+    "the scale, but a 135M-parameter judge is a weak one. Name a stronger registered model as judge for real use."
+)
 
 
 def _ready(url: str) -> bool:
@@ -78,28 +84,35 @@ def follow(client: httpx.Client, evaluations: dict[str, str], timeout_s: float =
 def report(client: httpx.Client, final: dict[str, dict]) -> None:
     """Print the summary table, honest notes and a few of the model's answers."""
     print(f"\nModel: {MODEL} (SmolLM2-135M-Instruct, Q4_1, Triton on CPU)\n")
-    head = f"{'benchmark':<10} {'status':<10} {'n':>4} {'correct':>7} {'accuracy':>9} {'95% Wilson CI':>17} {'errors':>6} {'p50 ms':>8} {'p90 ms':>8} {'tokens in/out':>14}  chance"
+    head = f"{'benchmark':<12} {'status':<10} {'n':>4} {'correct':>7} {'accuracy':>9} {'95% Wilson CI':>17} {'errors':>6} {'p50 ms':>8} {'p90 ms':>8} {'tokens in/out':>14}  chance"
     print(head)
     print("-" * len(head))
     for slug, body in final.items():
         s = body.get("summary") or {}
         ci = f"[{_fmt(s.get('ci_low'))}, {_fmt(s.get('ci_high'))}]" if s.get("ci_low") is not None else "—"
         print(
-            f"{slug:<10} {body['status']:<10} {s.get('n', 0):>4} {s.get('correct', 0):>7} {_fmt(s.get('accuracy')):>9} "
+            f"{slug:<12} {body['status']:<10} {s.get('n', 0):>4} {s.get('correct', 0):>7} {_fmt(s.get('accuracy')):>9} "
             f"{ci:>17} {s.get('errors', 0):>6} {_fmt(s.get('latency_ms_p50'), False):>8} {_fmt(s.get('latency_ms_p90'), False):>8} "
             f"{s.get('prompt_tokens', 0):>6}/{s.get('completion_tokens', 0):<7}  {CHANCE.get(slug, '')}"
         )
         if s.get("extraction_failure_rate") is not None:
-            print(f"{'':<10} no answer could be extracted from {_fmt(s['extraction_failure_rate']).strip()} of the replies")
+            print(f"{'':<12} no answer could be extracted from {_fmt(s['extraction_failure_rate']).strip()} of the replies")
         extra = {k: v for k, v in (s.get("metric_means") or {}).items() if k in ("strict_match", "flexible_match")}
         if extra:
             print(
-                f"{'':<10} gsm8k strict (#### answer): {_fmt(extra.get('strict_match'))}, flexible (last number): {_fmt(extra.get('flexible_match'))}"
+                f"{'':<12} gsm8k strict (#### answer): {_fmt(extra.get('strict_match'))}, flexible (last number): {_fmt(extra.get('flexible_match'))}"
             )
     print(
         "\nA 135M-parameter model is near chance on MMLU and rarely solves GSM8K or HumanEval; the intervals are "
         "wide because n is small. These numbers show the pipeline working on real data, not a good model."
     )
+    judged = final.get("gsm8k-judged")
+    if judged is not None:
+        means = (judged.get("summary") or {}).get("metric_means") or {}
+        invalid = means.get("judge_invalid")
+        print("\n" + JUDGE_NOTE)
+        if invalid is not None:
+            print(f"Judge verdicts without a valid score: {_fmt(invalid).strip()} of the items.")
     print("\nSome answers:")
     for slug, body in final.items():
         items = client.get(f"/v1/evaluations/{body['id']}/results", params={"limit": 2}).json()["items"]

@@ -138,6 +138,7 @@ def http_ok(url: str) -> bool:
     """Whether a GET of ``url`` answers 2xx within 2 s."""
     try:
         with urllib.request.urlopen(url, timeout=2) as r:
-            return 200 <= r.status < 300
+            status: int = r.status
+            return 200 <= status < 300
     except (urllib.error.URLError, OSError):
         return False

@@ -252,7 +252,7 @@ log.segment.bytes=67108864
 log.retention.check.interval.ms=30000
 """
 """A single node, broker and controller in one JVM, sized for a 2-core machine. Topics uep creates carry their
-own retention (``uep_common.messaging.topic_spec``); these are the broker's defaults for any other topic."""
+own retention (``uep_common.runtime.messaging.topic_spec``); these are the broker's defaults for any other topic."""
 
 LOG4J2_PROPERTIES = """\
 status = warn
@@ -278,7 +278,8 @@ def kafka_classpath() -> str:
 
 
 def kafka_java_options(log4j2: Path) -> list[str]:
-    """JVM options of the broker: a heap of :data:`KAFKA_HEAP`, G1 with two GC threads, the log4j2 file."""
+    """JVM options of the broker: a heap of 128 MiB growing to :data:`KAFKA_HEAP`, the serial collector (one
+    thread: the cheapest idle on two cores), no perf-data sampling, exit on out-of-memory, the log4j2 file."""
     xmx = KAFKA_HEAP
     return [
         f"-Xmx{xmx}",

@@ -1,11 +1,11 @@
-"""The cost model's arithmetic (uep_common.costs, uep_common.budget.combined_estimate), with hand-computed values."""
+"""The cost model's arithmetic (uep_common.contract.costs, uep_common.records.budget.combined_estimate), with hand-computed values."""
 
 from decimal import Decimal
 
 import pytest
 
-from uep_common.budget import combined_estimate
-from uep_common.costs import Expected, Pricing, affordable, evaluation_estimate, money, per_item_estimate
+from uep_common.contract.costs import Expected, Pricing, affordable, evaluation_estimate, money, per_item_estimate
+from uep_common.records.budget import combined_estimate
 
 D = Decimal
 

@@ -104,7 +104,7 @@ def test_status_prints_the_evaluation_without_importing_pydantic_rich_or_click(f
     )
     assert r.returncode == 0, r.stderr
     assert r.stdout == (
-        f"gsm8k × uep-oracle 1 [main] completed 6/6 errors 0\n{EID} completed: accuracy 0.667 [0.300, 0.903] n=6 errors=0\n"
+        f"gsm8k × uep-oracle 1 [main] completed 6/6 errors 0\n{EID} completed: accuracy 66.7 % [30.0–90.3] Wilson n=6 errors=0\n"
     )
     assert fake_gateway.requests == [("GET", f"/v1/evaluations/{EID}", None)]
     modules = set(r.stderr.split("MODULES ", 1)[1].split())

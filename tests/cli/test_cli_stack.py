@@ -2,7 +2,7 @@
 
 The deterministic ``uep-oracle`` model answers a built-in item correctly iff ``ordinal % 3 != 2``, so the
 first 6 GSM8K items score 4/6 = 0.6667, whose 95 % Wilson score interval is [0.29999, 0.90324]
-(``uep_common.stats.wilson_interval(4, 6)``; Wilson 1927).
+(``uep_common.analytics.stats.wilson_interval(4, 6)``; Wilson 1927).
 """
 
 from __future__ import annotations

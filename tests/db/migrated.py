@@ -19,7 +19,7 @@ def migrated_database(name: str) -> Iterator[Engine]:
     created and migrated (``uep_common.admin.migrate``); the engine is disposed on exit, the database kept
     for inspection until the next run."""
     from uep_common.admin import migrate
-    from uep_common.db.session import make_sync_engine
+    from uep_common.runtime.session import make_sync_engine
 
     admin = make_sync_engine(f"{SERVER}/postgres")
     with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as c:

@@ -1,4 +1,4 @@
-"""The artifact store's backends (uep_common.artifacts): the file directory and an S3-compatible object store
+"""The artifact store's backends (uep_common.runtime.artifacts): the file directory and an S3-compatible object store
 (moto's S3 server, a real HTTP endpoint on 127.0.0.1, reached through boto3 exactly as a production bucket is),
 and ``ArtifactStore.put`` writing the row and the object in one go on a migrated database."""
 
@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
-from uep_common.artifacts import ArtifactStore
+from uep_common.runtime.artifacts import ArtifactStore
 
 from .migrated import SERVER, migrated_database
 
@@ -60,7 +60,7 @@ def s3_env(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 def _stores(tmp_path: Path, s3_env: str) -> dict[str, ArtifactStore]:
-    from uep_common.artifacts import ArtifactStore, S3Blobs, artifact_store
+    from uep_common.runtime.artifacts import ArtifactStore, S3Blobs, artifact_store
 
     s3 = artifact_store()  # from the environment: UEP_ARTIFACT_BACKEND=s3
     assert isinstance(s3.blobs, S3Blobs) and s3.root is None
@@ -92,14 +92,14 @@ def test_s3_objects_are_under_the_prefix(tmp_path: Path, s3_env: str) -> None:
 
 
 def test_file_keys_cannot_leave_the_directory(tmp_path: Path) -> None:
-    from uep_common.artifacts import FileBlobs
+    from uep_common.runtime.artifacts import FileBlobs
 
     with pytest.raises(ValueError, match="leaves the artifact directory"):
         FileBlobs(tmp_path).read("../../etc/passwd")
 
 
 def test_s3_backend_needs_a_bucket(monkeypatch: pytest.MonkeyPatch) -> None:
-    from uep_common.artifacts import artifact_store
+    from uep_common.runtime.artifacts import artifact_store
 
     monkeypatch.setenv("UEP_ARTIFACT_BACKEND", "s3")
     monkeypatch.delenv("UEP_ARTIFACT_S3_BUCKET", raising=False)
@@ -114,9 +114,9 @@ def engine() -> Iterator[Engine]:
 
 
 def test_put_on_s3_writes_row_reference_and_object_and_retention_deletes_it(engine: Engine, tmp_path: Path, s3_env: str) -> None:
-    from uep_common.db.models import Benchmark, Evaluation, Model, Tenant
-    from uep_common.db.reports import Artifact, ArtifactRef
-    from uep_common.db.session import make_async_engine, make_sessionmaker
+    from uep_common.runtime.session import make_async_engine, make_sessionmaker
+    from uep_common.tables.models import Benchmark, Evaluation, Model, Tenant
+    from uep_common.tables.reports import Artifact, ArtifactRef
     from uep_reporter.retention_policy import delete_file
 
     with Session(engine) as s, s.begin():

@@ -1,4 +1,4 @@
-"""Column-array statements (uep_common.db.bulk) on a migrated database of their own: the reporter's result insert
+"""Column-array statements (uep_common.tables.bulk) on a migrated database of their own: the reporter's result insert
 stores what the row-per-row insert stored (SQL NULL for a missing error, JSON objects, the trigger's tenant),
 skips duplicates, and is one statement that psycopg prepares whatever the batch size; the outbox staging returns
 each event's own row id."""
@@ -29,7 +29,7 @@ def engine() -> Iterator[Engine]:
 @pytest.fixture(scope="module")
 def evaluation(engine: Engine) -> tuple[uuid.UUID, uuid.UUID, uuid.UUID, uuid.UUID, list[uuid.UUID]]:
     """``(evaluation, tenant, model, benchmark, sample ids)`` of a running 200-item evaluation."""
-    from uep_common.db.models import Benchmark, Evaluation, Model, Sample, Tenant
+    from uep_common.tables.models import Benchmark, Evaluation, Model, Sample, Tenant
 
     with Session(engine) as s, s.begin():
         tenant = Tenant(slug="bulk-t", name="T")
@@ -44,8 +44,8 @@ def evaluation(engine: Engine) -> tuple[uuid.UUID, uuid.UUID, uuid.UUID, uuid.UU
         return ev.id, tenant.id, model.id, bench.id, [x.id for x in samples]
 
 
-def _score(ids, ordinal: int, **fields):  # type: ignore[no-untyped-def]
-    from uep_common.events import ScoreComputed
+def _score(ids, ordinal: int, **fields):
+    from uep_common.contract.events import ScoreComputed
 
     ev, tenant, model, bench, samples = ids
     values = {"metric_name": "exact_match", "metric_version": "1", "is_correct": True, "score": 1.0, "output": "A"}
@@ -54,9 +54,9 @@ def _score(ids, ordinal: int, **fields):  # type: ignore[no-untyped-def]
     )
 
 
-def test_result_insert_stores_each_row_once_with_nulls_and_json(engine: Engine, evaluation) -> None:  # type: ignore[no-untyped-def]
-    from uep_common.db.session import make_async_engine, make_sessionmaker
-    from uep_common.events import ErrorInfo, Prediction
+def test_result_insert_stores_each_row_once_with_nulls_and_json(engine: Engine, evaluation) -> None:
+    from uep_common.contract.events import ErrorInfo, Prediction
+    from uep_common.runtime.session import make_async_engine, make_sessionmaker
     from uep_reporter.results import store_scores
 
     ok = _score(evaluation, 0, metrics={"extracted_letter": "A"})
@@ -70,7 +70,7 @@ def test_result_insert_stores_each_row_once_with_nulls_and_json(engine: Engine, 
         prediction=Prediction(label="spam", probabilities={"spam": 0.75, "ham": 0.25}),
     )
 
-    async def store() -> list:  # type: ignore[type-arg]
+    async def store() -> list:
         eng = make_async_engine(f"{SERVER}/{DB_NAME}")
         try:
             async with make_sessionmaker(eng)() as s, s.begin():
@@ -107,8 +107,8 @@ def test_result_insert_stores_each_row_once_with_nulls_and_json(engine: Engine, 
     assert asyncio.run(store()) == []
 
 
-def test_one_prepared_statement_for_every_batch_size(engine: Engine, evaluation) -> None:  # type: ignore[no-untyped-def]
-    from uep_common.db.session import make_async_engine, make_sessionmaker
+def test_one_prepared_statement_for_every_batch_size(engine: Engine, evaluation) -> None:
+    from uep_common.runtime.session import make_async_engine, make_sessionmaker
     from uep_reporter.results import store_scores
 
     sizes = [1, 7, 30, 2, 50, 11, 3]  # psycopg prepares a statement on its 6th run (prepare_threshold 5)
@@ -137,13 +137,13 @@ def test_one_prepared_statement_for_every_batch_size(engine: Engine, evaluation)
         ).scalar() == 2 + sum(sizes)
 
 
-def test_outbox_staging_returns_each_events_own_row(engine: Engine, evaluation) -> None:  # type: ignore[no-untyped-def]
-    from uep_common.db.session import make_async_engine, make_sessionmaker
-    from uep_common.outbox import stage_in_outbox
+def test_outbox_staging_returns_each_events_own_row(engine: Engine, evaluation) -> None:
+    from uep_common.runtime.outbox import stage_in_outbox
+    from uep_common.runtime.session import make_async_engine, make_sessionmaker
 
     events = [_score(evaluation, i, metric_name=f"m{i}") for i in range(40)]
 
-    async def stage():  # type: ignore[no-untyped-def]
+    async def stage():
         eng = make_async_engine(f"{SERVER}/{DB_NAME}")
         try:
             async with make_sessionmaker(eng)() as s, s.begin():

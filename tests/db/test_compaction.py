@@ -1,4 +1,4 @@
-"""Compaction of ended evaluations (uep_reporter.compaction, uep_common.ledger_compaction) on a migrated database of
+"""Compaction of ended evaluations (uep_reporter.compaction, uep_common.records.ledger_compaction) on a migrated database of
 its own: which leases go and which stay, the ledger's aggregate rows keep every reader's sums, a late duplicate
 score settles nothing while a kept item still settles, a retry still works, a second round changes nothing, and
 nothing is touched before the grace period."""
@@ -34,7 +34,7 @@ def engine() -> Iterator[Engine]:
 
 def _run(work: Callable[[Any], Awaitable[T]]) -> T:
     """Run ``work(sessionmaker)`` on an async engine of the test database."""
-    from uep_common.db.session import make_async_engine, make_sessionmaker
+    from uep_common.runtime.session import make_async_engine, make_sessionmaker
 
     async def main() -> T:
         aengine = make_async_engine(f"{SERVER}/{DB_NAME}")
@@ -67,8 +67,8 @@ def _world(engine: Engine, tag: str) -> World:
     ago; s0 scored twice, attempts 1 and 2), s3 with an error result, s4 in flight with no result. Its ledger: two
     reserve rows on two days, a settle row per scored attempt (two days, tokens partly NULL, money to 10
     decimals), two judge charges (one without a model)."""
-    from uep_common.db.budgets import BudgetAccount, SpendEntry
-    from uep_common.db.models import Benchmark, Evaluation, Model, Sample, SampleLease, SampleResult, Tenant
+    from uep_common.tables.budgets import BudgetAccount, SpendEntry
+    from uep_common.tables.models import Benchmark, Evaluation, Model, Sample, SampleLease, SampleResult, Tenant
 
     now = datetime.now(UTC)
     hour_ago, minute_ago, seconds_ago = now - timedelta(hours=1), now - timedelta(minutes=1), now - timedelta(seconds=5)
@@ -251,8 +251,8 @@ def _ledger_sums(engine: Engine, w: World) -> dict[tuple[Any, ...], tuple[Any, .
 def _readers(w: World) -> dict[str, Any]:
     """What every reader of the ledger answers for the world: the budget's spend so far today, ``GET /v1/spend``
     (each grouping, with and without filters) and the reports' cost per role of each evaluation."""
-    from uep_common import budget
-    from uep_common.db.models import Tenant
+    from uep_common.records import budget
+    from uep_common.tables.models import Tenant
     from uep_gateway.api.budgets import spend
     from uep_gateway.auth import Principal
     from uep_reporter.analysis import cost_by_role
@@ -396,9 +396,9 @@ def test_small_batches_fold_again_into_one_aggregate_per_group(engine: Engine) -
 
 
 def test_late_duplicate_settles_nothing_and_kept_items_still_settle_and_retry(engine: Engine) -> None:
-    from uep_common import budget
-    from uep_common.db.lifecycle import retry_evaluation
-    from uep_common.events import ErrorInfo, ScoreComputed
+    from uep_common.contract.events import ErrorInfo, ScoreComputed
+    from uep_common.records import settlement
+    from uep_common.records.reruns import retry_evaluation
 
     w = _world(engine, "late")
     _round()
@@ -433,7 +433,7 @@ def test_late_duplicate_settles_nothing_and_kept_items_still_settle_and_retry(en
 
     async def settle(sm: Any, scores: list[ScoreComputed]) -> None:
         async with sm() as session, session.begin():
-            await budget.settle_scores(session, scores)
+            await settlement.settle_scores(session, scores)
 
     # redelivered scores of aggregated items (s1 attempt 1; s0 attempt 2): dropped by the trigger
     _run(lambda sm: settle(sm, [score(1, 1), score(0, 2)]))
@@ -467,7 +467,7 @@ def test_late_duplicate_settles_nothing_and_kept_items_still_settle_and_retry(en
 
 
 def test_bounds_are_checked() -> None:
-    from uep_common.ledger_compaction import fold
+    from uep_common.records.ledger_compaction import fold
     from uep_reporter.compaction import compact_batch, run_round
 
     with pytest.raises(ValueError, match="grace_s"):
@@ -483,7 +483,7 @@ def test_bounds_are_checked() -> None:
 def test_aggregates_split_where_a_sum_would_overflow() -> None:
     from types import SimpleNamespace
 
-    from uep_common.ledger_compaction import INT_MAX, aggregate
+    from uep_common.records.ledger_compaction import INT_MAX, aggregate
 
     key = {"tenant_id": uuid.uuid4(), "model_id": None, "role": "inference", "kind": "settle", "day": date(2026, 1, 1)}
     row = SimpleNamespace(

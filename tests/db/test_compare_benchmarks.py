@@ -29,7 +29,7 @@ def _world(engine: Engine) -> dict[str, uuid.UUID]:
     """One tenant and model; benchmark ``qa`` in two versions and benchmark ``other``, each with samples
     ``s0``–``s3``; one completed evaluation of each with results: on qa v1 items 0–3 correct; on qa v2 items
     0,1 correct and 2,3 wrong; on other all correct."""
-    from uep_common.db.models import Benchmark, Evaluation, Model, Sample, SampleResult, Tenant
+    from uep_common.tables.models import Benchmark, Evaluation, Model, Sample, SampleResult, Tenant
 
     ids: dict[str, uuid.UUID] = {}
     with Session(engine) as s, s.begin():
@@ -76,8 +76,8 @@ def _world(engine: Engine) -> dict[str, uuid.UUID]:
 
 
 async def _call(engine: Engine, tenant_id: uuid.UUID, route, *args, **kwargs):
-    from uep_common.db.models import Tenant
-    from uep_common.db.session import make_async_engine, make_sessionmaker
+    from uep_common.runtime.session import make_async_engine, make_sessionmaker
+    from uep_common.tables.models import Tenant
     from uep_gateway.auth import Principal
     from uep_gateway.tenancy import scoped_session
 
@@ -96,12 +96,13 @@ async def _call(engine: Engine, tenant_id: uuid.UUID, route, *args, **kwargs):
 
 def test_a_baseline_of_another_benchmark_is_refused_naming_the_baseline(engine: Engine) -> None:
     from uep_gateway.api.reports import compare_with_baseline
+    from uep_gateway.error_responses import status_of
     from uep_gateway.errors import FieldError
 
     ids = _world(engine)
     with pytest.raises(FieldError) as info:
         asyncio.run(_call(engine, ids["tenant"], compare_with_baseline, ids["v1"], baseline=ids["other"], limit=10))
-    assert info.value.status_code == 422
+    assert status_of(info.value) == 422
     [problem] = info.value.detail
     assert problem["loc"] == ["query", "baseline"] and problem["type"] == "other_benchmark"
     assert "other-" in problem["msg"] and "qa-" in problem["msg"]
@@ -125,6 +126,7 @@ def test_a_report_with_a_baseline_of_another_benchmark_is_refused(engine: Engine
     from starlette.responses import Response
 
     from uep_gateway.api.reports import ReportRequest, request_report
+    from uep_gateway.error_responses import status_of
     from uep_gateway.errors import FieldError
 
     ids = _world(engine)
@@ -141,14 +143,14 @@ def test_a_report_with_a_baseline_of_another_benchmark_is_refused(engine: Engine
                 body=ReportRequest(baseline=ids["other"]),
             )
         )
-    assert info.value.status_code == 422
+    assert status_of(info.value) == 422
     assert info.value.detail[0]["loc"] == ["body", "baseline"] and info.value.detail[0]["type"] == "other_benchmark"
 
 
 def test_compare_itself_refuses_other_benchmarks(engine: Engine) -> None:
     # the library function every caller (gateway, reporter, experiment views) goes through
-    from uep_common.comparison import NotComparableError, compare
-    from uep_common.db.session import make_async_engine, make_sessionmaker
+    from uep_common.analytics.comparison import NotComparableError, compare
+    from uep_common.runtime.session import make_async_engine, make_sessionmaker
 
     ids = _world(engine)
 

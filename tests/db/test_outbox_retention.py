@@ -1,4 +1,4 @@
-"""Outbox retention (uep_common.outbox_retention) on a migrated database of its own: which published rows are
+"""Outbox retention (uep_common.runtime.outbox_retention) on a migrated database of its own: which published rows are
 deleted, which are kept (unpublished rows, recent ones, the dispatch row of an item whose lease is open)."""
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ def _dispatched(ev: uuid.UUID, tenant: uuid.UUID, sample: uuid.UUID, repeat: int
 
 
 def test_prune_deletes_old_published_rows_and_keeps_what_is_needed(engine: Engine) -> None:
-    from uep_common.db.models import Benchmark, Evaluation, Model, OutboxMessage, Sample, SampleLease, Tenant
-    from uep_common.db.session import make_async_engine, make_sessionmaker
-    from uep_common.events import Topics
-    from uep_common.outbox_retention import prune_published
+    from uep_common.contract.events import Topics
+    from uep_common.runtime.outbox_retention import prune_published
+    from uep_common.runtime.session import make_async_engine, make_sessionmaker
+    from uep_common.tables.models import Benchmark, Evaluation, Model, OutboxMessage, Sample, SampleLease, Tenant
 
     now = datetime.now(UTC)
     hour_ago, just_now = now - timedelta(hours=1), now - timedelta(seconds=5)
@@ -89,7 +89,7 @@ def test_prune_deletes_old_published_rows_and_keeps_what_is_needed(engine: Engin
 
 
 def test_prune_rejects_bad_bounds() -> None:
-    from uep_common.outbox_retention import prune_published
+    from uep_common.runtime.outbox_retention import prune_published
 
     with pytest.raises(ValueError, match="retain_s"):
         asyncio.run(prune_published(None, retain_s=-1))  # type: ignore[arg-type]

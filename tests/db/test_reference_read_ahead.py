@@ -27,8 +27,8 @@ def engine() -> Iterator[Engine]:
 
 
 def test_a_miss_reads_ahead_by_ordinal_and_each_sample_gets_its_own_reference(engine: Engine) -> None:
-    from uep_common.db.models import Benchmark, Sample
-    from uep_common.db.session import make_async_engine, make_sessionmaker
+    from uep_common.runtime.session import make_async_engine, make_sessionmaker
+    from uep_common.tables.models import Benchmark, Sample
     from uep_scorer.references import READ_AHEAD, ReferenceStore
 
     n = READ_AHEAD + 44  # two windows: the second miss is the first sample past the first window

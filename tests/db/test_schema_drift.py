@@ -3,7 +3,7 @@
 Two checks, each on databases of its own (no stack):
 
 * Alembic's ``compare_metadata`` (what ``alembic revision --autogenerate`` would write) between the
-  migrated database and the metadata of every table module (``uep_common.db.tables``) must find nothing:
+  migrated database and the metadata of every table module (``uep_common.tables.tables``) must find nothing:
   no table, column, type, nullability, index, unique constraint or foreign key on one side only.
 * Autogenerate does not compare an index's ``WHERE`` clause nor check constraints, so the indexes and
   constraints of the migrated database are also compared with those of a database made by
@@ -53,7 +53,7 @@ WHERE n.nspname = 'public'
 
 def _fresh_database(name: str) -> str:
     """Drop and create database ``name``; returns its URL."""
-    from uep_common.db.session import make_sync_engine
+    from uep_common.runtime.session import make_sync_engine
 
     admin = make_sync_engine(f"{SERVER}/postgres")
     with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
@@ -67,7 +67,7 @@ def _fresh_database(name: str) -> str:
 def migrated() -> Iterator[Engine]:
     """A fresh database upgraded to the head revision by ``uep-admin migrate``'s function."""
     from uep_common.admin import migrate
-    from uep_common.db.session import make_sync_engine
+    from uep_common.runtime.session import make_sync_engine
 
     url = _fresh_database(MIGRATED_DB)
     migrate(url)
@@ -79,8 +79,8 @@ def migrated() -> Iterator[Engine]:
 @pytest.fixture(scope="module")
 def from_models() -> Iterator[Engine]:
     """A fresh database made from the models alone (``metadata.create_all``)."""
-    from uep_common.db.session import make_sync_engine
-    from uep_common.db.tables import metadata
+    from uep_common.runtime.session import make_sync_engine
+    from uep_common.tables.tables import metadata
 
     engine = make_sync_engine(_fresh_database(MODELS_DB))
     metadata.create_all(engine)
@@ -106,7 +106,7 @@ def test_sorted_arrays_ignores_only_the_order_of_an_in_list() -> None:
 
 
 def test_autogenerate_finds_no_difference(migrated: Engine) -> None:
-    from uep_common.db.tables import metadata
+    from uep_common.tables.tables import metadata
 
     with migrated.connect() as conn:
         context = MigrationContext.configure(conn, opts={"compare_type": True, "compare_server_default": False})

@@ -53,7 +53,7 @@ class TestOnPostgres:
 
     @staticmethod
     def _round(mode: str) -> list[Due]:
-        from uep_common.db.session import make_async_engine
+        from uep_common.runtime.session import make_async_engine
 
         async def main() -> list[Due]:
             aengine = make_async_engine(f"{SERVER}/{DB_NAME}")

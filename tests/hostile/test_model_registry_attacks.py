@@ -27,7 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from identity.principals import SITE
 from integration.helpers import tenant_headers, wait_done
-from uep_common.model_registry import decrypt_api_key
+from uep_common.registry.model_registry import decrypt_api_key
 
 GZIP_BOMB = gzip.compress(b"\0" * (64 * 1024 * 1024), 9)  # 64 MiB of zeros in ~64 KiB
 
@@ -86,7 +86,7 @@ class Hostile(BaseHTTPRequestHandler):
             elif served == "deep":  # JSON nested past any recursion limit
                 self._send(200, b"[" * 200_000 + b"]" * 200_000)
             elif served == "redirect":
-                self._send(302, b"", Location=f"http://127.0.0.1:{self.server.server_port}/v2/models/target")
+                self._send(302, b"", Location=f"http://127.0.0.1:{self.server.server_port}/v2/models/target")  # type: ignore[attr-defined]
             elif served.startswith("shape"):  # a model whose metadata or config is malformed
                 bad = {
                     "shape-unicode": (["²"], None),
@@ -234,8 +234,8 @@ def test_a_private_model_evaluated_by_its_owner_shows_nowhere_for_others(stack, 
 
     # site-wide boards (the gateway setting leaderboards_site_wide): every tenant's entries of the models the
     # reader may see, so A's shared model is on B's board and A's private one is not, nor in the history
-    from uep_common import leaderboards as lb
-    from uep_common.db.session import make_async_engine
+    from uep_common.analytics import leaderboards as lb
+    from uep_common.runtime.session import make_async_engine
 
     with db.connect() as c:
         b_id = c.execute(text("SELECT id FROM tenants WHERE slug = :s"), {"s": t["b"]["slug"]}).scalar_one()
@@ -314,7 +314,19 @@ def test_a_judge_is_the_evaluating_tenants_model_of_that_name(gateway, t, triton
     assert register(gateway, a, {"name": name, "endpoint": triton, "triton_model_name": "uep_judge"}).status_code == 201
     r = register(gateway, t["b"]["builder"], {"name": name, "endpoint": triton, "triton_model_name": "uep_oracle"})
     assert r.status_code == 201, r.text
-    body = {"benchmark": "gsm8k-judged", "model": "uep-oracle", "sample_limit": 2, "judge": {"judges": [name], "max_retries": 0}}
+    # the stand-in judge answers on a 0-10 scale (gsm8k-judged's own 1-5 scale is for the embedded LLM judge)
+    scale = {
+        "dimensions": [{"name": "accuracy", "min": 0, "max": 10}],
+        "overall_min": 0,
+        "overall_max": 10,
+        "overall_integer": False,
+    }
+    body = {
+        "benchmark": "gsm8k-judged",
+        "model": "uep-oracle",
+        "sample_limit": 2,
+        "judge": {"judges": [name], "max_retries": 0, **scale},
+    }
     ev = gateway.post("/v1/evaluations", json=body, headers=a)
     assert ev.status_code == 202, ev.text
     done = wait_done(gateway, ev.json()["id"], headers=a, timeout_s=180)
@@ -494,7 +506,15 @@ def test_api_key_ref_names_only_model_key_variables(gateway, ref, status):
         ("http://224.0.0.1:8000", "blocked_address"),
         ("grpc://169.254.169.254:8001", "blocked_address"),
         ("169.254.169.254:8001", "blocked_address"),
-        ("http://no-such-host.invalid:8000", "unresolvable_host"),
+        ("http://no-such-host.invalid:8000", "unreachable"),  # the answer of every endpoint not reached
+        # loopback and private networks only where the site's allowlist names them (the test stack: loopback)
+        ("http://10.11.12.13:8000", "egress_refused"),
+        ("http://192.168.1.1:8000", "egress_refused"),
+        ("http://172.16.0.1:8000", "egress_refused"),
+        ("http://100.64.0.1:8000", "egress_refused"),  # shared address space (carrier-grade NAT)
+        ("http://[fd12:3456::1]:8000", "egress_refused"),  # IPv6 unique-local
+        ("http://[::ffff:10.0.0.1]:8000", "egress_refused"),  # IPv4-mapped private
+        ("grpc://10.0.0.1:8001", "egress_refused"),
         ("file:///etc/passwd", "bad_scheme"),
         ("gopher://127.0.0.1:70/_x", "bad_scheme"),
         ("ftp://127.0.0.1/x", "bad_scheme"),
@@ -519,6 +539,49 @@ def test_refused_endpoints_are_a_422_naming_endpoint(gateway, t, endpoint, kind)
     assert register(gateway, t["a"]["admin"], {"name": name, "endpoint": "grpc://127.0.0.1:1"}, probe="false").status_code == 201
     r = gateway.patch(f"/v1/models/{name}@1", json={"endpoint": endpoint}, headers=t["a"]["admin"], params={"probe": "false"})
     assert (r.status_code, first(r)["loc"], first(r)["type"]) == (422, ["body", "endpoint"], kind), r.text
+
+
+def test_every_unreachable_endpoint_gets_one_answer(gateway, t, stack):
+    """A closed port, a port that speaks another protocol and a port that accepts and says nothing get the same
+    answer (only the endpoint itself differs), so the probe is no port scanner."""
+    import socket
+
+    silent = socket.socket()  # accepts connections (the kernel's backlog) and never answers
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    garbage = socket.socket()  # answers anything with bytes that are not HTTP
+    garbage.bind(("127.0.0.1", 0))
+    garbage.listen(8)
+
+    def serve_garbage() -> None:
+        while True:
+            try:
+                conn, _ = garbage.accept()
+            except OSError:
+                return
+            conn.sendall(b"\x00\x01 not http at all\r\n\r\n")
+            conn.close()
+
+    threading.Thread(target=serve_garbage, daemon=True).start()
+    ports = {
+        "closed": 9,
+        "postgres": int(stack.database_url.rsplit(":", 1)[1].split("/", 1)[0]),
+        "kafka": stack.broker_port,
+        "garbage": garbage.getsockname()[1],
+        "silent": silent.getsockname()[1],
+    }
+    answers = {}
+    try:
+        for what, port in ports.items():
+            endpoint = f"http://127.0.0.1:{port}"
+            r = register(gateway, t["a"]["builder"], {"name": unique("scan"), "endpoint": endpoint})
+            assert r.status_code == 422, (what, r.text)
+            answers[what] = {k: str(v).replace(endpoint, "<endpoint>") for k, v in first(r).items() if k != "ctx"}
+    finally:
+        silent.close()
+        garbage.close()
+    assert all(a == answers["closed"] for a in answers.values()), answers
+    assert answers["closed"]["type"] == "unreachable" and answers["closed"]["loc"] == "['body', 'endpoint']"
 
 
 @pytest.mark.parametrize(
@@ -759,7 +822,7 @@ def test_concurrent_registrations_of_one_name_and_version(stack, t, db):
     ],
 )
 def test_addresses_that_carry_a_metadata_address_are_blocked(address, blocked):
-    from uep_common.model_registry import _blocked
+    from uep_common.registry.model_registry import _blocked
 
     assert _blocked(address) is blocked
 
@@ -777,14 +840,14 @@ def test_addresses_that_carry_a_metadata_address_are_blocked(address, blocked):
     ],
 )
 def test_malformed_model_metadata_is_a_list_of_problems(metadata, config):
-    from uep_common.model_contracts import check_metadata
+    from uep_common.contract.model_contracts import check_metadata
 
     problems = check_metadata("generation", "uep", {}, metadata, config)
     assert problems and all(isinstance(p, str) and p.startswith("tensor '") for p in problems), problems
 
 
 def test_a_one_digit_shape_still_matches():
-    from uep_common.model_contracts import check_metadata
+    from uep_common.contract.model_contracts import check_metadata
 
     names = [("text_input", "BYTES"), ("max_tokens", "INT32"), ("temperature", "FP32"), ("stop", "BYTES"), ("chat", "INT32")]
     outs = [("text_output", "BYTES"), ("prompt_tokens", "INT32"), ("completion_tokens", "INT32")]
@@ -798,8 +861,8 @@ def test_a_one_digit_shape_still_matches():
 def test_a_tenant_owns_a_bounded_number_of_models(stack, gateway, db):
     from sqlalchemy.orm import Session
 
-    from uep_common.db.models import Model
-    from uep_common.model_registry import MAX_TENANT_MODELS, ModelCreate, registration_values
+    from uep_common.registry.model_registry import MAX_TENANT_MODELS, ModelCreate, registration_values
+    from uep_common.tables.models import Model
 
     slug = unique("atk-many")
     h = tenant_headers(stack, slug, "admin")

@@ -50,12 +50,14 @@ def new_password() -> str:
 
 
 def new_user(gateway: httpx.Client, tenant: str, role: str, prefix: str = "u") -> tuple[str, str, str]:
-    """Create a user and make it a member of ``tenant`` with ``role`` (``POST /v1/members``); returns
-    (username, password, user id)."""
+    """Create a user and make it a member of ``tenant`` with ``role`` (``POST /v1/members``, the site admin
+    acting as one); returns (username, password, user id)."""
     username = f"{prefix}-{uuid.uuid4().hex[:10]}"
     password = new_password()
     r = gateway.post(
-        "/v1/members", json={"username": username, "role": role, "password": password}, headers={"X-UEP-Tenant": tenant}
+        "/v1/members",
+        json={"username": username, "role": role, "password": password},
+        headers={"X-UEP-Tenant": tenant, **SITE},
     )
     assert r.status_code == 201, r.text
     assert r.json()["user_created"] is True and r.json()["role"] == role
@@ -93,6 +95,10 @@ class Session:
         if csrf:
             out["X-CSRF-Token"] = self.csrf
         return out
+
+    def post(self, url: str, **kw: object) -> httpx.Response:
+        """A POST with the session cookie and the CSRF token."""
+        return self.client.post(url, headers=self.headers(), **kw)  # type: ignore[arg-type]
 
     def get(self, url: str, **kw: object) -> httpx.Response:
         """A GET with the session cookie."""

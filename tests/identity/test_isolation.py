@@ -155,7 +155,16 @@ def _build_world(stack, db) -> World:
             {"u": user_id, "t": tenant_a},
         )
         params["user_id"] = str(user_id)
-    made += ["api key", "member"]
+        invitation_id = uuid.uuid4()
+        c.execute(
+            text(
+                "INSERT INTO member_invitations (id, tenant_id, username, role, invited_by, expires_at) "
+                "VALUES (:i, :t, :u, 'viewer', 'isolation test', now() + interval '1 day')"
+            ),
+            {"i": invitation_id, "t": tenant_a, "u": f"iso-invited-{suffix}"},
+        )
+        params["invitation_id"] = str(invitation_id)
+    made += ["api key", "member", "invitation"]
 
     client = httpx.Client(base_url=stack.gateway_url, timeout=30, headers={"Authorization": f"Bearer {keys[a]['admin']}"})
     with client:

@@ -373,8 +373,11 @@ def test_a_key_cannot_change_a_password(client, gateway, tenant):
 def test_a_member_of_two_tenants_picks_one_by_header(client, gateway, tenant):
     other = new_tenant(gateway, "second")
     username, password, _ = new_user(gateway, tenant, "viewer", "multi")
-    r = gateway.post("/v1/members", json={"username": username, "role": "builder"}, headers={"X-UEP-Tenant": other})
-    assert r.status_code == 201 and r.json()["user_created"] is False
+    r = gateway.post("/v1/invitations", json={"username": username, "role": "builder"}, headers={"X-UEP-Tenant": other})
+    assert r.status_code == 202, r.text
+    s = Session(client.base_url, username, password)
+    assert s.post(f"/v1/auth/invitations/{r.json()['id']}/accept").json()["slug"] == other
+    s.close()
     s = Session(client.base_url, username, password)
     assert [t["slug"] for t in s.login.json()["tenants"]] == [tenant, other]
     assert s.get(ME).json()["tenant"]["slug"] == tenant  # the oldest membership

@@ -2,7 +2,7 @@
 
 A freshly migrated database gets two tenants, each with an evaluation, a result and an annotation task, a
 private benchmark of tenant A and a shared one of tenant B. Then, as the gateway's request role
-(``uep_tenant_scoped`` with ``uep.tenant_id`` set by :func:`uep_common.db.rls.scope_statement`), tenant A
+(``uep_tenant_scoped`` with ``uep.tenant_id`` set by :func:`uep_common.tables.rls.scope_statement`), tenant A
 must see none of B's rows in any tenant-owned table, must not be able to write a row that points at B's
 evaluation, and sees exactly the catalogue it is entitled to.
 """
@@ -18,9 +18,9 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from servers import PG_SERVER
-from uep_common.db import rls
-from uep_common.db.annotation import AnnotationTask
-from uep_common.db.models import Benchmark, Evaluation, Model, Sample, SampleResult, Tenant
+from uep_common.tables import rls
+from uep_common.tables.annotation import AnnotationTask
+from uep_common.tables.models import Benchmark, Evaluation, Model, Sample, SampleResult, Tenant
 
 pytestmark = pytest.mark.db
 DB_NAME = os.environ.get("UEP_TEST_RLS_DB", "uep_rls_test")
@@ -32,7 +32,7 @@ SCHEDULER_INTERNAL = {"sched_tenants", "sched_flows"}
 @pytest.fixture(scope="module")
 def engine():
     from uep_common.admin import migrate
-    from uep_common.db.session import make_sync_engine
+    from uep_common.runtime.session import make_sync_engine
 
     admin = make_sync_engine(f"{PG_SERVER}/postgres")
     with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as c:

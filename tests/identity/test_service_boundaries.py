@@ -14,7 +14,7 @@ from sqlalchemy import text
 
 from integration.helpers import submit, wait_done
 from uep_common.admin import create_tenant
-from uep_common.events import ReportRequested
+from uep_common.contract.events import ReportRequested
 
 
 def test_internal_generate_refuses_callers_without_the_service_credential(stack):

@@ -24,13 +24,13 @@ CLIENT_LIMIT = 25
 
 @pytest.fixture(scope="module")
 async def app(stack) -> AsyncIterator[object]:
-    from uep_common.db.session import make_async_engine, make_sessionmaker
+    from uep_common.runtime.session import make_async_engine, make_sessionmaker
     from uep_gateway.app import create_app
     from uep_gateway.auth import AuthCache
     from uep_gateway.ratelimit import RateLimiter
     from uep_gateway.settings import GatewaySettings
 
-    defaults = GatewaySettings.model_fields["rate_limits"].default_factory()  # type: ignore[misc]
+    defaults = GatewaySettings.model_fields["rate_limits"].default_factory()  # type: ignore[call-arg,misc]
     settings = GatewaySettings(
         database_url=stack.database_url,
         redis_url=stack.redis_url,

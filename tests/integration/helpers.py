@@ -29,7 +29,7 @@ def fresh_database(stack, name: str) -> str:
     from sqlalchemy import text
 
     from uep_common.admin import create_database, migrate
-    from uep_common.db.session import make_sync_engine
+    from uep_common.runtime.session import make_sync_engine
 
     server = stack.database_url.rsplit("/", 1)[0]
     engine = make_sync_engine(f"{server}/postgres")
@@ -48,7 +48,7 @@ def tenant_headers(stack, slug: str, role: str = "admin", **limits) -> dict[str,
     from sqlalchemy import text
 
     from uep_common.admin import create_api_key, create_tenant
-    from uep_common.db.session import make_sync_engine
+    from uep_common.runtime.session import make_sync_engine
 
     create_tenant(stack.database_url, slug)
     if limits:

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import text
 
-from uep_common.db.identity import hash_token, new_session_token
+from uep_common.tables.identity import hash_token, new_session_token
 
 
 def signed_in(db, tenant: str, role: str, username: str | None = None) -> dict:

@@ -1,5 +1,5 @@
 """Capacity too small to pair: an A/B experiment whose two arms share a model that serves one call at a time
-(``models.max_in_flight`` = 1) finishes, its arms taking turns (``uep_scheduler.allocation.arm_packet``).
+(``models.max_in_flight`` = 1) finishes, its arms taking turns (``uep_scheduler.flows.arm_packet``).
 
 The model is the stack's oracle registered a second time with capacity 1. The oracle answers the item with
 ordinal i correctly iff ``i % 3 != 2`` (deploy/model-server/.../oracle.py), whatever the template around it:

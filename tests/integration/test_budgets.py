@@ -20,7 +20,7 @@ import pytest
 from sqlalchemy import text
 
 from uep_common.admin import create_api_key, create_tenant
-from uep_common.lifecycle import TERMINAL
+from uep_common.records.lifecycle import TERMINAL
 
 from .helpers import all_results, register_model
 
@@ -267,8 +267,8 @@ def test_spend_groupings_and_judge_charges(gateway, db, stack, priced_model, key
     charged here with a 0.5-per-call judge model adds 0.50 judge spend to the second evaluation."""
     from sqlalchemy.ext.asyncio import async_sessionmaker
 
-    from uep_common import budget
-    from uep_common.db.session import make_async_engine
+    from uep_common.records import settlement
+    from uep_common.runtime.session import make_async_engine
 
     hdr = bearer(keys["budget-d"]["viewer"])
     by_eval = gateway.get("/v1/spend", params={"group_by": "evaluation"}, headers=hdr).json()
@@ -289,7 +289,7 @@ def test_spend_groupings_and_judge_charges(gateway, db, stack, priced_model, key
     async def charge():
         engine = make_async_engine(stack.database_url)
         async with async_sessionmaker(engine)() as s, s.begin():
-            await budget.charge(s, uuid.UUID(target), "judge", 100, 20, 12.0, judge_id)
+            await settlement.charge(s, uuid.UUID(target), "judge", 100, 20, 12.0, judge_id)
         await engine.dispose()
 
     asyncio.run(charge())
@@ -330,9 +330,9 @@ def test_redelivered_score_never_settles_twice(gateway, db, stack, priced_model,
     item (a re-dispatch after an expired lease: a real second model call) adds its cost but releases nothing."""
     from sqlalchemy.ext.asyncio import async_sessionmaker
 
-    from uep_common import budget
-    from uep_common.db.session import make_async_engine
-    from uep_common.events import ScoreComputed
+    from uep_common.contract.events import ScoreComputed
+    from uep_common.records import settlement
+    from uep_common.runtime.session import make_async_engine
 
     hdr = bearer(keys["budget-a"]["builder"])
     r = gateway.post(
@@ -366,7 +366,7 @@ def test_redelivered_score_never_settles_twice(gateway, db, stack, priced_model,
     async def settle(events):
         engine = make_async_engine(stack.database_url)
         async with async_sessionmaker(engine)() as s, s.begin():
-            await budget.settle_scores(s, events)
+            await settlement.settle_scores(s, events)
         await engine.dispose()
 
     def account():

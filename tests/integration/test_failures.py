@@ -1,39 +1,68 @@
-"""Failures are reported per item, never dropped: an unreachable model yields OutputGenerated errors, which
-are stored, and the evaluation ends ``failed`` with every item accounted for."""
+"""Failures are reported, never dropped: a model its endpoint does not serve is refused at creation; an
+evaluation cancelled in flight keeps what it stored."""
 
-from .helpers import all_results, register_model, submit, wait_done
+from sqlalchemy import select, text
 
-
-def test_missing_triton_model_fails_every_item_visibly(gateway, db, stack):
-    name = register_model(db, f"grpc://127.0.0.1:{stack.triton_grpc}", "no_such_triton_model", "ghost")
-    evaluation_id = submit(gateway, benchmark="gsm8k", model=name, sample_limit=3)
-    final = wait_done(gateway, evaluation_id)
-    assert final["status"] == "failed"
-    assert final["error"] == "all 3 items failed; see the results for each item's error"
-    assert final["summary"]["errors"] == 3 and final["summary"]["accuracy"] is None and final["summary"]["ci_low"] is None
-    results = all_results(gateway, evaluation_id)
-    assert len(results) == 3
-    assert all(r["error"]["stage"] == "inference" and r["error"]["type"] == "triton_error" for r in results)
-    assert all("no_such_triton_model" in r["error"]["message"] and r["is_correct"] is None for r in results)
-    assert not any("attempts" in r["error"]["message"] for r in results)  # a missing model is not retried
+from .helpers import register_model, submit, wait_done
 
 
-def test_unreachable_endpoint_is_an_error_not_a_hang(gateway, db):
-    name = register_model(db, "grpc://127.0.0.1:9", "uep_oracle", "down")  # nothing listens on port 9
-    evaluation_id = submit(gateway, benchmark="mmlu", model=name, sample_limit=2)
-    final = wait_done(gateway, evaluation_id, timeout_s=150)
-    assert final["status"] == "failed" and final["summary"]["errors"] == 2
-    results = all_results(gateway, evaluation_id)
-    assert {r["error"]["type"] for r in results} == {"triton_unavailable"}
-    assert all(r["error"]["message"].endswith("(after 3 attempts)") for r in results)  # transient: retried
+async def test_a_model_its_endpoint_does_not_serve_is_refused_at_creation(db, stack):
+    """The creation check (``uep_gateway.usecases.planning.check_models_answer``, which ``POST /v1/evaluations``
+    runs with ``UEP_MODEL_READY_CHECK``) asked of the stack's real Triton and of a closed port: a 409
+    ``model_unavailable`` naming the field that named the model. The test stack's gateway runs with the check off,
+    since the fault tests register models that must fail only after creation."""
+    import uuid
+
+    import pytest
+
+    from uep_common.runtime.session import make_async_engine, make_sessionmaker
+    from uep_common.tables.models import Evaluation, Model
+    from uep_gateway.errors import DomainError
+    from uep_gateway.model_health import ModelHealth
+    from uep_gateway.schemas import EvaluationCreate
+    from uep_gateway.usecases.planning import check_models_answer
+
+    ghost = register_model(db, f"grpc://127.0.0.1:{stack.triton_grpc}", "no_such_triton_model", "ghost")
+    down = register_model(db, "grpc://127.0.0.1:9", "uep_oracle", "down")  # nothing listens on port 9
+    http_ghost = register_model(db, f"http://127.0.0.1:{stack.triton_http}", "no_such_triton_model", "hghost")
+    engine = make_async_engine(stack.database_url)
+    health = ModelHealth(timeout_s=3.0, cache_s=0.0)
+    try:
+        async with make_sessionmaker(engine)() as session:
+            ids = {
+                m.name: m.id
+                for m in (await session.scalars(select(Model).where(Model.name.in_([ghost, down, http_ghost, "uep-oracle"]))))
+            }
+
+            async def refusal(body: EvaluationCreate, models: list[str]) -> dict:
+                evs = [Evaluation(id=uuid.uuid4(), model_id=ids[m]) for m in models]
+                with pytest.raises(DomainError) as info:
+                    await check_models_answer(health, session, body, evs)
+                assert info.value.kind == "conflict"  # answered 409
+                (problem,) = info.value.detail
+                return problem
+
+            for name, why in (
+                (ghost, "does not serve 'no_such_triton_model'"),
+                (down, "unreachable"),
+                (http_ghost, "does not serve"),
+            ):
+                problem = await refusal(EvaluationCreate(benchmark="gsm8k", model=name, sample_limit=3), [name])
+                assert (tuple(problem["loc"]), problem["type"]) == (("body", "model"), "model_unavailable")
+                assert f"model {name}@1 cannot be evaluated now" in problem["msg"] and why in problem["msg"]
+            # in a batch, the field that named it; a served model passes
+            batch = EvaluationCreate(benchmark="gsm8k", models=["uep-oracle", down], sample_limit=2)
+            assert tuple((await refusal(batch, ["uep-oracle", down]))["loc"]) == ("body", "models", 1)
+            oracle = [Evaluation(id=uuid.uuid4(), model_id=ids["uep-oracle"])]
+            await check_models_answer(health, session, EvaluationCreate(benchmark="gsm8k", model="uep-oracle"), oracle)
+    finally:
+        await engine.dispose()
 
 
 def test_cancel_stops_dispatch_and_discards_late_results(gateway, db):
     """SmolLM2 (one slot, ~3 s per GSM8K answer) keeps one item in flight; after the cancel nothing more is
     dispatched, stored results stay, and the item that was in flight is discarded when it arrives."""
     import time
-
-    from sqlalchemy import text
 
     evaluation_id = submit(gateway, benchmark="gsm8k", model="smollm2-135m-instruct", sample_limit=20)
 

@@ -79,7 +79,7 @@ def test_rubric_and_failure_paths(gateway, db, other_tenant):
     assert (fenced["judge_overall"], fenced["judge_accuracy"], fenced["decided_by"]) == (8, 8, "judge")
     assert items[1]["metric_name"] == "llm_judge_rubric" and items[1]["metric_version"] == "v1"
     prose = items[2]
-    assert prose["error"]["stage"] == "judge" and prose["error"]["type"] == "judge_invalid_output"
+    assert prose["error"]["stage"] == "judge" and prose["error"]["type"] == "judge_unparsed_output"
     assert "I would rate it highly." in prose["error"]["message"] and prose["metrics"]["judge_raw"] == "I would rate it highly."
     assert prose["metrics"]["judge_attempts"] == 3 and prose["metrics"]["judge_parse_failures"] == 3  # 1 + 2 retries
     assert items[3]["metrics"]["judge_parse_failures"] == 1 and items[3]["metrics"]["judge_attempts"] == 2
@@ -91,7 +91,8 @@ def test_rubric_and_failure_paths(gateway, db, other_tenant):
     verdicts = gateway.get("/v1/judges/verdicts", params={"evaluation_id": evaluation_id}).json()
     v = next(x for x in verdicts if x["sample_ordinal"] == 2)
     assert v["valid"] is False and v["raw_text"] == "I would rate it highly." and v["attempts"] == 3
-    assert [a["error"] for a in v["attempts_log"]] == ["no JSON object found in the reply"] * 3
+    assert [a["error"] for a in v["attempts_log"]] == ["no JSON object found in the reply, nor a score in its text"] * 3
+    assert [(a["status"], a["constrained"]) for a in v["attempts_log"]] == [("unparsed", False)] * 3
 
     (d,) = gateway.get("/v1/judges/diagnostics", params={"evaluation_id": evaluation_id}).json()["judges"]
     # replies 1 + 1 + 3 + 2 + 3 = 10, unusable 0 + 0 + 3 + 1 + 3 = 7
@@ -268,9 +269,17 @@ def test_judge_configuration_errors_name_the_field(gateway):
 
 
 def test_builtin_reference_guided_benchmark(gateway):
-    """gsm8k-judged: the oracle answers GSM8K items right iff ordinal % 3 != 2 ("#### <answer>", else answer + 1);
-    uep-judge's reference rule gives 9 when the last number equals the reference, else 2 -> 6 of 9 correct."""
-    evaluation_id = submit(gateway, benchmark="gsm8k-judged", model="uep-oracle", sample_limit=9)
+    """gsm8k-judged with the stand-in judge and a 0-10 scale in the evaluation's override: the oracle answers
+    GSM8K items right iff ordinal % 3 != 2 ("#### <answer>", else answer + 1); uep-judge's reference rule gives 9
+    when the last number equals the reference, else 2 -> 6 of 9 correct."""
+    scale = {
+        "dimensions": [{"name": "accuracy", "min": 0, "max": 10}],
+        "overall_min": 0,
+        "overall_max": 10,
+        "overall_integer": False,
+    }
+    judge = {"judges": ["uep-judge"], **scale}
+    evaluation_id = submit(gateway, benchmark="gsm8k-judged", model="uep-oracle", sample_limit=9, judge=judge)
     final = wait_done(gateway, evaluation_id, timeout_s=90)
     assert final["status"] == "completed" and (final["summary"]["correct"], final["summary"]["scored"]) == (6, 9)
     items = all_results(gateway, evaluation_id)

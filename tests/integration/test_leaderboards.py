@@ -2,9 +2,9 @@
 comparison radar from constructed evaluations (recorded the way the reporter records them), and one board
 built by the running services from real evaluations of the oracle model.
 
-Expected intervals are Wilson 95 % intervals of k/n (uep_common.stats.wilson_interval = scipy's
+Expected intervals are Wilson 95 % intervals of k/n (uep_common.analytics.stats.wilson_interval = scipy's
 binomtest(k, n).proportion_ci(method="wilson"); reference values in tests/unit/test_stats.py), the tie-group
-rule is the one documented in uep_common.leaderboards (new group when an entry's upper bound is below the
+rule is the one documented in uep_common.analytics.leaderboards (new group when an entry's upper bound is below the
 group leader's lower bound).
 """
 
@@ -18,9 +18,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import text
 
-from uep_common import leaderboards as lb
-from uep_common.db.session import make_async_engine, make_sessionmaker
-from uep_common.stats import bootstrap_mean, wilson_interval
+from uep_common.analytics import leaderboards as lb
+from uep_common.analytics.stats import bootstrap_mean, wilson_interval
+from uep_common.runtime.session import make_async_engine, make_sessionmaker
 
 from .helpers import register_model, submit, wait_done
 

@@ -191,7 +191,7 @@ def test_one_report_compares_the_classifier_with_the_llm_on_the_same_items(gatew
         mine["f1_macro"]
     )
     assert body["classification"]["confusion_matrix"]["matrix"] == mine["confusion"]
-    # in uep_common.set_metrics' order (CLASSIFICATION_HEADLINE, then PROBABILITY_HEADLINE), not the JSONB key order
+    # in uep_common.analytics.set_metrics' order (CLASSIFICATION_HEADLINE, then PROBABILITY_HEADLINE), not the JSONB key order
     assert list(head) == [
         *("accuracy", "balanced_accuracy", "precision_macro", "recall_macro", "f1_macro", "precision_micro", "recall_micro"),
         *("f1_micro", "precision_weighted", "recall_weighted", "f1_weighted", "roc_auc", "pr_auc", "log_loss", "brier", "ece"),

@@ -25,7 +25,7 @@ def test_the_embedded_llm_scores_mmlu_by_loglikelihood(gateway):
     import json
 
     from uep_common.builtin import catalog
-    from uep_common.prompts import render_prompt
+    from uep_common.prompting.prompts import render_prompt
     from uep_model_server.io import LoglikRequest
     from uep_model_server.llm import SmolLM2
 

@@ -7,12 +7,12 @@ import uuid
 from aiokafka import AIOKafkaConsumer
 from sqlalchemy import select
 
-from uep_common.db.models import OutboxMessage
-from uep_common.db.session import make_async_engine, make_sessionmaker
-from uep_common.events import EvaluationCompleted, EvaluationStatus
-from uep_common.messaging import make_broker
-from uep_common.outbox import OutboxRelay, add_to_outbox
-from uep_common.settings import CommonSettings
+from uep_common.contract.events import EvaluationCompleted, EvaluationStatus
+from uep_common.runtime.messaging import make_broker
+from uep_common.runtime.outbox import OutboxRelay, add_to_outbox
+from uep_common.runtime.session import make_async_engine, make_sessionmaker
+from uep_common.runtime.settings import CommonSettings
+from uep_common.tables.models import OutboxMessage
 
 from .helpers import fresh_database
 

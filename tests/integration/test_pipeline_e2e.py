@@ -24,7 +24,7 @@ def test_oracle_verdicts_and_accuracy(gateway, benchmark, metric):
     evaluation_id = submit(gateway, benchmark=benchmark, model="uep-oracle", sample_limit=12, sampling="first")
     final = wait_done(gateway, evaluation_id)
     assert final["status"] == "completed", final
-    # 8 of 12 right (ordinals 2, 5, 8, 11 wrong); Wilson 95 % interval of 8/12: uep_common.stats.wilson_interval(8, 12)
+    # 8 of 12 right (ordinals 2, 5, 8, 11 wrong); Wilson 95 % interval of 8/12: uep_common.analytics.stats.wilson_interval(8, 12)
     assert final["progress"] == {
         "completed": 12,
         "errors": 0,
@@ -141,12 +141,12 @@ def test_fewshot_k_is_validated(gateway):
 
 
 def test_a_limited_mmlu_run_is_stratified_by_subject(gateway, db):
-    """MMLU's default sampling is stratified (uep_common.sampling): 30 items of 14,042 come from many subjects
+    """MMLU's default sampling is stratified (uep_common.records.sampling): 30 items of 14,042 come from many subjects
     (the first 30 would all be abstract_algebra), and exactly the ordinals the Hamilton quotas choose with
     seed 0 run (recomputed here from the samples' subjects)."""
     from sqlalchemy import text
 
-    from uep_common.sampling import stratified_ordinals
+    from uep_common.records.sampling import stratified_ordinals
 
     evaluation_id = submit(gateway, benchmark="mmlu", model="uep-oracle", sample_limit=30)
     assert wait_done(gateway, evaluation_id)["status"] == "completed"
@@ -165,6 +165,6 @@ def test_a_limited_mmlu_run_is_stratified_by_subject(gateway, db):
     assert len({subjects[o] for o in ran}) >= 20  # 57 subjects; the largest ones get one item each or more
     first = submit(gateway, benchmark="mmlu", model="uep-oracle", sample_limit=3, sampling="random", sampling_seed=4)
     assert wait_done(gateway, first)["status"] == "completed"
-    from uep_common.sampling import random_ordinals
+    from uep_common.records.sampling import random_ordinals
 
     assert sorted(r["sample_ordinal"] for r in all_results(gateway, first)) == random_ordinals(len(subjects), 3, seed=4)

@@ -7,7 +7,7 @@ import uuid
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from sqlalchemy import text
 
-from uep_common.events import ScoreComputed, Topics
+from uep_common.contract.events import ScoreComputed, Topics
 
 from .helpers import submit, wait_done
 

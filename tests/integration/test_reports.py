@@ -52,7 +52,7 @@ def test_report_comparison_and_pin(gateway, db):
     r = gateway.get(f"/v1/evaluations/{b}/compare")
     assert r.status_code == 200, r.text
     cmp = r.json()
-    assert cmp["baseline_evaluation_id"] == a and cmp["baseline_reason"] == "previous"
+    assert cmp["baseline_evaluation_id"] == a and cmp["baseline_reason"] == "previous_same_items"  # the same first 12 items
     assert cmp["n_paired"] == 12 and cmp["paired_by"] == "sample"
     # A: right on {1,3,4,6,7,9,10} ∪ {2}; B: right on {0,1,3,4,6,7,9,10}
     assert cmp["table"] == {"both_correct": 7, "baseline_only_correct": 1, "current_only_correct": 1, "both_wrong": 3}
@@ -72,7 +72,7 @@ def test_report_comparison_and_pin(gateway, db):
     html = gateway.get(f"/v1/evaluations/{b}/report.html")
     assert html.status_code == 200 and html.headers["content-type"].startswith("text/html")
     page = html.text
-    radar = re.search(r'id="radar-chart">\s*<svg[^>]*aria-label="Capability profile"', page)
+    radar = re.search(r'id="radar-chart">\s*<svg[^>]*aria-label="Capability profile \(each benchmark', page)
     trend = re.search(r'id="trend-chart">\s*<svg[^>]*aria-label="uep-oracle on mmlu: accuracy over runs"', page)
     assert radar and trend, "radar and trend charts must be inline SVGs"
     assert 'id="fingerprint-warning"' in page and "prompt.fewshot_k" in page

@@ -13,8 +13,8 @@ import pytest
 from sqlalchemy import text
 
 from uep_common.admin import create_api_key
-from uep_common.artifacts import ArtifactStore
-from uep_common.db.session import make_async_engine, make_sessionmaker
+from uep_common.runtime.artifacts import ArtifactStore
+from uep_common.runtime.session import make_async_engine, make_sessionmaker
 from uep_reporter import retention_policy as retention
 
 from .helpers import register_model

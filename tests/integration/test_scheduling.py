@@ -70,7 +70,7 @@ def test_ab_arms_stay_paired_and_keep_their_arm(gateway, db):
         ).all()
     assert sorted((o, a) for o, a, _t in rows) == sorted((o, a) for o in range(6) for a in ("base", "shouting"))
     # the arms stay paired: after every allocation pass (one transaction, one timestamp) neither arm has been
-    # dispatched more than one item ahead of the other (uep_scheduler.allocation.arm_packet)
+    # dispatched more than one item ahead of the other (uep_scheduler.flows.arm_packet)
     done = {"base": 0, "shouting": 0}
     for t in sorted({t for _o, _a, t in rows}):
         for _o, a, _t in (r for r in rows if r[2] == t):

@@ -1,7 +1,7 @@
 """One evaluation is one trace, across all six services, on the real stack.
 
 Every service of the test stack writes its finished spans, one JSON object per line, to
-``<run dir>/traces/<service>.jsonl`` (``UEP_OTEL_EXPORTER=console``, uep_common.telemetry). For an evaluation
+``<run dir>/traces/<service>.jsonl`` (``UEP_OTEL_EXPORTER=console``, uep_common.runtime.telemetry). For an evaluation
 the test reads them all and checks the trace whose id is in the evaluation's stored ``traceparent``: its one
 root is the gateway's ``POST /v1/evaluations`` server span (FastAPI's own), every other span's parent is a span of the same trace, each item
 has its span in every stage (the batched consumers' per-item spans included), and the instrumented clients

@@ -1,4 +1,4 @@
-"""PostgreSQL NOTIFY wake-ups (uep_common.wakeups) on the real server: delivered on commit only, one call per
+"""PostgreSQL NOTIFY wake-ups (uep_common.runtime.wakeups) on the real server: delivered on commit only, one call per
 id in order, a malformed payload ignored."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ URL = f"{PG_SERVER}/postgres"
 async def _scenario() -> list[uuid.UUID]:
     from sqlalchemy import text
 
-    from uep_common.db.session import make_async_engine, make_sessionmaker
-    from uep_common.wakeups import EVALUATIONS_CHANNEL, WaitingListener, notify_waiting
+    from uep_common.runtime.session import make_async_engine, make_sessionmaker
+    from uep_common.runtime.wakeups import EVALUATIONS_CHANNEL, WaitingListener, notify_waiting
 
     got: list[uuid.UUID] = []
 
@@ -61,8 +61,8 @@ async def _idle_timer_count(seconds: float) -> tuple[int, list[str]]:
     came through), and the payloads it received."""
     from sqlalchemy import text
 
-    from uep_common.db.session import make_async_engine, make_sessionmaker
-    from uep_common.wakeups import ChannelListener
+    from uep_common.runtime.session import make_async_engine, make_sessionmaker
+    from uep_common.runtime.wakeups import ChannelListener
 
     got: list[str] = []
 
@@ -90,7 +90,7 @@ async def _idle_timer_count(seconds: float) -> tuple[int, list[str]]:
             armed += 1
             return call_at(when, callback, *args, **kwargs)
 
-        loop.call_at = counting  # type: ignore[method-assign]
+        loop.call_at = counting  # type: ignore[method-assign,assignment]
         try:
             await asyncio.sleep(seconds)
         finally:

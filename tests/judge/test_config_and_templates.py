@@ -4,7 +4,7 @@ template files."""
 import pytest
 from pydantic import ValidationError
 
-from uep_common.judge_config import DEFAULT_DIMENSIONS, TEMPLATE_FILES, JudgeConfig, merge_judge_config
+from uep_common.contract.judge_config import DEFAULT_DIMENSIONS, TEMPLATE_FILES, JudgeConfig, merge_judge_config
 from uep_judge.templates import TEMPLATE_DIR, TemplateError, load_template, template_for
 
 

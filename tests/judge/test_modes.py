@@ -4,8 +4,8 @@ invalid verdicts kept with their raw text, pairwise in both orders, juries, and 
 
 import uuid
 
-from uep_common.events import Backend, ModelTarget
-from uep_common.judge_config import JudgeConfig
+from uep_common.contract.events import Backend, ModelTarget
+from uep_common.contract.judge_config import JudgeConfig
 from uep_gateway.judge_diagnostics import VerdictRow, diagnostics, spearman
 from uep_judge.aggregate import pairwise_outcome, rubric_outcome
 from uep_judge.client import JudgeGeneration
@@ -24,7 +24,7 @@ class Recorder:
     def __init__(self):
         self.prompts: list[str] = []
 
-    async def __call__(self, target, prompt, max_tokens):
+    async def __call__(self, target, prompt, max_tokens, json_schema=None):
         self.prompts.append(prompt)
         text = JUDGES[target.name].answer(prompt)
         return JudgeGeneration(text, len(prompt.split()), len(text.split()), 1.0)
@@ -62,7 +62,7 @@ async def test_worked_case_prose_is_retried_then_recorded_invalid_with_raw_text(
     assert all("Your previous reply could not be used: no JSON object found" in p for p in gen.prompts[1:])
     assert "Your previous reply was:\nI would rate it highly." in gen.prompts[1]
     assert (out.valid, out.score, out.is_correct) == (False, None, None)
-    assert out.error_type == "judge_invalid_output" and "raw: 'I would rate it highly.'" in out.error_message
+    assert out.error_type == "judge_unparsed_output" and "raw: 'I would rate it highly.'" in out.error_message
     assert out.metrics["judge_invalid"] == 1 and out.metrics["judge_parse_failures"] == 3
     assert out.metrics["judge_raw"] == "I would rate it highly."
 

@@ -3,7 +3,7 @@ string contents untouched); scores off their scale or of the wrong type are inva
 
 import pytest
 
-from uep_common.judge_config import Dimension, JudgeConfig
+from uep_common.contract.judge_config import Dimension, JudgeConfig
 from uep_judge.parsing import (
     JudgeParseError,
     extract_json_object,
@@ -154,6 +154,8 @@ def test_a_strict_object_wins_over_a_repairable_one():
         ("Rating (1 to 5): 5", 5),
         ("rating = 1", 1),
         ("Rating: 2\nOn reflection:\nRating: 3", 3),  # the last rating line wins
+        ("On a 1 to 5 scale, I give it a 4.", 4),  # the quoted scale is not read; the phrase's number is
+        ("Rating: 1-5 scale, I give 3", 3),
     ],
 )
 def test_labelled_free_text_scores(text, overall):
@@ -164,9 +166,8 @@ def test_labelled_free_text_scores(text, overall):
 @pytest.mark.parametrize(
     ("text", "msg"),
     [
-        ("On a 1 to 5 scale, I give it a 4.", 'no "Rating: <number>" line'),  # a quoted scale is not a score
-        ("Rating: 1 to 5, and this one is good", 'no "Rating: <number>" line'),
-        ("Rating: 1-5 scale, I give 3", 'no "Rating: <number>" line'),
+        ("On a 1 to 5 scale, this one is good.", 'no "Rating: <number>" or other score'),  # a scale is not a score
+        ("Rating: 1 to 5, and this one is good", 'no "Rating: <number>" or other score'),
         ("Rating: 8 out of 10", "out of 10"),
         ("Rating: 2.5", "not a whole number"),
         ("Rating: 6", "outside the scale"),

@@ -3,8 +3,8 @@ the dead-letter topic (judging itself is tested against the real stack in tests/
 
 from faststream.kafka import KafkaBroker, KafkaMessage, TestKafkaBroker
 
-from uep_common.events import Topics
-from uep_common.messaging import DEAD_LETTER_TOPIC
+from uep_common.contract.events import Topics
+from uep_common.runtime.messaging import DEAD_LETTER_TOPIC
 from uep_judge.service import register
 from uep_judge.settings import JudgeSettings
 

@@ -1,8 +1,8 @@
 """Leaderboard ranking rules on constructed scores (no server).
 
-The tie-group rule (uep_common.leaderboards): entries sorted by score, then lower bound; an entry whose 95 %
+The tie-group rule (uep_common.analytics.leaderboards): entries sorted by score, then lower bound; an entry whose 95 %
 upper bound is BELOW the current group leader's lower bound starts a new group; rank = 1 + entries in better
-groups. Intervals below are Wilson 95 % intervals of k/100, values from uep_common.stats.wilson_interval
+groups. Intervals below are Wilson 95 % intervals of k/100, values from uep_common.analytics.stats.wilson_interval
 (scipy binomtest(...).proportion_ci(method="wilson")), rounded here only in comments.
 """
 
@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from uep_common.leaderboards import BoardEntry, evaluation_type_of, radar_series, rank_entries, score_type_of
-from uep_common.stats import wilson_interval
+from uep_common.analytics.leaderboards import BoardEntry, evaluation_type_of, radar_series, rank_entries, score_type_of
+from uep_common.analytics.stats import wilson_interval
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -132,7 +132,7 @@ def _snap(model: str, k: int, tenant: str | None, at: str, position: int) -> dic
 
 
 def test_a_snapshot_is_cut_down_to_one_tenant_and_ranked_again():
-    from uep_common.leaderboards import _scoped_snapshot, rank_snapshot_entries
+    from uep_common.analytics.leaderboards import _scoped_snapshot, rank_snapshot_entries
 
     a, b = str(uuid.uuid4()), str(uuid.uuid4())
     # the union of both tenants' boards, as record_evaluation stores it (ranks as stored are not used)
@@ -166,7 +166,7 @@ def test_a_snapshot_is_cut_down_to_one_tenant_and_ranked_again():
 def on_items(e: BoardEntry, samples: int, version: str = "v") -> BoardEntry:
     from dataclasses import replace
 
-    from uep_common.leaderboards import item_set_key
+    from uep_common.analytics.leaderboards import item_set_key
 
     return replace(e, samples=samples, benchmark_version=version, item_set=item_set_key(version, samples))
 
@@ -188,7 +188,7 @@ def test_entries_on_different_item_sets_are_never_ranked_or_tied_together():
 
 
 def test_item_set_order_most_entries_then_most_samples():
-    from uep_common.leaderboards import item_set_order
+    from uep_common.analytics.leaderboards import item_set_order
 
     one_each = [on_items(accuracy("a", 5, 8), 8), on_items(accuracy("b", 20, 30), 30)]
     assert item_set_order(one_each) == ["v:30", "v:8"]  # equal entries: more samples first
@@ -200,7 +200,7 @@ def test_item_set_order_most_entries_then_most_samples():
 
 
 def test_snapshot_entries_are_ranked_again_within_their_item_set():
-    from uep_common.leaderboards import rank_snapshot_entries
+    from uep_common.analytics.leaderboards import rank_snapshot_entries
 
     small = _snap("S", 100, None, "", 1) | {"n": 8, "item_set": "v:8", "samples": 8}
     big = [_snap("X", 60, None, "", 2) | {"item_set": "v:100"}, _snap("Y", 40, None, "", 3) | {"item_set": "v:100"}]

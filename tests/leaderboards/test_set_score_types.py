@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 import pytest
 from pydantic import ValidationError
 
-from uep_common.configs import LOWER_IS_BETTER, is_set_metric, parse_benchmark_config
-from uep_common.leaderboards import BoardEntry, compute_score, primary_of, rank_entries, score_type_of, set_metric_of
+from uep_common.analytics.leaderboards import BoardEntry, compute_score, primary_of, rank_entries, score_type_of, set_metric_of
+from uep_common.contract.configs import LOWER_IS_BETTER, is_set_metric, parse_benchmark_config
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 SUMMARY = {

@@ -3,7 +3,7 @@
 Right values: the rule of deploy/model-server/src/uep_model_server/oracle.py (module docstring, "MMLU topic"):
 an item's category iff its ``mmlu-topic`` ordinal % 3 != 2, else the next class of ``MMLU_TOPIC_CLASSES``; the
 prompt is the benchmark's own template (``uep_common.builtin.catalog.MMLU_TOPIC_TEMPLATE``) rendered as the
-scheduler renders it (``uep_common.prompts.render_prompt``), and the scorer's ``find_label`` reads the answer
+scheduler renders it (``uep_common.prompting.prompts.render_prompt``), and the scorer's ``find_label`` reads the answer
 back as that class.
 """
 
@@ -14,7 +14,7 @@ import pytest
 from uep_common.builtin.catalog import MMLU_TOPIC_TEMPLATE
 from uep_common.builtin.datasets import load_mmlu
 from uep_common.builtin.labelled import MMLU_TOPIC_CLASSES, load_mmlu_topic
-from uep_common.prompts import render_prompt
+from uep_common.prompting.prompts import render_prompt
 
 
 @pytest.fixture(scope="module")

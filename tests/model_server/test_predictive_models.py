@@ -1,5 +1,5 @@
 """The model server's classifiers, ranker, embedder and contract stand-ins on a real tritonserver (CPU): their
-metadata is the contract table's (:mod:`uep_common.model_contracts`), and their answers are known ones:
+metadata is the contract table's (:mod:`uep_common.contract.model_contracts`), and their answers are known ones:
 
 - ``uep_breast_cancer`` and ``uep_mmlu_topic``: the hold-out predictions equal those of the same scikit-learn
   pipeline trained here on the same split (so the accuracy is scikit-learn's; breast cancer 137/143 = 0.958,
@@ -25,8 +25,8 @@ from uep_common.builtin.labelled import (
     load_humaneval_retrieval,
     load_mmlu_topic,
 )
-from uep_common.events import ModelTarget
-from uep_common.model_contracts import check_metadata
+from uep_common.contract.events import ModelTarget
+from uep_common.contract.model_contracts import check_metadata
 from uep_inference.backends.base import GenerationRequest, PredictionRequest
 from uep_inference.backends.triton import TritonBackend
 
@@ -243,9 +243,10 @@ def test_the_new_models_are_selected_by_short_or_triton_name():
         "uep_breast_cancer",
     ]
     assert resolve_models("vllm_echo,trtllm_echo,e5_embed") == ["uep_vllm_echo", "uep_trtllm_echo", "uep_e5_embed"]
-    # the stand-ins are for tests only: the default set serves the real models
-    assert {"uep_mmlu_topic", "uep_breast_cancer", "uep_e5_rank", "uep_e5_embed"} <= set(resolve_models(DEFAULT_MODELS))
-    assert not {"uep_vllm_echo", "uep_trtllm_echo"} & set(resolve_models(DEFAULT_MODELS))
+    # the default set serves every model the catalogue lists, the vLLM and TensorRT-LLM contract stand-ins included
+    assert {"uep_mmlu_topic", "uep_breast_cancer", "uep_e5_rank", "uep_e5_embed", "uep_vllm_echo", "uep_trtllm_echo"} <= set(
+        resolve_models(DEFAULT_MODELS)
+    )
     with pytest.raises(ValueError, match="unknown model 'e5'"):
         resolve_models("e5")
 

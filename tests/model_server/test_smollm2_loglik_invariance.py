@@ -36,7 +36,8 @@ def mmlu_prompt(item_input: dict) -> str:
 
 def _items() -> list[list[LoglikRequest]]:
     """The requests, one list per item (an item's continuations share its context)."""
-    mmlu, seen = [], set()
+    mmlu: list[list[LoglikRequest]] = []
+    seen: set[str] = set()
     for it in datasets.load_mmlu_loglik():
         if it.input["subject"] not in seen and len(mmlu) < 11:
             seen.add(it.input["subject"])

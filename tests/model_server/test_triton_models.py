@@ -196,7 +196,7 @@ async def test_contract_metadata(server):
                 "temperature": "FP32",
                 "stop": "BYTES",
                 "chat": "INT32",
-            } | ({"continuation": "BYTES"} if loglik else {})
+            } | ({"continuation": "BYTES", "json_schema": "BYTES"} if loglik else {})  # SmolLM2 also decodes to a schema
             assert {o["name"]: o["datatype"] for o in meta["outputs"]} == {
                 "text_output": "BYTES",
                 "prompt_tokens": "INT32",
@@ -266,7 +266,7 @@ async def test_smollm2_respects_max_tokens_and_stop(server):
 
 
 async def test_a_model_without_loglikelihood_refuses_a_continuation(server):
-    from uep_common.events import ModelTarget
+    from uep_common.contract.events import ModelTarget
     from uep_inference.backends.base import BackendError, GenerationRequest
     from uep_inference.backends.triton import TritonBackend
 
@@ -281,7 +281,7 @@ async def test_a_model_without_loglikelihood_refuses_a_continuation(server):
 
 
 async def test_smollm2_answers_loglikelihood_requests(server):
-    from uep_common.events import ModelTarget
+    from uep_common.contract.events import ModelTarget
     from uep_inference.backends.base import BackendError, GenerationRequest
     from uep_inference.backends.triton import TritonBackend
 
@@ -312,7 +312,7 @@ async def test_smollm2_answers_loglikelihood_requests(server):
 async def test_stacked_generation_calls_answer_each_prompt_as_a_call_of_its_own_would(server):
     """20 MMLU prompts at once to the oracle (max_batch_size 8): row batching sends them in calls of up to 8
     rows, and each item gets the oracle's answer to its own question, with its own token counts."""
-    from uep_common.events import ModelTarget
+    from uep_common.contract.events import ModelTarget
     from uep_inference.backends.base import GenerationRequest
     from uep_inference.backends.triton import TritonBackend
     from uep_inference.settings import InferenceSettings
@@ -343,7 +343,7 @@ async def test_stacked_generation_calls_answer_each_prompt_as_a_call_of_its_own_
 async def test_a_model_of_capacity_one_is_called_without_the_batcher(server):
     """A model of capacity 1 (registry max_in_flight) never has two rows at the backend at once: its calls go out
     directly, not through the row batcher (whose turn of the event loop would only delay them)."""
-    from uep_common.events import ModelTarget
+    from uep_common.contract.events import ModelTarget
     from uep_inference.backends.base import GenerationRequest
     from uep_inference.backends.triton import TritonBackend
 

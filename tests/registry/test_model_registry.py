@@ -20,7 +20,7 @@ import pytest
 from sqlalchemy import text
 
 from integration.helpers import tenant_headers, wait_done
-from uep_common.model_registry import decrypt_api_key
+from uep_common.registry.model_registry import decrypt_api_key
 
 SITE = {"X-UEP-Site-Admin": "true"}
 
@@ -260,7 +260,7 @@ def test_a_registered_model_is_evaluated_end_to_end(gateway, tenants, triton):
 
 
 def test_uep_admin_models(stack, tenants, triton):
-    env = {**os.environ, "UEP_DATABASE_URL": stack.database_url}
+    env = {**os.environ, "UEP_DATABASE_URL": stack.database_url, "UEP_MODEL_EGRESS_ALLOW": "127.0.0.0/8,::1"}
     admin = str(Path(sys.executable).with_name("uep-admin"))
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -1,5 +1,5 @@
-"""The registry's pure rules: the contract tables and the metadata check (uep_common.model_contracts), the
-registration rules, refused addresses and API-key encryption (uep_common.model_registry), and the probe of an
+"""The registry's pure rules: the contract tables and the metadata check (uep_common.contract.model_contracts), the
+registration rules, refused addresses and API-key encryption (uep_common.registry.model_registry), and the probe of an
 OpenAI-compatible endpoint against a real HTTP server on 127.0.0.1.
 
 The Triton metadata below has the shape KServe v2's ``GET /v2/models/{name}`` answers (inputs/outputs with
@@ -9,6 +9,7 @@ The Triton metadata below has the shape KServe v2's ``GET /v2/models/{name}`` an
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -16,9 +17,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from cryptography.fernet import Fernet, InvalidToken
 
-from uep_common.events import ModelKind
-from uep_common.model_contracts import CONTRACTS, check_metadata, contract_for
-from uep_common.model_registry import (
+from uep_common.contract.events import ModelKind
+from uep_common.contract.model_contracts import CONTRACTS, check_metadata, contract_for
+from uep_common.registry.model_registry import (
+    UNREACHABLE,
+    EgressPolicy,
+    EgressSettings,
     ModelCreate,
     RegistryError,
     check_endpoint,
@@ -29,6 +33,9 @@ from uep_common.model_registry import (
     probe,
     split_ref,
 )
+
+LOCAL = EgressPolicy.parse("127.0.0.0/8")
+"""The allowlist of a local stack: the test servers here listen on loopback."""
 
 
 def tensor(name: str, datatype: str, *shape: int) -> dict:
@@ -212,8 +219,8 @@ def test_endpoint_forms_and_refused_addresses():
     assert address("169.254.169.254") == "blocked_address"  # the cloud metadata service
     assert address("::ffff:169.254.169.254") == "blocked_address"  # the same, IPv4-mapped
     assert address("fe80::1") == "blocked_address"
-    assert address("127.0.0.1") is None and address("localhost") is None and address("10.1.2.3") is None
-    assert address("no-such-host.invalid") == "unresolvable_host"  # RFC 6761: .invalid never resolves
+    assert address("127.0.0.1") == address("localhost") == address("10.1.2.3") == "egress_refused"  # not listed
+    assert address("no-such-host.invalid") == "unreachable"  # RFC 6761: .invalid never resolves
 
 
 def test_api_keys_are_encrypted_with_the_site_key_and_rotate():
@@ -277,6 +284,7 @@ def test_the_openai_probe_sends_the_key_and_checks_the_served_name(openai_server
                     contract="openai",
                     spec={},
                     api_key=key,
+                    egress=LOCAL,
                 )  # fmt: skip
             )
         except RegistryError as exc:
@@ -301,6 +309,7 @@ def test_an_unreachable_endpoint_is_named():
                 kind="generation",
                 contract="uep",
                 spec={},
+                egress=LOCAL,
             )  # fmt: skip
         )
     assert (caught.value.loc, caught.value.kind) == (("body", "endpoint"), "unreachable")
@@ -314,6 +323,7 @@ def test_an_unreachable_endpoint_is_named():
                 kind="generation",
                 contract="uep",
                 spec={},
+                egress=LOCAL,
             )  # fmt: skip
         )
 
@@ -321,8 +331,8 @@ def test_an_unreachable_endpoint_is_named():
 def test_dispatch_carries_the_registry_kind_contract_and_spec():
     import uuid
 
-    from uep_common.db.models import Model
-    from uep_scheduler.dispatch import model_target
+    from uep_common.registry.targets import model_target
+    from uep_common.tables.models import Model
 
     spec = {"class_names": ["malignant", "benign"], "input": "features", "n_features": 30}
     m = Model(id=uuid.uuid4(), name="tumour", version="1", backend="triton", endpoint="http://t:8000",
@@ -330,3 +340,98 @@ def test_dispatch_carries_the_registry_kind_contract_and_spec():
               kind="classification", contract="features", spec=spec)  # fmt: skip
     target = model_target(m)
     assert (target.kind, target.contract, target.spec, target.max_concurrency) == (ModelKind.classification, "features", spec, 4)
+
+
+def test_dispatch_gives_a_model_without_a_capacity_the_default():
+    import uuid
+
+    from uep_common.registry.targets import model_target
+    from uep_common.tables.models import Model
+    from uep_scheduler.capacity import model_bound
+
+    m = Model(id=uuid.uuid4(), name="unknown-endpoint", version="1", backend="openai_compatible", endpoint="http://t:8000",
+              decoding_defaults={}, max_in_flight=None, kind="generation", contract="openai_chat", spec={})  # fmt: skip
+    assert model_target(m, 4).max_concurrency == 4  # inference makes at most 4 calls at once
+    assert model_target(m).max_concurrency is None  # no default: unbounded, as before
+    assert model_bound(m, 1.0, None, default_capacity=4) == 4
+    assert model_bound(m, 1.0, 1.5, default_capacity=4) == 1  # the adaptive limit after overloads
+    assert model_bound(m, 1.0, None) is None
+
+
+# ------------------------------------------------------------------ the egress allowlist
+
+
+def _address_check(host: str, policy: EgressPolicy | None) -> RegistryError | None:
+    try:
+        asyncio.run(check_endpoint_address(host, 8000, egress=policy))
+    except RegistryError as exc:
+        return exc
+    return None
+
+
+@pytest.mark.parametrize(
+    "host",
+    ["127.0.0.1", "localhost", "::1", "10.0.0.7", "192.168.0.1", "172.31.255.255", "100.64.1.1", "fd00::1", "::ffff:10.0.0.1"],
+)
+def test_loopback_and_private_addresses_are_refused_unless_the_site_lists_them(host):
+    # "localhost" resolves to 127.0.0.1 (or ::1): the name's addresses are what counts
+    refused = _address_check(host, EgressPolicy())
+    assert refused is not None and (refused.loc, refused.kind) == (("body", "endpoint"), "egress_refused")
+    assert refused.msg.count("127.0.0.1") == (1 if host == "127.0.0.1" else 0)  # the resolved address is not told
+    allowed = EgressPolicy.parse("127.0.0.0/8, ::1, 10.0.0.0/8, 192.168.0.0/16, 172.16.0.0/12, 100.64.0.0/16, fc00::/7")
+    assert _address_check(host, allowed) is None
+
+
+def test_an_allowlist_entry_allows_that_network_or_name_only():
+    policy = EgressPolicy.parse("10.1.0.0/16,localhost", public=False)
+    assert _address_check("10.1.2.3", policy) is None
+    assert _address_check("localhost", policy) is None  # a listed name, whatever it resolves to
+    assert _address_check("10.2.0.1", policy).kind == "egress_refused"
+    assert _address_check("8.8.8.8", policy).kind == "egress_refused"  # public: off
+    assert _address_check("8.8.8.8", EgressPolicy()) is None  # public addresses by default
+    # what the platform never calls stays refused whatever the list says
+    assert _address_check("169.254.169.254", EgressPolicy.parse("10.0.0.0/8")).kind == "blocked_address"
+    for bad in ("169.254.0.0/16", "not a host!", "a..b", "-x.example"):
+        with pytest.raises(ValueError, match="egress allowlist entry"):
+            EgressPolicy.parse(bad)
+
+
+def test_the_allowlist_is_a_setting(monkeypatch):
+    monkeypatch.setenv("UEP_MODEL_EGRESS_ALLOW", "127.0.0.0/8,triton.uep.svc")
+    monkeypatch.setenv("UEP_MODEL_EGRESS_PUBLIC", "false")
+    policy = EgressSettings().egress_policy()
+    assert policy == EgressPolicy((ipaddress.ip_network("127.0.0.0/8"),), frozenset({"triton.uep.svc"}), False)
+    monkeypatch.setenv("UEP_MODEL_EGRESS_ALLOW", "169.254.169.254")
+    with pytest.raises(ValueError, match="never calls"):
+        EgressSettings()
+
+
+def test_an_unresolvable_name_is_unreachable_like_a_closed_port():
+    refused = _address_check("no-such-host.invalid", EgressPolicy())
+    assert refused is not None and refused.kind == "unreachable"
+    assert refused.msg == UNREACHABLE.format(target="no-such-host.invalid:8000")
+
+
+def test_the_scheduler_and_the_judge_build_one_target_with_the_key_and_the_owner():
+    import uuid
+
+    import uep_judge.store
+    import uep_scheduler.allocation
+    from uep_common.registry.targets import model_target
+    from uep_common.tables.models import Model
+
+    assert vars(uep_judge.store)["model_target"] is model_target is vars(uep_scheduler.allocation)["model_target"]
+    m = Model(id=uuid.uuid4(), name="judge", version="1", backend="openai_compatible", endpoint="https://api.example.com/v1",
+              decoding_defaults={"max_tokens": 64, "stop": ["\n"]}, max_in_flight=None, kind="generation",
+              contract="openai", spec=None, api_key_encrypted=b"gAAAA-token", api_key_ref=None,
+              owner_tenant_id=uuid.uuid4())  # fmt: skip
+    target = model_target(m)
+    assert (target.api_key_encrypted, target.tenant_model, target.max_tokens, target.temperature, target.stop) == (
+        "gAAAA-token",
+        True,
+        64,
+        0.0,
+        ["\n"],
+    )
+    assert model_target(Model(**{**{c: getattr(m, c) for c in ("id", "name", "version", "backend", "endpoint",
+        "decoding_defaults", "kind", "contract")}, "owner_tenant_id": None})).tenant_model is False  # fmt: skip

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from uep_common.charts import bars_svg, radar_svg, trend_svg
+from uep_common.analytics.charts import bars_svg, radar_svg, trend_svg
 from uep_reporter.report_model import REPORT_SCHEMA_VERSION, json_schema
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,7 +75,7 @@ def _drawn(fig):
 
 
 def test_fewer_than_three_dimensions_draw_bars_not_a_degenerate_radar():
-    from uep_common.charts import radar_figure
+    from uep_common.analytics.charts import radar_figure
 
     series = {"smollm2 q4_1 (this run)": {"math": 0.5, "coding": 0.3}, "smollm2 v1 (baseline)": {"math": 0.4}}
     fig = radar_figure(series, "Capability profile")
@@ -89,7 +89,7 @@ def test_fewer_than_three_dimensions_draw_bars_not_a_degenerate_radar():
 
 
 def test_the_radar_legend_overlaps_no_label():
-    from uep_common.charts import radar_figure
+    from uep_common.analytics.charts import radar_figure
 
     # four dimensions: one of them sits at six o'clock, right above where the legend goes
     series = {
@@ -109,7 +109,7 @@ def test_the_radar_legend_overlaps_no_label():
 
 
 def test_trend_time_ticks_read_as_times_and_dates():
-    from uep_common.charts import trend_figure
+    from uep_common.analytics.charts import trend_figure
 
     def labels(step: timedelta, n: int) -> tuple[list[str], str]:
         t0 = datetime(2026, 3, 1, 8, 2, tzinfo=UTC)

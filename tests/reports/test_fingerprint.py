@@ -1,7 +1,7 @@
 """Fingerprint diffs (pure function; per-item transitions are computed in SQL and tested on a constructed
 pair in tests/integration/test_reports.py)."""
 
-from uep_common.fingerprint import diff_fingerprints
+from uep_common.analytics.fingerprint import diff_fingerprints
 
 BASE = {
     "model.name": "m",
@@ -61,9 +61,9 @@ def test_identical_runs():
 import hashlib  # noqa: E402
 import uuid  # noqa: E402
 
-from uep_common.creation import evaluation_config  # noqa: E402
-from uep_common.db.models import Benchmark, Evaluation, Model  # noqa: E402
-from uep_common.fingerprint import build_fingerprint  # noqa: E402
+from uep_common.analytics.fingerprint import build_fingerprint  # noqa: E402
+from uep_common.records.creation import evaluation_config  # noqa: E402
+from uep_common.tables.models import Benchmark, Evaluation, Model  # noqa: E402
 
 BENCH_TEMPLATE = "Question: {{ question }}\nAnswer:"
 TERSE_TEMPLATE = "{{ question }}\nReply with the number only."
@@ -102,7 +102,7 @@ def test_a_benchmark_without_a_prompt_hashes_the_default_template_items_are_rend
     ev, model, bench = _arm({})
     bench.config = {"metric": {"name": "m"}}
     fp = build_fingerprint(ev, model, bench, {})
-    assert fp["prompt.template_sha256"] == _sha("{{ prompt }}")  # uep_common.configs.DEFAULT_PROMPT
+    assert fp["prompt.template_sha256"] == _sha("{{ prompt }}")  # uep_common.contract.configs.DEFAULT_PROMPT
     assert (fp["prompt.fewshot_k"], fp["prompt.chat"]) == (0, None)
 
 

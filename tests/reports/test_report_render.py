@@ -6,7 +6,7 @@ import re
 import uuid
 from datetime import UTC, datetime
 
-from uep_common.judge_config import JudgeConfig
+from uep_common.contract.judge_config import JudgeConfig
 from uep_reporter.analysis import METHODS, judge_metric_keys, metric_filter, version_label
 from uep_reporter.report import render_html
 from uep_reporter.report_model import (

@@ -5,9 +5,14 @@ import re
 
 import numpy as np
 
-from uep_common.charts import at_k_svg, confusion_svg, pr_svg, reliability_svg, roc_svg
-from uep_common.events import SetMetrics
-from uep_common.set_metrics import classification_curves, classification_items, classification_metrics, ranking_set_metrics
+from uep_common.analytics.charts import at_k_svg, confusion_svg, pr_svg, reliability_svg, roc_svg
+from uep_common.analytics.set_metrics import (
+    classification_curves,
+    classification_items,
+    classification_metrics,
+    ranking_set_metrics,
+)
+from uep_common.contract.events import SetMetrics
 from uep_reporter.report import render_html, set_charts, set_name
 from uep_reporter.report_model import ClassCurve, ClassificationSection, RankingSection
 

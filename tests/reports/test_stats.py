@@ -1,4 +1,4 @@
-"""Shared statistics (uep_common.stats) against reference values.
+"""Shared statistics (uep_common.analytics.stats) against reference values.
 
 References: Wilson score intervals from Wilson (1927) — the same values as statsmodels'
 ``proportion_confint(method="wilson")`` — and the two edge cases (0/50 → [0, 0.0713], 50/50 → [0.9287, 1]).
@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from uep_common import stats
+from uep_common.analytics import stats
 from uep_reporter import analysis as reporter_analysis
 
 

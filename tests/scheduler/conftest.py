@@ -22,7 +22,7 @@ DB_URL = f"{PG_SERVER}/{DB_NAME}"
 def alloc_db_url() -> str:
     """URL of a freshly migrated database for allocation tests."""
     from uep_common.admin import migrate
-    from uep_common.db.session import make_sync_engine
+    from uep_common.runtime.session import make_sync_engine
 
     admin = make_sync_engine(f"{PG_SERVER}/postgres")
     with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
@@ -36,7 +36,7 @@ def alloc_db_url() -> str:
 @pytest.fixture
 async def sm(alloc_db_url):
     """Async session factory on the allocation database, emptied of evaluations and scheduler state."""
-    from uep_common.db.session import make_async_engine, make_sessionmaker
+    from uep_common.runtime.session import make_async_engine, make_sessionmaker
 
     engine = make_async_engine(alloc_db_url)
     async with engine.begin() as c:
@@ -59,7 +59,7 @@ class World:
 
     async def tenant(self, slug: str, **limits: int) -> uuid.UUID:
         """A new tenant; ``limits``: its own work limits (columns of ``tenants``, e.g. ``min_schedule_interval_s``)."""
-        from uep_common.db.models import Tenant
+        from uep_common.tables.models import Tenant
 
         async with self.sm() as s, s.begin():
             t = Tenant(id=uuid.uuid4(), slug=f"{slug}-{uuid.uuid4().hex[:6]}", name=slug, **limits)
@@ -67,7 +67,7 @@ class World:
         return t.id
 
     async def model(self, capacity: int | None) -> uuid.UUID:
-        from uep_common.db.models import Model
+        from uep_common.tables.models import Model
 
         async with self.sm() as s, s.begin():
             m = Model(
@@ -86,7 +86,7 @@ class World:
     async def benchmark(self, n: int) -> uuid.UUID:
         from sqlalchemy import insert
 
-        from uep_common.db.models import Benchmark, Sample
+        from uep_common.tables.models import Benchmark, Sample
 
         async with self.sm() as s, s.begin():
             b = Benchmark(
@@ -125,7 +125,7 @@ class World:
     ) -> uuid.UUID:
         from datetime import UTC, datetime, timedelta
 
-        from uep_common.db.models import Evaluation
+        from uep_common.tables.models import Evaluation
 
         now = datetime.now(UTC)
         async with self.sm() as s, s.begin():

@@ -10,12 +10,13 @@ import uuid
 from datetime import UTC, datetime
 
 from sqlalchemy import select, update
-from test_allocation import in_flight, run_pass, settings
 
-from uep_common.db.models import SampleLease
-from uep_common.db.scheduling import SchedModel
-from uep_common.events import ErrorInfo, ScoreComputed
+from uep_common.contract.events import ErrorInfo, ScoreComputed
+from uep_common.tables.models import SampleLease
+from uep_common.tables.scheduling import SchedModel
 from uep_scheduler.capacity import adapt
+
+from .test_allocation import in_flight, run_pass, settings
 
 
 def _score(model_id: uuid.UUID, error: str | None) -> ScoreComputed:
@@ -39,9 +40,9 @@ async def _limit(sm, model_id) -> float | None:
         return await s.scalar(select(SchedModel.limit).where(SchedModel.model_id == model_id))
 
 
-async def _adapt(sm, scores) -> dict:
+async def _adapt(sm, scores, default_capacity: int = 0) -> dict:
     async with sm() as s, s.begin():
-        return await adapt(s, scores)
+        return await adapt(s, scores, default_capacity)
 
 
 async def _release_all(sm) -> None:
@@ -99,3 +100,28 @@ async def test_a_rate_limit_a_retry_got_past_still_halves_the_limit(sm, world):
     answered_after_429 = _score(model, None).model_copy(update={"throttled": True})  # a success, but throttled first
     assert await _adapt(sm, [answered_after_429]) == {model: "decrease"}
     assert await _limit(sm, model) == 4.0
+
+
+async def test_a_model_without_a_capacity_is_held_to_the_default_and_backs_off(sm, world):
+    """A model registered without ``max_in_flight`` was unbounded (every lease its evaluation allowed went out at
+    once) and never tracked, so timeouts under load failed item after item. It now gets the scheduler's
+    ``default_model_capacity`` (4 here) and the same AIMD steps: 4 → 2 on a timeout, back up on successes."""
+    tenant, bench = await world.tenant("t"), await world.benchmark(100)
+    model = await world.model(None)
+    await world.evaluation(tenant, bench, model, 100, max_parallel=50)
+    cfg = settings(max_in_flight_global=100, model_lease_factor=1.0, adaptive_concurrency=True, default_model_capacity=4)
+    now = datetime.now(UTC)
+
+    await run_pass(sm, cfg, now)
+    assert await in_flight(sm, model_id=model) == 4  # the default capacity, not the evaluation's 50
+
+    assert await _adapt(sm, [_score(model, "timeout")], default_capacity=4) == {model: "decrease"}
+    assert await _limit(sm, model) == 2.0  # half the default capacity
+    await _release_all(sm)
+    await run_pass(sm, cfg, now)
+    assert await in_flight(sm, model_id=model) == 2
+
+    for _ in range(10):
+        await _adapt(sm, [_score(model, None)] * 4, default_capacity=4)
+    assert await _limit(sm, model) == 4.0  # back up to the default, never above it
+    assert await _adapt(sm, [_score(model, "timeout")]) == {}  # default 0: an unbounded model is not tracked

@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import func, select, update
 
-from uep_common.db.models import Evaluation, OutboxMessage, SampleLease, SampleResult
+from uep_common.tables.models import Evaluation, OutboxMessage, SampleLease, SampleResult
 from uep_scheduler.allocation import allocate
 from uep_scheduler.settings import SchedulerSettings
 
@@ -29,6 +29,7 @@ def settings(**kw) -> SchedulerSettings:
         "max_in_flight_per_evaluation": 16,
         "aging_seconds": 3600,
         "adaptive_concurrency": False,
+        "default_model_capacity": 0,  # a model registered without a capacity is unbounded here, unless a test says
     }
     return SchedulerSettings(**(base | kw))
 
@@ -227,7 +228,7 @@ async def test_two_allocators_running_concurrently_never_overbook_or_lease_twice
 
 async def test_ab_arms_stay_within_one_item_of_each_other(sm, world):
     """Arms on different models, one of them capacity 4, with a competitor: item i of every arm goes out
-    together when both fit, else the arm behind goes first (uep_scheduler.allocation.arm_packet)."""
+    together when both fit, else the arm behind goes first (uep_scheduler.flows.arm_packet)."""
     import uuid
 
     t = await world.tenant("t")

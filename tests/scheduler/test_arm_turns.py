@@ -1,7 +1,7 @@
 """A/B arms under capacity too small to pair them: they take turns instead of waiting for room they never get.
 
 The arms of an experiment are one fair-queuing flow; its packet is the next item of each arm furthest behind
-(``uep_scheduler.allocation.arm_packet``). These passes run on a real PostgreSQL (no broker, no services).
+(``uep_scheduler.flows.arm_packet``). These passes run on a real PostgreSQL (no broker, no services).
 The expected orders follow from that rule by hand: with room for one item at a time, arms alternate in arm
 order (a, b, a, b, …); with room for all, item ``i`` of every arm goes out in one pass.
 """
@@ -14,10 +14,11 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select, update
-from test_allocation import in_flight, release_random, run_pass, settings
 
-from uep_common.db.models import Evaluation, SampleLease
-from uep_scheduler.allocation import arm_packet
+from uep_common.tables.models import Evaluation, SampleLease
+from uep_scheduler.flows import arm_packet
+
+from .test_allocation import in_flight, release_random, run_pass, settings
 
 
 async def _release_all(sm) -> None:

@@ -14,12 +14,13 @@ from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import select
-from test_allocation import in_flight, release_random, run_pass, settings
 
-from uep_common.db.models import Evaluation, SampleLease
-from uep_common.events import ErrorInfo, ScoreComputed
+from uep_common.contract.events import ErrorInfo, ScoreComputed
+from uep_common.tables.models import Evaluation, SampleLease
 from uep_scheduler.allocation import allocate
 from uep_scheduler.capacity import MAX_QUEUE_PER_SLOT, CallTimes, queue_depth
+
+from .test_allocation import in_flight, release_random, run_pass, settings
 
 
 def _score(model_id: uuid.UUID, latency_ms: float | None, error: str | None = None) -> ScoreComputed:

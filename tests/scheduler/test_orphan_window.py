@@ -1,4 +1,4 @@
-"""The windowed orphan sweep (uep_scheduler.allocation._lost_condition with ``orphans_since``) on a real
+"""The windowed orphan sweep (uep_scheduler.leases.lost_condition with ``orphans_since``) on a real
 PostgreSQL: it finds exactly the released-but-unstored leases that became orphans since the previous sweep.
 
 A lease becomes an orphan at max(released_at + grace, lease_expires_at) (the docstring of _lost_condition).
@@ -12,10 +12,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select
-from test_allocation import run_pass, settings
 
-from uep_common.db.models import SampleLease
+from uep_common.tables.models import SampleLease
 from uep_scheduler.allocation import allocate
+
+from .test_allocation import run_pass, settings
 
 
 async def test_the_window_holds_what_became_an_orphan_since_the_last_sweep(sm, world):

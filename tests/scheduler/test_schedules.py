@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import func, select
 
-from uep_common.db.models import Benchmark, Evaluation, Model, OutboxMessage
-from uep_common.db.scheduling import Schedule, ScheduleRun
+from uep_common.tables.models import Benchmark, Evaluation, Model, OutboxMessage
+from uep_common.tables.scheduling import Schedule, ScheduleRun
 from uep_scheduler.schedules import due_time, run_due_schedules
 
 

@@ -16,8 +16,8 @@ from collections import Counter
 import pytest
 import sacrebleu
 
-from uep_common.configs import parse_benchmark_config
-from uep_common.events import JudgeRequested, OutputGenerated, ScoreComputed
+from uep_common.contract.configs import parse_benchmark_config
+from uep_common.contract.events import JudgeRequested, OutputGenerated, ScoreComputed
 from uep_scorer.metrics import MetricInputError, available_metrics, get_metric
 from uep_scorer.metrics.base import NO_ANSWER
 from uep_scorer.scoring import score_output

@@ -153,8 +153,8 @@ def test_the_stderr_tail_is_bounded_to_2_kib_of_utf8():
 def test_score_output_stores_the_failure_with_the_item():
     import uuid
 
-    from uep_common.configs import parse_benchmark_config
-    from uep_common.events import OutputGenerated
+    from uep_common.contract.configs import parse_benchmark_config
+    from uep_common.contract.events import OutputGenerated
     from uep_scorer.scoring import score_output
 
     class Refs:  # what score_output asks of a ReferenceStore

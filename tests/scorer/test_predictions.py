@@ -9,8 +9,8 @@ import uuid
 import pytest
 from jsonschema import Draft202012Validator
 
-from uep_common.configs import parse_benchmark_config
-from uep_common.events import OutputGenerated, Prediction, ScoreComputed
+from uep_common.contract.configs import parse_benchmark_config
+from uep_common.contract.events import OutputGenerated, Prediction, ScoreComputed
 from uep_scorer.catalog import catalogue_rows
 from uep_scorer.metrics import MetricInputError, available_metrics, get_metric
 from uep_scorer.metrics.classification import find_label

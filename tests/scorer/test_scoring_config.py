@@ -1,11 +1,11 @@
-"""score_output reads the benchmark's parsed config (uep_common.configs.BenchmarkConfig): its metric and
+"""score_output reads the benchmark's parsed config (uep_common.contract.configs.BenchmarkConfig): its metric and
 params, hybrid routing without a metric, and a config that does not parse (no server: a stand-in store)."""
 
 import asyncio
 import uuid
 
-from uep_common.configs import parse_benchmark_config
-from uep_common.events import JudgeRequested, OutputGenerated, ScoreComputed
+from uep_common.contract.configs import parse_benchmark_config
+from uep_common.contract.events import JudgeRequested, OutputGenerated, ScoreComputed
 from uep_scorer.scoring import score_output
 
 

@@ -30,7 +30,7 @@ from sqlalchemy import text
 from integration.helpers import submit, wait_done
 from integration.session_helpers import signed_in
 from uep_common.admin import create_tenant
-from uep_common.passwords import hash_password
+from uep_common.runtime.passwords import hash_password
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -180,7 +180,7 @@ def test_sign_in_create_watch_report_items_compare_boards_upload(gateway, stack,
             page.locator("#compare-run").click()
             expect(page.locator("#compare-bc")).to_have_text("0 / 0")
             expect(page.locator("#compare-diff")).to_contain_text("+0.0 pts")
-            expect(page.locator("#compare-result")).to_contain_text("6 paired items")
+            expect(page.locator("#compare-result")).to_contain_text("6 of 6 items pair")
             _shot(page, shots, "06-compare")
 
             # per-item CSV built in the browser
@@ -244,7 +244,7 @@ def test_sign_in_create_watch_report_items_compare_boards_upload(gateway, stack,
             page.get_by_label("Name", exact=True).fill("UI judged QA")
             page.get_by_label("Prompt template (Jinja2 over each row's input fields)").fill("Q: {{ question }}")
             page.get_by_label("Evaluation type").select_option("llm_judge")
-            expect(page.locator("#judge-models input[data-judge='uep-judge']")).to_be_checked()
+            expect(page.locator("#judge-models input[data-judge='smollm2-135m-instruct']")).to_be_checked()
             page.locator("#judge-add-dimension").click()
             row = page.locator("#judge-dimensions .dimension").nth(1)
             row.get_by_label("Dimension name").fill("fluency")
@@ -280,7 +280,7 @@ def test_sign_in_create_watch_report_items_compare_boards_upload(gateway, stack,
             assert posts == [422, 201]
             spec = json.loads(page.locator("#spec-json").input_value())
             assert spec["evaluation_type"] == "llm_judge"
-            assert spec["judge"]["judges"] == ["uep-judge"]
+            assert spec["judge"]["judges"] == ["smollm2-135m-instruct"]
             assert spec["judge"]["dimensions"][1] == {"name": "fluency", "description": "", "min": 1, "max": 5, "integer": True}
 
             page.locator("#nav a", has_text="Models").click()

@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from uep_common.events import EVENT_TYPES
+from uep_common.contract.events import EVENT_TYPES
 
 ROOT = Path(__file__).resolve().parents[2]
 

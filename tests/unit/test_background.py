@@ -1,4 +1,4 @@
-"""uep_common.background.BackgroundLoop: rounds at the interval, at once when woken, carrying on after a
+"""uep_common.runtime.background.BackgroundLoop: rounds at the interval, at once when woken, carrying on after a
 failed round, and ending on stop."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from uep_common.background import BackgroundLoop
+from uep_common.runtime.background import BackgroundLoop
 
 
 def test_rounds_wake_failures_and_stop():

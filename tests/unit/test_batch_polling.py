@@ -1,6 +1,6 @@
-"""Batch subscribers poll again at once after an empty poll (uep_common.batch_polling): FastStream's own loop
-still sleeps (checked, so an upgrade that changes it fails here), :func:`get_batch` takes a record as soon as it
-comes, and :func:`uep_common.messaging.make_broker` gives every batch subscriber :func:`get_batch`."""
+"""Batch subscribers poll again at once after an empty poll (uep_common.runtime.batch_polling): FastStream's own loop
+still sleeps (checked, so an upgrade that changes it fails here), :func:`uep_common.runtime.batch_polling.get_batch` takes a record as soon as it
+comes, and :func:`uep_common.runtime.messaging.make_broker` gives every batch subscriber :func:`uep_common.runtime.batch_polling.get_batch`."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import asyncio
 import inspect
 from types import SimpleNamespace
 
-from uep_common.messaging import make_broker
-from uep_common.settings import CommonSettings
+from uep_common.runtime.messaging import make_broker
+from uep_common.runtime.settings import CommonSettings
 
 
 def test_faststream_batch_loop_still_sleeps_after_an_empty_poll():
-    """:func:`get_batch` replaces FastStream's batch ``get_msg``, which sleeps a batch wait after an empty
+    """:func:`uep_common.runtime.batch_polling.get_batch` replaces FastStream's batch ``get_msg``, which sleeps a batch wait after an empty
     poll; when an upgrade changes that method, this fails and the replacement must be looked at again."""
     from faststream.kafka.subscriber.usecase import BatchSubscriber
 
@@ -36,9 +36,9 @@ class _Consumer:
 
 async def test_get_batch_takes_a_record_at_once_after_an_empty_poll():
     """With FastStream's loop a record put 10 ms after an empty 500 ms poll waits out a 500 ms sleep; with
-    :func:`get_batch` the next poll starts at once and returns it within a few milliseconds. The bounds sit
+    :func:`uep_common.runtime.batch_polling.get_batch` the next poll starts at once and returns it within a few milliseconds. The bounds sit
     halfway between the two behaviours, so a loaded machine's scheduling delays do not decide the outcome."""
-    from uep_common.batch_polling import get_batch
+    from uep_common.runtime.batch_polling import get_batch
 
     sub = SimpleNamespace(batch_timeout_ms=500, max_records=10)
     consumer = _Consumer()
@@ -53,7 +53,7 @@ async def test_get_batch_takes_a_record_at_once_after_an_empty_poll():
 
 
 async def test_make_broker_gives_batch_subscribers_get_batch():
-    from uep_common.batch_polling import get_batch, poll_batches_without_sleep
+    from uep_common.runtime.batch_polling import get_batch, poll_batches_without_sleep
 
     broker = make_broker(CommonSettings())
     batch = broker.subscriber("t", batch=True, group_id="g")
@@ -63,9 +63,9 @@ async def test_make_broker_gives_batch_subscribers_get_batch():
 
 
 async def test_the_broker_installs_get_batch_when_it_starts():
-    """:class:`BatchPollingKafkaBroker.start` gives its batch subscribers :func:`get_batch` before starting
+    """:meth:`uep_common.runtime.batch_polling.BatchPollingKafkaBroker.start` gives its batch subscribers :func:`uep_common.runtime.batch_polling.get_batch` before starting
     (the start itself fails here: nothing listens on port 1)."""
-    from uep_common.batch_polling import BatchPollingKafkaBroker, get_batch
+    from uep_common.runtime.batch_polling import BatchPollingKafkaBroker, get_batch
 
     broker = make_broker(CommonSettings(kafka_bootstrap="127.0.0.1:1", kafka_request_timeout_ms=1000))
     assert isinstance(broker, BatchPollingKafkaBroker)

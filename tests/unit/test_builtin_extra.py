@@ -4,7 +4,7 @@ from collections import Counter
 
 from uep_common.builtin.catalog import BENCHMARKS
 from uep_common.builtin.datasets import LICENSES, load_hellaswag, load_truthfulqa_mc1
-from uep_common.prompts import render_prompt
+from uep_common.prompting.prompts import render_prompt
 
 
 def test_hellaswag_sample():

@@ -1,4 +1,4 @@
-"""The typed models of ``benchmarks.config`` and ``evaluations.config`` (uep_common.configs): old rows parse,
+"""The typed models of ``benchmarks.config`` and ``evaluations.config`` (uep_common.contract.configs): old rows parse,
 bad values and unknown keys are refused naming the field, what writers store keeps its keys and values."""
 
 import uuid
@@ -6,9 +6,9 @@ import uuid
 import pytest
 from pydantic import ValidationError
 
-from uep_common.benchmarks import content_hash
 from uep_common.builtin.catalog import BENCHMARKS, GSM8K_TEMPLATE
-from uep_common.configs import (
+from uep_common.contract.benchmarks import content_hash
+from uep_common.contract.configs import (
     CONFIG_SCHEMA_VERSION,
     DEFAULT_PROMPT,
     check_benchmark_config,
@@ -16,8 +16,8 @@ from uep_common.configs import (
     parse_benchmark_config,
     parse_evaluation_config,
 )
-from uep_common.creation import evaluation_config
-from uep_common.judge_config import merge_judge_config
+from uep_common.contract.judge_config import merge_judge_config
+from uep_common.records.creation import evaluation_config
 
 
 def _locs(exc: pytest.ExceptionInfo[ValidationError]) -> list[tuple]:

@@ -1,4 +1,4 @@
-"""The common consumer path (uep_common.consuming.consume) on FastStream's in-memory test broker: decoded
+"""The common consumer path (uep_common.runtime.consuming.consume) on FastStream's in-memory test broker: decoded
 events reach the handler, undecodable records go to the dead-letter topic with the reason, and the handler
 runs in its span, a child of (one record) or linked to (a batch) the producer's trace context."""
 
@@ -10,10 +10,10 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from uep_common.consuming import consume
-from uep_common.events import EvaluationCompleted, EvaluationStatus, ReportRequested, Topics
-from uep_common.messaging import DEAD_LETTER_TOPIC
-from uep_common.trace_propagation import TraceContextMiddleware
+from uep_common.contract.events import EvaluationCompleted, EvaluationStatus, ReportRequested, Topics
+from uep_common.runtime.consuming import consume
+from uep_common.runtime.messaging import DEAD_LETTER_TOPIC
+from uep_common.runtime.trace_propagation import TraceContextMiddleware
 
 E, T = uuid.UUID(int=1), uuid.UUID(int=2)
 PRODUCER_TRACE = "0af7651916cd43dd8448eb211c80319c"
@@ -173,7 +173,7 @@ async def test_the_message_parameter_is_resolved_without_a_worker_thread(monkeyp
 
 
 async def test_a_batch_handler_with_records_gets_each_event_with_its_headers_and_timestamp():
-    from uep_common.consuming import Received
+    from uep_common.runtime.consuming import Received
 
     broker = KafkaBroker()
     batches: list[list[Received]] = []

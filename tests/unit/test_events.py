@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from uep_common.events import (
+from uep_common.contract.events import (
     EVENT_TYPES,
     ErrorInfo,
     EvaluationCompleted,
@@ -24,7 +24,7 @@ from uep_common.events import (
     ScoreComputed,
     Topics,
 )
-from uep_common.messaging import UndecodableEvent, decode_event
+from uep_common.runtime.messaging import UndecodableEvent, decode_event
 
 E, T, S, B, M = (uuid.UUID(int=i) for i in range(1, 6))
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

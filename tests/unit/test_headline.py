@@ -1,4 +1,4 @@
-"""The headline of an evaluation (uep_common.summary.headline_of) in the API's list items and the CLI's list:
+"""The headline of an evaluation (uep_common.analytics.summary.headline_of) in the API's list items and the CLI's list:
 a ranker shows its primary ndcg@k, a classifier its benchmark's primary metric (accuracy when it names none),
 an LLM its accuracy, a graded metric its mean. Summaries are built with the real set-metric functions."""
 
@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from uep_cli.main import headline_cells
-from uep_common.db.models import Benchmark, Evaluation, Model
-from uep_common.events import EvaluationSummary, SetMetrics
-from uep_common.set_metrics import classification_items, classification_metrics, ranking_set_metrics
-from uep_common.summary import headline_of
+from uep_common.analytics.set_metrics import classification_items, classification_metrics, ranking_set_metrics
+from uep_common.analytics.summary import headline_of
+from uep_common.contract.events import EvaluationSummary, SetMetrics
+from uep_common.tables.models import Benchmark, Evaluation, Model
 from uep_gateway.api.evaluations import _list_item
 
 BASE = {"n": 4, "scored": 4, "correct": 3, "errors": 0, "accuracy": 0.75, "ci_low": 0.3, "ci_high": 0.95}
@@ -68,7 +68,13 @@ def test_an_llm_headlines_its_accuracy_and_a_graded_metric_its_mean():
         "value": 31.5,
         "ci_low": None,
         "ci_high": None,
+        "method": None,
+        "proportion": False,
         "set_level": False,
+        "n": 4,
+        "errors": 0,
+        "excluded": 0,
+        "note": None,
     }
     assert headline_of(None) is None and headline_of({}) is None
 
@@ -95,6 +101,6 @@ def test_the_list_item_and_the_cli_row_show_the_ranker_s_ndcg():
     assert item["accuracy"] == 0.75 and item["headline"]["metric"] == "ndcg@10"
     name, ci = headline_cells(item)
     assert name == "ndcg@10 0.755"  # mean of 1.0, 0.62, 0.9, 0.5 = 0.755, three decimals
-    assert ci.startswith("[") and ci.endswith("]")
-    # an older gateway without ``headline``: the accuracy
-    assert headline_cells({"accuracy": 0.5, "ci_low": 0.1, "ci_high": 0.9}) == ("accuracy 0.500", "[0.100, 0.900]")
+    assert ci.startswith("[") and ci.endswith("] bootstrap")
+    # an older gateway without ``headline``: the accuracy, a proportion, with its Wilson interval
+    assert headline_cells({"accuracy": 0.5, "ci_low": 0.1, "ci_high": 0.9}) == ("accuracy 50.0 %", "[10.0–90.0] Wilson")

@@ -7,8 +7,8 @@ import signal
 
 import uvicorn
 
-from uep_common import http_server
-from uep_common.http_server import QuietServer
+from uep_common.runtime import http_server
+from uep_common.runtime.http_server import QuietServer
 
 
 def _server() -> tuple[QuietServer, list[int]]:

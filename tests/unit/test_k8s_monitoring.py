@@ -2,7 +2,7 @@
 and every metric an alert rule or a dashboard panel queries is one the services define.
 
 The metric names come from the registry of this process after importing every module that defines uep metrics
-(:mod:`uep_common.metrics` and each service's ``instruments``), so renaming a metric fails here until the rules and
+(:mod:`uep_common.runtime.metrics` and each service's ``instruments``), so renaming a metric fails here until the rules and
 the dashboard follow. Sample names follow the Prometheus text format: a counter ``x`` is sampled as ``x_total``,
 a histogram ``x`` as ``x_bucket``, ``x_count`` and ``x_sum``.
 """
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from uep_common import metrics
+from uep_common.runtime import metrics
 
 pytestmark = pytest.mark.unit
 

@@ -5,8 +5,8 @@ other services on 127.0.0.1. In a pod, 127.0.0.1 is the pod itself, so a setting
 fails at run time (the judge's database readiness check, judge → inference calls). This reads, for each
 workload of ``deploy/k8s/base``:
 
-* the settings it reads: every field of :class:`uep_common.settings.CommonSettings` and of each
-  ``CommonSettings`` subclass defined in the workload's package (pydantic-settings fields, variable
+* the settings it reads: every field of :class:`uep_common.runtime.settings.CommonSettings` and of each
+  pydantic-settings class defined in the workload's package (``BaseSettings`` subclasses, variable
   ``UEP_<FIELD>``), plus ``os.environ.get("UEP_…", default)`` reads in that package. Three shared fields
   are read only where the source says so (:data:`OPENED_WHEN`): the database and Redis URLs where the
   service asks ``ServiceRuntime`` for them (``use_db=True`` / ``use_redis=True``) or uses the URL itself,
@@ -32,8 +32,9 @@ from typing import Any
 import pytest
 import yaml
 from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings
 
-from uep_common.settings import CommonSettings
+from uep_common.runtime.settings import CommonSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = ROOT / "deploy" / "k8s" / "base"
@@ -80,14 +81,15 @@ def _module_name(path: Path) -> str:
     return ".".join(path.relative_to(src).with_suffix("").parts)
 
 
-def settings_classes(workload: Workload) -> list[type[CommonSettings]]:
-    """``CommonSettings`` and every subclass of it defined in the workload's source (found by AST, imported)."""
-    found: list[type[CommonSettings]] = [CommonSettings]
+def settings_classes(workload: Workload) -> list[type[BaseSettings]]:
+    """``CommonSettings`` and every ``BaseSettings`` subclass defined in the workload's source (found by AST,
+    imported)."""
+    found: list[type[BaseSettings]] = [CommonSettings]
     for path in _files(workload):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ClassDef) and any(isinstance(b, ast.Name) and b.id.endswith("Settings") for b in node.bases):
                 cls = getattr(importlib.import_module(_module_name(path)), node.name)
-                if isinstance(cls, type) and issubclass(cls, CommonSettings) and cls not in found:
+                if isinstance(cls, type) and issubclass(cls, BaseSettings) and cls not in found:
                     found.append(cls)
     return found
 
@@ -104,7 +106,7 @@ def unsafe_default(info: FieldInfo) -> str | None:
     return None
 
 
-def _env_name(cls: type[CommonSettings], field: str, info: FieldInfo) -> str:
+def _env_name(cls: type[BaseSettings], field: str, info: FieldInfo) -> str:
     alias = info.validation_alias
     return alias.upper() if isinstance(alias, str) else f"{cls.model_config.get('env_prefix', '')}{field}".upper()
 
@@ -253,7 +255,7 @@ def test_the_scan_finds_the_settings_each_service_opens() -> None:
     # the gateway uses the database and Redis itself, binds its API and never sends the internal credential
     assert {"UEP_DATABASE_URL", "UEP_REDIS_URL", "UEP_GATEWAY_HOST"} <= gateway.keys()
     assert "UEP_INTERNAL_TOKEN" not in gateway
-    # seed reads the Triton host straight from the environment (default 127.0.0.1)
+    # seed registers the built-in models at TritonSettings.triton_host (default 127.0.0.1)
     assert "UEP_TRITON_HOST" in required_env(WORKLOADS["migrate"])
 
 

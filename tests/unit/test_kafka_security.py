@@ -17,8 +17,8 @@ import pytest
 from faststream.security import BaseSecurity, SASLPlaintext, SASLScram256, SASLScram512
 from pydantic import ValidationError
 
-from uep_common.messaging import client_options, make_admin, make_broker, security, topic_spec
-from uep_common.settings import CommonSettings
+from uep_common.runtime.messaging import client_options, make_admin, make_broker, security, topic_spec
+from uep_common.runtime.settings import CommonSettings
 
 pytestmark = pytest.mark.unit
 
@@ -147,7 +147,7 @@ def test_topic_spec_replication_min_insync_and_retention() -> None:
 
 
 def test_the_dead_letter_topic_keeps_a_week() -> None:
-    from uep_common.messaging import DEAD_LETTER_TOPIC
+    from uep_common.runtime.messaging import DEAD_LETTER_TOPIC
 
     spec = topic_spec(_settings(), DEAD_LETTER_TOPIC)
     assert spec.topic_configs == {**RETENTION, "retention.ms": str(7 * 24 * 3600 * 1000)}

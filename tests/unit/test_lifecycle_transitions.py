@@ -1,4 +1,4 @@
-"""uep_common.lifecycle: the transition table (each allowed move, the refused ones and their 409 kinds), the
+"""uep_common.records.lifecycle: the transition table (each allowed move, the refused ones and their 409 kinds), the
 single TERMINAL set, and what ending and resuming do to an evaluation row and the outbox (no database)."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from uep_common import lifecycle
-from uep_common.db.lifecycle import LifecycleConflict
-from uep_common.db.models import EVALUATION_STATUSES, Evaluation, OutboxMessage
-from uep_common.events import EvaluationStatus, EvaluationSummary
-from uep_common.lifecycle import TERMINAL, TRANSITIONS, UNFINISHED, IllegalTransition, Transition
+from uep_common.contract.events import EvaluationStatus, EvaluationSummary
+from uep_common.records import lifecycle
+from uep_common.records.lifecycle import TERMINAL, TRANSITIONS, UNFINISHED, IllegalTransition, Transition
+from uep_common.tables.lifecycle import LifecycleConflict
+from uep_common.tables.models import EVALUATION_STATUSES, Evaluation, OutboxMessage
 
 S = EvaluationStatus
 
@@ -115,7 +115,7 @@ def test_refusal_messages_name_the_status_and_what_is_allowed():
 
 
 class _Session:
-    """Collects the statements executed and what :func:`uep_common.outbox.add_to_outbox` adds."""
+    """Collects the statements executed and what :func:`uep_common.runtime.outbox.add_to_outbox` adds."""
 
     def __init__(self) -> None:
         self.added: list[object] = []

@@ -15,10 +15,10 @@ import pydantic
 import pytest
 
 from uep_common.builtin import catalog, datasets
-from uep_common.creation import WorkLimitRefused, check_model_fits
-from uep_common.db.models import Benchmark, Model
-from uep_common.events import LoglikSpec, ModelTarget, PromptSpec, SampleDispatched
-from uep_common.prompts import render_prompt
+from uep_common.contract.events import LoglikSpec, ModelTarget, PromptSpec, SampleDispatched
+from uep_common.prompting.prompts import render_prompt
+from uep_common.records.creation import WorkLimitRefused, check_model_fits
+from uep_common.tables.models import Benchmark, Model
 from uep_inference.backends.base import BackendError, Generation, GenerationRequest, Loglik
 from uep_inference.backends.openai_compatible import OpenAIBackend, continuation_loglik
 from uep_inference.loglik import loglik_continuations, loglik_output

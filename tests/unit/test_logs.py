@@ -1,4 +1,4 @@
-"""Log lines (uep_common.logs): one JSON object per line with the span's trace and span ids (W3C hex) and the
+"""Log lines (uep_common.runtime.logs): one JSON object per line with the span's trace and span ids (W3C hex) and the
 bound evaluation and tenant; plain text without ANSI codes; uvicorn's and FastStream's loggers routed to the
 one handler."""
 
@@ -12,8 +12,8 @@ import uuid
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
-from uep_common import logs
-from uep_common.settings import CommonSettings
+from uep_common.runtime import logs
+from uep_common.runtime.settings import CommonSettings
 
 pytestmark = pytest.mark.unit
 

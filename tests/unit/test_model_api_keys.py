@@ -1,7 +1,7 @@
 """A registered model's API key reaches its OpenAI-compatible endpoint, and nothing else does.
 
-The key is encrypted at registration (uep_common.model_registry.encrypt_api_key), carried encrypted in the
-ModelTarget, decrypted only by the inference service (uep_inference.api_keys) and sent as the bearer token; a
+The key is encrypted at registration (uep_common.registry.model_registry.encrypt_api_key), carried encrypted in the
+ModelTarget, decrypted only by the inference service (uep_inference.backends.api_keys) and sent as the bearer token; a
 real HTTP server on 127.0.0.1 records the Authorization header each request arrived with."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from cryptography.fernet import Fernet
 
-from uep_common.events import ModelTarget
-from uep_common.model_registry import encrypt_api_key
-from uep_inference.api_keys import ApiKeys
+from uep_common.contract.events import ModelTarget
+from uep_common.registry.model_registry import encrypt_api_key
+from uep_inference.backends.api_keys import ApiKeys
 from uep_inference.backends.base import BackendError, GenerationRequest
 from uep_inference.backends.openai_compatible import OpenAIBackend
 from uep_inference.settings import InferenceSettings

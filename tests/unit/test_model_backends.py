@@ -8,8 +8,8 @@ import uuid
 import httpx
 import pytest
 
-from uep_common.db.models import BACKENDS
-from uep_common.events import Backend, ModelTarget
+from uep_common.contract.events import Backend, ModelTarget
+from uep_common.tables.models import BACKENDS
 from uep_inference.backends import (
     BackendError,
     Backends,
@@ -35,6 +35,19 @@ def test_registered_backends_are_the_contracts_names_and_the_tables():
     assert set(registered_backends()) == {b.value for b in Backend} == set(BACKENDS) == {"triton", "openai_compatible"}
     assert registered_backends()["triton"] is TritonBackend and TritonBackend.name == "triton"
     assert all(isinstance(cls(InferenceSettings()), ModelBackend) for cls in registered_backends().values())
+
+
+def test_a_model_row_takes_only_a_contract_backend():
+    from uep_common.tables.models import Model
+
+    assert "ck_models_backend" not in {c.name for c in Model.__table__.constraints}  # checked in code instead
+    row = Model(name="m", backend=Backend.openai_compatible, endpoint="http://llm.test")
+    assert (row.backend, type(row.backend)) == ("openai_compatible", str)
+    with pytest.raises(ValueError, match="backend 'vllm_native' is not one of triton, openai_compatible"):
+        Model(name="m", backend="vllm_native", endpoint="http://llm.test")
+    with pytest.raises(ValueError, match="backend"):
+        row.backend = "nope"
+    assert row.backend == "openai_compatible"  # the refused assignment changed nothing
 
 
 def test_the_contract_check_names_both_differences():

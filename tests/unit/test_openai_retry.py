@@ -21,7 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from uep_common.events import ModelTarget
+from uep_common.contract.events import ModelTarget
 from uep_inference.backends import Backends
 from uep_inference.backends.openai_compatible import MAX_STOP, retry_after_seconds, truncate_at_stop
 from uep_inference.ended import EndedEvaluations, ItemWatch

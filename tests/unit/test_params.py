@@ -1,6 +1,6 @@
 """Metric parameter checks shared by the gateway and the scorer CLI."""
 
-from uep_common.params import param_problems
+from uep_common.contract.params import param_problems
 
 TYPES = {
     "ignore_case": "bool",

@@ -7,7 +7,12 @@ import numpy as np
 import pytest
 from sklearn import metrics as skm
 
-from uep_common.set_metrics import classification_curves, classification_items, classification_metrics, classification_values
+from uep_common.analytics.set_metrics import (
+    classification_curves,
+    classification_items,
+    classification_metrics,
+    classification_values,
+)
 
 CLASSES = ["benign", "malignant"]
 rng = np.random.default_rng(7)

@@ -16,11 +16,11 @@ import pytest
 
 from uep_common.builtin import catalog, labelled
 from uep_common.builtin.datasets import load_mmlu
-from uep_common.creation import WorkLimitRefused, benchmark_task, check_model_fits
-from uep_common.db.models import Benchmark, Model
-from uep_common.events import ModelTarget, Prediction, PromptSpec, SampleDispatched
-from uep_common.model_contracts import CONTRACTS, contract_for
-from uep_common.prompts import render_prompt
+from uep_common.contract.events import ModelTarget, Prediction, PromptSpec, SampleDispatched
+from uep_common.contract.model_contracts import CONTRACTS, contract_for
+from uep_common.prompting.prompts import render_prompt
+from uep_common.records.creation import WorkLimitRefused, benchmark_task, check_model_fits
+from uep_common.tables.models import Benchmark, Model
 from uep_inference.backends import triton_contracts as tc
 from uep_inference.backends.base import BackendError, GenerationRequest, PredictionOutput, PredictionRequest
 from uep_inference.predictions import (
@@ -144,7 +144,7 @@ def _tensors(tensors) -> dict:
 
 
 def test_the_uep_generation_request():
-    sent = _tensors(tc.GENERATION["uep"].build(_gen("uep", chat=False)))
+    sent = _tensors(tc.GENERATION["uep"].build(_gen("uep", chat=False), False))
     assert sent == {
         "text_input": ("BYTES", (1, 1), [[b"Q?"]]),
         "max_tokens": ("INT32", (1, 1), [[16]]),
@@ -155,26 +155,26 @@ def test_the_uep_generation_request():
 
 
 def test_the_vllm_request_has_no_batch_dimension_and_sampling_parameters_as_json():
-    sent = _tensors(tc.GENERATION["vllm"].build(_gen("vllm")))
+    sent = _tensors(tc.GENERATION["vllm"].build(_gen("vllm"), False))
     assert set(sent) == {"text_input", "stream", "sampling_parameters", "exclude_input_in_output"}
     assert sent["text_input"] == ("BYTES", (1,), [b"Q?"])
     assert sent["stream"] == ("BOOL", (1,), [False]) and sent["exclude_input_in_output"] == ("BOOL", (1,), [True])
     assert json.loads(sent["sampling_parameters"][2][0]) == {"max_tokens": 16, "temperature": 0.5, "stop": ["\n\n", "Q:"]}
-    no_stop = _tensors(tc.GENERATION["vllm"].build(_gen("vllm", stop=())))
+    no_stop = _tensors(tc.GENERATION["vllm"].build(_gen("vllm", stop=()), False))
     assert json.loads(no_stop["sampling_parameters"][2][0]) == {"max_tokens": 16, "temperature": 0.5}
     read = tc.GENERATION["vllm"].read(_gen("vllm"), {"text_output": np.array([b"Paris"], dtype=object)}.get)
     assert (read.text, read.prompt_tokens, read.completion_tokens) == ("Paris", None, None)
 
 
 def test_the_trtllm_request_sends_stop_words_only_when_there_are_some_and_drops_an_echoed_prompt():
-    sent = _tensors(tc.GENERATION["trtllm"].build(_gen("trtllm")))
+    sent = _tensors(tc.GENERATION["trtllm"].build(_gen("trtllm"), False))
     assert sent == {
         "text_input": ("BYTES", (1, 1), [[b"Q?"]]),
         "max_tokens": ("INT32", (1, 1), [[16]]),
         "temperature": ("FP32", (1, 1), [[0.5]]),
         "stop_words": ("BYTES", (1, 2), [[b"\n\n", b"Q:"]]),
     }
-    assert "stop_words" not in _tensors(tc.GENERATION["trtllm"].build(_gen("trtllm", stop=())))
+    assert "stop_words" not in _tensors(tc.GENERATION["trtllm"].build(_gen("trtllm", stop=()), False))
     read = tc.GENERATION["trtllm"].read
     assert read(_gen("trtllm"), {"text_output": np.array([[b"Q? Paris"]], dtype=object)}.get).text == " Paris"
     assert read(_gen("trtllm"), {"text_output": np.array([[b"Paris"]], dtype=object)}.get).text == "Paris"

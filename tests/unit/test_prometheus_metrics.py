@@ -1,4 +1,4 @@
-"""Prometheus metrics (uep_common.metrics and the hooks that use it), without servers.
+"""Prometheus metrics (uep_common.runtime.metrics and the hooks that use it), without servers.
 
 Values are read back from the process registry with ``REGISTRY.get_sample_value`` (prometheus-client), as
 differences before/after, since every test of a session shares that registry.
@@ -14,11 +14,11 @@ import pytest
 from fastapi import Depends, FastAPI, HTTPException
 from faststream.kafka import KafkaBroker, KafkaMessage, TestKafkaBroker
 
-from uep_common import logs, metrics
-from uep_common.consuming import consume
-from uep_common.events import ErrorInfo, ReportRequested, Topics
-from uep_common.messaging import DEAD_LETTER_TOPIC
-from uep_common.settings import CommonSettings
+from uep_common.contract.events import ErrorInfo, ReportRequested, Topics
+from uep_common.runtime import logs, metrics
+from uep_common.runtime.consuming import consume
+from uep_common.runtime.messaging import DEAD_LETTER_TOPIC
+from uep_common.runtime.settings import CommonSettings
 
 pytestmark = pytest.mark.unit
 

@@ -3,7 +3,7 @@
 import pytest
 
 from uep_common.builtin.catalog import BENCHMARKS
-from uep_common.prompts import PromptRenderError, render_prompt
+from uep_common.prompting.prompts import PromptRenderError, render_prompt
 
 
 def test_mmlu_template_renders_letters_and_subject():

@@ -1,4 +1,4 @@
-"""uep_common.messaging.publish: a Kafka error (the broker restarting, a leader moving) is tried again, at most
+"""uep_common.runtime.messaging.publish: a Kafka error (the broker restarting, a leader moving) is tried again, at most
 PUBLISH_ATTEMPTS times in all; other errors are not retried."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import asyncio
 import pytest
 from aiokafka.errors import KafkaConnectionError
 
-from uep_common.messaging import PUBLISH_ATTEMPTS, publish
+from uep_common.runtime.messaging import PUBLISH_ATTEMPTS, publish
 
 
 class _Broker:

@@ -1,4 +1,4 @@
-"""Which samples a limited run takes (uep_common.sampling): quotas of stratified sampling by the
+"""Which samples a limited run takes (uep_common.records.sampling): quotas of stratified sampling by the
 largest-remainder (Hamilton) method, worked by hand below; seeded draws are reproducible."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from collections import Counter
 
 import pytest
 
-from uep_common.configs import EvaluationConfig
-from uep_common.leaderboards import item_set_key
-from uep_common.sampling import random_ordinals, stratified_ordinals
+from uep_common.analytics.leaderboards import item_set_key
+from uep_common.contract.configs import EvaluationConfig
+from uep_common.records.sampling import random_ordinals, stratified_ordinals
 
 # category a: ordinals 0-5 (6 items), b: 6-8 (3), c: 9 (1); total 10
 CATS = {**dict.fromkeys(range(6), "a"), **dict.fromkeys(range(6, 9), "b"), 9: "c"}

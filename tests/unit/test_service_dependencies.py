@@ -19,7 +19,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 SERVICES = {
-    "uep-common": ["uep_common.admin", "uep_common.db.tables", "uep_common.service"],
+    "uep-common": ["uep_common.admin", "uep_common.tables.tables", "uep_common.runtime.service"],
     "uep-gateway": ["uep_gateway.main"],
     "uep-scheduler": ["uep_scheduler.main"],
     "uep-inference": ["uep_inference.main"],

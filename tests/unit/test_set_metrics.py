@@ -1,5 +1,5 @@
-"""Set-level metrics (uep_common.set_metrics), their bootstrap (uep_common.stats.bootstrap_weights) and DeLong's
-test (uep_common.stats.delong_test).
+"""Set-level metrics (uep_common.analytics.set_metrics), their bootstrap (uep_common.analytics.stats.bootstrap_weights) and DeLong's
+test (uep_common.analytics.stats.delong_test).
 
 Where each expected value comes from: scikit-learn's sklearn.metrics called here on the same arrays (the
 classification values, and each bootstrap replicate as sklearn with ``sample_weight`` = the resample's counts);
@@ -16,8 +16,8 @@ import pytest
 from sklearn import metrics as skm
 from sklearn.preprocessing import label_binarize
 
-from uep_common.comparison import classification_comparison, ranking_comparison
-from uep_common.set_metrics import (
+from uep_common.analytics.comparison import classification_comparison, ranking_comparison
+from uep_common.analytics.set_metrics import (
     _Features,
     classification_items,
     classification_metrics,
@@ -26,7 +26,7 @@ from uep_common.set_metrics import (
     ranking_set_metrics,
     reliability,
 )
-from uep_common.stats import bootstrap_weights, delong_test, percentile_interval, set_resamples
+from uep_common.analytics.stats import bootstrap_weights, delong_test, percentile_interval, set_resamples
 
 LABELS = ["cat", "dog", "eel"]
 

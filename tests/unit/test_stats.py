@@ -6,7 +6,7 @@ as statsmodels' proportion_confint(method="wilson") and Brown, Cai & DasGupta 20
 
 import pytest
 
-from uep_common.stats import wilson_interval
+from uep_common.analytics.stats import wilson_interval
 
 
 @pytest.mark.parametrize(

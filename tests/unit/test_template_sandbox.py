@@ -1,4 +1,4 @@
-"""The template sandbox (uep_common.templating) on every entry point a user's template reaches: benchmark and
+"""The template sandbox (uep_common.prompting.templating) on every entry point a user's template reaches: benchmark and
 arm prompts (``render_prompt``, ``check_prompt_template``), judge templates (the judge service's
 ``template_for(...).render``) and the gateway's trial render of a judge template. Each known escape must be
 refused with a template error and leave the host untouched; each work bomb must stop within its limits."""
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from jinja2 import TemplateError, TemplateSyntaxError
 
-from uep_common.judge_config import TEMPLATE_FILTERS, JudgeConfig, template_trial_variables
-from uep_common.prompts import PromptRenderError, check_prompt_template, render_prompt
-from uep_common.templating import TemplateLimitError, TemplateLimits, make_environment, render, trial_render
+from uep_common.contract.judge_config import TEMPLATE_FILTERS, JudgeConfig, template_trial_variables
+from uep_common.prompting.prompts import PromptRenderError, check_prompt_template, render_prompt
+from uep_common.prompting.templating import TemplateLimitError, TemplateLimits, make_environment, render, trial_render
 from uep_judge.templates import template_for
 
 MARKER = Path("/tmp") / f"uep-template-escape-{uuid.uuid4().hex}"

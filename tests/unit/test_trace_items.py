@@ -1,6 +1,6 @@
-"""Spans of batched consumers in each item's own trace (uep_common.consuming.item_spans / within_item and
+"""Spans of batched consumers in each item's own trace (uep_common.runtime.consuming.item_spans / within_item and
 consume(item_span=...)), and the tracer of the client instrumentations that makes spans only inside an
-existing one (uep_common.telemetry.ChildOnlyTracer)."""
+existing one (uep_common.runtime.telemetry.ChildOnlyTracer)."""
 
 import json
 import uuid
@@ -13,9 +13,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from uep_common.consuming import consume, item_spans, within_item
-from uep_common.events import EvaluationCompleted, EvaluationStatus, Topics
-from uep_common.telemetry import ChildOnlyTracerProvider, span_json_line
+from uep_common.contract.events import EvaluationCompleted, EvaluationStatus, Topics
+from uep_common.runtime.consuming import consume, item_spans, within_item
+from uep_common.runtime.telemetry import ChildOnlyTracerProvider, span_json_line
 
 E, T = uuid.UUID(int=1), uuid.UUID(int=2)
 TRACE_A, SPAN_A = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
@@ -153,8 +153,8 @@ import json, os
 from opentelemetry import trace
 from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
 from opentelemetry.instrumentation.redis import RedisInstrumentor
-from uep_common import telemetry
-from uep_common.settings import CommonSettings
+from uep_common.runtime import telemetry
+from uep_common.runtime.settings import CommonSettings
 
 telemetry.setup_telemetry(CommonSettings(service_name="probe"))
 with trace.get_tracer("probe").start_as_current_span("work") as span:

@@ -1,4 +1,4 @@
-"""uep_common.trace_propagation: what the publish middleware puts on a record's headers.
+"""uep_common.runtime.trace_propagation: what the publish middleware puts on a record's headers.
 
 Right values: the W3C ``traceparent`` of a sampled span is ``00-<trace id, 32 hex>-<span id, 16 hex>-<flags>``
 (https://www.w3.org/TR/trace-context/#traceparent-header; flags 01 sampled, 02 random trace id); a header the caller set is left as it was."""
@@ -13,8 +13,8 @@ from faststream import ContextRepo
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
-from uep_common.telemetry import context_from_headers
-from uep_common.trace_propagation import TraceContextMiddleware
+from uep_common.runtime.telemetry import context_from_headers
+from uep_common.runtime.trace_propagation import TraceContextMiddleware
 
 pytestmark = pytest.mark.unit
 

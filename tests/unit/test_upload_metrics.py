@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from uep_common.configs import check_benchmark_config, parse_benchmark_config
+from uep_common.contract.configs import check_benchmark_config, parse_benchmark_config
 from uep_gateway.schemas import BenchmarkSpec
 from uep_gateway.uploads import metric_set_problems
 

@@ -16,24 +16,26 @@ from dataclasses import dataclass
 from typing import Any
 
 from uep_cli.api import Api
+from uep_cli.figures import figure, headline, interval
 
 ENDED = frozenset({"completed", "failed", "cancelled", "stopped", "budget_exhausted"})
-"""Statuses after which an evaluation changes no more (``uep_common.lifecycle.TERMINAL`` on the server)."""
+"""Statuses after which an evaluation changes no more (``uep_common.records.lifecycle.TERMINAL`` on the server)."""
 
 
 def score_of(view: dict[str, Any]) -> tuple[float | None, float | None, float | None, str]:
-    """(point, ci_low, ci_high, name) of an evaluation view: the summary's accuracy with its Wilson interval,
-    else the primary graded metric's mean (no interval), else the live accuracy of ``progress``."""
+    """(point, ci_low, ci_high, name) of an evaluation view: its headline (:func:`uep_cli.figures.headline`: the
+    gateway's ``headline`` with the interval every view shows; else the summary's accuracy with its Wilson
+    interval), else the primary graded metric's mean (no interval), else the live accuracy of ``progress``."""
+    from uep_cli.figures import headline
+
+    h = headline(view)
+    if h.get("value") is not None:
+        return h["value"], h.get("ci_low"), h.get("ci_high"), str(h["metric"])
     s = view.get("summary") or {}
-    if s.get("accuracy") is not None:
-        return s["accuracy"], s.get("ci_low"), s.get("ci_high"), "accuracy"
     means = s.get("metric_means") or {}
     name = s.get("metric_name")
     if name and means.get(name) is not None:
         return means[name], None, None, name
-    p = view.get("progress") or {}
-    if p.get("accuracy") is not None:
-        return p["accuracy"], p.get("ci_low"), p.get("ci_high"), "accuracy so far"
     return None, None, None, "score"
 
 
@@ -107,12 +109,11 @@ def follow(api: Api, ids: list[str], interval: float = 1.0, quiet: bool = False)
                 t0, c0 = started[i]
                 elapsed = time.monotonic() - t0
                 rate = (p["completed"] - c0) / elapsed if elapsed > 0 and p["completed"] > c0 else None
-                point, low, high, _ = score_of(v)
                 bars.update(
                     tasks[i],
                     completed=p["completed"],
                     rate=f"{rate:.1f} items/s" if rate else "– items/s",
-                    score=_score_text(point, low, high),
+                    score=_bar_score(v),
                     errors=f"errors {p['errors']}" if p["errors"] else "",
                     status=v["status"],
                 )
@@ -130,9 +131,12 @@ def _label(view: dict[str, Any]) -> str:
     return f"{view['benchmark'].get('slug', '?')} × {view['model'].get('name', '?')}{arm}"
 
 
-def _score_text(point: float | None, low: float | None, high: float | None) -> str:
-    if point is None:
-        return ""
-    if low is None or high is None:
-        return f"{point:.3f}"
-    return f"acc {point:.3f} [{low:.3f}, {high:.3f}]"
+def _bar_score(view: dict[str, Any]) -> str:
+    """The headline in a progress bar, short enough for 80 columns: ``66.7 % [30.0–90.3]`` (the figure and its
+    interval as :mod:`uep_cli.figures` writes them; the summary line printed at the end names the metric and
+    the interval's method)."""
+    h = headline(view)
+    proportion = bool(h.get("proportion"))
+    value = figure(h.get("value"), proportion)
+    ci = interval(h.get("ci_low"), h.get("ci_high"), proportion)
+    return f"{value} {ci}".strip()

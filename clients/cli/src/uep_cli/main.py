@@ -42,7 +42,7 @@ EXIT_CODES = {
 
 
 def _runtime_params_without_pydantic(build: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """typer's builder of a parameter's value coercion (``build``), but without pydantic for ``str`` and ``bool``.
+    """Typer's builder of a parameter's value coercion (``build``), but without pydantic for ``str`` and ``bool``.
 
     typer coerces each parameter's value through a pydantic ``TypeAdapter``, and the first one imports pydantic
     (about a third of ``uep status ID``'s start-up, more without a bytecode cache) although click has already
@@ -169,13 +169,12 @@ def _interval(lo: float | None, hi: float | None) -> str:
 
 def headline_cells(e: dict[str, Any]) -> tuple[str, str]:
     """The ``headline`` column and its interval of an evaluation of ``GET /v1/evaluations``: the metric's name
-    and value (``ndcg@10 0.935`` for a ranker, ``accuracy 0.667`` for an LLM; the API's ``headline``, else the
-    ``accuracy`` of a gateway without it), and ``[low, high]``; ``""`` for what is missing."""
-    h = e.get("headline")
-    if not h:
-        h = {"metric": "accuracy", "value": e.get("accuracy"), "ci_low": e.get("ci_low"), "ci_high": e.get("ci_high")}
-    value = _pct(h.get("value"))
-    return (f"{h['metric']} {value}" if value else ""), _interval(h.get("ci_low"), h.get("ci_high"))
+    and value (``ndcg@10 0.935`` for a ranker, ``accuracy 66.7 %`` for an LLM; the API's ``headline``, else the
+    ``accuracy`` of a gateway without it), and the interval with its method (``[0.901–0.962] bootstrap``,
+    ``[30.0–95.0] Wilson``; :mod:`uep_cli.figures`); ``""`` for what is missing."""
+    from uep_cli.figures import headline_text
+
+    return headline_text(e)
 
 
 # ---------------------------------------------------------------- identity
@@ -433,15 +432,21 @@ def run(
 
 
 def _summary_line(v: dict[str, Any]) -> None:
-    from uep_cli.follow import score_of
+    from uep_cli.figures import headline_text
 
-    point, low, high, name = score_of(v)
+    name, ci = headline_text(v)
     s = v.get("summary") or {}
     typer.echo(
-        f"{v['id']} {v['status']}: {name} {_pct(point)} {_interval(low, high)} "
+        f"{v['id']} {_status_text(v)}: {name or 'no score'} {ci} "
         f"n={s.get('n', v['progress']['completed'])} errors={v['progress']['errors']}"
         + (f" — {v['error']}" if v.get("error") else "")
     )
+
+
+def _status_text(v: dict[str, Any]) -> str:
+    """``completed`` or, when the headline leaves items out, ``completed · 7 errors, excluded from the headline``."""
+    note = (v.get("headline") or {}).get("note")
+    return f"{v['status']} · {note}" if note else str(v["status"])
 
 
 @app.command()
@@ -484,7 +489,7 @@ def list_(
                 e["benchmark"].get("slug"),
                 e["model"].get("name"),
                 e["arm"],
-                e["status"],
+                _status_text(e),
                 f"{e['progress']['completed']}/{e['progress']['total']}",
                 *headline_cells(e),
             ]
@@ -567,11 +572,24 @@ def report(
         webbrowser.open(target.resolve().as_uri())
 
 
+def pairing_line(c: dict[str, Any]) -> str:
+    """The first line of ``uep compare``: the baseline, why it was chosen, and how many items pair of each
+    side's (``baseline <id> (previous_same_items): 20 of 20 items pair (20 with verdicts on both sides); 0 only
+    in this run, 0 only in the baseline``)."""
+    paired, cur, base = c["n_paired"], c["n_current"], c["n_baseline"]
+    return (
+        f"baseline {c['baseline_evaluation_id']} ({c['baseline_reason']}): {paired} of {cur} items pair "
+        f"({c['n_paired_with_verdicts']} with verdicts on both sides); {cur - paired} only in this run, "
+        f"{base - paired} only in the baseline"
+    )
+
+
 @app.command()
 def compare(
     evaluation_id: Annotated[str, typer.Argument(help="Evaluation id (the current one).")],
     baseline: Annotated[
-        str | None, typer.Option(help="Baseline evaluation id (default: pinned, else the last completed).")
+        str | None,
+        typer.Option(help="Baseline evaluation id (default: pinned, else the last earlier completed one on the same items)."),
     ] = None,
     url: Url = None,
     json: Json = False,
@@ -582,7 +600,7 @@ def compare(
     if json:
         return _print_json(c)
     a, m, t = c["accuracy"], c["mcnemar"], c["table"]
-    typer.echo(f"baseline {c['baseline_evaluation_id']} ({c['baseline_reason']}), {c['n_paired']} paired items")
+    typer.echo(pairing_line(c))
     if a.get("difference") is not None:
         typer.echo(
             f"accuracy {a['baseline_mean']:.3f} → {a['current_mean']:.3f}: difference {a['difference']:+.3f} "
@@ -610,6 +628,8 @@ def leaderboard(
     json: Json = False,
 ) -> None:
     """A benchmark's ranked board (one item set: entries on other items are never ranked together), tie groups shown."""
+    from uep_cli.figures import figure, interval
+
     with _api(url) as api:
         b = _call(api.get, f"/v1/leaderboards/{benchmark}", score_type=score_type, item_set=item_set, top=top)
     if json:
@@ -625,8 +645,8 @@ def leaderboard(
                 e["tie_group"],
                 e["model"],
                 e["model_version"],
-                _pct(e["score"]),
-                _interval(e["ci_low"], e["ci_high"]),
+                figure(e["score"], e.get("method") == "wilson"),
+                interval(e["ci_low"], e["ci_high"], e.get("method") == "wilson", e.get("method")),
                 e["n"],
                 e["evaluations"],
             ]

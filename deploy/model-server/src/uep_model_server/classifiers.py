@@ -38,6 +38,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 from pytriton.decorators import batch
 from pytriton.model_config import DynamicBatcher, ModelConfig, Tensor
 
@@ -60,7 +61,7 @@ def _outputs(n_classes: int) -> list[Tensor]:
     return [Tensor(name="probabilities", dtype=np.float32, shape=(n_classes,)), Tensor(name="label", dtype=np.int64, shape=(1,))]
 
 
-def _encode(proba: np.ndarray) -> dict[str, np.ndarray]:
+def _encode(proba: NDArray[Any]) -> dict[str, NDArray[Any]]:
     """``predict_proba`` rows -> the output tensors ``probabilities`` (B, n) FP32 and ``label`` (B, 1) INT64."""
     return {
         "probabilities": proba.astype(np.float32),
@@ -119,17 +120,17 @@ class MmluTopicClassifier:
         if self._failure is not None:
             raise RuntimeError("MMLU topic classifier failed to train") from self._failure
 
-    def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
+    def predict_proba(self, texts: Sequence[str]) -> NDArray[Any]:
         """Class probabilities of each text, (len(texts), 4); waits for training (:meth:`wait_ready`)."""
         self.wait_ready()
-        proba: np.ndarray = self._pipeline.predict_proba(list(texts))
+        proba: NDArray[Any] = self._pipeline.predict_proba(list(texts))
         return proba
 
     def bind(self, triton: Any, model_name: str) -> None:
         """Bind as classification/text under ``model_name``."""
 
         @batch
-        def infer(text: np.ndarray) -> dict[str, np.ndarray]:
+        def infer(text: NDArray[Any]) -> dict[str, NDArray[Any]]:
             texts = [bytes(v).decode("utf-8", errors="replace") for v in text.reshape(-1)]
             return _encode(self.predict_proba(texts))
 
@@ -162,7 +163,7 @@ class BreastCancerClassifier:
         self.class_names: tuple[str, ...] = split.class_names
         self._pipeline = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000)).fit(split.x_train, split.y_train)
 
-    def predict_proba(self, x: np.ndarray) -> np.ndarray:
+    def predict_proba(self, x: NDArray[Any]) -> NDArray[Any]:
         """Class probabilities of each row of ``x`` (n, 30).
 
         Raises:
@@ -173,14 +174,14 @@ class BreastCancerClassifier:
             raise ValueError(f"features must have {self.N_FEATURES} values per row, got shape {x.shape}")
         if not np.isfinite(x).all():
             raise ValueError("features must be finite numbers")
-        proba: np.ndarray = self._pipeline.predict_proba(x)
+        proba: NDArray[Any] = self._pipeline.predict_proba(x)
         return proba
 
     def bind(self, triton: Any, model_name: str) -> None:
         """Bind as classification/features under ``model_name``."""
 
         @batch
-        def infer(features: np.ndarray) -> dict[str, np.ndarray]:
+        def infer(features: NDArray[Any]) -> dict[str, NDArray[Any]]:
             return _encode(self.predict_proba(features))
 
         triton.bind(

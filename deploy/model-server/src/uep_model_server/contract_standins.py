@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 from pytriton.model_config import DynamicBatcher, ModelConfig, Tensor
 
 from .oracle import Oracle
@@ -74,7 +75,7 @@ class VllmEcho:
     def bind(self, triton: Any, model_name: str) -> None:
         """Bind under ``model_name`` without a batch dimension."""
 
-        def infer(requests: list[Any]) -> list[dict[str, np.ndarray]]:
+        def infer(requests: list[Any]) -> list[dict[str, NDArray[Any]]]:
             out = []
             for request in requests:
                 stream = _first(request, "stream")
@@ -117,7 +118,7 @@ class TrtllmEcho:
         """Bind under ``model_name`` with batching (requests answered one by one: their ``stop_words``
         lengths differ)."""
 
-        def infer(requests: list[Any]) -> list[dict[str, np.ndarray]]:
+        def infer(requests: list[Any]) -> list[dict[str, NDArray[Any]]]:
             out = []
             for request in requests:
                 prompts = np.asarray(request["text_input"]).reshape(-1)

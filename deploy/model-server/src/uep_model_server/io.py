@@ -30,6 +30,14 @@ Rows of both kinds may share a batch.
 ``is_greedy``          INT32    (out)     1 when every continuation token is the most probable one
 =====================  =======  ========  ==============================================================
 
+A model that decodes under a JSON schema (its ``structured_output`` attribute is true: the LLM, through
+llama.cpp's grammar-constrained sampling) takes one more optional input. A row whose ``json_schema`` is not
+empty must answer with JSON valid under that schema; rows with and without one may share a batch.
+
+=====================  =======  ========  ==============================================================
+``json_schema``        BYTES    no        UTF-8 JSON Schema the answer must match; absent or empty: free
+=====================  =======  ========  ==============================================================
+
 A model is a plain Python callable ``list[GenerationRequest] -> list[GenerationResult]`` (one result per
 request, same order); :func:`bind_text_model` wraps it with PyTriton's ``@batch`` and binds it with a
 :class:`~pytriton.model_config.DynamicBatcher`.
@@ -45,6 +53,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 from pytriton.decorators import batch
 from pytriton.model_config import DynamicBatcher, ModelConfig, Tensor
 
@@ -70,6 +79,8 @@ OUTPUTS: tuple[Tensor, ...] = (
 )
 
 LOGLIK_INPUTS: tuple[Tensor, ...] = (Tensor(name="continuation", dtype=np.bytes_, shape=(1,), optional=True),)
+STRUCTURED_INPUTS: tuple[Tensor, ...] = (Tensor(name="json_schema", dtype=np.bytes_, shape=(1,), optional=True),)
+
 LOGLIK_OUTPUTS: tuple[Tensor, ...] = (
     Tensor(name="logprob", dtype=np.float32, shape=(1,)),
     Tensor(name="is_greedy", dtype=np.int32, shape=(1,)),
@@ -83,6 +94,7 @@ _OPTIONAL_DEFAULTS: dict[str, tuple[Any, Any]] = {
     "stop": (b"", object),
     "chat": (-1, np.int32),
     "continuation": (b"", object),
+    "json_schema": (b"", object),
 }
 
 
@@ -96,6 +108,7 @@ class GenerationRequest:
         temperature: sampling temperature, or None for the model default.
         stop: stop strings (possibly empty).
         chat: True/False to apply the chat template or not; None for the model default.
+        json_schema: the JSON Schema (a parsed object) the answer must match, or None (free text).
     """
 
     prompt: str
@@ -103,6 +116,7 @@ class GenerationRequest:
     temperature: float | None = None
     stop: tuple[str, ...] = ()
     chat: bool | None = None
+    json_schema: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -147,7 +161,7 @@ LoglikModel = Callable[[list[LoglikRequest]], list[LoglikResult]]
 """A model's ``loglikelihood`` method: requests in, one result per request out (same order)."""
 
 
-def _scalar(column: np.ndarray | None, row: int) -> Any:
+def _scalar(column: NDArray[Any] | None, row: int) -> Any:
     if column is None:
         return None
     value = column[row]
@@ -184,17 +198,44 @@ def parse_stop(raw: Any) -> tuple[str, ...]:
     return tuple(s for s in value if s)
 
 
+MAX_SCHEMA_BYTES = 64 * 1024
+"""Largest ``json_schema`` value a request may carry."""
+
+
+def parse_json_schema(raw: Any) -> dict[str, Any] | None:
+    """Decode the ``json_schema`` input: a UTF-8 JSON object of at most :data:`MAX_SCHEMA_BYTES` bytes;
+    empty input means no schema (None).
+
+    Raises:
+        ValueError: the value is too long, not JSON, or not a JSON object.
+    """
+    text = _text(raw).strip()
+    if not text:
+        return None
+    if len(text.encode()) > MAX_SCHEMA_BYTES:
+        raise ValueError(f"'json_schema' is longer than {MAX_SCHEMA_BYTES} bytes")
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"'json_schema' must be a JSON object, got {text[:80]!r}") from exc
+    if not isinstance(value, dict):
+        raise ValueError(f"'json_schema' must be a JSON object, got {text[:80]!r}")
+    return value
+
+
 def decode_requests(
-    text_input: np.ndarray,
-    max_tokens: np.ndarray | None = None,
-    temperature: np.ndarray | None = None,
-    stop: np.ndarray | None = None,
-    chat: np.ndarray | None = None,
+    text_input: NDArray[Any],
+    max_tokens: NDArray[Any] | None = None,
+    temperature: NDArray[Any] | None = None,
+    stop: NDArray[Any] | None = None,
+    chat: NDArray[Any] | None = None,
+    json_schema: NDArray[Any] | None = None,
 ) -> list[GenerationRequest]:
     """Turn batched input tensors (each of shape ``(B, 1)``) into B :class:`GenerationRequest` objects.
 
     Raises:
-        ValueError: a ``stop`` value is malformed (see :func:`parse_stop`).
+        ValueError: a ``stop`` or ``json_schema`` value is malformed (see :func:`parse_stop`,
+            :func:`parse_json_schema`).
     """
     requests = []
     for row in range(text_input.shape[0]):
@@ -208,12 +249,13 @@ def decode_requests(
                 temperature=float(t) if t is not None and float(t) >= 0.0 else None,
                 stop=parse_stop(_scalar(stop, row)),
                 chat=None if c is None or int(c) < 0 else bool(int(c)),
+                json_schema=parse_json_schema(_scalar(json_schema, row)),
             )
         )
     return requests
 
 
-def encode_results(results: Sequence[GenerationResult]) -> dict[str, np.ndarray]:
+def encode_results(results: Sequence[GenerationResult]) -> dict[str, NDArray[Any]]:
     """Turn B results into the output tensors (each of shape ``(B, 1)``)."""
     return {
         "text_output": np.array([[r.text.encode("utf-8")] for r in results], dtype=object).reshape(-1, 1),
@@ -227,7 +269,7 @@ def _mixed_batch(
     loglik: LoglikModel,
     requests: list[GenerationRequest],
     continuations: list[str],
-) -> dict[str, np.ndarray]:
+) -> dict[str, NDArray[Any]]:
     """Answer a batch whose rows with a non-empty continuation are log-likelihood requests (``loglik``) and
     the others generations (``model``); the outputs of both kinds, in row order."""
     scored = [i for i, c in enumerate(continuations) if c]
@@ -247,21 +289,32 @@ def _mixed_batch(
     return {**encode_results(results), "logprob": logprob, "is_greedy": greedy}
 
 
-def make_infer_func(model: TextModel, model_name: str, loglik: LoglikModel | None = None) -> Callable[[list], list]:
+def make_infer_func(
+    model: TextModel, model_name: str, loglik: LoglikModel | None = None, structured: bool = False
+) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
     """Wrap ``model`` as a PyTriton inference callable (a list of Triton requests in, a list of outputs out);
-    with ``loglik``, rows with a ``continuation`` are log-likelihood requests answered by it.
+    with ``loglik``, rows with a ``continuation`` are log-likelihood requests answered by it; with
+    ``structured``, the model takes the ``json_schema`` input.
 
     Absent optional inputs are filled with "model default" sentinels first, so requests with and without
     them still form one batch; then PyTriton's ``@batch`` concatenates the batch.
 
     Raises (to Triton, which reports it to every request of that batch):
-        ValueError: malformed ``stop``; RuntimeError: the model failed or returned the wrong number of results.
+        ValueError: malformed ``stop`` or ``json_schema``; RuntimeError: the model failed or returned the wrong number of results.
     """
 
     @batch
-    def _batched(text_input, max_tokens=None, temperature=None, stop=None, chat=None, continuation=None):
+    def _batched(
+        text_input: NDArray[Any],
+        max_tokens: NDArray[Any] | None = None,
+        temperature: NDArray[Any] | None = None,
+        stop: NDArray[Any] | None = None,
+        chat: NDArray[Any] | None = None,
+        continuation: NDArray[Any] | None = None,
+        json_schema: NDArray[Any] | None = None,
+    ) -> dict[str, NDArray[Any]]:
         started = time.perf_counter()
-        requests = decode_requests(text_input, max_tokens, temperature, stop, chat)
+        requests = decode_requests(text_input, max_tokens, temperature, stop, chat, json_schema)
         if loglik is not None:
             continuations = [_text(_scalar(continuation, row)) for row in range(len(requests))]
             out = _mixed_batch(model, loglik, requests, continuations)
@@ -273,15 +326,20 @@ def make_infer_func(model: TextModel, model_name: str, loglik: LoglikModel | Non
         LOGGER.debug("%s: batch of %d in %.1f ms", model_name, len(requests), (time.perf_counter() - started) * 1e3)
         return out
 
-    defaults = {k: v for k, v in _OPTIONAL_DEFAULTS.items() if loglik is not None or k != "continuation"}
+    defaults = {
+        k: v
+        for k, v in _OPTIONAL_DEFAULTS.items()
+        if (loglik is not None or k != "continuation") and (structured or k != "json_schema")
+    }
 
-    def infer_func(requests):
+    def infer_func(requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for request in requests:
             rows = np.asarray(request["text_input"]).shape[0]
             for name, (value, dtype) in defaults.items():
                 if name not in request:
                     request[name] = np.full((rows, 1), value, dtype=dtype)
-        return _batched(requests)
+        outputs: list[dict[str, Any]] = _batched(requests)  # @batch turns the batch's one dict back into one per request
+        return outputs
 
     infer_func.__name__ = f"infer_{model_name}"
     return infer_func
@@ -305,12 +363,14 @@ def bind_text_model(
     queue_delay_us: int = DEFAULT_QUEUE_DELAY_US,
 ) -> None:
     """Bind ``model`` into ``triton`` (a :class:`pytriton.triton.Triton`) under ``model_name`` with the shared
-    contract, and the log-likelihood tensors when the model has a ``loglikelihood`` method."""
+    contract, the log-likelihood tensors when the model has a ``loglikelihood`` method, and the ``json_schema``
+    input when its ``structured_output`` attribute is true."""
     loglik: LoglikModel | None = getattr(model, "loglikelihood", None)
+    structured = bool(getattr(model, "structured_output", False))
     triton.bind(
         model_name=model_name,
-        infer_func=make_infer_func(model, model_name, loglik),
-        inputs=list(INPUTS) + (list(LOGLIK_INPUTS) if loglik else []),
+        infer_func=make_infer_func(model, model_name, loglik, structured),
+        inputs=list(INPUTS) + (list(LOGLIK_INPUTS) if loglik else []) + (list(STRUCTURED_INPUTS) if structured else []),
         outputs=list(OUTPUTS) + (list(LOGLIK_OUTPUTS) if loglik else []),
         config=model_config(max_batch_size, queue_delay_us),
         strict=True,

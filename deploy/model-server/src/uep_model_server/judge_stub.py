@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from .io import GenerationRequest, GenerationResult
 
@@ -80,7 +81,7 @@ def _markers(prompt: str) -> set[str]:
     return {name for name, _ in _MARKER.findall(prompt)}
 
 
-def _dress(payload: dict, markers: set[str], retried: bool) -> str:
+def _dress(payload: dict[str, Any], markers: set[str], retried: bool) -> str:
     text = json.dumps(payload)
     if "PROSE" in markers or ("GARBAGE_ONCE" in markers and not retried):
         return "I would rate it highly."
@@ -117,7 +118,8 @@ class DeterministicJudge:
         if answer is None:
             said = _SAY.search(prompt)
             return said.group(1) if said else "I do not know."
-        lo, hi = (float(x) for x in (_OVERALL.search(original).groups() if _OVERALL.search(original) else (0, 10)))
+        overall_range = _OVERALL.search(original)
+        lo, hi = (float(x) for x in (overall_range.groups() if overall_range else (0, 10)))
         q = quality(answer, reference)
         if self.personality == "first":
             q = max(int(lo), q - 5)

@@ -28,6 +28,12 @@ slots.
 llama.cpp's flash attention is off (it is on by default): on CPU it evaluates a prompt batch and a one-token
 step with different kernels, which made a log-likelihood depend on the KV cache (up to 0.5 nats measured).
 
+Structured output: a request with a ``json_schema`` is decoded under that schema by llama.cpp's
+grammar-constrained sampling (the schema is converted to a GBNF grammar by llama.cpp's
+``json_schema_to_grammar``; chat requests send it as ``response_format`` ``json_schema``, raw completions as
+``json_schema``), so the answer is JSON that matches it (``enum``, integer ``minimum``/``maximum`` and string
+``maxLength`` included) unless ``max_tokens`` cuts it short.
+
 Log-likelihood requests (:meth:`SmolLM2.loglikelihood`) are scored exactly, on the raw text (no chat
 template), by :class:`~uep_model_server.loglik.LlamaServerLoglik`: one forced one-token completion per
 continuation token, each evaluated from an empty cache so that its value does not depend on what was
@@ -122,6 +128,9 @@ class SmolLM2:
         LoglikInputError: (per :meth:`loglikelihood` call) a request cannot be scored, named in the message.
     """
 
+    structured_output = True
+    """Takes the ``json_schema`` input (grammar-constrained decoding; :mod:`uep_model_server.io`)."""
+
     def __init__(self, settings: LlmSettings | None = None) -> None:
         import xllamacpp as xlc  # heavy native import, only when the model is served
 
@@ -159,7 +168,8 @@ class SmolLM2:
 
     def request_body(self, request: GenerationRequest) -> dict[str, Any]:
         """The body sent to llama.cpp: chat completions (the prompt as one user message, through the
-        model's chat template) unless ``request.chat`` is False, then a raw text completion."""
+        model's chat template) unless ``request.chat`` is False, then a raw text completion; with the request's
+        JSON schema as ``response_format`` (chat) or ``json_schema`` (raw), which llama.cpp turns into a grammar."""
         body: dict[str, Any] = {
             "max_tokens": request.max_tokens or self.settings.default_max_tokens,
             "temperature": 0.0 if request.temperature is None else request.temperature,
@@ -170,8 +180,15 @@ class SmolLM2:
             body["stop"] = list(request.stop)
         if request.chat is False:
             body["prompt"] = request.prompt
+            if request.json_schema is not None:
+                body["json_schema"] = request.json_schema
         else:
             body["messages"] = [{"role": "user", "content": request.prompt}]
+            if request.json_schema is not None:
+                body["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {"name": "answer", "schema": request.json_schema},
+                }
         return body
 
     def generate_one(self, request: GenerationRequest) -> GenerationResult:

@@ -36,10 +36,15 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from .io import TextModel
 
 LOGGER = logging.getLogger("uep_model_server")
 
-DEFAULT_MODELS = "smollm2,oracle,bench_echo,judge,judge_first,mmlu_topic,breast_cancer,e5_rank,e5_embed"
+DEFAULT_MODELS = "smollm2,oracle,bench_echo,judge,judge_first,mmlu_topic,breast_cancer,e5_rank,e5_embed,vllm_echo,trtllm_echo"
 MODEL_ALIASES = {
     "smollm2": "smollm2_135m_instruct",
     "oracle": "uep_oracle",
@@ -154,47 +159,47 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _model_factories() -> dict[str, Callable[[], object]]:
-    def smollm2():
+    def smollm2() -> object:
         from .llm import SmolLM2
 
         return SmolLM2()
 
-    def oracle():
+    def oracle() -> object:
         from .oracle import Oracle
 
         return Oracle()
 
-    def bench_echo():
+    def bench_echo() -> object:
         from .bench_echo import BenchEcho
 
         return BenchEcho()
 
-    def judge(personality: str):
-        def make():
+    def judge(personality: str) -> Callable[[], object]:
+        def make() -> object:
             from .judge_stub import DeterministicJudge
 
             return DeterministicJudge(personality)
 
         return make
 
-    def classifier(name: str):
-        def make():
+    def classifier(name: str) -> Callable[[], object]:
+        def make() -> object:
             from . import classifiers
 
             return getattr(classifiers, name)()
 
         return make
 
-    def e5(name: str):
-        def make():
+    def e5(name: str) -> Callable[[], object]:
+        def make() -> object:
             from . import ranker
 
             return getattr(ranker, name)()
 
         return make
 
-    def standin(name: str):
-        def make():
+    def standin(name: str) -> Callable[[], object]:
+        def make() -> object:
             from . import contract_standins
 
             return getattr(contract_standins, name)()
@@ -227,7 +232,7 @@ def serve(args: argparse.Namespace, model_names: list[str]) -> int:
 
     state = {"stopping": False, "reason": "signal"}
 
-    def on_signal(signum, _frame):
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
         if state["stopping"]:
             LOGGER.info("%s received again; already stopping", signal.Signals(signum).name)
             return
@@ -238,7 +243,7 @@ def serve(args: argparse.Namespace, model_names: list[str]) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
 
-    def on_startup_timeout():
+    def on_startup_timeout() -> None:
         state["reason"] = "startup-timeout"
         LOGGER.error("not ready after %.0f s; giving up (check the tritonserver log)", args.startup_timeout)
         os.kill(os.getpid(), signal.SIGTERM)
@@ -277,7 +282,7 @@ def serve(args: argparse.Namespace, model_names: list[str]) -> int:
             if bind is not None:  # a model of another contract than the text one binds itself
                 bind(triton, name)
             else:
-                bind_text_model(triton, name, model)
+                bind_text_model(triton, name, cast("TextModel", model))
         LOGGER.info(
             "starting tritonserver (http %s:%d, grpc %s:%d, metrics %s:%d)",
             args.host,

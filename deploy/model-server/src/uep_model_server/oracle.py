@@ -4,7 +4,7 @@ It makes end-to-end tests exact: the expected score of a run is known in advance
 
 Known items (from :mod:`uep_common.builtin.datasets`): the first 200 MMLU items in canonical order
 (``ORACLE_MMLU_ITEMS``; abstract_algebra and anatomy), all 100 GSM8K items, all 164 HumanEval problems; and, for
-the ``mmlu-topic`` classification benchmark, its 1,406 hold-out questions (:func:`.labelled.load_mmlu_topic`).
+the ``mmlu-topic`` classification benchmark, its 1,406 hold-out questions (:func:`uep_common.builtin.labelled.load_mmlu_topic`).
 
 Rule: the oracle finds the known item the prompt is about: the prompt must contain the item's question
 (MMLU, GSM8K) or HumanEval prompt verbatim (compared after stripping surrounding whitespace). Among all
@@ -23,9 +23,9 @@ HumanEval  the canonical solution (a raw          ``    return None\\n``
 
 MMLU topic (an LLM evaluated as a classifier): a prompt that ends with ``Category:`` (the ``mmlu-topic``
 template, ``uep_common.builtin.catalog.MMLU_TOPIC_TEMPLATE``) and contains a hold-out item's text
-(:func:`.labelled.mmlu_topic_text`: question and options) is answered with the item's coarse category — the bare
+(:func:`uep_common.builtin.labelled.mmlu_topic_text`: question and options) is answered with the item's coarse category — the bare
 class name, e.g. ``social sciences`` — iff its ``mmlu-topic`` ordinal % 3 != 2, else with the next class of
-:data:`.labelled.MMLU_TOPIC_CLASSES` (``other`` -> ``STEM``). This rule is checked first: the same text is also an
+:data:`uep_common.builtin.labelled.MMLU_TOPIC_CLASSES` (``other`` -> ``STEM``). This rule is checked first: the same text is also an
 MMLU question, answered by the table above when the prompt does not end with the cue.
 
 An unrecognised prompt gets ``I do not know.``. ``max_tokens``, ``temperature`` and ``stop`` are ignored.
@@ -91,8 +91,8 @@ def answer_for(dataset: str, item: DatasetItem) -> str:
 
 
 def topic_answer_for(item: DatasetItem) -> str:
-    """The oracle's answer to the ``mmlu-topic`` prompt of ``item`` (a :func:`.labelled.load_mmlu_topic` item):
-    its category iff ``item.ordinal % 3 != 2``, else the next class of :data:`.labelled.MMLU_TOPIC_CLASSES`."""
+    """The oracle's answer to the ``mmlu-topic`` prompt of ``item`` (a :func:`uep_common.builtin.labelled.load_mmlu_topic` item):
+    its category iff ``item.ordinal % 3 != 2``, else the next class of :data:`uep_common.builtin.labelled.MMLU_TOPIC_CLASSES`."""
     index = MMLU_TOPIC_CLASSES.index(item.reference["label"])
     return MMLU_TOPIC_CLASSES[index if is_correct(item.ordinal) else (index + 1) % len(MMLU_TOPIC_CLASSES)]
 

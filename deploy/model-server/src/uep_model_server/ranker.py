@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 from pytriton.model_config import DynamicBatcher, ModelConfig, Tensor
 
 LOGGER = logging.getLogger(__name__)
@@ -68,12 +69,12 @@ class EmbeddingCache:
 
     def __init__(self, encode: Any, size: int = PASSAGE_CACHE_SIZE) -> None:
         self._encode = encode
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache: OrderedDict[str, NDArray[Any]] = OrderedDict()
         self._size = size
         self._lock = threading.Lock()
         self.hits = self.misses = 0
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def embed(self, texts: Sequence[str]) -> NDArray[Any]:
         """Embeddings of ``texts`` in order (an empty list: shape (0,))."""
         with self._lock:
             missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
@@ -106,7 +107,7 @@ class E5Ranker:
         self._e5 = _engine()
         self._passages = EmbeddingCache(self._e5.passage, cache_size)
 
-    def scores(self, query: str, candidates: Sequence[str]) -> np.ndarray:
+    def scores(self, query: str, candidates: Sequence[str]) -> NDArray[Any]:
         """Cosine similarity of ``query`` with each of ``candidates`` (empty list -> empty array).
 
         Raises:
@@ -117,7 +118,7 @@ class E5Ranker:
         if not candidates:
             return np.zeros((0,), dtype=np.float32)
         q = np.asarray(self._e5.query([query]), dtype=np.float32)[0]
-        out: np.ndarray = (self._passages.embed(candidates) @ q).astype(np.float32)
+        out: NDArray[Any] = (self._passages.embed(candidates) @ q).astype(np.float32)
         return out
 
     def cache_info(self) -> dict[str, int]:
@@ -128,7 +129,7 @@ class E5Ranker:
         """Bind as ranking/uep under ``model_name``. Requests of one Triton batch may have different numbers
         of candidates, so each is answered on its own (no ``@batch`` concatenation)."""
 
-        def infer(requests: list[Any]) -> list[dict[str, np.ndarray]]:
+        def infer(requests: list[Any]) -> list[dict[str, NDArray[Any]]]:
             responses = []
             for request in requests:
                 queries = np.asarray(request["query"]).reshape(-1)
@@ -158,7 +159,7 @@ class E5Embedder:
         self._e5 = _engine()
         self._cache = EmbeddingCache(self._e5.query, cache_size)
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def embed(self, texts: Sequence[str]) -> NDArray[Any]:
         """Embeddings (len(texts), 384), float32."""
         return self._cache.embed(list(texts)).reshape(len(texts), self.DIMENSION)
 
@@ -167,7 +168,7 @@ class E5Embedder:
         from pytriton.decorators import batch
 
         @batch
-        def infer(text: np.ndarray) -> dict[str, np.ndarray]:
+        def infer(text: NDArray[Any]) -> dict[str, NDArray[Any]]:
             return {"embedding": self.embed([_text(v) for v in text.reshape(-1)])}
 
         triton.bind(

@@ -20,7 +20,7 @@ Commands::
                          [--class-names a,b,…] [--n-features N] [--dimension D] [--capacity N]
                          [--tenant SLUG [--shared]] [--no-probe]
                                # register a model (a site model unless --tenant); the rules and the probe
-                               # are the API's (uep_common.model_registry; docs/models.md)
+                               # are the API's (uep_common.registry.model_registry; docs/models.md)
     uep-admin models list [--tenant SLUG]
     uep-admin models disable|enable NAME@VERSION [--tenant SLUG]
 """
@@ -40,16 +40,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
+from pydantic import SecretStr, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy import select, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from uep_common.db.identity import ROLES, ApiKey, Membership, User, hash_api_key, new_api_key
-from uep_common.db.models import Model, Tenant
-from uep_common.db.session import make_sync_engine
-from uep_common.model_registry import (
+from uep_common.registry.model_registry import (
+    EgressSettings,
     ModelCreate,
     RegistryError,
     check_registration,
@@ -58,12 +57,15 @@ from uep_common.model_registry import (
     site_name_taken,
     split_ref,
 )
-from uep_common.settings import CommonSettings
+from uep_common.runtime.session import make_sync_engine
+from uep_common.runtime.settings import CommonSettings
+from uep_common.tables.identity import ROLES, ApiKey, Membership, User, hash_api_key, new_api_key
+from uep_common.tables.models import Model, Tenant
 
 if TYPE_CHECKING:
     from alembic.config import Config
 
-MIGRATIONS_DIR = Path(__file__).parent / "db" / "migrations"
+MIGRATIONS_DIR = Path(__file__).parent / "tables" / "migrations"
 
 
 def alembic_config(database_url: str) -> Config:
@@ -134,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "migrate":
         migrate(settings.database_url)
     elif args.command == "create-topics":
-        from uep_common.messaging import ensure_topics
+        from uep_common.runtime.messaging import ensure_topics
 
         topics = asyncio.run(ensure_topics(settings))
         print(f"topics created: {topics or 'none (all exist)'}")
@@ -185,7 +187,7 @@ def create_api_key(
     site_admin: bool = False,
     created_by: str = "uep-admin",
 ) -> str:
-    """Create an API key for ``tenant_slug`` with ``role`` (:data:`uep_common.db.identity.ROLES`) and return it —
+    """Create an API key for ``tenant_slug`` with ``role`` (:data:`uep_common.tables.identity.ROLES`) and return it —
     the only time it is shown: ``api_keys`` keeps its SHA-256 digest. ``expires_days``: days until it stops
     working (None = never). Raises LookupError for an unknown tenant."""
     engine = make_sync_engine(database_url)
@@ -213,10 +215,18 @@ def create_api_key(
         engine.dispose()
 
 
+class NewUserSettings(BaseSettings):
+    """``create-user``'s password from the environment (``UEP_NEW_PASSWORD``), for scripts; unset: a prompt."""
+
+    model_config = SettingsConfigDict(env_prefix="UEP_", extra="ignore")
+
+    new_password: SecretStr | None = None
+
+
 def _new_password() -> str:
-    given = os.environ.get("UEP_NEW_PASSWORD")
-    if given:
-        return given
+    given = NewUserSettings().new_password
+    if given is not None and given.get_secret_value():
+        return given.get_secret_value()
     first = getpass.getpass("password: ")
     if first != getpass.getpass("again: "):
         raise ValueError("the two passwords differ")
@@ -225,7 +235,7 @@ def _new_password() -> str:
 
 def _identity_command(database_url: str, args: argparse.Namespace, parser: argparse.ArgumentParser) -> str:
     """revoke-api-key, create-user, add-member and bootstrap (see the module docstring)."""
-    from uep_common.passwords import hash_password
+    from uep_common.runtime.passwords import hash_password
 
     need = {
         "revoke-api-key": ("prefix",),
@@ -273,7 +283,7 @@ def bootstrap(database_url: str, credentials: Path, tenant_slug: str = "default"
     random password, and an admin API key of that tenant marked site admin, both written to ``credentials``
     as JSON ``{"username", "password", "api_key", "tenant"}`` with mode 600. When the file already holds a
     key that still works and the user exists, nothing changes. Returns a one-line report."""
-    from uep_common.passwords import hash_password, verify_password
+    from uep_common.runtime.passwords import hash_password, verify_password
 
     engine = make_sync_engine(database_url)
     try:
@@ -380,6 +390,7 @@ def _add_model(s: Session, args: argparse.Namespace, owner: uuid.UUID | None) ->
         probe_call = probe(
             backend=reg.backend, endpoint=reg.endpoint, served_name=reg.triton_model_name or reg.name,
             served_version=reg.triton_model_version, kind=reg.kind, contract=contract, spec=stored, api_key=key,
+            egress=EgressSettings().egress_policy(),
         )  # fmt: skip
         asyncio.run(probe_call)
     values = registration_values(reg, contract, stored, owner_tenant_id=owner, created_by="uep-admin", secret_key=None)
@@ -390,7 +401,7 @@ def _add_model(s: Session, args: argparse.Namespace, owner: uuid.UUID | None) ->
 
 def models_command(database_url: str, argv: list[str]) -> int:
     """``uep-admin models add|list|disable|enable`` (module docstring) on ``database_url``, as a site admin;
-    the registration rules and the probe are :mod:`uep_common.model_registry`'s. Prints one line per model;
+    the registration rules and the probe are :mod:`uep_common.registry.model_registry`'s. Prints one line per model;
     returns the exit status (2 when refused: the line names the field and the reason)."""
     args = _models_parser().parse_args(argv)
     engine = make_sync_engine(database_url)

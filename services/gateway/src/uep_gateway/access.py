@@ -7,7 +7,8 @@ isolation suite (``tests/identity``) reads this table to know what each role sho
 
 Role sets: ``PUBLIC`` (no principal), ``ANY`` (any signed-in principal), ``READ`` (viewer, builder, admin),
 ``BUILD`` (builder, admin), ``ADMIN`` (admin), ``ANNOTATE`` (annotator, builder, admin), ``TASKS`` (READ +
-annotator) and ``SITE`` (a site admin that sends ``X-UEP-Site-Admin: true``).
+annotator), ``SITE`` (a site admin that sends ``X-UEP-Site-Admin: true``) and ``SELF`` (a signed-in user
+answering for itself, in no tenant's name: its invitations; API keys are refused).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from fastapi import Request
 
-from uep_gateway.auth import principal_of
+from uep_gateway.auth import principal_of, signed_in_user
 from uep_gateway.errors import FieldError
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ ADMIN = frozenset({"admin"})
 ANNOTATE = frozenset({"annotator", "builder", "admin"})
 TASKS = READ | {"annotator"}
 SITE = frozenset({"site"})
+SELF = frozenset({"self"})
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,13 @@ ROUTES: dict[tuple[str, str], Access] = {
     ("GET", "/v1/auth/me"): _r("whoAmI", ANY),
     ("POST", "/v1/auth/password"): _w("changePassword", ANY, "auth"),
     ("GET", "/v1/members"): _r("listMembers", ADMIN),
-    ("POST", "/v1/members"): _w("addMember", ADMIN),
+    ("POST", "/v1/members"): _w("addMember", SITE),
+    ("GET", "/v1/invitations"): _r("listInvitations", ADMIN),
+    ("POST", "/v1/invitations"): _w("inviteMember", ADMIN),
+    ("DELETE", "/v1/invitations/{invitation_id}"): _w("withdrawInvitation", ADMIN),
+    ("GET", "/v1/auth/invitations"): _r("listMyInvitations", SELF),
+    ("POST", "/v1/auth/invitations/{invitation_id}/accept"): _w("acceptInvitation", SELF),
+    ("POST", "/v1/auth/invitations/{invitation_id}/decline"): _w("declineInvitation", SELF),
     ("PATCH", "/v1/members/{user_id}"): _w("updateMember", ADMIN),
     ("DELETE", "/v1/members/{user_id}"): _w("removeMember", ADMIN),
     ("GET", "/v1/api-keys"): _r("listApiKeys", ADMIN),
@@ -139,6 +147,9 @@ ROUTES: dict[tuple[str, str], Access] = {
     ("GET", "/v1/judges/diagnostics"): _r("getJudgeDiagnostics", READ),
     ("GET", "/v1/judges/verdicts"): _r("listJudgeVerdicts", READ),
     ("GET", "/v1/judges/routes"): _r("listHybridRoutes", READ),
+    ("GET", "/v1/judges"): _r("listJudges", READ),
+    ("GET", "/v1/judges/calibrations"): _r("listJudgeCalibrations", READ),
+    ("GET", "/v1/judges/costs"): _r("listJudgeCosts", READ),
     # human evaluation
     ("GET", "/v1/annotators"): _r("listAnnotators", READ),
     ("POST", "/v1/annotators"): _w("createAnnotator", BUILD),
@@ -150,6 +161,7 @@ ROUTES: dict[tuple[str, str], Access] = {
     ("GET", T + "/annotators"): _r("listTaskAnnotators", READ),
     ("GET", T + "/agreement"): _r("getAnnotationAgreement", READ),
     ("GET", T + "/judge-agreement"): _r("getJudgeAgreement", READ),
+    ("POST", T + "/calibration"): _w("recordJudgeCalibration", BUILD),
     ("GET", T + "/results"): _r("getAnnotationResults", READ),
     ("GET", "/annotate/{task_id}"): _r("annotationPage", ANNOTATE),
     # the web UI (uep_gateway.ui): shell and shipped files, public (the data behind them is the API's)
@@ -199,7 +211,7 @@ def check_role(access: Access, role: str, site_act: bool) -> None:
     if access.roles == SITE:
         if not site_act:
             raise FieldError(
-                403,
+                "forbidden",
                 ("header", "X-UEP-Site-Admin"),
                 f"{access.op} is a site administration call: a site admin must send X-UEP-Site-Admin: true",
                 "forbidden",
@@ -208,17 +220,23 @@ def check_role(access: Access, role: str, site_act: bool) -> None:
     if site_act or role in access.roles:
         return
     need = "/".join(sorted(access.roles))
-    raise FieldError(403, ("header", "Authorization"), f"{access.op} needs the role {need}; the caller is {role}", "forbidden")
+    raise FieldError(
+        "forbidden", ("header", "Authorization"), f"{access.op} needs the role {need}; the caller is {role}", "forbidden"
+    )
 
 
 async def authorize(request: Request) -> None:
     """App-wide dependency: resolve the caller (401 when a route needs one and there is none), check the
     matrix (403) and count the call against its rate limits (429). Public routes skip all three; sign-in
-    limits its failures itself, per account and per client address (:meth:`RateLimiter.check_signin`)."""
+    limits its failures itself, per account and per client address (:meth:`uep_gateway.ratelimit.RateLimiter.check_signin`)."""
     access = route_access(request)
     request.state.access = access
     limiter = request.app.state.rate_limiter
     if access.public:
+        return
+    if access.roles == SELF:
+        user = await signed_in_user(request)
+        await limiter.check_user(request, user.user_id, access)
         return
     principal = await principal_of(request)
     check_role(access, principal.role, principal.site_act)

@@ -13,11 +13,11 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute, iter_route_contexts
 from sqlalchemy import text
 
-from uep_common import metrics
-from uep_common.db.session import make_async_engine, make_sessionmaker
-from uep_common.messaging import make_broker
-from uep_common.outbox import OutboxRelay
-from uep_common.telemetry import setup_telemetry, shutdown_telemetry
+from uep_common.runtime import metrics
+from uep_common.runtime.messaging import make_broker
+from uep_common.runtime.outbox import OutboxRelay
+from uep_common.runtime.session import make_async_engine, make_sessionmaker
+from uep_common.runtime.telemetry import setup_telemetry, shutdown_telemetry
 from uep_gateway.access import authorize, entry, operation_id
 from uep_gateway.api import annotations as annotations_api
 from uep_gateway.api import (
@@ -26,6 +26,8 @@ from uep_gateway.api import (
     evaluations,
     experiments,
     identity,
+    invitations,
+    judge_calibration,
     judges,
     leaderboards,
     lifecycle,
@@ -38,6 +40,8 @@ from uep_gateway.api import (
 from uep_gateway.audit import AuditMiddleware
 from uep_gateway.auth import AuthCache
 from uep_gateway.body_limit import BodyLimitMiddleware
+from uep_gateway.error_responses import install as install_error_responses
+from uep_gateway.model_health import ModelHealth
 from uep_gateway.observability import HttpMetricsMiddleware, bind_log_context, metrics_endpoint
 from uep_gateway.openapi_contract import install as install_contract
 from uep_gateway.ratelimit import RateLimiter
@@ -61,6 +65,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         app.state.auth_cache = AuthCache(settings.auth_cache_ttl_s)
         app.state.auth_tasks = set()
         app.state.rate_limiter = RateLimiter(settings)
+        app.state.model_health = ModelHealth(settings.model_ready_timeout_s, settings.model_ready_cache_s)
         app.state.broker = make_broker(settings)
         await asyncio.wait_for(app.state.broker.start(), 30)
         app.state.relay = OutboxRelay.from_settings(app.state.sessionmaker, app.state.broker, settings)
@@ -125,6 +130,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         return JSONResponse({"status": "ready" if ok else "not_ready", "checks": checks}, status_code=200 if ok else 503)
 
     app.include_router(identity.router)
+    app.include_router(invitations.router)
     app.include_router(evaluations.router)
     app.include_router(rescores.router)
     app.include_router(catalog.router)
@@ -134,6 +140,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     app.include_router(budgets.router)
     app.include_router(lifecycle.router)
     app.include_router(judges.router)
+    app.include_router(judge_calibration.router)
     app.include_router(annotations_api.router)
     app.include_router(reports.router)
     app.include_router(experiments.router)
@@ -147,4 +154,5 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
             (method,) = route.methods or {"GET"}
             route.uep_access = entry(method, context.path or route.path)  # type: ignore[attr-defined]
     install_contract(app)
+    install_error_responses(app)
     return app

@@ -21,8 +21,8 @@ from typing import Any
 from sqlalchemy import select
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from uep_common.db.identity import AuditEntry
-from uep_common.db.models import Tenant
+from uep_common.tables.identity import AuditEntry
+from uep_common.tables.models import Tenant
 from uep_gateway.auth import RefusedCaller
 from uep_gateway.ratelimit import STATE_KEY as RATE_HEADERS_KEY
 
@@ -48,6 +48,9 @@ class AuditMiddleware:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve an HTTP request with ``X-Request-Id`` (the caller's when well-formed, else a new one) and the
+        rate-limit headers on its response, then write the audit entry of an audited operation (a 500 when the
+        app raised); other scopes pass through."""
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return

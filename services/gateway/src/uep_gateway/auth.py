@@ -34,8 +34,8 @@ from typing import Any
 from fastapi import Request
 from sqlalchemy import select, update
 
-from uep_common.db.identity import ApiKey, Membership, User, UserSession, hash_token
-from uep_common.db.models import Tenant
+from uep_common.tables.identity import ApiKey, Membership, User, UserSession, hash_token
+from uep_common.tables.models import Tenant
 from uep_gateway.errors import FieldError
 
 TENANT_HEADER = "X-UEP-Tenant"
@@ -77,7 +77,10 @@ class Principal:
         """Raise 403 naming the ``Authorization`` header unless the role is at least ``role``."""
         if not self.at_least(role):
             raise FieldError(
-                403, ("header", "Authorization"), f"{action} needs the {role} role; the caller is {self.role}", "forbidden"
+                "forbidden",
+                ("header", "Authorization"),
+                f"{action} needs the {role} role; the caller is {self.role}",
+                "forbidden",
             )
 
 
@@ -118,7 +121,7 @@ class RefusedCaller:
 
 def unauthorized(loc: tuple[str, str], msg: str) -> FieldError:
     """A 401 naming the credential's header or cookie, with ``WWW-Authenticate: Bearer``."""
-    return FieldError(401, loc, msg, "bad_credentials", headers={"WWW-Authenticate": 'Bearer realm="uep"'})
+    return FieldError("unauthenticated", loc, msg, "bad_credentials", headers={"WWW-Authenticate": 'Bearer realm="uep"'})
 
 
 class AuthCache:
@@ -206,7 +209,7 @@ async def _tenant_by_slug(request: Request, slug: str) -> Tenant:
     async with request.app.state.sessionmaker() as s:
         tenant: Tenant | None = await s.scalar(select(Tenant).where(Tenant.slug == slug))
     if tenant is None:
-        raise FieldError(404, ("header", TENANT_HEADER), f"unknown tenant {slug!r}", "unknown_tenant")
+        raise FieldError("not_found", ("header", TENANT_HEADER), f"unknown tenant {slug!r}", "unknown_tenant")
     return tenant
 
 
@@ -315,13 +318,13 @@ async def _choose(request: Request, cred: _Credential, loc: tuple[str, str]) -> 
     site_flag = request.headers.get(SITE_ADMIN_HEADER)
     site_act = False
     if site_flag is not None and site_flag.strip() not in ("true", "false"):
-        raise FieldError(422, ("header", SITE_ADMIN_HEADER), f"'true' or 'false', not {site_flag[:20]!r}", "invalid_header")
+        raise FieldError("invalid", ("header", SITE_ADMIN_HEADER), f"'true' or 'false', not {site_flag[:20]!r}", "invalid_header")
     if site_flag is not None and site_flag.strip() == "true":
         if not cred.site_admin:
-            raise FieldError(403, ("header", SITE_ADMIN_HEADER), "only a site admin may act across tenants", "forbidden")
+            raise FieldError("forbidden", ("header", SITE_ADMIN_HEADER), "only a site admin may act across tenants", "forbidden")
         site_act = True
     if slug is not None and (not slug or len(slug) > 64):
-        raise FieldError(422, ("header", TENANT_HEADER), "a tenant slug of 1 to 64 characters", "invalid_header")
+        raise FieldError("invalid", ("header", TENANT_HEADER), "a tenant slug of 1 to 64 characters", "invalid_header")
     common: dict[str, Any] = {"kind": cred.kind, "name": cred.name, "site_admin": cred.site_admin, "site_act": site_act}
     if cred.key is not None:
         assert cred.key_tenant is not None
@@ -329,7 +332,7 @@ async def _choose(request: Request, cred: _Credential, loc: tuple[str, str]) -> 
         if slug and slug != tenant.slug:
             if not cred.site_admin:
                 raise FieldError(
-                    403,
+                    "forbidden",
                     ("header", TENANT_HEADER),
                     f"this key belongs to tenant {tenant.slug!r}; it cannot act for {slug!r}",
                     "forbidden",
@@ -340,7 +343,7 @@ async def _choose(request: Request, cred: _Credential, loc: tuple[str, str]) -> 
     if request.method not in SAFE_METHODS:
         sent = request.headers.get(CSRF_HEADER, "")
         if not hmac.compare_digest(sent.encode(), cred.session.csrf_token.encode()):
-            raise FieldError(403, ("header", CSRF_HEADER), "a signed-in write must echo the session's CSRF token", "csrf")
+            raise FieldError("forbidden", ("header", CSRF_HEADER), "a signed-in write must echo the session's CSRF token", "csrf")
     ids: dict[str, Any] = {"user_id": cred.user.id, "session_id": cred.session.id, "csrf_token": cred.session.csrf_token}
     chosen = next((m for m in cred.memberships if slug is None or m[1].slug == slug), None)
     if chosen is not None:
@@ -348,8 +351,8 @@ async def _choose(request: Request, cred: _Credential, loc: tuple[str, str]) -> 
     if cred.site_admin:
         return Principal(tenant=await _tenant_by_slug(request, slug or "default"), role="admin", **ids, **common)
     if slug is not None:
-        raise FieldError(403, ("header", TENANT_HEADER), f"you are not a member of tenant {slug!r}", "forbidden")
-    raise FieldError(403, loc, "this user belongs to no tenant yet; ask a tenant admin to add you", "forbidden")
+        raise FieldError("forbidden", ("header", TENANT_HEADER), f"you are not a member of tenant {slug!r}", "forbidden")
+    raise FieldError("forbidden", loc, "this user belongs to no tenant yet; ask a tenant admin to add you", "forbidden")
 
 
 async def principal_of(request: Request) -> Principal:
@@ -362,13 +365,52 @@ async def principal_of(request: Request) -> Principal:
     try:
         principal = await _resolve(request)
     except FieldError as exc:
-        if exc.status_code == 401:
+        if exc.kind == "unauthenticated":
             limiter = getattr(request.app.state, "rate_limiter", None)
             if limiter is not None:
                 await limiter.failed_auth(request)
         raise
     request.state.principal = principal
     return principal
+
+
+@dataclass(frozen=True)
+class SignedInUser:
+    """A signed-in user as itself, whatever tenants it belongs to (none included): the caller of the routes a
+    user answers for itself, such as its invitations. ``name`` is ``user:<username>``."""
+
+    user_id: uuid.UUID
+    username: str
+    session_id: uuid.UUID
+    name: str
+
+
+async def signed_in_user(request: Request) -> SignedInUser:
+    """The signed-in user of the request, without choosing a tenant (kept on ``request.state``). Raises 401 (no,
+    unknown or ended credential), 403 naming ``Authorization`` for an API key (a key is a tenant's, not a
+    person's) and 403 naming ``X-CSRF-Token`` for a write that does not echo the session's token."""
+    cached: SignedInUser | None = getattr(request.state, "signed_in_user", None)
+    if cached is not None:
+        return cached
+    try:
+        cred, _loc = await _credential(request)
+    except FieldError:
+        limiter = getattr(request.app.state, "rate_limiter", None)
+        if limiter is not None:
+            await limiter.failed_auth(request)
+        raise
+    request.state.audit_name = cred.name
+    if cred.user is None or cred.session is None:
+        raise FieldError(
+            "forbidden", ("header", "Authorization"), "this is answered by a signed-in user, not an API key", "not_a_user"
+        )
+    if request.method not in SAFE_METHODS:
+        sent = request.headers.get(CSRF_HEADER, "")
+        if not hmac.compare_digest(sent.encode(), cred.session.csrf_token.encode()):
+            raise FieldError("forbidden", ("header", CSRF_HEADER), "a signed-in write must echo the session's CSRF token", "csrf")
+    user = SignedInUser(user_id=cred.user.id, username=cred.user.username, session_id=cred.session.id, name=cred.name)
+    request.state.signed_in_user = user
+    return user
 
 
 async def current_principal(request: Request) -> Principal:

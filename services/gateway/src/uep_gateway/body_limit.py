@@ -52,6 +52,7 @@ class BodyLimitMiddleware:
         self.limit_for = limit_for
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve an HTTP request under the body limit (see the class docstring); other scopes pass through."""
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return

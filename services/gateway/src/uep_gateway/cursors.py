@@ -18,7 +18,7 @@ from uep_gateway.errors import FieldError
 
 def bad_cursor() -> FieldError:
     """The 422 of a malformed cursor, naming ``query.cursor``."""
-    return FieldError(422, ("query", "cursor"), "malformed cursor; pass next_cursor back unchanged", "bad_cursor")
+    return FieldError("invalid", ("query", "cursor"), "malformed cursor; pass next_cursor back unchanged", "bad_cursor")
 
 
 def encode_cursor(*values: Any) -> str:

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Role = Literal["admin", "builder", "viewer", "annotator"]
-"""A role within one tenant (:data:`uep_common.db.identity.ROLES`)."""
+"""A role within one tenant (:data:`uep_common.tables.identity.ROLES`)."""
 
 Outcome = Literal["success", "denied", "refused", "rate_limited", "error"]
 """An audit row's outcome (:func:`uep_gateway.audit._outcome`)."""
@@ -22,7 +22,7 @@ Outcome = Literal["success", "denied", "refused", "rate_limited", "error"]
 USERNAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$"
 TENANT_SLUG_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}$"
 PASSWORD_FIELD_MAX = 4096
-"""Longest password string a body may carry; the policy (:func:`uep_common.passwords.password_problem`) and
+"""Longest password string a body may carry; the policy (:func:`uep_common.runtime.passwords.password_problem`) and
 ``UEP_LOGIN_MAX_PASSWORD_CHARS`` bound it further with a message naming the field."""
 
 
@@ -97,14 +97,41 @@ class WhoAmI(BaseModel):
 
 
 class MemberAdd(_Body):
-    """``POST /v1/members``: add ``username`` to the caller's tenant with ``role``. A username that does not
-    exist yet creates the user, which then needs ``password``; an existing user keeps its password (sending
-    one is refused)."""
+    """``POST /v1/members`` (a site admin acting as one): create the user ``username`` with ``password`` and
+    make it a member of the named tenant with ``role``. Existing users join tenants by invitation only."""
 
     username: str = Field(pattern=USERNAME_PATTERN, description="Letters, digits and . _ @ -, at most 64.")
     role: Role
-    password: str | None = Field(None, min_length=1, max_length=PASSWORD_FIELD_MAX, repr=False)
+    password: str = Field(min_length=1, max_length=PASSWORD_FIELD_MAX, repr=False)
     display_name: str = Field("", max_length=200)
+
+
+class InvitationCreate(_Body):
+    """``POST /v1/invitations``: invite ``username`` into the caller's tenant with ``role``."""
+
+    username: str = Field(pattern=USERNAME_PATTERN, description="Letters, digits and . _ @ -, at most 64.")
+    role: Role
+
+
+class InvitationView(BaseModel):
+    """A pending invitation of the caller's tenant. Nothing in it says whether a user of that name exists."""
+
+    id: uuid.UUID
+    username: str
+    role: Role
+    invited_by: str
+    created_at: datetime
+    expires_at: datetime
+
+
+class MyInvitation(BaseModel):
+    """A pending invitation addressed to the signed-in user: which tenant, with which role, from whom."""
+
+    id: uuid.UUID
+    tenant: TenantRef
+    role: Role
+    invited_by: str
+    expires_at: datetime
 
 
 class MemberUpdate(_Body):

@@ -14,7 +14,7 @@ from typing import Any
 from fastapi import Request, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from uep_common import logs, metrics
+from uep_common.runtime import logs, metrics
 
 REQUESTS = metrics.counter(
     "uep_gateway_requests_total",
@@ -49,6 +49,8 @@ class HttpMetricsMiddleware:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve an HTTP request and record its count and duration in seconds by route and status; other
+        scopes, and every request while metrics are off, pass through."""
         if scope["type"] != "http" or not metrics.enabled():
             await self.app(scope, receive, send)
             return

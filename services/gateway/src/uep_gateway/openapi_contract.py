@@ -260,8 +260,8 @@ def allowed_methods(request: Request) -> list[str]:
 async def http_error(request: Request, exc: Exception) -> Response:
     """Exception handler: an HTTP error whose ``detail`` is a plain string (raised by FastAPI or Starlette
     themselves: unparsable body 400, unknown path 404, method not allowed 405 …) answers in the ``Error``
-    shape, ``{"detail": [{"loc": [...], "msg": detail, "type": ...}]}``; a list ``detail`` (a
-    :class:`uep_gateway.errors.FieldError`) is kept as it is. Headers are kept; 204/304 have no body. A 405's
+    shape, ``{"detail": [{"loc": [...], "msg": detail, "type": ...}]}``; a list ``detail`` is kept as it is (the
+    gateway's own errors answer through :mod:`uep_gateway.error_responses`). Headers are kept; 204/304 have no body. A 405's
     ``Allow`` lists every method of the path (:func:`allowed_methods`)."""
     assert isinstance(exc, StarletteHTTPException)
     headers = dict(exc.headers or {})

@@ -75,7 +75,7 @@ class RateLimiter:
         stats = await self.strategy.get_window_stats(item, *ids)
         retry = max(1, math.ceil(stats.reset_time - time.time()))
         raise FieldError(
-            429,
+            "rate_limited",
             loc,
             f"rate limit {item.amount} per {item.get_expiry()} s exceeded ({what or ids[0]}); retry in {retry} s",
             "rate_limited",
@@ -102,6 +102,16 @@ class RateLimiter:
             if not ok:
                 await self._refuse(window, *ids)
         if item is not None:
+            setattr(request.state, STATE_KEY, {"RateLimit-Policy": f"{item.amount};w={item.get_expiry()}"})
+
+    async def check_user(self, request: Request, user_id: object, access: Access) -> None:
+        """Count a call of a signed-in user answering for itself (no tenant: its invitations) in the windows
+        of the viewer role (``viewer.<class>``, else ``*.<class>``); raise 429 past one."""
+        if not self.enabled:
+            return
+        item = self.limit_for("viewer", access.limit)
+        if item is not None:
+            await self._hit(item, f"user:{user_id}", access.limit)
             setattr(request.state, STATE_KEY, {"RateLimit-Policy": f"{item.amount};w={item.get_expiry()}"})
 
     async def failed_auth(self, request: Request) -> None:

@@ -8,10 +8,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from uep_common.configs import check_positive_class
-from uep_common.events import EvaluationSummary, Priority, PromptSpec
-from uep_common.sampling import MAX_SAMPLED
-from uep_common.summary import Headline
+from uep_common.analytics.summary import Headline
+from uep_common.contract.configs import EvaluationType, check_positive_class
+from uep_common.contract.events import EvaluationSummary, Priority, PromptSpec
+from uep_common.records.sampling import MAX_SAMPLED
 from uep_gateway.validation import INT32_MAX
 
 MAX_MONEY = 10**13
@@ -41,7 +41,7 @@ class EvaluationOptions(BaseModel):
     """The options of one evaluation, shared by ``POST /v1/evaluations`` (:class:`EvaluationCreate`) and the
     runs of a schedule (``POST /v1/schedules`` ``options``): one set of fields and bounds for both. Integers
     are bounded by their database columns (INTEGER); the site's and tenant's work limits (repeats, items per
-    evaluation) are checked by the routes (``uep_gateway.api.evaluations.check_options``)."""
+    evaluation) are checked by the routes (``uep_gateway.usecases.planning.check_options``)."""
 
     model_config = ConfigDict(extra="forbid", protected_namespaces=(), populate_by_name=True)
 
@@ -53,7 +53,7 @@ class EvaluationOptions(BaseModel):
     sampling: Literal["first", "random", "stratified"] | None = Field(
         None,
         description="Which samples a limited run takes: the first N (benchmark order), a seeded random N, or N "
-        "stratified by category in proportion (uep_common.sampling); default: the benchmark's default_sampling "
+        "stratified by category in proportion (uep_common.records.sampling); default: the benchmark's default_sampling "
         f"(stratified for MMLU), else first. random/stratified take at most {MAX_SAMPLED:,} samples.",
     )
     sampling_seed: int = Field(0, ge=0, le=INT32_MAX, description="Seed of random and stratified sampling.")
@@ -113,7 +113,7 @@ class EvaluationCreate(EvaluationOptions):
     judge: dict[str, Any] | None = Field(
         None,
         description="llm_judge/hybrid benchmarks: keys overriding the benchmark's judge configuration "
-        "(uep_common.judge_config.JudgeConfig: mode, judges, aggregate, dimensions, template, max_retries, "
+        "(uep_common.contract.judge_config.JudgeConfig: mode, judges, aggregate, dimensions, template, max_retries, "
         "baseline_evaluation_id, ...).",
     )
 
@@ -186,8 +186,11 @@ class EvaluationView(BaseModel):
     summary: EvaluationSummary | None
     headline: Headline | None = Field(
         None,
-        description="The figure to show (uep_common.summary.headline_of): the benchmark's primary set-level metric "
-        "(e.g. ndcg@10 of a ranker) where the summary has set-level metrics, else the accuracy (or a graded mean).",
+        description="The figure to show (uep_common.analytics.summary.headline_of): the benchmark's primary set-level metric "
+        "(e.g. ndcg@10 of a ranker) where the summary has set-level metrics, else the accuracy (or a graded mean); "
+        "its interval is the one every view shows, `method` names it (wilson for a proportion, bootstrap for any other "
+        "set-level metric), and `errors`, `excluded` and `note` say which items it leaves out "
+        "('7 errors, excluded from the headline').",
     )
     error: str | None
     created_at: datetime
@@ -250,7 +253,7 @@ class BenchmarkView(BaseModel):
 
 
 class ModelCostView(BaseModel):
-    """A model's cost unit, prices (site currency) and expected item size (uep_common.costs)."""
+    """A model's cost unit, prices (site currency) and expected item size (uep_common.contract.costs)."""
 
     cost_unit: str
     price_per_1k_input_tokens: float
@@ -324,9 +327,9 @@ class MetricRef(BaseModel):
 
 
 class MetricEntry(BaseModel):
-    """One entry of a spec's ``metrics`` (as built-ins declare it, :class:`uep_common.configs.MetricSpec`): a
+    """One entry of a spec's ``metrics`` (as built-ins declare it, :class:`uep_common.contract.configs.MetricSpec`): a
     per-item metric of ``GET /v1/metrics`` with its parameters, or a set-level metric (``f1_macro``,
-    ``roc_auc``, ``ndcg@10``, ``mrr``…: :data:`uep_common.configs.SET_METRICS`, no parameters), and whether it
+    ``roc_auc``, ``ndcg@10``, ``mrr``…: :data:`uep_common.contract.configs.SET_METRICS`, no parameters), and whether it
     is the primary one."""
 
     model_config = ConfigDict(extra="forbid")
@@ -346,12 +349,14 @@ class BenchmarkSpec(BaseModel):
     description: str = Field("", max_length=5000)
     category: Literal["nlp", "code", "math", "reasoning", "safety", "custom"] = "custom"
     status: Literal["active", "draft"] = "active"
-    evaluation_type: Literal["automatic", "llm_judge", "hybrid"] = Field(
-        "automatic",
+    evaluation_type: Literal[EvaluationType.automatic, EvaluationType.llm_judge, EvaluationType.hybrid] = Field(
+        EvaluationType.automatic,
         description="automatic (the metric), llm_judge (the judge configuration in `judge`), hybrid "
         "(the metric first; items it cannot decide go to the judge, unsure verdicts to human annotators)",
     )
-    judge: dict[str, Any] | None = Field(None, description="llm_judge/hybrid: uep_common.judge_config.JudgeConfig as JSON.")
+    judge: dict[str, Any] | None = Field(
+        None, description="llm_judge/hybrid: uep_common.contract.judge_config.JudgeConfig as JSON."
+    )
     capability_dimensions: list[str] = Field(default_factory=list, max_length=20)
     language: str = Field("en", pattern=r"^[a-z]{2,3}(-[A-Za-z]{2,4})?$")
     prompt: PromptSpec
@@ -409,3 +414,13 @@ class MetricView(BaseModel):
     reference_schema: dict[str, Any] = Field(
         default_factory=dict, description="JSON Schema of the sample reference the metric reads (uploads are checked against it)."
     )
+
+
+class CatalogBenchmarkView(BenchmarkView):
+    """A benchmark version in the catalogue, with who may read it."""
+
+    visibility: Literal["private", "shared", "site"] = Field(
+        description="private: its owner tenant only; shared: every tenant may read it; site: the site catalogue "
+        "(built-ins and benchmarks without an owner), readable by every tenant."
+    )
+    owned: bool = Field(description="True when the caller's tenant owns it (may upload new versions of its slug).")

@@ -2,11 +2,15 @@
 
 from pydantic import Field, SecretStr
 
-from uep_common.outbox_retention import OutboxRetentionSettings
+from uep_common.analytics.judge_standing import JudgeCalibrationSettings
+from uep_common.registry.model_registry import EgressSettings
+from uep_common.runtime.outbox_retention import OutboxRetentionSettings
 
 
-class GatewaySettings(OutboxRetentionSettings):
-    """Settings of the gateway."""
+class GatewaySettings(OutboxRetentionSettings, EgressSettings, JudgeCalibrationSettings):
+    """Settings of the gateway (the model endpoints' egress allowlist, ``UEP_MODEL_EGRESS_*``, from
+    :class:`uep_common.registry.model_registry.EgressSettings`; the judge calibration threshold,
+    ``UEP_JUDGE_MIN_AGREEMENT``)."""
 
     service_name: str = "gateway"
     gateway_host: str = "127.0.0.1"
@@ -58,6 +62,8 @@ class GatewaySettings(OutboxRetentionSettings):
         True, description="Mark the session cookie Secure (HTTPS only; browsers allow localhost)."
     )
     auth_cache_ttl_s: float = Field(2.0, ge=0, description="Seconds a credential lookup is cached per gateway process.")
+    invitation_ttl_s: int = Field(7 * 86400, ge=60, description="A member invitation lapses this many seconds after it is sent.")
+    max_pending_invitations: int = Field(1000, ge=1, description="Most pending invitations one tenant may have.")
     login_max_password_chars: int = Field(1024, ge=64, description="Longest password accepted at sign-in.")
     # rate limits (uep_gateway.ratelimit); strings are parsed by the limits library ("600/minute", "10/second")
     rate_limits_enabled: bool = True
@@ -87,11 +93,16 @@ class GatewaySettings(OutboxRetentionSettings):
     failed_signin_client_rate_limit: str = Field(
         "100/minute", description="Failed sign-ins per client address, whichever accounts they name."
     )
-    # the model registry (uep_common.model_registry)
+    # the model registry (uep_common.registry.model_registry)
     model_secret_key: SecretStr | None = Field(
         None,
         description="Fernet key(s) encrypting the API keys models store, comma-separated (the first encrypts, every "
         "one decrypts: rotation); make one with `python -c 'from cryptography.fernet import Fernet; "
         "print(Fernet.generate_key().decode())'`. Unset: a registration with an api_key is refused (422).",
     )
+    model_ready_check: bool = Field(
+        True, description="Refuse (409) an evaluation of a model whose endpoint does not answer its readiness check."
+    )
+    model_ready_timeout_s: float = Field(3.0, gt=0, le=30, description="The most one readiness check waits, seconds.")
+    model_ready_cache_s: float = Field(5.0, ge=0, description="Seconds a readiness answer is reused per model endpoint.")
     leaderboards_site_wide: bool = Field(False, description="Boards show every tenant's entries, not only the caller's.")

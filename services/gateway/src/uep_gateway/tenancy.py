@@ -1,9 +1,9 @@
 """The tenant-scoped access path: every database session a route gets is bound to its caller's tenant.
 
 :func:`scoped_session` (behind :func:`uep_gateway.deps.db_session`) runs each transaction of the session as
-:data:`uep_common.db.rls.SCOPED_ROLE` with the caller's tenant id set, so PostgreSQL's row-level security
+:data:`uep_common.tables.rls.SCOPED_ROLE` with the caller's tenant id set, so PostgreSQL's row-level security
 shows and accepts only that tenant's rows (and the shared catalogue); a site admin acting across tenants
-runs as :data:`uep_common.db.rls.CROSS_TENANT_ROLE`. On top of that wall, routes fetch objects by id through
+runs as :data:`uep_common.tables.rls.CROSS_TENANT_ROLE`. On top of that wall, routes fetch objects by id through
 :func:`owned`, which filters on ``tenant_id`` itself and answers 404 — the same answer as for an id that
 does not exist, so nothing tells another tenant's object apart from a missing one.
 """
@@ -16,16 +16,16 @@ from typing import Any, TypeVar
 from sqlalchemy import ColumnElement, event, select, true
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.db.rls import scope_statement
+from uep_common.tables.rls import scope_statement
 from uep_gateway.auth import Principal
-from uep_gateway.errors import FieldError
+from uep_gateway.errors import FieldError, Kind
 
 M = TypeVar("M")
 
 
 def scoped_session(session: AsyncSession, principal: Principal) -> AsyncSession:
     """Bind ``session`` to ``principal``: every transaction it begins first runs
-    :func:`uep_common.db.rls.scope_statement`. Returns the session (``session.info['principal']`` is set)."""
+    :func:`uep_common.tables.rls.scope_statement`. Returns the session (``session.info['principal']`` is set)."""
     statement = scope_statement(principal.tenant.id, cross_tenant=principal.site_act)
 
     def _scope(_session: Any, _transaction: Any, connection: Any) -> None:
@@ -69,17 +69,17 @@ async def owned(
     what: str,
     *,
     lock: bool = False,
-    status: int = 404,
+    kind: Kind = "not_found",
 ) -> M:
     """The ``model`` row with primary key ``object_id`` owned by the caller's tenant (locked ``FOR UPDATE``
-    until the transaction ends when ``lock``). Raises ``status`` (404; 422 where the id is a body field)
+    until the transaction ends when ``lock``). Raises ``kind`` (``not_found``; ``invalid`` where the id is a body field)
     naming ``loc`` — ``"unknown <what> <id>"``, type ``unknown_<what>`` — when there is none or it is another
     tenant's: the same body either way."""
     table: Any = model
     q = select(table).where(table.id == object_id, tenant_filter(session, table))
     row: M | None = await session.scalar(q.with_for_update() if lock else q)
     if row is None:
-        raise FieldError(status, loc, f"unknown {what} {object_id}", f"unknown_{what.replace(' ', '_')}")
+        raise FieldError(kind, loc, f"unknown {what} {object_id}", f"unknown_{what.replace(' ', '_')}")
     return row
 
 

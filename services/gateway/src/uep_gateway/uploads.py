@@ -34,16 +34,16 @@ from typing import Any
 
 from jinja2.exceptions import UndefinedError
 
-from uep_common.configs import CLASSIFICATION_SET_METRICS, SET_KIND_OF_METRIC, is_set_metric
-from uep_common.params import param_problems
-from uep_common.prompts import PromptRenderError, render_prompt
+from uep_common.contract.configs import CLASSIFICATION_SET_METRICS, SET_KIND_OF_METRIC, is_set_metric
+from uep_common.contract.params import param_problems
+from uep_common.prompting.prompts import PromptRenderError, render_prompt
 from uep_gateway.upload_worker import set_phase
 
 # Causes of a PromptRenderError that depend on the row (a field it lacks, a value of the wrong type), not
 # on the template alone.
 _ROW_CAUSES: tuple[type[Exception], ...]
 try:  # the bounded sandbox's wrapper of a Python exception raised by the template on a row's values
-    from uep_common.templating import TemplateRenderFailure
+    from uep_common.prompting.templating import TemplateRenderFailure
 
     _ROW_CAUSES = (UndefinedError, TemplateRenderFailure)
 except ImportError:  # a sandbox without it lets those exceptions through (caught below)
@@ -551,7 +551,7 @@ def check_upload(
 ) -> tuple[list[Row], str | None]:
     """Read ``data`` (format ``fmt``), validate and render every row (references checked against
     ``reference_schemas``, metric name → JSON Schema), and, given the benchmark's ``config``, compute its
-    version (:func:`uep_common.benchmarks.content_hash`); the worker job of an upload. Returns ``(rows,
+    version (:func:`uep_common.contract.benchmarks.content_hash`); the worker job of an upload. Returns ``(rows,
     version or None)``.
 
     Raises:
@@ -563,7 +563,7 @@ def check_upload(
     rows = validate_rows(records, template, limits.max_rows, limits, reference_schemas)
     if config is None:
         return rows, None
-    from uep_common.benchmarks import content_hash
+    from uep_common.contract.benchmarks import content_hash
 
     return rows, content_hash(config, rows)
 
@@ -606,11 +606,11 @@ def metric_set_problems(
 ) -> list[UploadProblem]:
     """The problems of a spec's ``metrics`` (``entries``: ``(name, params, primary)`` in declared order), each
     named ``["body", "spec", "metrics", i, ...]``: a name that is neither a set-level metric
-    (:func:`uep_common.configs.is_set_metric`) nor in ``catalogue`` (per-item metric name → ``(param_types,
+    (:func:`uep_common.contract.configs.is_set_metric`) nor in ``catalogue`` (per-item metric name → ``(param_types,
     required_params)`` of the scorer's registry) is ``unknown_metric``; a name given twice, or the verdict
     metric ``metric_name`` again with other parameters, is ``duplicate_metric``; a set-level metric that the
     verdict metric's items cannot give (classification ones need ``label_match``, ranking ones ``ndcg``:
-    :data:`uep_common.configs.SET_KIND_OF_METRIC`) is ``metric_kind_mismatch``; parameters of a set-level
+    :data:`uep_common.contract.configs.SET_KIND_OF_METRIC`) is ``metric_kind_mismatch``; parameters of a set-level
     metric, or bad parameters of a per-item one, are ``unknown_param`` / ``bad_param``; a second ``primary``
     is ``several_primary``. Empty when the entries are fine."""
     problems: list[UploadProblem] = []

@@ -53,7 +53,9 @@ def _nul_path(value: object, loc: list[Any]) -> list[Any] | None:
 
 
 def _refuse(loc: list[Any], where: str) -> FieldError:
-    return FieldError(422, tuple(loc), f"{where} contains a NUL character (\\u0000), which cannot be stored", "nul_character")
+    return FieldError(
+        "invalid", tuple(loc), f"{where} contains a NUL character (\\u0000), which cannot be stored", "nul_character"
+    )
 
 
 async def reject_nul_characters(request: Request) -> None:

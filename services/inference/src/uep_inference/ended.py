@@ -1,7 +1,7 @@
 """Which evaluations have ended, as this inference replica learns it: no new model call for their items.
 
 Stop and cancel (and every other end: the reporter's finish, the budget) stage an EvaluationCompleted
-(:func:`uep_common.lifecycle.end`). Every inference replica reads that topic in full, without a consumer
+(:func:`uep_common.records.lifecycle.end`). Every inference replica reads that topic in full, without a consumer
 group (each replica must see every end; ``uep_inference.service.register``), and records here when each
 evaluation ended (the event's ``occurred_at``). An item is *cut* when its evaluation ended after the item was
 published (the Kafka record's timestamp): its call in flight may finish, but no further attempt starts and a

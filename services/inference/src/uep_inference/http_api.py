@@ -10,15 +10,18 @@ the backpressure (a slow model slows the caller) and the error for free. It is a
 the service's health port, not routed by the gateway.
 
 Only the platform's own services may call it: a request must carry ``Authorization: Bearer <token>`` with
-the shared secret ``UEP_INTERNAL_TOKEN`` (:class:`uep_common.settings.CommonSettings.internal_token`),
+the shared secret ``UEP_INTERNAL_TOKEN`` (:class:`uep_common.runtime.settings.CommonSettings.internal_token`),
 compared in constant time; anything else is 401 before the body is read. With no token configured every
 call is refused (503), so a deployment that forgot the secret is closed rather than open.
 
-Request (JSON): ``{"target": ModelTarget, "prompt": str, "max_tokens": int?, "stop": [str]?, "chat": bool?}``.
+Request (JSON): ``{"target": ModelTarget, "prompt": str, "max_tokens": int?, "stop": [str]?, "chat": bool?,
+"json_schema": object?}``; ``json_schema`` (at most :data:`MAX_SCHEMA_CHARS` characters as JSON) asks for an
+answer matching that JSON Schema: decoded under it where the model's backend can
+(``uep_inference.backends.base.GenerationRequest``), and ``constrained`` in the answer says whether it was.
 Each call is a server span ``POST /internal/generate`` continuing the caller's W3C ``traceparent`` header
 (the judge's httpx client span), with the response status as ``http.response.status_code``.
 
-Responses (JSON): 401 for a missing or wrong service credential, 503 when none is configured; 200 ``{"text", "prompt_tokens", "completion_tokens", "latency_ms", "attempts"}``;
+Responses (JSON): 401 for a missing or wrong service credential, 503 when none is configured; 200 ``{"text", "prompt_tokens", "completion_tokens", "latency_ms", "attempts", "constrained"}``;
 422 ``{"detail": [{"loc", "msg", "type"}]}`` for a malformed request; 502 ``{"error": {"type", "message"},
 "latency_ms", "attempts"}`` when the model call failed (after the retries of transient failures).
 """
@@ -31,10 +34,10 @@ from typing import Any
 
 from faststream.asgi.types import ASGIApp, Message, Receive, Scope, Send
 from opentelemetry import trace
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from uep_common.events import ModelTarget
-from uep_common.telemetry import context_from_headers, tracer
+from uep_common.contract.events import ModelTarget
+from uep_common.runtime.telemetry import context_from_headers, tracer
 from uep_inference.backends import Backends
 from uep_inference.service import ModelLimits, call_model
 from uep_inference.settings import InferenceSettings
@@ -43,6 +46,8 @@ PATH = "/internal/generate"
 _tracer = tracer("uep.inference")
 _TRACE_HEADERS = (b"traceparent", b"tracestate")
 MAX_BODY_BYTES = 4 * 1024 * 1024
+MAX_SCHEMA_CHARS = 64 * 1024
+"""Longest ``json_schema`` (serialised as JSON) a request may carry."""
 
 
 class GenerateRequest(BaseModel):
@@ -55,6 +60,14 @@ class GenerateRequest(BaseModel):
     max_tokens: int | None = Field(None, ge=1)
     stop: list[str] = Field(default_factory=list)
     chat: bool | None = None
+    json_schema: dict[str, Any] | None = None
+
+    @field_validator("json_schema")
+    @classmethod
+    def _bounded_schema(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
+        if v is not None and len(json.dumps(v)) > MAX_SCHEMA_CHARS:
+            raise ValueError(f"json_schema is longer than {MAX_SCHEMA_CHARS} characters as JSON")
+        return v
 
 
 async def _read_body(receive: Receive) -> bytes:
@@ -148,6 +161,7 @@ def make_generate_endpoint(backends: Backends, limits: ModelLimits, settings: In
             settings.inference_max_attempts,
             settings.inference_backoff_s,
             max_retry_after_s=settings.inference_max_retry_after_s,
+            json_schema=req.json_schema,
         )
         if call.error is not None:
             await _send_json(
@@ -165,6 +179,7 @@ def make_generate_endpoint(backends: Backends, limits: ModelLimits, settings: In
                 "completion_tokens": gen.completion_tokens,
                 "latency_ms": call.latency_ms,
                 "attempts": call.attempts,
+                "constrained": gen.constrained,
             },
         )
 

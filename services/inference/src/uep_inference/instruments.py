@@ -1,6 +1,6 @@
-"""Inference's Prometheus metrics (:mod:`uep_common.metrics`): each item's wait in Kafka and its model call.
+"""Inference's Prometheus metrics (:mod:`uep_common.runtime.metrics`): each item's wait in Kafka and its model call.
 
-Models are labelled by name, the first 50 a process sees (:class:`uep_common.metrics.BoundedLabel`); the
+Models are labelled by name, the first 50 a process sees (:class:`uep_common.runtime.metrics.BoundedLabel`); the
 outcome is ``ok`` or ``error``.
 """
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from uep_common import metrics
-from uep_common.events import OutputGenerated, SampleDispatched
+from uep_common.contract.events import OutputGenerated, SampleDispatched
+from uep_common.runtime import metrics
 
 MODEL_CALL_SECONDS = metrics.histogram(
     "uep_inference_model_call_seconds",

@@ -1,6 +1,6 @@
 """Log-likelihood items: which continuations a sample asks for, and the output text they become.
 
-A benchmark whose prompt has a ``loglik`` block (:class:`uep_common.events.LoglikSpec`) is scored the way
+A benchmark whose prompt has a ``loglik`` block (:class:`uep_common.contract.events.LoglikSpec`) is scored the way
 lm-evaluation-harness scores ``output_type: multiple_choice`` tasks: the rendered prompt is the context, each
 choice preceded by the target delimiter is a continuation, and the model returns the summed log-probability
 of each (:meth:`uep_inference.backends.base.ModelBackend.loglikelihood`). The scorer's
@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from uep_common.events import LoglikSpec
+from uep_common.contract.events import LoglikSpec
 from uep_inference.backends.base import Loglik
 
 MAX_CHOICES = 32

@@ -2,7 +2,7 @@
 
 from faststream.asgi import AsgiFastStream
 
-from uep_common.service import ServiceRuntime, build_app, serve
+from uep_common.runtime.service import ServiceRuntime, build_app, serve
 from uep_inference.backends import Backends
 from uep_inference.http_api import PATH, make_generate_endpoint
 from uep_inference.service import ModelLimits, register

@@ -5,7 +5,7 @@ ranking and embedding retrieval ``input = {"query": str, "candidates": [{"id": s
 Which classification input a model takes is its contract (``text`` or ``features``; a model registered with
 another contract name says it in ``spec.input``).
 
-The answer becomes a :class:`uep_common.events.Prediction` and an ``output`` text, so per-item metrics that
+The answer becomes a :class:`uep_common.contract.events.Prediction` and an ``output`` text, so per-item metrics that
 read text keep working:
 
 - classification: ``label`` = ``spec.class_names[label index]``, ``probabilities`` = ``{class name: p}``;
@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from uep_common.events import ModelKind, ModelTarget, Prediction
+from uep_common.contract.events import ModelKind, ModelTarget, Prediction
 from uep_inference.backends.base import PredictionOutput, PredictionRequest
 
 MAX_TEXT_CHARS = 100_000

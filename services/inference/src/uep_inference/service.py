@@ -18,13 +18,12 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from faststream import AckPolicy
 from faststream.kafka import KafkaBroker, KafkaMessage
 
-from uep_common import logs, metrics
-from uep_common.consuming import Received, consume
-from uep_common.events import (
+from uep_common.contract.events import (
     ErrorInfo,
     EvaluationCompleted,
     ModelKind,
@@ -33,9 +32,11 @@ from uep_common.events import (
     SampleDispatched,
     Topics,
 )
-from uep_common.messaging import broadcast_options, consumer_options, dead_letter, publish_event
-from uep_common.prompts import PromptRenderError, render_prompt
-from uep_common.telemetry import context_from_headers, tracer
+from uep_common.prompting.prompts import PromptRenderError, render_prompt
+from uep_common.runtime import logs, metrics
+from uep_common.runtime.consuming import Received, consume
+from uep_common.runtime.messaging import broadcast_options, consumer_options, dead_letter, publish_event
+from uep_common.runtime.telemetry import context_from_headers, tracer
 from uep_inference import instruments
 from uep_inference.backends import (
     BackendError,
@@ -119,11 +120,13 @@ async def call_model(
     max_retry_after_s: float = 60.0,
     watch: ItemWatch | None = None,
     prediction: PredictionRequest | None = None,
+    json_schema: dict[str, Any] | None = None,
 ) -> ModelCall:
     """Call the model of ``target`` (inside its capacity semaphore); never raises for model failures.
     With ``continuations``, a log-likelihood request of each after ``prompt`` (``backend.loglikelihood``);
     with ``prediction``, that request of a classifier, ranker or embedding model (``backend.predict``; the
-    answer in ``ModelCall.predicted``).
+    answer in ``ModelCall.predicted``); with ``json_schema``, a generation whose answer must match that JSON
+    Schema (``GenerationRequest.json_schema``: constrained where the backend can).
 
     A transient failure (:data:`TRANSIENT`) is retried up to ``max_attempts`` calls in all, waiting a random
     0–``backoff_s`` × 2^(attempt−1) seconds in between, and at least the endpoint's ``Retry-After``
@@ -138,7 +141,9 @@ async def call_model(
     """
     backend = backends.for_target(target)
     slot = (limits.for_target(target, backend.capacity(target)) if limits else None) or contextlib.nullcontext()
-    request = GenerationRequest(target, prompt, max_tokens, timeout_s, target.temperature, tuple(stop), chat, continuations)
+    request = GenerationRequest(
+        target, prompt, max_tokens, timeout_s, target.temperature, tuple(stop), chat, continuations, json_schema
+    )
 
     def invoke() -> Awaitable[Generation | PredictionOutput]:
         if prediction is not None:

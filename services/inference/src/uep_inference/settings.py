@@ -2,7 +2,7 @@
 
 from pydantic import Field, SecretStr
 
-from uep_common.settings import CommonSettings
+from uep_common.runtime.settings import CommonSettings
 
 
 class InferenceSettings(CommonSettings):
@@ -19,7 +19,7 @@ class InferenceSettings(CommonSettings):
     inference_batch_timeout_ms: int = Field(
         1000,
         ge=1,
-        description="Longest wait of one empty poll of the SampleDispatched consumer (uep_common.batch_polling."
+        description="Longest wait of one empty poll of the SampleDispatched consumer (uep_common.runtime.batch_polling."
         "get_batch): records are taken as soon as they are there, so this sets only how often an empty loop wakes.",
     )
     triton_row_batching: bool = Field(

@@ -14,7 +14,10 @@ counts a tie as half a win):
     outcome win/loss/tie by score >, <, = 0.5. ``majority``: the outcome most judges gave if more than
     half did, else tie. correct = True (win), False (loss), None (tie). Low confidence: jurors differ.
 
-An item with no valid verdict has no score (``valid`` False): it is never given a default.
+An item with no valid verdict has no score (``valid`` False): it is never given a default. Its error type says
+why: ``judge_call_failed`` (no judge could be called), ``judge_unparsed_output`` (no verdict could be read from
+any reply) or ``judge_invalid_output`` (a verdict was read but was off the declared scale or label set).
+``judge_constrained`` (1/0): every reply came from constrained decoding under the answer's JSON schema.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from uep_common.judge_config import JudgeConfig
+from uep_common.contract.judge_config import JudgeConfig
 from uep_judge.modes import Comparison, Verdict
 
 VALUE = {"win": 1.0, "tie": 0.5, "loss": 0.0}
@@ -47,20 +50,28 @@ class Outcome:
 
 def _usage(verdicts: list[Verdict]) -> dict[str, Any]:
     attempts = [a for v in verdicts for a in v.attempts]
+    answered = [a for a in attempts if a.raw is not None]
     return {
         "judge_attempts": len(attempts),
         "judge_parse_failures": sum(v.parse_failures for v in verdicts),
+        "judge_constrained": int(bool(answered) and all(a.constrained for a in answered)),
     }
 
 
 def _invalid(verdicts: list[Verdict], metrics: dict[str, Any]) -> Outcome:
     call_failed = all(v.call_failed for v in verdicts)
+    failed = [v for v in verdicts if not v.valid]
+    unparsed = all(v.status == "unparsed" for v in failed)
     parts = [
-        f"{v.judge.name}{'' if v.position == '-' else ' ' + v.position}: {v.error}; raw: {v.raw_text!r}"[:1500]
-        for v in verdicts
-        if not v.valid
+        f"{v.judge.name}{'' if v.position == '-' else ' ' + v.position}: {v.status}: {v.error}; raw: {v.raw_text!r}"[:1500]
+        for v in failed
     ]
-    metrics = {**metrics, "judge_invalid": 1, "judge_raw": (verdicts[-1].raw_text or "")[:2000] if verdicts else ""}
+    metrics = {
+        **metrics,
+        "judge_invalid": 1,
+        "judge_verdict_status": "call_failed" if call_failed else "unparsed" if unparsed else "invalid",
+        "judge_raw": (verdicts[-1].raw_text or "")[:2000] if verdicts else "",
+    }
     return Outcome(
         False,
         None,
@@ -68,7 +79,7 @@ def _invalid(verdicts: list[Verdict], metrics: dict[str, Any]) -> Outcome:
         None,
         metrics,
         human_reason="judge_invalid",
-        error_type="judge_call_failed" if call_failed else "judge_invalid_output",
+        error_type="judge_call_failed" if call_failed else "judge_unparsed_output" if unparsed else "judge_invalid_output",
         error_message=" | ".join(parts)[:4000] or "no judge verdict",
     )
 

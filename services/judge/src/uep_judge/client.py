@@ -6,21 +6,23 @@ from __future__ import annotations
 import asyncio
 import random
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import httpx
 
-from uep_common.events import ModelTarget
+from uep_common.contract.events import ModelTarget
 
 
 @dataclass(frozen=True)
 class JudgeGeneration:
-    """A judge model's reply: ``text``, token counts (None if unknown), the call's wall time in ms."""
+    """A judge model's reply: ``text``, token counts (None if unknown), the call's wall time in ms, and
+    ``constrained``: the model decoded under the answer's JSON schema (grammar / guided decoding)."""
 
     text: str
     prompt_tokens: int | None
     completion_tokens: int | None
     latency_ms: float | None
+    constrained: bool = False
 
 
 class JudgeCallError(RuntimeError):
@@ -32,9 +34,14 @@ class JudgeCallError(RuntimeError):
 
 
 class Generate(Protocol):
-    """``await generate(target, prompt, max_tokens) -> JudgeGeneration``; raises :class:`JudgeCallError`."""
+    """``await generate(target, prompt, max_tokens, json_schema) -> JudgeGeneration``: ``json_schema`` (or
+    None) is the JSON Schema the answer must match, for backends that can constrain their decoding to it;
+    raises :class:`JudgeCallError`."""
 
-    async def __call__(self, target: ModelTarget, prompt: str, max_tokens: int) -> JudgeGeneration: ...
+    async def __call__(
+        self, target: ModelTarget, prompt: str, max_tokens: int, json_schema: dict[str, Any] | None = None
+    ) -> JudgeGeneration:
+        """The judge model's answer to ``prompt`` (at most ``max_tokens`` tokens); see the class docstring."""
 
 
 class InferenceClient:
@@ -56,9 +63,14 @@ class InferenceClient:
         self._http = httpx.AsyncClient(base_url=base_url.rstrip("/"), timeout=timeout_s, headers=headers)
         self._attempts, self._backoff = attempts, backoff_s
 
-    async def __call__(self, target: ModelTarget, prompt: str, max_tokens: int) -> JudgeGeneration:
-        """One judge call. Raises :class:`JudgeCallError`."""
-        body = {"target": target.model_dump(mode="json"), "prompt": prompt, "max_tokens": max_tokens}
+    async def __call__(
+        self, target: ModelTarget, prompt: str, max_tokens: int, json_schema: dict[str, Any] | None = None
+    ) -> JudgeGeneration:
+        """One judge call (with ``json_schema``, the answer's schema for constrained decoding). Raises
+        :class:`JudgeCallError`."""
+        body: dict[str, Any] = {"target": target.model_dump(mode="json"), "prompt": prompt, "max_tokens": max_tokens}
+        if json_schema is not None:
+            body["json_schema"] = json_schema
         for attempt in range(1, self._attempts + 1):
             try:
                 r = await self._http.post("/internal/generate", json=body)
@@ -70,7 +82,11 @@ class InferenceClient:
             data = r.json() if r.headers.get("content-type", "").startswith("application/json") else {}
             if r.status_code == 200:
                 return JudgeGeneration(
-                    data["text"], data.get("prompt_tokens"), data.get("completion_tokens"), data.get("latency_ms")
+                    data["text"],
+                    data.get("prompt_tokens"),
+                    data.get("completion_tokens"),
+                    data.get("latency_ms"),
+                    bool(data.get("constrained")),
                 )
             err = data.get("error") or {}
             raise JudgeCallError(err.get("type", f"http_{r.status_code}"), err.get("message") or r.text[:500])

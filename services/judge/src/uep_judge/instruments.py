@@ -1,9 +1,9 @@
-"""The judge's Prometheus metrics (:mod:`uep_common.metrics`): judging time per item and each item's outcome."""
+"""The judge's Prometheus metrics (:mod:`uep_common.runtime.metrics`): judging time per item and each item's outcome."""
 
 from __future__ import annotations
 
-from uep_common import metrics
-from uep_common.events import ScoreComputed
+from uep_common.contract.events import ScoreComputed
+from uep_common.runtime import metrics
 
 ITEMS = metrics.counter(
     "uep_judge_items_total",

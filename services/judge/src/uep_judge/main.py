@@ -2,8 +2,8 @@
 
 from faststream.asgi import AsgiFastStream
 
-from uep_common.outbox import OutboxRelay
-from uep_common.service import ServiceRuntime, build_app, serve
+from uep_common.runtime.outbox import OutboxRelay
+from uep_common.runtime.service import ServiceRuntime, build_app, serve
 from uep_judge.client import InferenceClient
 from uep_judge.service import register
 from uep_judge.settings import JudgeSettings

@@ -9,31 +9,51 @@ else the first object found. Only when that strict pass finds no object with an 
 comma directly before ``}`` or ``]`` *outside* a string is dropped (``{"overall": 4, "reasoning": "fine",}``).
 Nothing else is changed, so string contents (``"steps 1, ] done"``) decode exactly as written.
 
-Labelled free text (:func:`parse_labelled`, when the configuration's ``score_label`` is set, e.g. ``Rating``): the
-score is the number right after ``<label>:`` at the start of a line (markdown ``**`` and MT-bench's ``[[4]]``
-allowed), optionally followed by ``out of N`` or ``/N``, which must then be the top of the declared scale; the
-last such line wins. Only the labelled number is read, so a scale the judge quotes (``on a 1 to 5 scale``,
-``Rating (1 to 5): 4``, ``Rating: 1-5 scale``) is never taken for the score.
+Free text (:func:`parse_labelled`: when the configuration's ``score_label`` is set, e.g. ``Rating``, or when a
+reply holds no JSON object at all): the verdict is read as a careful reader would (:mod:`uep_judge.freetext`):
+a labelled score (``Rating: 4``, ``Score: 3``), a rating phrase (``I would give it 3``), MT-bench's ``[[4]]``,
+``n/N`` with ``N`` the scale's top, or a reply that is only a number; a quoted scale or range (``on a 1 to 5
+scale``, ``Rating (1 to 5): 4``, ``Rating: 1-5 scale``) is never taken for the score, and a quoted ``out of
+N`` must be the top of the declared scale.
 
 Checking it (:func:`parse_rubric`, :func:`parse_pairwise`): a score must be a JSON number (not a string, not a
 boolean) inside its declared scale, and a whole number on a scale declared ``integer`` (``2.5`` on a 1-5 integer
 scale is invalid; ``4.0`` is 4); an answer that fails is invalid — :class:`JudgeParseError` says why — and is
 never replaced by a default score.
+
+Two kinds of failure (:func:`failure_status`): :class:`UnparsedAnswerError` — no verdict can be read from the reply
+at all (no JSON object and no score in its text, or an object without ``overall``/``winner``) — and
+:class:`InvalidVerdictError` — a verdict was read but breaks the declared scale or label set (off the scale, a
+fraction on an integer scale, a string for a number, an unknown winner). Both are stored as such with the raw
+reply, and re-asked within ``max_retries``.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from uep_common.judge_config import JudgeConfig
+from uep_common.contract.judge_config import JudgeConfig
+from uep_judge.freetext import DEFAULT_LABELS, last_label, read_score, read_winner
 
 
 class JudgeParseError(ValueError):
     """A judge answer is unusable; the message (fed back to the judge on retry) says why."""
+
+
+class UnparsedAnswerError(JudgeParseError):
+    """No verdict could be read from the reply."""
+
+
+class InvalidVerdictError(JudgeParseError):
+    """A verdict was read, but it is not on the declared scale or label set."""
+
+
+def failure_status(exc: JudgeParseError) -> str:
+    """``'invalid'`` for an :class:`InvalidVerdictError`, else ``'unparsed'``."""
+    return "invalid" if isinstance(exc, InvalidVerdictError) else "unparsed"
 
 
 def _scan_objects(text: str, expected_keys: tuple[str, ...]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
@@ -140,20 +160,20 @@ def extract_json_object(text: str, expected_keys: tuple[str, ...] = ()) -> dict[
         first = first if first is not None else repaired_first
     if first is not None:
         return first
-    raise JudgeParseError("no JSON object found in the reply")
+    raise UnparsedAnswerError("no JSON object found in the reply")
 
 
 def _number(value: object, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise JudgeParseError(f"{what} must be a number, got {json.dumps(value)[:60]}")
+        raise InvalidVerdictError(f"{what} must be a number, got {json.dumps(value)[:60]}")
     return float(value)
 
 
 def _on_scale(value: float, lo: float, hi: float, what: str, integer: bool = False) -> float:
     if not lo <= value <= hi:
-        raise JudgeParseError(f"{what} {value:g} is outside the scale [{lo:g}, {hi:g}]")
+        raise InvalidVerdictError(f"{what} {value:g} is outside the scale [{lo:g}, {hi:g}]")
     if integer and not value.is_integer():
-        raise JudgeParseError(f"{what} {value:g} is not a whole number; the scale [{lo:g}, {hi:g}] takes integers only")
+        raise InvalidVerdictError(f"{what} {value:g} is not a whole number; the scale [{lo:g}, {hi:g}] takes integers only")
     return value
 
 
@@ -174,23 +194,33 @@ def parse_rubric(text: str, cfg: JudgeConfig) -> RubricVerdict:
     ``overall`` is required; dimension scores are optional (missing ones are listed, never filled in) but
     every one given must be a number on its scale; keys that are not declared dimensions are ignored.
 
-    With ``cfg.score_label`` set the answer is labelled free text instead (:func:`parse_labelled`).
+    With ``cfg.score_label`` set the answer is labelled free text instead, and a reply without a JSON object
+    that has ``overall`` (none at all, or one cut short by ``max_tokens``) is read as free text too
+    (:func:`parse_labelled`): an object with ``overall`` is always the answer, never the prose around it.
 
     Raises:
-        JudgeParseError: no JSON object, ``overall`` missing or not a number, or any score off its scale
-            (or not whole on an integer scale).
+        UnparsedAnswerError: no JSON object and no score in the text, or an object without ``overall``.
+        InvalidVerdictError: a score not a number, or off its scale (or not whole on an integer scale).
     """
     if cfg.score_label is not None:
         return parse_labelled(text, cfg)
-    obj = extract_json_object(text, ("overall", "scores"))
-    if "overall" not in obj:
-        raise JudgeParseError('the JSON object has no "overall" score')
+    try:
+        obj: dict[str, Any] | None = extract_json_object(text, ("overall", "scores"))
+    except UnparsedAnswerError:
+        obj = None
+    if obj is None or "overall" not in obj:  # no usable object (none, or cut short by max_tokens): read the text
+        try:
+            return parse_labelled(text, cfg)
+        except UnparsedAnswerError:
+            if obj is None:
+                raise UnparsedAnswerError("no JSON object found in the reply, nor a score in its text") from None
+            raise UnparsedAnswerError('the JSON object has no "overall" score, nor does the text give one') from None
     overall = _on_scale(_number(obj["overall"], '"overall"'), cfg.overall_min, cfg.overall_max, '"overall"', cfg.overall_integer)
     raw_scores = obj.get("scores", {})
     if raw_scores is None:
         raw_scores = {}
     if not isinstance(raw_scores, dict):
-        raise JudgeParseError('"scores" must be an object of dimension → number')
+        raise InvalidVerdictError('"scores" must be an object of dimension → number')
     scores: dict[str, float] = {}
     missing: list[str] = []
     for d in cfg.dimensions:
@@ -204,59 +234,36 @@ def parse_rubric(text: str, cfg: JudgeConfig) -> RubricVerdict:
     return RubricVerdict(overall, scores, reasoning if isinstance(reasoning, str) else None, missing)
 
 
-_NUMBER = r"-?\d+(?:\.\d+)?"
-
-
-def _label_pattern(label: str) -> re.Pattern[str]:
-    """``<label>[ (note)]: <number>[ out of N | /N]`` at a line start (rules in the module docstring)."""
-    words = r"[\s_]+".join(re.escape(w) for w in re.split(r"[\s_]+", label.strip()))
-    return re.compile(
-        r"^[ \t>#*_-]*(?:\d+[.)]\s*)?[*_]*" + words + r"[*_]*[ \t]*(?:\([^()\n]{0,40}\))?[ \t]*[*_]*[:：=][*_]*[ \t]*"
-        r"(?:\[\[[ \t]*(?P<bracketed>" + _NUMBER + r")[ \t]*\]\]|(?P<n>" + _NUMBER + r"))[*_]*"
-        r"(?![\d.]*[ \t]*(?:-|–|—|to\b)[ \t]*\d)"
-        r"(?:[ \t]*(?:/|out[ \t]+of)[ \t]*(?P<of>" + _NUMBER + r"))?",
-        re.IGNORECASE | re.MULTILINE,
-    )
-
-
-def _labelled_score(text: str, label: str) -> tuple[float, float | None] | None:
-    """``(score, quoted top of scale or None)`` of the last ``label`` line of ``text``, or None."""
-    found = None
-    for m in _label_pattern(label).finditer(text):
-        found = m
-    if found is None:
-        return None
-    value = float(found.group("bracketed") or found.group("n"))
-    return value, float(found.group("of")) if found.group("of") else None
-
-
 def _check_quoted_scale(of: float | None, hi: float, what: str) -> None:
     if of is not None and of != hi:
-        raise JudgeParseError(f"{what} is given out of {of:g}, but the scale's top is {hi:g}")
+        raise InvalidVerdictError(f"{what} is given out of {of:g}, but the scale's top is {hi:g}")
 
 
 def parse_labelled(text: str, cfg: JudgeConfig) -> RubricVerdict:
-    """Parse a labelled free-text rubric answer (``cfg.score_label``, e.g. ``"Rating: 4 out of 5"``): the
-    overall score from the last ``<score_label>:`` line, each dimension's from a ``<name>:`` line when given
-    (missing ones are listed), the whole reply as ``reasoning``.
+    """Read a free-text rubric answer (:mod:`uep_judge.freetext`): the overall score from the labels
+    ``cfg.score_label`` (when set) and :data:`~uep_judge.freetext.DEFAULT_LABELS`, a rating phrase,
+    ``[[n]]``, ``n/N`` or a bare number; each dimension's from a ``<name>: <n>`` label when given (missing ones
+    are listed); the whole reply as ``reasoning``.
 
-    Example: ``parse_labelled("On a 1 to 5 scale this is good.\\nRating: 4 out of 5", cfg).overall == 4.0``.
+    Example: ``parse_labelled("On a 1 to 5 scale this is good.\nRating: 4 out of 5", cfg).overall == 4.0``.
 
     Raises:
-        JudgeParseError: no labelled score line, a score off its scale or not whole on an integer scale, or a
-            quoted ``out of N`` that is not the top of the declared scale.
+        UnparsedAnswerError: no score in the reply.
+        InvalidVerdictError: a score off its scale or not whole on an integer scale, or a quoted ``out of N`` that
+            is not the top of the declared scale.
     """
-    label = cfg.score_label or "Rating"
-    found = _labelled_score(text, label)
+    label = cfg.score_label
+    labels = ((label,) if label else ()) + tuple(x for x in DEFAULT_LABELS if not label or x != label.lower())
+    what = f'"{label or "overall"}"'
+    found = read_score(text, labels, cfg.overall_max)
     if found is None:
-        raise JudgeParseError(f'no "{label}: <number>" line found in the reply')
-    value, of = found
-    _check_quoted_scale(of, cfg.overall_max, f'"{label}"')
-    overall = _on_scale(value, cfg.overall_min, cfg.overall_max, f'"{label}"', cfg.overall_integer)
+        raise UnparsedAnswerError(f'no "{label or "Score"}: <number>" or other score found in the reply')
+    _check_quoted_scale(found.quoted_top, cfg.overall_max, what)
+    overall = _on_scale(found.value, cfg.overall_min, cfg.overall_max, what, cfg.overall_integer)
     scores: dict[str, float] = {}
     missing: list[str] = []
     for d in cfg.dimensions:
-        given = _labelled_score(text, d.name) if d.name.lower() != label.lower() else None
+        given = last_label(text, d.name) if label is None or d.name.lower() != label.lower() else None
         if given is None:
             missing.append(d.name)
             continue
@@ -274,15 +281,26 @@ class PairwiseVerdict:
 
 
 def parse_pairwise(text: str) -> PairwiseVerdict:
-    """Parse a pairwise answer ``{"winner": "A" | "B" | "tie", "reasoning": str}`` (case-insensitive).
+    """Parse a pairwise answer ``{"winner": "A" | "B" | "tie", "reasoning": str}`` (case-insensitive); a
+    reply without any JSON object is read as free text (:func:`uep_judge.freetext.read_winner`: ``[[A]]``,
+    ``Winner: B``...), with the whole reply as reasoning.
 
     Raises:
-        JudgeParseError: no JSON object, or ``winner`` missing or not one of A, B, tie.
+        UnparsedAnswerError: no JSON object and no winner in the text, or an object without ``winner``.
+        InvalidVerdictError: ``winner`` not one of A, B, tie.
     """
-    obj = extract_json_object(text, ("winner",))
+    try:
+        obj = extract_json_object(text, ("winner",))
+    except UnparsedAnswerError:
+        read = read_winner(text)
+        if read is None:
+            raise UnparsedAnswerError("no JSON object found in the reply, nor a winner in its text") from None
+        return PairwiseVerdict(read, text.strip()[:4000] or None)
+    if "winner" not in obj:
+        raise UnparsedAnswerError('the JSON object has no "winner"')
     winner = obj.get("winner")
     if not isinstance(winner, str) or winner.strip().lower() not in ("a", "b", "tie"):
-        raise JudgeParseError(f'"winner" must be "A", "B" or "tie", got {json.dumps(winner)[:60]}')
+        raise InvalidVerdictError(f'"winner" must be "A", "B" or "tie", got {json.dumps(winner)[:60]}')
     w = winner.strip().lower()
     reasoning = obj.get("reasoning")
     return PairwiseVerdict("tie" if w == "tie" else w.upper(), reasoning if isinstance(reasoning, str) else None)

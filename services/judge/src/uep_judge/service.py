@@ -20,11 +20,12 @@ from faststream import AckPolicy
 from faststream.kafka import KafkaBroker, KafkaMessage
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from uep_common.consuming import consume
-from uep_common.events import ErrorInfo, JudgeRequested, ScoreComputed, Topics
-from uep_common.messaging import consumer_options
-from uep_common.outbox import OutboxRelay
-from uep_common.telemetry import tracer
+from uep_common.contract.configs import EvaluationType
+from uep_common.contract.events import ErrorInfo, JudgeRequested, ScoreComputed, Topics
+from uep_common.runtime.consuming import consume
+from uep_common.runtime.messaging import consumer_options
+from uep_common.runtime.outbox import OutboxRelay
+from uep_common.runtime.telemetry import tracer
 from uep_judge import instruments
 from uep_judge.aggregate import Outcome, pairwise_outcome, rubric_outcome
 from uep_judge.client import Generate
@@ -137,7 +138,7 @@ async def judge_item(
         }
         details = metrics
         name = f"{JUDGE_METRIC}_{ctx.cfg.mode}"
-        if ctx.evaluation_type == "hybrid" and outcome.human_reason is not None:
+        if ctx.evaluation_type == EvaluationType.hybrid and outcome.human_reason is not None:
             score, decision, human_reason = None, "human", outcome.human_reason
         elif outcome.valid:
             score, decision = _score(event, name, template[1], outcome, metrics, None), "scored"

@@ -2,7 +2,7 @@
 
 from pydantic import Field
 
-from uep_common.outbox_retention import OutboxRetentionSettings
+from uep_common.runtime.outbox_retention import OutboxRetentionSettings
 
 
 class JudgeSettings(OutboxRetentionSettings):

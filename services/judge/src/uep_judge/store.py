@@ -6,7 +6,7 @@ else the benchmark's ``config.judge``), the judge models from the registry, the 
 
 Writes (:func:`record`), in ONE transaction: the item's ``judge_items`` row (unique per item: a second
 writer finds it and rolls back, so an item is judged, charged and scored once), a ``judge_verdicts`` row per
-judge × order, one budget charge per judge call (``uep_common.budget.charge``, role "judge"), the hybrid
+judge × order, one budget charge per judge call (``uep_common.records.settlement.charge``, role "judge"), the hybrid
 routes, and the ScoreComputed in the outbox — or, for an item sent to humans, no ScoreComputed and its
 lease released with its expiry moved out of the scheduler's reach (no sample_results row will exist until
 the annotation completes, and an expired lease without a result would otherwise be dispatched again).
@@ -24,14 +24,15 @@ from sqlalchemy import case, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common import budget
-from uep_common.configs import parse_benchmark_config, parse_evaluation_config
-from uep_common.db.judging import HybridRoute, JudgeItem, JudgeVerdict
-from uep_common.db.models import Benchmark, Evaluation, Model, Sample, SampleLease, SampleResult
-from uep_common.events import JudgeRequested, ModelTarget, ScoreComputed
-from uep_common.judge_config import JudgeConfig, merge_judge_config
-from uep_common.model_registry import model_query
-from uep_common.outbox import add_to_outbox
+from uep_common.contract.configs import parse_benchmark_config, parse_evaluation_config
+from uep_common.contract.events import JudgeRequested, ModelTarget, ScoreComputed
+from uep_common.contract.judge_config import JudgeConfig, merge_judge_config
+from uep_common.records import settlement
+from uep_common.registry.model_registry import model_query
+from uep_common.registry.targets import model_target
+from uep_common.runtime.outbox import add_to_outbox
+from uep_common.tables.judging import HybridRoute, JudgeItem, JudgeVerdict
+from uep_common.tables.models import Benchmark, Evaluation, Sample, SampleLease, SampleResult
 from uep_judge.modes import Verdict
 from uep_judge.templates import as_text
 
@@ -59,23 +60,6 @@ class Context:
     reference: str | None
     baseline: str | None
     opponent_model_id: uuid.UUID | None
-
-
-def model_target(model: Model) -> ModelTarget:
-    """The call target of a registered model (as the scheduler builds it)."""
-    d = model.decoding_defaults or {}
-    return ModelTarget(
-        model_id=model.id,
-        name=model.name,
-        backend=model.backend,
-        endpoint=model.endpoint,
-        triton_model_name=model.triton_model_name,
-        triton_model_version=model.triton_model_version,
-        max_tokens=d.get("max_tokens", 256),
-        temperature=d.get("temperature", 0.0),
-        stop=d.get("stop", []),
-        max_concurrency=model.max_in_flight,
-    )
 
 
 async def load_context(session: AsyncSession, event: JudgeRequested) -> Context | None:
@@ -165,7 +149,9 @@ def verdict_rows(event: JudgeRequested, ctx: Context, template: tuple[str, str],
                 "candidate_outcome": outcome,
                 "reasoning": (r.reasoning if r else p.reasoning if p else None),
                 "raw_text": v.raw_text,
-                "attempts_log": [{"raw": a.raw, "error": a.error} for a in v.attempts],
+                "attempts_log": [
+                    {"raw": a.raw, "error": a.error, "status": a.status, "constrained": a.constrained} for a in v.attempts
+                ],
                 "error": v.error,
                 "answer_chars": len(event.output or ""),
                 "prompt_tokens": sum(a.prompt_tokens or 0 for a in v.attempts) or None,
@@ -228,7 +214,7 @@ async def record(
     for v in verdicts:
         for a in v.attempts:
             if not a.call_failed:
-                await budget.charge(
+                await settlement.charge(
                     session, event.evaluation_id, "judge", a.prompt_tokens, a.completion_tokens, a.latency_ms, v.judge.model_id
                 )
     if event.route_reason is not None:

@@ -1,6 +1,6 @@
 """Judge prompt templates: versioned Jinja files (``templates/<name>/<version>.jinja``) or a benchmark's own
 template text (versioned by its content hash). Both are compiled by the bounded sandbox of
-:mod:`uep_common.templating` (a benchmark's or an evaluation's template is user input) with
+:mod:`uep_common.prompting.templating` (a benchmark's or an evaluation's template is user input) with
 StrictUndefined, so a missing variable fails loudly instead of sending the judge a half-empty prompt."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 
 import jinja2
 
-from uep_common.judge_config import TEMPLATE_FILTERS, JudgeConfig, format_number
-from uep_common.templating import make_environment, render
+from uep_common.contract.judge_config import TEMPLATE_FILTERS, JudgeConfig, format_number
+from uep_common.prompting.templating import make_environment, render
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 RETRY_TEMPLATE = "retry/v1"

@@ -4,8 +4,9 @@ the capability profile and the trend of the model over its runs.
 
 Everything is read from PostgreSQL (the record) in a handful of queries; per-item arrays are processed with
 numpy. Methods (also written into every report): accuracy = correct / scored with the Wilson 95 % score
-interval (errored items excluded from the denominator, counted under errors); means with a bootstrap
-interval (:func:`uep_common.stats.bootstrap_mean`); latency percentiles by linear interpolation.
+interval (errored items excluded from the denominator, counted under errors), and so every proportion of
+items (the mean of a per-item metric whose values are all 0 or 1); other means with a bootstrap
+interval (:func:`uep_common.analytics.stats.bootstrap_mean`); latency percentiles by linear interpolation.
 """
 
 from __future__ import annotations
@@ -21,12 +22,16 @@ import numpy as np
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common import stats
-from uep_common.costs import currency
-from uep_common.db.budgets import SpendEntry
-from uep_common.db.models import Benchmark, Evaluation, Model
-from uep_common.judge_config import JudgeConfig
-from uep_common.sampling import CATEGORY_KEYS
+from uep_common.analytics import stats
+from uep_common.analytics.judge_standing import DEFAULT_MIN_AGREEMENT, evaluation_judges
+from uep_common.analytics.set_metrics import classification_items, classification_values
+from uep_common.analytics.summary import headline_of
+from uep_common.contract.costs import currency
+from uep_common.contract.judge_config import JudgeConfig
+from uep_common.records.sampling import CATEGORY_KEYS
+from uep_common.tables.budgets import SpendEntry
+from uep_common.tables.models import Benchmark, Evaluation, Model
+from uep_reporter.primary import ACCURACY, ChartMetric, figure_of
 from uep_reporter.report_model import (
     ArmInfo,
     Breakdown,
@@ -41,6 +46,7 @@ from uep_reporter.report_model import (
     JudgeDimension,
     JudgeSample,
     JudgeSection,
+    JudgeStanding,
     JudgeVerdictSample,
     LatencyStats,
     Profile,
@@ -70,7 +76,12 @@ STAGES = ("automatic", "judge", "human")
 
 METHODS = {
     "accuracy": stats.WILSON + "; accuracy = correct / scored, errored items excluded and counted as errors",
-    "means": "mean with a bootstrap confidence interval: BCa for n <= 5000, percentile above (the BCa jackknife is "
+    "headline": "the evaluation's one figure, shown with the same interval in the API, the list, the header, this "
+    "report, the CLI and the leaderboard: a proportion of items (accuracy, hit@k) with the Wilson score interval, "
+    "any other set-level metric with the bootstrap percentile interval; errored and excluded items are named "
+    "beside it",
+    "means": "a per-item metric whose every value is 0 or 1: the share of 1s with the Wilson interval (a proportion, "
+    "as the accuracy); any other mean with a bootstrap confidence interval: BCa for n <= 5000, percentile above (the BCa jackknife is "
     "O(n^2)); 2000 resamples (fewer above n = 10,000: 2e7 / n, at least 400), seed "
     + str(stats.BOOTSTRAP_SEED)
     + " (scipy.stats.bootstrap)",
@@ -79,9 +90,11 @@ METHODS = {
     + stats.WILSON,
     "comparison": stats.MCNEMAR + "; differences of means: paired bootstrap, one resampled index vector for both sides",
     "baseline": 'the evaluation requested (POST …/reports {"baseline"}: any run of the same benchmark, another model\'s '
-    "too), else the pinned evaluation of the same model name and benchmark, else the last completed one before this one",
-    "trend": "every completed evaluation of this model name on this benchmark (all model and benchmark versions), "
-    "accuracy with its Wilson interval from the stored summary",
+    "too), else the pinned evaluation of the same model name and benchmark, else of the completed ones before this one "
+    "the last on the same item set (same benchmark version and samples), else the one sharing the most items",
+    "trend": "every completed evaluation of this model name on this benchmark (all model and benchmark versions) "
+    "whose headline is this run's headline metric, with the headline's interval from the stored summary (Wilson for "
+    "a proportion, bootstrap for another set-level metric)",
     "judge": "rubric dimensions: mean over the judged items with a bootstrap interval, on each dimension's scale; "
     "reasoning shown for up to 2 judged items of each verdict (wrong, right, none), in benchmark order",
     "stages": "hybrid evaluations: accuracy (Wilson) of the items each stage decided (automatic metric, LLM judge, "
@@ -89,10 +102,11 @@ METHODS = {
     "set_metrics": "classification and ranking evaluations: set-level metrics over the items (scikit-learn: "
     "precision/recall/F1 with zero_division=nan, ROC-AUC and PR-AUC one-vs-rest, log loss, Brier; ECE with 15 "
     "equal-width confidence bins, Guo et al. 2017), each with a percentile bootstrap interval over items (shared "
-    "resamples, fixed seed; uep_common.set_metrics)",
-    "profile": "radar: for each capability dimension, the mean accuracy over the benchmarks carrying it (this "
+    "resamples, fixed seed; uep_common.analytics.set_metrics)",
+    "profile": "radar: for each capability dimension, the mean of each benchmark's headline figure (accuracy, or "
+    "its primary set-level metric such as NDCG@10; figures outside [0, 1] left out) over the benchmarks carrying it (this "
     "evaluation for its benchmark, the latest completed evaluation of the same model version for the others); "
-    "categories of this benchmark when fewer than 3 dimensions are known; a bar chart when fewer than 3 axes remain",
+    "categories of this benchmark (this run's headline metric per category) when fewer than 3 dimensions are known; a bar chart when fewer than 3 axes remain",
 }
 
 
@@ -140,6 +154,15 @@ def _est_mean(values: np.ndarray[Any, Any]) -> Estimate | None:
     )
 
 
+def _est_metric(values: np.ndarray[Any, Any]) -> Estimate | None:
+    """The mean of a per-item metric: a metric whose every value is 0 or 1 is a proportion of items (its mean
+    the share of 1s) with the Wilson interval, as the summary's accuracy; any other with the bootstrap's (a
+    bootstrap of ten 0s is the degenerate [0, 0], where Wilson's is [0, 0.278])."""
+    if values.size and bool(np.isin(values, (0.0, 1.0)).all()):
+        return _est_prop(int(np.count_nonzero(values)), int(values.size))
+    return _est_mean(values)
+
+
 def _truncate(value: object) -> str:
     s = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
     return s if len(s) <= MAX_TEXT else s[:MAX_TEXT] + f"… [{len(s) - MAX_TEXT} more characters]"
@@ -163,9 +186,14 @@ class Items:
     metric_name: str | None = None
     category_source: str | None = None
     dimension_source: str | None = None
+    chart_metric: ChartMetric = ACCURACY
+    primary: np.ndarray[Any, Any] = field(default_factory=lambda: np.zeros(0))  # float, NaN = none: a ranker's per-query value
+    gold: list[str | None] = field(default_factory=list)  # a classifier's gold label per item
+    predicted: list[str | None] = field(default_factory=list)  # and its predicted label
 
     @property
     def n(self) -> int:
+        """The number of items (stored results)."""
         return int(self.is_correct.size)
 
 
@@ -192,8 +220,10 @@ async def _first_present(session: AsyncSession, evaluation_id: uuid.UUID, keys) 
     return None
 
 
-async def load_items(session: AsyncSession, evaluation_id: uuid.UUID) -> Items:
-    """Every stored result of an evaluation as arrays (one query, plus one to find the category field)."""
+async def load_items(session: AsyncSession, evaluation_id: uuid.UUID, metric: ChartMetric = ACCURACY) -> Items:
+    """Every stored result of an evaluation as arrays (one query, plus one to find the category field), with
+    what the chart ``metric`` needs per item: a ranker's per-query value (``metrics[item_key]``), a
+    classifier's gold and predicted labels."""
     cat = await _first_present(session, evaluation_id, CATEGORY_KEYS)
     dim = await _first_present(session, evaluation_id, DIMENSION_KEYS)
     cat_sql = _json_path(*cat) if cat else "NULL"
@@ -202,13 +232,14 @@ async def load_items(session: AsyncSession, evaluation_id: uuid.UUID) -> Items:
         await session.execute(
             text(
                 f"SELECT {cat_sql}, {dim_sql}, r.is_correct, r.score, r.latency_ms, r.prompt_tokens, r.completion_tokens, "
-                "r.error->>'stage', r.error->>'type', r.metrics->>'extraction', r.metrics->>'decided_by' "
+                "r.error->>'stage', r.error->>'type', r.metrics->>'extraction', r.metrics->>'decided_by', "
+                "r.metrics->>:pk, s.reference->>'label', coalesce(r.prediction->>'label', r.extracted) "
                 "FROM sample_results r JOIN samples s ON s.id = r.sample_id WHERE r.evaluation_id = :e"
             ),
-            {"e": evaluation_id},
+            {"e": evaluation_id, "pk": metric.item_key or ""},
         )
     ).all()
-    cols = list(zip(*rows, strict=True)) if rows else [[] for _ in range(11)]
+    cols = list(zip(*rows, strict=True)) if rows else [[] for _ in range(14)]
     nan = float("nan")
     versions: dict[str, set[str]] = defaultdict(set)
     names: Counter[str] = Counter()
@@ -238,7 +269,18 @@ async def load_items(session: AsyncSession, evaluation_id: uuid.UUID) -> Items:
         metric_name=names.most_common(1)[0][0] if names else None,
         category_source=".".join(cat) if cat else None,
         dimension_source=".".join(dim) if dim else None,
+        chart_metric=metric,
+        primary=np.array([_float_or_nan(v) for v in cols[11]], dtype=float),
+        gold=list(cols[12]) if metric.kind == "classification" else [],
+        predicted=list(cols[13]) if metric.kind == "classification" else [],
     )
+
+
+def _float_or_nan(v: str | None) -> float:
+    try:
+        return float("nan") if v is None else float(v)
+    except ValueError:
+        return float("nan")
 
 
 async def metric_arrays(
@@ -271,7 +313,7 @@ def _scored_stats(ok: np.ndarray[Any, Any], score: np.ndarray[Any, Any]) -> tupl
 async def cost_by_role(session: AsyncSession, evaluation_id: uuid.UUID) -> CostStats:
     """Cost per role from the spend ledger (``spend_ledger``: ``settled`` of its settle and charge entries,
     in the site currency; calls = entries, an aggregate row of a compacted evaluation counting as its
-    ``entries``, :mod:`uep_common.ledger_compaction`); tokens only when no ledger exists or it holds nothing for
+    ``entries``, :mod:`uep_common.records.ledger_compaction`); tokens only when no ledger exists or it holds nothing for
     the evaluation."""
     tokens_note = "no spend ledger entries: tokens only (see summary.tokens)"
     se = SpendEntry
@@ -331,7 +373,7 @@ async def build_summary(
     )
     extracting = [e for e in items.extraction if e is not None]
     fails = sum(1 for e in extracting if e == "no_answer")
-    means = {k: e for k, v in (await metric_arrays(session, evaluation_id, keep)).items() if (e := _est_mean(v)) is not None}
+    means = {k: e for k, v in (await metric_arrays(session, evaluation_id, keep)).items() if (e := _est_metric(v)) is not None}
     n = items.n
     return Summary(
         n=n,
@@ -372,9 +414,34 @@ async def build_summary(
     )
 
 
+def group_primary(items: Items, idx: np.ndarray[Any, Any], accuracy: Estimate | None) -> Estimate | None:
+    """The chart metric (``items.chart_metric``) over the items ``idx``: the accuracy (Wilson) when that is
+    the metric; a ranker's mean per-query value over its evaluated queries (Wilson for hit@k, whose values
+    are 0 or 1; bootstrap otherwise, :func:`_est_metric`); a classifier's set-level metric recomputed on the
+    group's items with a verdict and a gold label (scikit-learn, point value: no interval per group); None
+    when the metric has no value per group (ROC-AUC, a graded mean) or the group has no item for it."""
+    metric = items.chart_metric
+    if metric.key == "accuracy":
+        return accuracy
+    if metric.kind == "ranking":
+        values = items.primary[idx]
+        return _est_metric(values[~np.isnan(values)])
+    if metric.kind == "classification" and metric.per_group and items.gold:
+        used = [i for i in idx.tolist() if not np.isnan(items.is_correct[i]) and (items.gold[i] or "").strip()]
+        if not used:
+            return None
+        classes = sorted({g for g in items.gold if g and g.strip()})
+        cls = classification_items([items.gold[i] or "" for i in used], [items.predicted[i] for i in used], None, classes)
+        value = classification_values(cls).get(metric.key)
+        if value is None:
+            return None
+        return Estimate(value=value, ci_low=None, ci_high=None, n=len(used), method="point value (no interval per group)")
+    return None
+
+
 def breakdown(labels: list[str | None], items: Items, source: str | None, note: str) -> Breakdown:
-    """Accuracy (Wilson) and score mean (bootstrap) per label; rows sorted by label, items without one
-    grouped under ``(none)``."""
+    """Accuracy (Wilson), score mean (bootstrap) and the chart metric (:func:`group_primary`) per label; rows
+    sorted by label, items without one grouped under ``(none)``."""
     groups: dict[str, list[int]] = defaultdict(list)
     for i, label in enumerate(labels):
         groups[label if label is not None else "(none)"].append(i)
@@ -384,7 +451,16 @@ def breakdown(labels: list[str | None], items: Items, source: str | None, note: 
         scored, correct, acc, sm = _scored_stats(items.is_correct[idx], items.score[idx])
         errs = sum(1 for i in groups[name] if items.error_kind[i])
         rows.append(
-            BreakdownRow(name=name, n=int(idx.size), scored=scored, correct=correct, errors=errs, accuracy=acc, score_mean=sm)
+            BreakdownRow(
+                name=name,
+                n=int(idx.size),
+                scored=scored,
+                correct=correct,
+                errors=errs,
+                accuracy=acc,
+                score_mean=sm,
+                primary=group_primary(items, idx, acc),
+            )
         )
     return Breakdown(source=source, note=note, rows=rows)
 
@@ -450,15 +526,12 @@ async def failures(session: AsyncSession, evaluation_id: uuid.UUID, category_sou
     return Failures(total=total, shown=len(items), items=items)
 
 
-def _summary_value(summary: dict[str, Any] | None) -> tuple[float, float | None, float | None] | None:
-    if not summary or summary.get("accuracy") is None:
-        return None
-    return summary["accuracy"], summary.get("ci_low"), summary.get("ci_high")
-
-
-async def trend(session: AsyncSession, ev: Evaluation, model: Model, bench: Benchmark) -> list[TrendPoint]:
+async def trend(
+    session: AsyncSession, ev: Evaluation, model: Model, bench: Benchmark, metric: ChartMetric = ACCURACY
+) -> list[TrendPoint]:
     """Every completed evaluation of this tenant of this model name (the same owner's versions) on this
-    benchmark slug (plus this one), by time. Another tenant's runs never show: names are unique per owner
+    benchmark slug (plus this one) whose headline is ``metric`` (:func:`uep_reporter.primary.figure_of`), by
+    time, with the headline's value and interval. Another tenant's runs never show: names are unique per owner
     only, and a site model's runs by other tenants are theirs."""
     schedule_col = getattr(Evaluation, "schedule_id", None)
     cols = [Evaluation.id, Evaluation.completed_at, Evaluation.created_at, Evaluation.summary, Model.version, Benchmark.version]
@@ -478,7 +551,7 @@ async def trend(session: AsyncSession, ev: Evaluation, model: Model, bench: Benc
     ).all()
     points = []
     for row in rows:
-        value = _summary_value(row[3])
+        value = figure_of(row[3], metric)
         if value is None:
             continue
         current = row[0] == ev.id
@@ -511,10 +584,11 @@ async def _dimension_profile(session: AsyncSession, ev: Evaluation) -> dict[str,
     own_slug = next((r[3] for r in rows if r[0] == ev.id), None)
     per_bench: dict[str, tuple[float, list[str]]] = {}
     for eid, _bid, summary, slug, dims in rows:
-        value = _summary_value(summary)
-        if value is None or (slug == own_slug and eid != ev.id) or slug in per_bench:
+        hl = headline_of(summary)
+        value = hl.value if hl is not None else None
+        if value is None or not 0.0 <= value <= 1.0 or (slug == own_slug and eid != ev.id) or slug in per_bench:
             continue
-        per_bench[slug] = (value[0], list(dims or []))
+        per_bench[slug] = (value, list(dims or []))
     acc: dict[str, list[float]] = defaultdict(list)
     for value, dims in per_bench.values():
         for d in dims:
@@ -537,8 +611,10 @@ async def profile(
     baseline: Evaluation | None,
     categories: Breakdown,
     baseline_categories: Breakdown | None,
+    metric_label: str = "accuracy",
 ) -> Profile:
-    """Series for the radar chart (see METHODS["profile"])."""
+    """Series for the radar chart (see METHODS["profile"]); by category, the chart metric (``metric_label``
+    names it)."""
     name = f"{model.name} {version_label(model.version)}"
     series = {f"{name} (this run)": await _dimension_profile(session, ev)}
     if baseline is not None:
@@ -547,28 +623,36 @@ async def profile(
     n_dims = len({d for s in series.values() for d in s})
     if n_dims >= MIN_RADAR_AXES:
         return Profile(source="capability_dimensions", note=METHODS["profile"], series=series)
-    rows = [r for r in categories.rows if r.accuracy is not None]
+    rows = [r for r in categories.rows if r.primary is not None and r.primary.value is not None]
     if len(rows) >= MIN_RADAR_AXES:
         rows = sorted(rows, key=lambda r: -r.n)[:MAX_RADAR_CATEGORIES]
         names = sorted(r.name for r in rows)
-        cat_series = {f"{name} (this run)": {r.name: r.accuracy.value for r in rows}}
+        cat_series = {f"{name} (this run)": {r.name: r.primary.value for r in rows if r.primary and r.primary.value is not None}}
         if baseline_categories is not None:
-            b = {r.name: r.accuracy.value for r in baseline_categories.rows if r.accuracy is not None and r.name in names}
+            b = {
+                r.name: r.primary.value
+                for r in baseline_categories.rows
+                if r.primary is not None and r.primary.value is not None and r.name in names
+            }
             if b:
                 cat_series[next(iter(series.keys() - {f"{name} (this run)"}), "baseline")] = b
         cat_series = {k: {n: v[n] for n in names if n in v} for k, v in cat_series.items()}
         return Profile(
             source="categories",
-            note=f"accuracy per category ({categories.source}); fewer than "
+            note=f"{metric_label} per category ({categories.source}); fewer than "
             f"{MIN_RADAR_AXES} capability dimensions are known for this model",
             series=cat_series,
         )
     return Profile(source="capability_dimensions", note=METHODS["profile"] + f" (only {n_dims} known)", series=series)
 
 
-async def judge_section(session: AsyncSession, evaluation_id: uuid.UUID, cfg: JudgeConfig) -> JudgeSection:
+async def judge_section(
+    session: AsyncSession, evaluation_id: uuid.UUID, cfg: JudgeConfig, min_agreement: float = DEFAULT_MIN_AGREEMENT
+) -> JudgeSection:
     """The judge's part of the report (see METHODS["judge"]): the rubric's dimensions with their means, the
-    counts of invalid and low-confidence verdicts, and the reasoning of a few judged items."""
+    counts of invalid and low-confidence verdicts, the reasoning of a few judged items, and each judge's cost
+    and calibration standing (flagged under ``min_agreement``;
+    :func:`uep_common.analytics.judge_standing.evaluation_judges`)."""
     counts = (
         await session.execute(
             text(
@@ -652,6 +736,10 @@ async def judge_section(session: AsyncSession, evaluation_id: uuid.UUID, cfg: Ju
         low_confidence=counts[2],
         dimensions=dimensions,
         samples=samples,
+        standings=[
+            JudgeStanding(**j) for j in (await evaluation_judges(session, [evaluation_id], min_agreement)).get(evaluation_id, [])
+        ],
+        agreement_threshold=min_agreement,
         note=METHODS["judge"],
     )
 

@@ -1,6 +1,6 @@
 """Compaction of ended evaluations: the leases and spend-ledger rows nothing reads any more go, in bounded batches.
 
-An evaluation is a **candidate** when its status is terminal (:data:`uep_common.lifecycle.TERMINAL`), it ended
+An evaluation is a **candidate** when its status is terminal (:data:`uep_common.records.lifecycle.TERMINAL`), it ended
 (``completed_at``) more than ``grace_s`` seconds ago (``UEP_COMPACTION_GRACE_S``, 600), and compaction has not
 finished with it since it ended (``details_compacted_at`` NULL or before ``completed_at``: an evaluation that a
 retry or a redrive re-opened and that ended again is a candidate again).
@@ -8,22 +8,22 @@ retry or a redrive re-opened and that ended again is a candidate again).
 **Leases deleted**: those of items with a stored result without an error, last touched (``released_at``, else
 ``leased_at``) more than ``grace_s`` ago. Nothing reads such a lease after the evaluation ended:
 
-* a retry (:func:`uep_common.db.lifecycle.retry_evaluation`) re-runs only items with an error result (moved
+* a retry (:func:`uep_common.records.reruns.retry_evaluation`) re-runs only items with an error result (moved
   aside) or with none: its lease update skips items with a result, and items never leased are dispatched by the
   scheduler's cursor (``dispatched_items``), not from a lease;
-* a dead-letter redrive (:func:`uep_common.db.lifecycle.reopen_item`) changes nothing for an item with a result
+* a dead-letter redrive (:func:`uep_common.records.reruns.reopen_item`) changes nothing for an item with a result
   without an error;
 * the scheduler reads leases of running evaluations (allocation, reconcile, the orphan sweep — an orphan is a
   released lease *without* a stored result), parked leases of items without a result (exhaustion), and counts an
   ended evaluation's open leases only until they expire (a parked one never would: deleting it frees its slot);
-* outbox retention (:mod:`uep_common.outbox_retention`) keeps the dispatch row of an open lease only;
+* outbox retention (:mod:`uep_common.runtime.outbox_retention`) keeps the dispatch row of an open lease only;
 * reports, analysis, budgets, leaderboards and retention read results and the ledger, not leases.
 
 **Leases kept**:
 
 * of items with an error result: a retry or a redrive runs them again from their lease (``attempt`` and
   ``attempt_base``, from which ``UEP_MAX_LEASE_ATTEMPTS`` counts), and their lease lets their next settlement
-  through the ledger's late-settle trigger (:mod:`uep_common.ledger_compaction`);
+  through the ledger's late-settle trigger (:mod:`uep_common.records.ledger_compaction`);
 * of items with no result (in flight when the evaluation was cancelled, stopped, failed or ran out of budget, or
   lost): a retry sets them expired to dispatch them again, the exhaustion pass needs them parked, and the orphan
   sweep of a retried evaluation needs them released;
@@ -33,7 +33,7 @@ retry or a redrive re-opened and that ended again is a candidate again).
 * every lease of an evaluation that has not ended (pending, running, interrupted) or ended less than ``grace_s``
   ago.
 
-**Ledger**: in the same transactions, :func:`uep_common.ledger_compaction.fold` replaces the evaluation's
+**Ledger**: in the same transactions, :func:`uep_common.records.ledger_compaction.fold` replaces the evaluation's
 reserve and charge rows and the settle rows of items whose lease is gone by aggregate rows with the same sums
 (its docstring says what every reader sums and why a late score does not settle twice).
 
@@ -57,9 +57,9 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from uep_common import ledger_compaction
-from uep_common.background import BackgroundLoop
-from uep_common.lifecycle import TERMINAL
+from uep_common.records import ledger_compaction
+from uep_common.records.lifecycle import TERMINAL
+from uep_common.runtime.background import BackgroundLoop
 
 if TYPE_CHECKING:
     from uep_reporter.settings import ReporterSettings

@@ -1,9 +1,9 @@
-"""The reporter's Prometheus metrics (:mod:`uep_common.metrics`): storing results, evaluations finished,
+"""The reporter's Prometheus metrics (:mod:`uep_common.runtime.metrics`): storing results, evaluations finished,
 reports written and their build time."""
 
 from __future__ import annotations
 
-from uep_common import metrics
+from uep_common.runtime import metrics
 
 EVALUATIONS_FINISHED = metrics.counter(
     "uep_reporter_evaluations_finished_total", "Evaluations the reporter finished, by final status.", ("status",)

@@ -3,11 +3,11 @@
 :func:`record_completed` runs right after the transaction that completed (or rescored) evaluations commits;
 :class:`LeaderboardReconciler` is the backstop that records completed evaluations a crash left unrecorded
 (and those completed before leaderboards existed). Recording is idempotent (see
-:func:`uep_common.leaderboards.record_evaluation`), so replicas and retries never write a snapshot twice for
+:func:`uep_common.analytics.leaderboards.record_evaluation`), so replicas and retries never write a snapshot twice for
 an unchanged score. Every completed evaluation's score is stored, A/B arms' too (so the reconciler never
-picks them up again), but only the evaluations :func:`uep_common.leaderboards.on_board` admits — not an A/B
+picks them up again), but only the evaluations :func:`uep_common.analytics.leaderboards.on_board` admits — not an A/B
 arm unless it was created as a release run — enter a board and write a snapshot. The ranking itself (one item
-set at a time) lives in :mod:`uep_common.leaderboards` (the gateway reads boards too).
+set at a time) lives in :mod:`uep_common.analytics.leaderboards` (the gateway reads boards too).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from collections.abc import Iterable
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from uep_common import leaderboards
-from uep_common.background import BackgroundLoop
-from uep_common.db.models import Rescore
+from uep_common.analytics import leaderboards
+from uep_common.runtime.background import BackgroundLoop
+from uep_common.tables.models import Rescore
 
 log = logging.getLogger(__name__)
 

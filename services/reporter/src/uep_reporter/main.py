@@ -3,8 +3,8 @@
 from faststream.asgi import AsgiFastStream
 from redis.asyncio import Redis
 
-from uep_common.outbox import OutboxRelay
-from uep_common.service import ServiceRuntime, build_app, serve
+from uep_common.runtime.outbox import OutboxRelay
+from uep_common.runtime.service import ServiceRuntime, build_app, serve
 from uep_reporter.compaction import CompactionWorker
 from uep_reporter.leaderboards import LeaderboardReconciler
 from uep_reporter.retention import RetentionWorker

@@ -11,12 +11,24 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
 if TYPE_CHECKING:
     from playwright.async_api import Page
 
 _T = TypeVar("_T")
 
-CHROMIUM_PATH = os.environ.get("UEP_CHROMIUM_PATH", "/usr/bin/chromium")
+
+class PdfSettings(BaseSettings):
+    """Where the headless Chromium is (``UEP_CHROMIUM_PATH``)."""
+
+    model_config = SettingsConfigDict(env_prefix="UEP_", extra="ignore")
+
+    chromium_path: str = Field("/usr/bin/chromium", description="Chromium executable Playwright launches.")
+
+
+CHROMIUM_PATH = PdfSettings().chromium_path
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",

@@ -15,12 +15,16 @@ from datetime import UTC, datetime
 import jinja2
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.charts import at_k_svg, bars_svg, confusion_svg, pr_svg, radar_svg, reliability_svg, roc_svg, trend_svg
-from uep_common.comparison import NotComparableError, check_comparable, compare, find_baseline
-from uep_common.configs import parse_benchmark_config, parse_evaluation_config
-from uep_common.db.models import Benchmark, Evaluation, Model
-from uep_common.fingerprint import fingerprint
+from uep_common.analytics.charts import at_k_svg, bars_svg, confusion_svg, pr_svg, radar_svg, reliability_svg, roc_svg, trend_svg
+from uep_common.analytics.comparison import NotComparableError, check_comparable, compare, find_baseline, no_baseline_reason
+from uep_common.analytics.fingerprint import fingerprint
+from uep_common.analytics.judge_standing import DEFAULT_MIN_AGREEMENT
+from uep_common.analytics.set_metrics import is_proportion
+from uep_common.analytics.summary import headline_of
+from uep_common.contract.configs import EvaluationType, parse_benchmark_config, parse_evaluation_config
+from uep_common.tables.models import Benchmark, Evaluation, Model
 from uep_reporter import analysis, set_sections
+from uep_reporter.primary import chart_metric
 from uep_reporter.report_model import (
     BaselineInfo,
     BenchmarkInfo,
@@ -49,13 +53,20 @@ class ReportError(LookupError):
 
 
 async def collect(
-    session: AsyncSession, evaluation_id: uuid.UUID, baseline_id: uuid.UUID | None = None, report_id: uuid.UUID | None = None
+    session: AsyncSession,
+    evaluation_id: uuid.UUID,
+    baseline_id: uuid.UUID | None = None,
+    report_id: uuid.UUID | None = None,
+    judge_min_agreement: float = DEFAULT_MIN_AGREEMENT,
 ) -> Report:
     """Gather every section of the report of ``evaluation_id``.
 
     Args:
+        session: a session on the uep database.
+        evaluation_id: the evaluation reported.
         baseline_id: compare with this evaluation instead of the pinned / last completed one.
         report_id: the id to stamp (a new one when None).
+        judge_min_agreement: a judge whose calibration agreement is below this is flagged in the judge section.
 
     Raises:
         ReportError: unknown evaluation or baseline, or a baseline of another benchmark.
@@ -69,7 +80,8 @@ async def collect(
     ev_config = parse_evaluation_config(ev.config)
     judge_cfg = ev_config.judge
     evaluation_type = ev_config.evaluation_type or bench.evaluation_type
-    items = await analysis.load_items(session, ev.id)
+    metric = chart_metric(ev.summary)
+    items = await analysis.load_items(session, ev.id, metric)
     summary = await analysis.build_summary(session, ev.id, items, analysis.metric_filter(judge_cfg))
     categories = analysis.category_breakdown(items)
     dimensions = analysis.dimension_breakdown(items, list(bench.capability_dimensions or []))
@@ -109,13 +121,10 @@ async def collect(
             comparison=comp,
         )
         if len(categories.rows) >= analysis.MIN_RADAR_AXES and not await analysis.enough_dimensions(session, ev, baseline):
-            baseline_categories = analysis.category_breakdown(await analysis.load_items(session, baseline.id))
+            baseline_categories = analysis.category_breakdown(await analysis.load_items(session, baseline.id, metric))
     else:
-        no_baseline = (
-            f"no baseline: no other completed evaluation of {model.name} on {bench.slug} "
-            "(pin one with POST /v1/evaluations/{id}/pin)"
-        )
-    profile = await analysis.profile(session, ev, model, baseline, categories, baseline_categories)
+        no_baseline = f"{await no_baseline_reason(session, ev)} (or pin one with POST /v1/evaluations/{{id}}/pin)"
+    profile = await analysis.profile(session, ev, model, baseline, categories, baseline_categories, set_name(metric.key))
     classification, ranking = await set_sections.sections(session, ev)
     summary, fp = without_generation_fields(model.kind, summary, fp)
     return Report(
@@ -143,18 +152,20 @@ async def collect(
             ),
             model=ModelInfo(id=model.id, name=model.name, version=model.version, kind=model.kind),
         ),
+        headline=headline_of(ev.summary),
+        chart_metric=metric.key,
         summary=summary,
         categories=categories,
         dimensions=dimensions,
         profile=profile,
-        trend=await analysis.trend(session, ev, model, bench),
+        trend=await analysis.trend(session, ev, model, bench, metric),
         comparison=comparison_section,
         no_baseline_reason=no_baseline,
         fingerprint=fp,
         fingerprint_diff=comparison_section.comparison.fingerprint_diff if comparison_section else None,
         failures=await analysis.failures(session, ev.id, items.category_source),
-        judge=await analysis.judge_section(session, ev.id, judge_cfg) if judge_cfg is not None else None,
-        stages=await analysis.stages(session, ev.id, items) if evaluation_type == "hybrid" else None,
+        judge=await analysis.judge_section(session, ev.id, judge_cfg, judge_min_agreement) if judge_cfg is not None else None,
+        stages=await analysis.stages(session, ev.id, items) if evaluation_type == EvaluationType.hybrid else None,
         experiment=await analysis.experiment(session, ev, baseline.id if baseline is not None else None),
         classification=classification,
         ranking=ranking,
@@ -186,6 +197,27 @@ def _signed_pct(v: float | None) -> str:
     return "—" if v is None else f"{100 * v:+.1f} pp"
 
 
+def _fig(v: float | None, proportion: bool) -> str:
+    """A figure as every view writes it: a proportion ``90.0 %``, another score ``0.755``."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "—"
+    return f"{100 * v:.1f} %" if proportion else f"{v:.3f}"
+
+
+def _civ(lo: float | None, hi: float | None, proportion: bool, method: str | None = None) -> str:
+    """Its interval as every view writes it: ``[76.9–96.0] Wilson`` (percentage points) for a proportion,
+    ``[0.700–0.810] bootstrap`` otherwise (the UI's ``ciText``, the CLI's ``uep_cli.figures.interval``);
+    ``""`` when an end is missing."""
+    if lo is None or hi is None:
+        return ""
+    text = f"[{100 * lo:.1f}–{100 * hi:.1f}]" if proportion else f"[{lo:.3f}–{hi:.3f}]"
+    return f"{text} {METHOD_NAMES.get(method, method)}" if method else text
+
+
+METHOD_NAMES = {"wilson": "Wilson", "bootstrap": "bootstrap"}
+"""How an interval's method is named beside it."""
+
+
 def _num(v: float | None) -> str:
     return "—" if v is None else f"{v:.4g}"
 
@@ -212,29 +244,46 @@ def _show(v: object) -> str:
     return str(v)
 
 
+def _interval_name(method: str | None) -> str:
+    """How a chart title names the interval of its estimates (``Wilson 95 %``, ``bootstrap 95 %``)."""
+    m = (method or "").lower()
+    if m.startswith("wilson"):
+        return "Wilson 95 %"
+    return "bootstrap 95 %" if "bootstrap" in m or "bca" in m or "percentile" in m else "no interval per group"
+
+
 def charts(report: Report) -> tuple[str, str, str | None]:
     """The profile (a radar, bars below three axes), trend and (with two or more categories) category SVGs of
-    a report."""
+    a report, each drawing the report's chart metric (:attr:`Report.chart_metric`, the headline's) and naming
+    it on its title and axis."""
     ev = report.evaluation
+    label = set_name(report.chart_metric)
     radar = radar_svg(
         report.profile.series,
-        "Capability profile"
+        "Capability profile (each benchmark's headline metric)"
         if report.profile.source == "capability_dimensions"
-        else f"Accuracy by category ({report.categories.source})",
+        else f"{label[:1].upper()}{label[1:]} by category ({report.categories.source})",
     )
     trend = trend_svg(
         [(p.time, p.value, p.ci_low, p.ci_high, p.label) for p in report.trend],
-        f"{ev.model.name} on {ev.benchmark.slug}: accuracy over runs",
+        f"{ev.model.name} on {ev.benchmark.slug}: {label} over runs",
         highlight="this run",
+        ylabel=label,
     )
-    rows = [r for r in report.categories.rows if r.accuracy is not None]
+    rows = [r for r in report.categories.rows if r.primary is not None and r.primary.value is not None]
     bars = None
     if len(rows) >= 2:
-        shown = sorted(rows, key=lambda r: -r.accuracy.value)[:MAX_CATEGORY_BARS]
+        shown = sorted(rows, key=lambda r: -(r.primary.value if r.primary and r.primary.value is not None else 0.0))
+        shown = shown[:MAX_CATEGORY_BARS]
         note = f", best {len(shown)} of {len(rows)}" if len(shown) < len(rows) else ""
         bars = bars_svg(
-            [(r.name, r.accuracy.value, r.accuracy.ci_low, r.accuracy.ci_high) for r in shown],
-            f"Accuracy by {report.categories.source} (Wilson 95 %{note})",
+            [
+                (r.name, r.primary.value, r.primary.ci_low, r.primary.ci_high)
+                for r in shown
+                if r.primary and r.primary.value is not None
+            ],
+            f"{label[:1].upper()}{label[1:]} by {report.categories.source} ({_interval_name(shown[0].primary.method if shown[0].primary else None)}{note})",
+            xlabel=label,
         )
     return radar, trend, bars
 
@@ -265,9 +314,18 @@ def set_name(key: str) -> str:
     """The display name of a set-level metric key (:data:`SET_NAMES`; ``ndcg@10`` → ``NDCG@10``)."""
     if key in SET_NAMES:
         return SET_NAMES[key]
-    family, _, k = key.partition("@")
+    family, at, k = key.partition("@")
+    if not at:
+        return key
     shown = {"ndcg": "NDCG", "map": "MAP"}.get(family, family)
     return f"{shown}@{k}"
+
+
+def item_metrics(versions: dict[str, list[str]]) -> list[tuple[str, list[str]]]:
+    """The per-item metrics and their versions as a report header names them: ``"-"`` (the version of an item
+    no scorer reached, an errored one) left out, and a metric with only that version with it."""
+    shown = [(name, [v for v in vs if v != "-"]) for name, vs in versions.items()]
+    return [(name, vs) for name, vs in shown if vs]
 
 
 def set_charts(report: Report) -> dict[str, str]:
@@ -315,7 +373,12 @@ def render_html(report: Report) -> str:
         pct=_pct,
         signed_pct=_signed_pct,
         num=_num,
+        fig=_fig,
+        civ=_civ,
+        is_proportion=is_proportion,
+        is_wilson=lambda method: str(method or "").startswith("Wilson"),
         ms=_ms,
+        item_metrics=item_metrics,
         verdict=_verdict,
         show=_show,
         any_score=lambda b: any(r.score_mean is not None for r in b.rows),

@@ -18,11 +18,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from uep_common.comparison import Comparison
-from uep_common.fingerprint import FingerprintDiff
+from uep_common.analytics.comparison import Comparison
+from uep_common.analytics.fingerprint import FingerprintDiff
+from uep_common.analytics.summary import Headline
 
-REPORT_SCHEMA_VERSION = "1.4"
-SCHEMA_ID = "https://uep.example/schemas/report-1.4.json"
+REPORT_SCHEMA_VERSION = "1.6"
+SCHEMA_ID = "https://uep.example/schemas/report-1.6.json"
 
 
 class _M(BaseModel):
@@ -41,6 +42,9 @@ class Estimate(_M):
 
 
 class BenchmarkInfo(_M):
+    """The evaluated benchmark version: its id, slug, name, version and category, the capability dimensions it
+    carries and the metric its configuration names (None when it names none)."""
+
     id: uuid.UUID
     slug: str
     name: str
@@ -51,6 +55,8 @@ class BenchmarkInfo(_M):
 
 
 class ModelInfo(_M):
+    """The evaluated model version: its registry id, name, version and kind."""
+
     id: uuid.UUID
     name: str
     version: str
@@ -62,6 +68,10 @@ class ModelInfo(_M):
 
 
 class EvaluationInfo(_M):
+    """The evaluation itself: its status, creation and completion times (timezone-aware), the error that failed
+    it, whether it is pinned as the baseline of its model and benchmark, the repeats of each sample, the sample
+    limit, its A/B experiment and arm when it is an arm, and the benchmark and model it evaluated."""
+
     id: uuid.UUID
     status: str
     created_at: datetime
@@ -77,6 +87,9 @@ class EvaluationInfo(_M):
 
 
 class LatencyStats(_M):
+    """Latency of the model calls in milliseconds: percentiles p50/p90/p99 and the mean over the items with a
+    latency (None when none has one), and how the percentiles are computed."""
+
     n: int = Field(description="Items with a latency.")
     p50: float | None
     p90: float | None
@@ -87,6 +100,8 @@ class LatencyStats(_M):
 
 
 class TokenStats(_M):
+    """Tokens over all items: prompt, completion and their total, and the means per item (None with no items)."""
+
     prompt: int
     completion: int
     total: int
@@ -95,6 +110,9 @@ class TokenStats(_M):
 
 
 class RoleCost(_M):
+    """Spend of one role (inference or judge) from the settled spend ledger entries: cost in ``currency``, tokens
+    and calls (an aggregate row of a compacted evaluation counts as the calls it stands for)."""
+
     role: str
     cost: float | None
     currency: str | None
@@ -104,6 +122,8 @@ class RoleCost(_M):
 
 
 class CostStats(_M):
+    """Cost of the evaluation by role, and the total in the site currency (None when no ledger entry exists)."""
+
     available: bool = Field(description="False when no spend ledger exists: tokens only.")
     note: str
     by_role: list[RoleCost]
@@ -111,6 +131,9 @@ class CostStats(_M):
 
 
 class ErrorKind(_M):
+    """The items that failed with one kind of error (its stage and type, e.g. inference/timeout), their share of
+    all items and the first 300 characters of one of their error messages."""
+
     kind: str = Field(description="stage/type, e.g. inference/timeout.")
     stage: str
     type: str
@@ -120,6 +143,9 @@ class ErrorKind(_M):
 
 
 class ExtractionStats(_M):
+    """Answer extraction: how many items' metric extracts an answer from the output, how many found none, the
+    failure rate and the count of each extraction kind (e.g. bare, explicit, format, no_answer)."""
+
     items_extracting: int = Field(description="Items whose metric extracts an answer.")
     failures: int
     rate: Estimate | None = Field(description="failures / items_extracting with the Wilson interval; None when no item extracts.")
@@ -127,6 +153,10 @@ class ExtractionStats(_M):
 
 
 class Summary(_M):
+    """The evaluation's figures over all its items: counts (items, scored, correct, errored), the metric and its
+    versions, accuracy, score and per-item metric means with intervals, latency, tokens, cost, answer extraction
+    and the error kinds, most frequent first."""
+
     n: int
     scored: int
     correct: int
@@ -146,6 +176,9 @@ class Summary(_M):
 
 
 class BreakdownRow(_M):
+    """Counts, accuracy (Wilson) and score mean (bootstrap) of the items of one group (a category, a capability
+    dimension or a deciding stage); ``(none)`` groups the items without one."""
+
     name: str
     n: int
     scored: int
@@ -153,18 +186,30 @@ class BreakdownRow(_M):
     errors: int
     accuracy: Estimate | None
     score_mean: Estimate | None
+    primary: Estimate | None = Field(
+        None,
+        description="The report's chart metric (Report.chart_metric) over the group: the accuracy, a ranker's mean "
+        "per-query value (e.g. NDCG@10), a classifier's set-level metric recomputed on the group (schema 1.6).",
+    )
 
 
 class Breakdown(_M):
+    """Items grouped by a label (category or capability dimension): one row per label, sorted by label; no rows
+    when the samples carry no label (``note`` says why)."""
+
     source: str | None = Field(description="Where the grouping comes from (e.g. input.subject); None when absent.")
     note: str
     rows: list[BreakdownRow]
 
 
 class TrendPoint(_M):
+    """One completed evaluation of the same model name on the same benchmark slug: its accuracy with the Wilson
+    interval from its stored summary, when it completed, the model and benchmark versions, whether a schedule
+    started it and whether it is the reported evaluation (labelled 'this run')."""
+
     evaluation_id: uuid.UUID
     time: datetime
-    value: float
+    value: float = Field(description="The run's headline figure of the report's chart metric (Report.chart_metric).")
     ci_low: float | None
     ci_high: float | None
     label: str
@@ -175,6 +220,10 @@ class TrendPoint(_M):
 
 
 class Profile(_M):
+    """The capability profile drawn as a radar: accuracy per capability dimension (or per category of this
+    benchmark when fewer than 3 dimensions are known) of this run and of the baseline when there is one, one
+    series each."""
+
     source: str = Field(description="capability_dimensions (across benchmarks) or categories (this benchmark).")
     note: str
     series: dict[str, dict[str, float]] = Field(description="series → dimension → value in [0, 1].")
@@ -197,6 +246,10 @@ class BaselineInfo(_M):
 
 
 class FailureItem(_M):
+    """One item that is not correct (wrong or errored): where it is in the benchmark (ordinal, external id,
+    repeat, arm), its category, the sample's input and reference, the model's output and extracted answer, the
+    verdict, the score and the error as ``stage/type: message``; texts truncated to 1500 characters."""
+
     ordinal: int
     external_id: str | None
     repeat: int
@@ -216,12 +269,18 @@ class FailureItem(_M):
 
 
 class Failures(_M):
+    """The items that are not correct, in benchmark order: the first 200 of ``total`` (the results API pages through
+    all of them)."""
+
     total: int = Field(description="Items not correct (wrong or errored).")
     shown: int
     items: list[FailureItem]
 
 
 class JudgeDimension(_M):
+    """A rubric dimension of the judge (or 'overall', or the pairwise win rate), its scale ``min``..``max`` and its
+    mean over the judged items."""
+
     name: str = Field(description="'overall' or a rubric dimension of the judge configuration.")
     description: str
     min: float
@@ -230,6 +289,9 @@ class JudgeDimension(_M):
 
 
 class JudgeVerdictSample(_M):
+    """One juror's verdict on a judged item: rubric scores (overall and by dimension, in the rubric's order) or,
+    pairwise, the winner as answered ('A', 'B', 'tie') and the candidate's outcome ('win', 'loss', 'tie')."""
+
     judge_model: str
     position: str = Field(description="'AB' or 'BA' for a pairwise comparison, '-' otherwise.")
     valid: bool
@@ -242,6 +304,9 @@ class JudgeVerdictSample(_M):
 
 
 class JudgeSample(_M):
+    """A judged item shown with its verdicts: where it is in the benchmark, its final verdict and score, and what
+    each juror answered."""
+
     ordinal: int
     external_id: str | None
     repeat: int
@@ -251,7 +316,27 @@ class JudgeSample(_M):
     verdicts: list[JudgeVerdictSample]
 
 
+class JudgeStanding(_M):
+    """One judge model of this evaluation: what its calls cost, how many verdicts it gave, and how it agreed
+    with people when last calibrated (flagged below the site's threshold)."""
+
+    judge_model: str
+    cost: float = Field(description="Judge calls charged to this evaluation (spend ledger role judge), site currency.")
+    verdicts: int = Field(description="Verdicts this judge gave in this evaluation (each order of a pairwise item counts).")
+    cost_per_verdict: float | None
+    agreement: float | None = Field(
+        description="The judge's newest calibration against people in the tenant (mean Cohen's kappa with the "
+        "annotators, quadratic-weighted for ratings, lowest over its questions); None: never calibrated."
+    )
+    flagged: bool = Field(description="agreement below UEP_JUDGE_MIN_AGREEMENT: read this evaluation's judged scores with care.")
+    calibrated_at: datetime | None
+
+
 class JudgeSection(_M):
+    """The LLM judge's part of the report: the mode and judges, how many items were judged and how many got no
+    valid or a low-confidence verdict, the rubric's dimensions with their means, and up to 2 judged items of
+    each verdict (wrong, right, none) with the judges' reasoning."""
+
     mode: str = Field(description="rubric | reference | pairwise.")
     judges: list[str]
     items_judged: int = Field(description="Items that reached the judge.")
@@ -259,22 +344,34 @@ class JudgeSection(_M):
     low_confidence: int = Field(description="Judged items whose jury disagreed or lost a juror.")
     dimensions: list[JudgeDimension]
     samples: list[JudgeSample] = Field(description="A few judged items with the judges' reasoning.")
+    standings: list[JudgeStanding] = Field(
+        default_factory=list, description="Each judge's cost here and its agreement with people (judge calibration)."
+    )
+    agreement_threshold: float | None = Field(None, description="UEP_JUDGE_MIN_AGREEMENT when the report was written.")
     note: str
 
 
 class StageRoute(_M):
+    """How many items of a hybrid evaluation were routed to a stage, for one reason."""
+
     stage: str = Field(description="The stage an item was routed to: judge | human.")
     reason: str
     count: int
 
 
 class Stages(_M):
+    """A hybrid evaluation's items by the stage that decided them (automatic metric, LLM judge, human annotators),
+    and the routes that sent items to the judge or to people."""
+
     note: str
     rows: list[BreakdownRow] = Field(description="One row per deciding stage: automatic, judge, human.")
     routes: list[StageRoute]
 
 
 class ArmInfo(_M):
+    """Another arm of the evaluation's A/B experiment: its evaluation, status and accuracy, and the API paths that
+    compare the report's evaluation with it or build a report against it."""
+
     evaluation_id: uuid.UUID
     arm: str
     status: str
@@ -285,16 +382,23 @@ class ArmInfo(_M):
 
 
 class Experiment(_M):
+    """The A/B experiment the evaluation is an arm of: its id and the other arms (at most 50, in creation order)."""
+
     experiment_id: uuid.UUID
     arms: list[ArmInfo] = Field(description="The experiment's other arms, offered as baselines.")
 
 
 class SetValue(_M):
-    """A set-level metric with its bootstrap interval (``ci_low``/``ci_high`` None when undefined)."""
+    """A set-level metric with its 95 % interval (``ci_low``/``ci_high`` None when undefined)."""
 
     value: float | None
     ci_low: float | None
     ci_high: float | None
+    method: Literal["wilson", "bootstrap"] | None = Field(
+        None,
+        description="wilson: a proportion of items (accuracy, hit@k), Wilson score interval; bootstrap: any other "
+        "set-level metric (schema 1.5; None in older reports, whose intervals are all bootstrap ones).",
+    )
 
 
 class ClassRow(_M):
@@ -314,6 +418,9 @@ class ClassRow(_M):
 
 
 class ConfusionMatrix(_M):
+    """Item counts by gold class (rows, ``labels``) and predicted class (columns, ``predicted``):
+    ``matrix[i][j]`` items of gold class ``labels[i]`` were predicted ``predicted[j]``."""
+
     labels: list[str] = Field(description="Rows: the gold classes.")
     predicted: list[str] = Field(description="Columns: the predicted classes, the last one '(no answer)'.")
     matrix: list[list[int]]
@@ -332,6 +439,9 @@ class ClassCurve(_M):
 
 
 class ReliabilityBin(_M):
+    """One of the 15 equal-width confidence bins of the reliability diagram: the items whose largest predicted
+    probability lies in (``low``, ``high``], their accuracy and their mean confidence (None for an empty bin)."""
+
     low: float
     high: float
     count: int
@@ -340,7 +450,7 @@ class ReliabilityBin(_M):
 
 
 class ClassificationSection(_M):
-    """Set-level metrics of a classification evaluation (``uep_common.set_metrics``)."""
+    """Set-level metrics of a classification evaluation (``uep_common.analytics.set_metrics``)."""
 
     n: int = Field(description="Items with a verdict and a gold label.")
     excluded: int = Field(description="label_match items left out: an error, no gold label.")
@@ -381,6 +491,9 @@ class RankingSection(_M):
 
 
 class ComparisonSection(_M):
+    """The comparison with the baseline evaluation: which evaluation it is and why it was chosen, and the paired
+    comparison of the two (McNemar on the verdicts, paired bootstrap on the means, fingerprint differences)."""
+
     baseline: BaselineInfo
     comparison: Comparison
 
@@ -390,10 +503,20 @@ class Report(_M):
 
     model_config = ConfigDict(extra="forbid", title="uep evaluation report", json_schema_serialization_defaults_required=True)
 
-    schema_version: Literal["1.4"] = REPORT_SCHEMA_VERSION
+    schema_version: Literal["1.6"] = REPORT_SCHEMA_VERSION
     report_id: uuid.UUID
     generated_at: datetime
     evaluation: EvaluationInfo
+    headline: Headline | None = Field(
+        None,
+        description="The evaluation's headline as every view shows it (uep_common.analytics.summary.headline_of of the "
+        "stored summary): the figure, its interval and the interval's method, and what it leaves out (schema 1.5).",
+    )
+    chart_metric: str = Field(
+        "accuracy",
+        description="The metric the trend, profile and category charts draw: the headline's (accuracy, or a "
+        "set-level evaluation's primary metric such as ndcg@10) (schema 1.6).",
+    )
     summary: Summary
     categories: Breakdown
     dimensions: Breakdown

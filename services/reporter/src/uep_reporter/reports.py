@@ -23,13 +23,14 @@ from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from uep_common.artifacts import ArtifactStore, artifact_store
-from uep_common.consuming import consume
-from uep_common.db.models import Evaluation
-from uep_common.db.reports import Report as ReportRow
-from uep_common.events import EvaluationCompleted, ReportReady, ReportRequested, Topics
-from uep_common.messaging import consumer_options
-from uep_common.outbox import OutboxRelay, add_to_outbox
+from uep_common.analytics.judge_standing import DEFAULT_MIN_AGREEMENT
+from uep_common.contract.events import EvaluationCompleted, ReportReady, ReportRequested, Topics
+from uep_common.runtime.artifacts import ArtifactStore, artifact_store
+from uep_common.runtime.consuming import consume
+from uep_common.runtime.messaging import consumer_options
+from uep_common.runtime.outbox import OutboxRelay, add_to_outbox
+from uep_common.tables.models import Evaluation
+from uep_common.tables.reports import Report as ReportRow
 from uep_reporter import instruments
 from uep_reporter.pdf import PdfUnavailable, html_to_pdf
 from uep_reporter.report import ReportError, collect, render_html, render_json
@@ -61,6 +62,7 @@ class ReportWriter:
         store: where artifact files go.
         render_pdf: render the PDF with Chromium (False: HTML and JSON only).
         on_written: called after a report commits (e.g. the outbox relay's ``kick``).
+        judge_min_agreement: ``UEP_JUDGE_MIN_AGREEMENT``, the judge calibration threshold of the judge section.
     """
 
     def __init__(
@@ -69,11 +71,13 @@ class ReportWriter:
         store: ArtifactStore,
         render_pdf: bool = True,
         on_written: Callable[[], None] | None = None,
+        judge_min_agreement: float = DEFAULT_MIN_AGREEMENT,
     ) -> None:
         self._sessionmaker = sessionmaker
         self._store = store
         self._render_pdf = render_pdf
         self._on_written = on_written
+        self._judge_min_agreement = judge_min_agreement
         self._lock = asyncio.Lock()  # one build at a time per process: Chromium and matplotlib are heavy
 
     async def on_completed(self, evaluation_id: uuid.UUID) -> uuid.UUID | None:
@@ -108,7 +112,7 @@ class ReportWriter:
             t0 = time.perf_counter()
             try:
                 async with self._sessionmaker() as session:
-                    report = await collect(session, evaluation_id, baseline_id, report_id)
+                    report = await collect(session, evaluation_id, baseline_id, report_id, self._judge_min_agreement)
                 timings["collect"] = (time.perf_counter() - t0) * 1000
                 t1 = time.perf_counter()
                 html = await asyncio.to_thread(render_html, report)
@@ -210,6 +214,7 @@ def register_report_handlers(
         artifact_store(settings),
         render_pdf=settings.report_pdf,
         on_written=relay.kick if relay is not None else None,
+        judge_min_agreement=settings.judge_min_agreement,
     )
     broker.publisher(Topics.REPORT_READY, schema=ReportReady, title="ReportReady")
 

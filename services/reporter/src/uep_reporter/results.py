@@ -20,12 +20,12 @@ from typing import Any, cast
 from sqlalchemy import Table, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common import budget
-from uep_common.db.bulk import column_arrays, insert_from_arrays
-from uep_common.db.models import Evaluation, Rescore, SampleResult, ScoreHistory
-from uep_common.events import EvaluationCompleted, EvaluationStatus, ScoreComputed
-from uep_common.lifecycle import TERMINAL, Transition, end
-from uep_common.summary import compute_summary
+from uep_common.analytics.summary import compute_summary
+from uep_common.contract.events import EvaluationCompleted, EvaluationStatus, ScoreComputed
+from uep_common.records import exhaustion
+from uep_common.records.lifecycle import TERMINAL, Transition, end
+from uep_common.tables.bulk import column_arrays, insert_from_arrays
+from uep_common.tables.models import Evaluation, Rescore, SampleResult, ScoreHistory
 
 REFRESHED_WHEN_LATE = (EvaluationStatus.stopped,)
 """Ended evaluations whose results still in flight at the end are stored: each refreshes the partial summary."""
@@ -91,7 +91,7 @@ _INSERT_RESULTS = (
     .on_conflict_do_nothing(constraint="uq_sample_results_item")
     .returning(_RESULTS.c.evaluation_id, _RESULTS.c.error)
 )
-"""One short statement for every batch size (a column array each, :mod:`uep_common.db.bulk`): psycopg caches
+"""One short statement for every batch size (a column array each, :mod:`uep_common.tables.bulk`): psycopg caches
 and prepares it, where a multi-row ``VALUES`` of a batch was converted and parsed anew on every run."""
 
 
@@ -186,7 +186,7 @@ async def finish_evaluation(
     session: AsyncSession, evaluation_id: uuid.UUID, stop_reason: str | None = None
 ) -> EvaluationCompleted:
     """Decide the final status of the evaluation (locked by the caller) and end it with
-    :func:`uep_common.lifecycle.end` (``finish``: summary, status, error, completed_at, EvaluationCompleted in
+    :func:`uep_common.records.lifecycle.end` (``finish``: summary, status, error, completed_at, EvaluationCompleted in
     the outbox). Returns the event.
 
     The status is ``completed``, or ``failed`` when every item errored (nothing could be scored) or when
@@ -195,14 +195,14 @@ async def finish_evaluation(
 
     Raises:
         LookupError: unknown evaluation.
-        uep_common.lifecycle.IllegalTransition: the evaluation has already ended.
+        uep_common.records.lifecycle.IllegalTransition: the evaluation has already ended.
     """
     summary = await compute_summary(session, evaluation_id)
     failed = stop_reason is not None or (summary.n > 0 and summary.errors == summary.n)
     error = stop_reason or (f"all {summary.n} items failed; see the results for each item's error" if failed else None)
     status = EvaluationStatus.failed if failed else EvaluationStatus.completed
-    exhausted = None if stop_reason else await budget.exhausted_reason(session, evaluation_id)
-    if exhausted:  # a cap stopped dispatch (uep_common.budget); the items in flight then are all in
+    exhausted = None if stop_reason else await exhaustion.exhausted_reason(session, evaluation_id)
+    if exhausted:  # a cap stopped dispatch (uep_common.records.budget); the items in flight then are all in
         status, error = EvaluationStatus.budget_exhausted, exhausted
     # the row was moved by Core updates in this transaction: load it as it is now
     ev = await session.get(Evaluation, evaluation_id, populate_existing=True)

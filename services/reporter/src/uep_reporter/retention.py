@@ -3,7 +3,7 @@
 A reporter replica runs :class:`RetentionWorker`: every ``retention_interval_s`` (first after
 ``retention_initial_delay_s``) a periodic run, and it claims each run requested by ``POST /v1/retention/run``
 (a ``retention_runs`` row in status 'requested', claimed ``FOR UPDATE SKIP LOCKED`` so exactly one replica
-executes it) as soon as the gateway's NOTIFY on :data:`uep_common.wakeups.RETENTION_CHANNEL` arrives, and every
+executes it) as soon as the gateway's NOTIFY on :data:`uep_common.runtime.wakeups.RETENTION_CHANNEL` arrives, and every
 ``retention_poll_s`` as a backstop. The reporter executes them because it owns the artifact files.
 What a run keeps and deletes is defined in :mod:`uep_reporter.retention_policy`.
 """
@@ -18,10 +18,10 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from uep_common.artifacts import ArtifactStore, artifact_store
-from uep_common.background import BackgroundLoop
-from uep_common.db.leaderboards import RetentionRun
-from uep_common.wakeups import RETENTION_CHANNEL, ChannelListener
+from uep_common.runtime.artifacts import ArtifactStore, artifact_store
+from uep_common.runtime.background import BackgroundLoop
+from uep_common.runtime.wakeups import RETENTION_CHANNEL, ChannelListener
+from uep_common.tables.leaderboards import RetentionRun
 from uep_reporter import retention_policy
 
 log = logging.getLogger(__name__)

@@ -34,9 +34,9 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from uep_common import leaderboards
-from uep_common.artifacts import ArtifactStore
-from uep_common.lifecycle import TERMINAL
+from uep_common.analytics import leaderboards
+from uep_common.records.lifecycle import TERMINAL
+from uep_common.runtime.artifacts import ArtifactStore
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +61,7 @@ class Decision:
 
     @property
     def keep(self) -> bool:
+        """Whether the evaluation is kept: it is when any reason keeps it."""
         return bool(self.reasons)
 
     def as_dict(self) -> dict[str, Any]:
@@ -264,8 +265,9 @@ async def run(
         artifact_root: the artifact store (or a directory that relative artifact paths are under).
         wait_for_lock: wait for a concurrent run instead of skipping.
         max_evaluations: at most this many evaluations are cleaned per run (the rest next run).
-        benchmark, model: clean only evaluations of this benchmark slug / model name (the plan still looks
-            at every evaluation, so an A/B partner outside the scope still keeps its arm in scope).
+        benchmark: clean only evaluations of this benchmark slug (the plan still looks at every evaluation, so
+            an A/B partner outside the scope still keeps its arm in scope).
+        model: clean only evaluations of this model name (likewise).
 
     Returns:
         ``{"status": "completed" | "skipped", "keep_last", "dry_run", "considered", "kept": {reason: n},

@@ -2,7 +2,7 @@
 
 Batches of ScoreComputed are stored in one transaction; the offsets are committed only after it commits
 (on an error the batch is redelivered, which the idempotent insert makes harmless). Live progress is
-mirrored to Redis (:mod:`uep_common.progress`) for the gateway.
+mirrored to Redis (:mod:`uep_common.runtime.progress`) for the gateway.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from faststream import AckPolicy
 from faststream.kafka import KafkaBroker
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from uep_common.consuming import consume, within_item
-from uep_common.events import EvaluationCompleted, ScoreComputed, Topics
-from uep_common.messaging import consumer_options
-from uep_common.outbox import OutboxRelay
-from uep_common.progress import write_progress
-from uep_common.telemetry import tracer
+from uep_common.contract.events import EvaluationCompleted, ScoreComputed, Topics
+from uep_common.runtime.consuming import consume, within_item
+from uep_common.runtime.messaging import consumer_options
+from uep_common.runtime.outbox import OutboxRelay
+from uep_common.runtime.progress import write_progress
+from uep_common.runtime.telemetry import tracer
 from uep_reporter import instruments
 from uep_reporter.leaderboards import record_completed, record_rescored
 from uep_reporter.reports import Subscribe, register_report_handlers

@@ -1,6 +1,6 @@
 """The report's classification and ranking sections: the evaluation's set-level metrics (from its summary, or
 computed now for an evaluation summarised before they existed) and, for a classifier with probabilities, its
-ROC and precision-recall curves (computed from the stored items; ``uep_common.set_metrics``)."""
+ROC and precision-recall curves (computed from the stored items; ``uep_common.analytics.set_metrics``)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.db.models import Evaluation
-from uep_common.events import SetMetrics
-from uep_common.set_metrics import CLASSIFICATION_HEADLINE, PROBABILITY_HEADLINE, classification_curves
-from uep_common.summary import benchmark_config_of, compute_set_metrics, load_classification
+from uep_common.analytics.set_metrics import CLASSIFICATION_HEADLINE, PROBABILITY_HEADLINE, classification_curves
+from uep_common.analytics.summary import benchmark_config_of, compute_set_metrics, load_classification
+from uep_common.contract.events import SetMetrics
+from uep_common.tables.models import Evaluation
 from uep_reporter.report_model import ClassCurve, ClassificationSection, RankingSection
 
 RANKING_FAMILIES = {"ndcg": "NDCG@k", "map": "MAP@k", "recall": "recall@k", "precision": "precision@k", "hit": "hit@k"}

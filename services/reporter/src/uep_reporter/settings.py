@@ -4,22 +4,24 @@ from typing import Literal
 
 from pydantic import Field
 
-from uep_common.artifacts import ArtifactSettings
-from uep_common.outbox_retention import OutboxRetentionSettings
+from uep_common.analytics.judge_standing import JudgeCalibrationSettings
+from uep_common.runtime.artifacts import ArtifactSettings
+from uep_common.runtime.outbox_retention import OutboxRetentionSettings
 
 VacuumMode = Literal["auto", "on", "off"]
 """When the reporter's vacuum worker runs (:mod:`uep_reporter.vacuuming`)."""
 
 
-class ReporterSettings(ArtifactSettings, OutboxRetentionSettings):
-    """Settings of the reporter service (with the artifact store's: ``UEP_ARTIFACT_*``)."""
+class ReporterSettings(ArtifactSettings, OutboxRetentionSettings, JudgeCalibrationSettings):
+    """Settings of the reporter service (with the artifact store's, ``UEP_ARTIFACT_*``, and the judge
+    calibration threshold, ``UEP_JUDGE_MIN_AGREEMENT``)."""
 
     service_name: str = "reporter"
     reporter_batch_size: int = Field(500, ge=1, description="ScoreComputed events stored per transaction.")
     reporter_batch_timeout_ms: int = Field(
         1000,
         ge=1,
-        description="Longest wait of one empty poll of the ScoreComputed consumer (uep_common.batch_polling.get_batch): "
+        description="Longest wait of one empty poll of the ScoreComputed consumer (uep_common.runtime.batch_polling.get_batch): "
         "scores are taken as soon as they are there, so this sets only how often an empty loop wakes.",
     )
     stop_loss_error_rate: float = Field(

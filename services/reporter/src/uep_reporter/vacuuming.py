@@ -5,7 +5,7 @@ retention; a lease is inserted and released; an evaluation's progress, a budget 
 fairness tag are updated per batch. Each change leaves a dead row version behind. PostgreSQL's autovacuum
 marks that space free and keeps the planner's statistics current; a server started with ``autovacuum = off``
 does neither, so the dead versions pile up, every scan of the outbox and of the leases wades through more of
-them, and the cost per item grows with the evaluation (:mod:`bench.scale` measured it).
+them, and the cost per item grows with the evaluation (``bench/scale.py`` measured it).
 
 This worker applies autovacuum's own rules, with the server's own parameters (``pg_settings``: the thresholds
 and scale factors; PostgreSQL documentation, "The Autovacuum Daemon", §25.1.6), to every table of the current
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from uep_common.background import BackgroundLoop
+from uep_common.runtime.background import BackgroundLoop
 from uep_reporter.settings import ReporterSettings, VacuumMode
 
 log = logging.getLogger(__name__)

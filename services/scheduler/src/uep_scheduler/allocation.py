@@ -26,13 +26,12 @@ One pass runs in one transaction:
 5. Leases and their SampleDispatched events (outbox) are written, evaluation by evaluation in the order of
    each one's first slot (an urgent evaluation's items are staged and published first); the tags are stored.
    The outbox rows are claimed (``outbox.claimed_until``) and returned: the caller publishes them right after
-   its commit (:meth:`uep_common.outbox.OutboxRelay.publish_claimed`), and relays take over any left when the
+   its commit (:meth:`uep_common.runtime.outbox.OutboxRelay.publish_claimed`), and relays take over any left when the
    claim ends.
 """
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections import defaultdict
 from collections.abc import Mapping
@@ -43,20 +42,23 @@ from typing import TYPE_CHECKING, Any, cast
 from sqlalchemy import Table, and_, func, insert, literal, or_, select, text, true, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common import budget
-from uep_common.configs import parse_evaluation_config
-from uep_common.db.models import Benchmark, Evaluation, Model, Sample, SampleLease, SampleResult
-from uep_common.db.scheduling import SchedModel
-from uep_common.lifecycle import admit
-from uep_common.outbox import StagedMessage
+from uep_common.contract.configs import parse_evaluation_config
+from uep_common.records import budget
+from uep_common.records.lifecycle import admit
+from uep_common.registry.targets import model_target
+from uep_common.runtime.outbox import StagedMessage
+from uep_common.tables.models import Benchmark, Evaluation, Model, Sample, SampleLease, SampleResult
+from uep_common.tables.scheduling import SchedModel
 from uep_scheduler.capacity import evaluation_bound, model_bound
-from uep_scheduler.dispatch import LeaseRef, dispatch_events, model_target, stored_result
-from uep_scheduler.fairness import PRIORITY_WEIGHTS, FairQueue, FlowTag, TenantTag
+from uep_scheduler.dispatch import LeaseRef, dispatch_events, stored_result
+from uep_scheduler.flows import arm_packet, fair_queue, flow_id_of, load_tags, store_tags
+from uep_scheduler.leases import in_flight_counts, lost_condition
 from uep_scheduler.settings import SchedulerSettings
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import CursorResult
-    from sqlalchemy.sql.elements import ColumnElement
+
+    from uep_scheduler.fairness import FlowTag
 
 ALLOCATION_LOCK = 0x7565_7073
 """Key of the transaction-level advisory lock held by an allocation pass (``'ueps'``)."""
@@ -76,8 +78,9 @@ class PassResult:
     admitted: list[uuid.UUID] = field(default_factory=list)
     outbox: list[StagedMessage] = field(default_factory=list)
     """The SampleDispatched rows staged, claimed for the caller to publish after commit."""
-    ended: list[uuid.UUID] = field(default_factory=list)
-    """Evaluations the pass ended (budget exhausted); their events are left to the outbox relay."""
+    exhausted: list[uuid.UUID] = field(default_factory=list)
+    """Evaluations whose budget ran out in the pass with every kept item stored: the pass only allocates, the
+    caller ends them after its commit (:func:`uep_common.records.exhaustion.finish_exhausted`)."""
     redispatch_capped: bool = False
     """The reconcile found MAX_REDISPATCH_PER_PASS leases to dispatch again: more may be left for the next."""
     in_flight: int = 0
@@ -87,73 +90,6 @@ class PassResult:
     def dispatched(self) -> int:
         """Events staged: new leases plus re-dispatches."""
         return sum(self.leased.values()) + sum(self.redispatched.values())
-
-
-def flow_id_of(ev: Evaluation) -> uuid.UUID:
-    """The fair-queuing flow of ``ev``: its A/B experiment, else itself."""
-    return ev.experiment_id or ev.id
-
-
-def arm_packet(
-    evs: list[Evaluation],
-    planned: dict[uuid.UUID, int],
-    free: int,
-    ev_used: dict[uuid.UUID, int],
-    ev_cap: dict[uuid.UUID, int],
-    model_used: dict[uuid.UUID, int],
-    model_cap: dict[uuid.UUID, int | None],
-) -> list[Evaluation]:
-    """The evaluations of one flow that get an item in its next packet (empty: the flow cannot be served now).
-
-    ``evs``: the flow's running evaluations (one, or the arms of an A/B experiment); ``planned``: items
-    already planned per evaluation in this pass; ``free``: global slots left; ``ev_used``/``ev_cap`` and
-    ``model_used``/``model_cap``: open leases and bounds per evaluation and per model (None = unbounded).
-
-    Only the arms furthest behind (fewest items dispatched or planned) take part, in arm order, and each only
-    while the global slots, its own bound and its model's bound leave room. So item ``i`` of every arm goes out
-    together when it all fits; when it does not (a capacity-1 model, fewer free slots than arms) the arms take
-    turns, one item each, and no arm is ever more than one item ahead of another — a packet never needs more
-    room than a single item.
-    """
-    position = {e.id: e.dispatched_items + planned.get(e.id, 0) for e in evs}
-    needing = [e for e in evs if position[e.id] < e.total_items]
-    if not needing:
-        return []
-    behind = min(position[e.id] for e in needing)
-    out: list[Evaluation] = []
-    want: dict[uuid.UUID, int] = defaultdict(int)
-    for e in sorted(needing, key=lambda e: (e.arm, e.id)):
-        if len(out) >= free:
-            break
-        if position[e.id] > behind or ev_used[e.id] >= ev_cap[e.id]:
-            continue
-        cap = model_cap[e.model_id]
-        if cap is not None and model_used.get(e.model_id, 0) + want[e.model_id] + 1 > cap:
-            continue
-        want[e.model_id] += 1
-        out.append(e)
-    return out
-
-
-async def _in_flight(session: AsyncSession, now: datetime) -> tuple[dict[uuid.UUID, int], dict[uuid.UUID, int], int]:
-    """Open leases ``(per evaluation, per model, total)``. A lease of an evaluation that is not running any
-    more counts only until it expires (it will never be dispatched again)."""
-    live = func.count().filter(SampleLease.lease_expires_at > now)
-    rows = await session.execute(
-        select(SampleLease.evaluation_id, Evaluation.model_id, Evaluation.status, func.count(), live)
-        .join(Evaluation, Evaluation.id == SampleLease.evaluation_id)
-        .where(SampleLease.state == "leased")
-        .group_by(SampleLease.evaluation_id, Evaluation.model_id, Evaluation.status)
-    )
-    per_ev: dict[uuid.UUID, int] = {}
-    per_model: dict[uuid.UUID, int] = defaultdict(int)
-    total = 0
-    for ev_id, model_id, status, n_all, n_live in rows:
-        n = n_all if status == "running" else n_live
-        per_ev[ev_id] = n
-        per_model[model_id] += n
-        total += n
-    return per_ev, per_model, total
 
 
 async def _samples_for(session: AsyncSession, wanted: list[tuple[uuid.UUID, list[int]]]) -> dict[tuple[uuid.UUID, int], Sample]:
@@ -183,10 +119,11 @@ async def _reconcile_leases(
     orphans_before: datetime | None = None,
     claim: datetime | None = None,
     orphans_since: datetime | None = None,
+    default_capacity: int = 0,
 ) -> None:
     """Release open leases whose item is stored; dispatch expired ones again (attempt + 1), and released ones
     without a stored result released before ``orphans_before`` — with ``orphans_since``, only those that became
-    such orphans since then (:func:`_lost_condition`)."""
+    such orphans since then (:func:`lost_condition`)."""
     stale = await session.execute(
         update(SampleLease)
         .where(SampleLease.state == "leased", SampleLease.lease_expires_at < now, stored_result())
@@ -197,7 +134,7 @@ async def _reconcile_leases(
     if not running:
         return
     query = select(SampleLease).where(
-        _lost_condition(now, orphans_before, orphans_since), SampleLease.evaluation_id.in_(list(running))
+        lost_condition(now, orphans_before, orphans_since), SampleLease.evaluation_id.in_(list(running))
     )
     if orphans_since is None:  # every released lease is a candidate: one anti-join over the results
         query = query.where(~stored_result())
@@ -237,110 +174,9 @@ async def _reconcile_leases(
         benchmark = await session.get(Benchmark, ev.benchmark_id)
         assert benchmark is not None  # evaluations.benchmark_id is a foreign key
         result.outbox += await dispatch_events(
-            session, ev, benchmark, model_target(models[ev.model_id]), samples, leases, expires, claim
+            session, ev, benchmark, model_target(models[ev.model_id], default_capacity), samples, leases, expires, claim
         )
         result.redispatched[ev_id] = len(leases)
-
-
-LATE_RELEASE_SLACK = timedelta(seconds=60)
-"""How long after its expiry a lease may still be released by its score (an expired lease of a running
-evaluation is dispatched again by the next reconcile pass, within a tick), for the orphan window."""
-
-
-def _lost_condition(now: datetime, orphans_before: datetime | None, orphans_since: datetime | None = None) -> ColumnElement[bool]:
-    """Leases to dispatch again: expired open ones; with ``orphans_before``, released ones past their expiry and
-    released before it (no stored result is checked by the caller).
-
-    With ``orphans_since`` (the previous sweep's clock), only released leases that became candidates since then:
-    a lease becomes one at ``max(released_at + grace, lease_expires_at)`` (``grace = now - orphans_before``), so
-    ``lease_expires_at >= since`` or ``released_at >= since - grace``; the second is bounded below on the
-    indexed expiry by :data:`LATE_RELEASE_SLACK`. The candidates are then the leases released in about one sweep
-    period, not every lease of the evaluation."""
-    expired = and_(SampleLease.state == "leased", SampleLease.lease_expires_at < now)
-    if orphans_before is None:
-        return expired
-    # lease_expires_at < now as well: an item routed to human annotators is released with its expiry moved far
-    # out (uep_judge.store.HUMAN_LEASE_HOLD) and has no result until annotated; it is not lost
-    orphaned = and_(SampleLease.state == "released", SampleLease.released_at < orphans_before, SampleLease.lease_expires_at < now)
-    if orphans_since is not None:
-        grace = now - orphans_before
-        orphaned = and_(
-            orphaned,
-            or_(
-                SampleLease.lease_expires_at >= orphans_since,
-                and_(
-                    SampleLease.released_at >= orphans_since - grace,
-                    SampleLease.lease_expires_at >= orphans_since - grace - LATE_RELEASE_SLACK,
-                ),
-            ),
-        )
-    return or_(expired, orphaned)
-
-
-_TenantRow = tuple[float, float, float]
-"""A tenant's stored ``(weight, vfinish, vtime)``."""
-_FlowRow = tuple[float, datetime | None, int]
-"""A flow's stored ``(vfinish, last_dispatch_at, dispatched)``."""
-
-
-_LOAD_TAGS = text(
-    "SELECT 'c', NULL::uuid, vtime, NULL::float8, NULL::float8, NULL::timestamptz, NULL::bigint FROM sched_clock WHERE id = 1 "
-    "UNION ALL SELECT 't', tenant_id, weight, vfinish, vtime, NULL, NULL FROM sched_tenants "
-    "          WHERE tenant_id = ANY(CAST(:tenants AS uuid[])) "
-    "UNION ALL SELECT 'f', flow_id, vfinish, NULL, NULL, last_dispatch_at, dispatched FROM sched_flows "
-    "          WHERE flow_id = ANY(CAST(:flows AS uuid[]))"
-)
-
-
-async def _load_tags(
-    session: AsyncSession, tenant_ids: set[uuid.UUID], flow_ids: set[uuid.UUID]
-) -> tuple[float, dict[uuid.UUID, _TenantRow], dict[uuid.UUID, _FlowRow]]:
-    """``(clock, {tenant: (weight, vfinish, vtime)}, {flow: (vfinish, last_dispatch_at, dispatched)})`` in one
-    round trip (the clock is 0.0 before the first pass)."""
-    clock = 0.0
-    tenants: dict[uuid.UUID, _TenantRow] = {}
-    flows: dict[uuid.UUID, _FlowRow] = {}
-    params = {"tenants": [str(t) for t in tenant_ids], "flows": [str(f) for f in flow_ids]}
-    for kind, key, a, b, c, last, n in await session.execute(_LOAD_TAGS, params):
-        if kind == "c":
-            clock = a
-        elif kind == "t":
-            tenants[key] = (a, b, c)
-        else:
-            flows[key] = (a, last, n)
-    return clock, tenants, flows
-
-
-def _queue(
-    clock: float,
-    tenant_rows: dict[uuid.UUID, _TenantRow],
-    flow_rows: dict[uuid.UUID, _FlowRow],
-    groups: dict[uuid.UUID, list[Evaluation]],
-    now: datetime,
-    aging_s: float,
-) -> FairQueue:
-    """A fresh FairQueue over ``groups`` (flow id → its running evaluations) from the stored tags."""
-    tenants = [TenantTag(t, w, vf, vt) for t, (w, vf, vt) in tenant_rows.items()]
-    flows = []
-    for fid, evs in groups.items():
-        first = min(evs, key=lambda e: (e.created_at, e.id))
-        vfinish, last, dispatched = flow_rows.get(fid, (0.0, None, 0))
-        since = last or min((e.started_at or e.created_at) for e in evs)
-        flows.append(
-            FlowTag(
-                flow_id=fid,
-                tenant_id=first.tenant_id,
-                weight=PRIORITY_WEIGHTS.get(first.priority, 2.0),
-                vfinish=vfinish,
-                strict=first.priority == "urgent",
-                aged=(now - since).total_seconds() >= aging_s,
-                order=(first.created_at, first.id),
-                last_dispatch_at=last,
-                dispatched=dispatched,
-                payload=evs,
-            )
-        )
-    return FairQueue(clock, tenants, flows)
 
 
 async def allocate(
@@ -364,7 +200,7 @@ async def allocate(
             stored result (step 2 of the module docstring); None skips that sweep.
         orphans_since: with ``orphans_before``, look only at leases that became orphans since this time (the
             previous sweep's clock); None looks at every released lease of the running evaluations.
-        admit_first: evaluations to admit (pending → running, :func:`uep_scheduler.dispatch.admit`) in this
+        admit_first: evaluations to admit (pending → running, :func:`uep_common.records.lifecycle.admit`) in this
             transaction before the pass, so a new evaluation's admission and first dispatch commit together.
         now: the pass's clock (tests pass a simulated one); default the current UTC time.
         call_seconds: recent call time per model (:class:`uep_scheduler.capacity.CallTimes`), for the items kept
@@ -395,9 +231,11 @@ async def allocate(
     benchmarks = {b.id: b for _e, _m, b, _lim in rows}
     aimd = {m.id: lim for _e, m, _b, lim in rows if lim is not None}
     if reconcile:
-        await _reconcile_leases(session, running, models, now, expires, result, orphans_before, claim, orphans_since)
+        await _reconcile_leases(
+            session, running, models, now, expires, result, orphans_before, claim, orphans_since, settings.default_model_capacity
+        )
 
-    per_ev, per_model, total = await _in_flight(session, now)
+    per_ev, per_model, total = await in_flight_counts(session, now)
     result.in_flight = total
     free = settings.max_in_flight_global - total
     waiting = {i: e for i, e in running.items() if e.dispatched_items < e.total_items}
@@ -407,7 +245,14 @@ async def allocate(
     limits = aimd if settings.adaptive_concurrency else {}
     calls = call_seconds or {}
     model_cap = {
-        m: model_bound(models[m], settings.model_lease_factor, limits.get(m), calls.get(m), settings.model_queue_seconds)
+        m: model_bound(
+            models[m],
+            settings.model_lease_factor,
+            limits.get(m),
+            calls.get(m),
+            settings.model_queue_seconds,
+            settings.default_model_capacity,
+        )
         for m in {e.model_id for e in waiting.values()}
     }
     ev_cap = {
@@ -423,7 +268,7 @@ async def allocate(
     groups: dict[uuid.UUID, list[Evaluation]] = defaultdict(list)
     for e in waiting.values():
         groups[flow_id_of(e)].append(e)
-    clock, tenant_rows, flow_rows = await _load_tags(session, {e.tenant_id for e in waiting.values()}, set(groups))
+    clock, tenant_rows, flow_rows = await load_tags(session, {e.tenant_id for e in waiting.values()}, set(groups))
 
     # plan: give free slots one flow-packet at a time
     planned: dict[uuid.UUID, int] = defaultdict(int)
@@ -431,10 +276,10 @@ async def allocate(
     model_used = dict(per_model)
 
     def packet(flow: FlowTag) -> list[Evaluation]:
-        evs = cast("list[Evaluation]", flow.payload)  # _queue puts each flow's evaluations there
+        evs = cast("list[Evaluation]", flow.payload)  # fair_queue puts each flow's evaluations there
         return arm_packet(evs, planned, free, ev_used, ev_cap, model_used, model_cap)
 
-    queue = _queue(clock, tenant_rows, flow_rows, groups, now, settings.aging_seconds)
+    queue = fair_queue(clock, tenant_rows, flow_rows, groups, now, settings.aging_seconds)
     slots: list[tuple[uuid.UUID, list[uuid.UUID]]] = []
     while free > 0:
         flow = queue.pick(lambda f: bool(packet(f)))
@@ -470,11 +315,11 @@ async def allocate(
             continue
         n = min(planned[ev_id], ev.total_items - ev.dispatched_items)
         allowed[ev_id] = await budget.reserve_for_dispatch(session, ev, models[ev.model_id], n) if n > 0 else 0
-        if ev.status != "running":  # ended budget_exhausted: its EvaluationCompleted is in the outbox, unclaimed
-            result.ended.append(ev_id)
+        if n > 0 and allowed[ev_id] == 0 and ev.completed_items >= ev.total_items:
+            result.exhausted.append(ev_id)  # its budget ran out with nothing in flight: ended after the commit
 
     # charge the tags for what was allowed, in slot order
-    queue = _queue(clock, tenant_rows, flow_rows, groups, now, settings.aging_seconds)
+    queue = fair_queue(clock, tenant_rows, flow_rows, groups, now, settings.aging_seconds)
     flows = {f.flow_id: f for f in queue.flows}
     left = dict(allowed)
     charged: set[uuid.UUID] = set()
@@ -490,7 +335,7 @@ async def allocate(
     # leases and events (one query for the samples of every evaluation)
     todo = {ev_id: n for ev_id, n in allowed.items() if n > 0}
     ranges = {ev_id: (locked[ev_id].dispatched_items, locked[ev_id].dispatched_items + n) for ev_id, n in todo.items()}
-    # item i is the evaluation's (i // repeats)-th sample: the first N, or its sampled ordinals (uep_common.sampling)
+    # item i is the evaluation's (i // repeats)-th sample: the first N, or its sampled ordinals (uep_common.records.sampling)
     configs = {ev_id: parse_evaluation_config(locked[ev_id].config) for ev_id in ranges}
 
     def ordinals(ev_id: uuid.UUID, start: int, end: int) -> list[int]:
@@ -529,56 +374,21 @@ async def allocate(
         ev.dispatched_items = end
         samples = {by_key[(ev.benchmark_id, o)].id: by_key[(ev.benchmark_id, o)] for o in ordinals(ev_id, start, end)}
         result.outbox += await dispatch_events(
-            session, ev, benchmarks[ev.benchmark_id], model_target(models[ev.model_id]), samples, fresh, expires, claim
+            session,
+            ev,
+            benchmarks[ev.benchmark_id],
+            model_target(models[ev.model_id], settings.default_model_capacity),
+            samples,
+            fresh,
+            expires,
+            claim,
         )
         result.leased[ev_id] = end - start
         result.in_flight += end - start
 
-    await _store_tags(session, queue, charged)
+    await store_tags(session, queue, charged)
     return result
 
 
 _INSERT_LEASES = insert(cast(Table, SampleLease.__table__))
 """New leases of a pass: one executemany INSERT (compiled once; the tenant is set by the table's trigger)."""
-
-_STORE_TAGS = text(
-    "WITH c AS (INSERT INTO sched_clock (id, vtime) VALUES (1, :clock) ON CONFLICT (id) DO UPDATE SET vtime = EXCLUDED.vtime), "
-    "t AS (INSERT INTO sched_tenants (tenant_id, weight, vfinish, vtime) "
-    "      SELECT * FROM jsonb_to_recordset(CAST(:tenants AS jsonb)) AS x(tenant_id uuid, weight float8, vfinish float8, vtime float8) "
-    "      ON CONFLICT (tenant_id) DO UPDATE SET vfinish = EXCLUDED.vfinish, vtime = EXCLUDED.vtime, updated_at = now()) "
-    "INSERT INTO sched_flows (flow_id, tenant_id, vfinish, last_dispatch_at, dispatched) "
-    "SELECT * FROM jsonb_to_recordset(CAST(:flows AS jsonb)) "
-    "     AS x(flow_id uuid, tenant_id uuid, vfinish float8, last_dispatch_at timestamptz, dispatched bigint) "
-    "ON CONFLICT (flow_id) DO UPDATE SET vfinish = EXCLUDED.vfinish, last_dispatch_at = EXCLUDED.last_dispatch_at, "
-    "   dispatched = EXCLUDED.dispatched, updated_at = now()"
-)
-
-
-async def _store_tags(session: AsyncSession, queue: FairQueue, charged: set[uuid.UUID]) -> None:
-    """Upsert the clock, the tenants and the flows that were charged, in one statement (writable CTEs; rows
-    in key order, so concurrent upserts lock in the same order)."""
-    if not charged:
-        return
-    flows = sorted((f for f in queue.flows if f.flow_id in charged), key=lambda f: f.flow_id)
-    tenants = [queue.tenants[t] for t in sorted({f.tenant_id for f in flows})]
-    await session.execute(
-        _STORE_TAGS,
-        {
-            "clock": queue.clock,
-            "tenants": json.dumps(
-                [{"tenant_id": str(t.tenant_id), "weight": t.weight, "vfinish": t.vfinish, "vtime": t.vtime} for t in tenants]
-            ),
-            "flows": json.dumps(
-                [
-                    {
-                        "flow_id": str(f.flow_id),
-                        "tenant_id": str(f.tenant_id),
-                        "vfinish": f.vfinish,
-                        "last_dispatch_at": f.last_dispatch_at.isoformat() if f.last_dispatch_at else None,
-                        "dispatched": f.dispatched,
-                    }
-                    for f in flows
-                ]
-            ),
-        },
-    )

@@ -3,8 +3,8 @@
 Bounds on items leased and not yet scored (open leases in PostgreSQL, so they hold across every
 evaluation and every scheduler replica):
 
-- per model: ``model_lease_factor`` × its serving capacity (``models.max_in_flight``; no bound when the
-  registry gives none), lowered by the adaptive limit below, plus the items kept queued at inference
+- per model: ``model_lease_factor`` × its serving capacity (``models.max_in_flight``; when the registry gives
+  none, the scheduler's ``default_model_capacity``, 0 = no bound), lowered by the adaptive limit below, plus the items kept queued at inference
   (:func:`queue_depth`);
 - per evaluation: its ``max_parallel`` (``config["max_in_flight"]``), else the larger of the scheduler's
   default and its model's bound (an evaluation alone keeps its model busy), and at most
@@ -28,7 +28,9 @@ and Decrease Algorithms for Congestion Avoidance in Computer Networks", 1989; TC
 Jacobson 1988; Inspect AI adapts its model connections the same way). A batch of scores in which a model
 shows an overload error (:data:`OVERLOAD_ERRORS`), or a score marked ``throttled`` (a retry got past one),
 halves the model's limit (not below 1); otherwise each
-success adds ``1 / limit`` (one more slot per window of ``limit`` successes) up to the registry capacity.
+success adds ``1 / limit`` (one more slot per window of ``limit`` successes) up to the registry capacity. A
+model without a registered capacity is held to ``default_model_capacity`` and adapts below it the same way: an
+unbounded model could not back off, and its items would time out one after another under load.
 """
 
 from __future__ import annotations
@@ -41,10 +43,10 @@ from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.configs import parse_evaluation_config
-from uep_common.db.models import Evaluation, Model
-from uep_common.db.scheduling import SchedModel
-from uep_common.events import ScoreComputed
+from uep_common.contract.configs import parse_evaluation_config
+from uep_common.contract.events import ScoreComputed
+from uep_common.tables.models import Evaluation, Model
+from uep_common.tables.scheduling import SchedModel
 
 OVERLOAD_ERRORS = frozenset({"triton_unavailable", "openai_unavailable", "timeout", "rate_limited"})
 """Inference error types that mean the model is overloaded or unreachable (the inference service's
@@ -106,27 +108,36 @@ def evaluation_bound(ev: Evaluation, default: int, global_max: int, share: float
     return max(1, min(wanted, math.ceil(share * global_max)))
 
 
+def capacity_of(model: Model, default_capacity: int = 0) -> int | None:
+    """The serving capacity of ``model``: the registry's (``models.max_in_flight``), else ``default_capacity``;
+    None (unbounded) when neither is set (``default_capacity`` 0)."""
+    return model.max_in_flight or default_capacity or None
+
+
 def model_bound(
     model: Model,
     factor: float,
     adaptive_limit: float | None,
     call_seconds: float | None = None,
     queue_seconds: float = 0.0,
+    default_capacity: int = 0,
 ) -> int | None:
     """Open leases allowed for ``model`` across every evaluation: ``floor(factor × slots)`` (at least 1) with
-    ``slots = min(capacity, adaptive limit)``, plus :func:`queue_depth` of those slots; None (unbounded) when the
-    registry has no capacity for it."""
-    if not model.max_in_flight:
+    ``slots = min(capacity, adaptive limit)``, plus :func:`queue_depth` of those slots; the capacity is
+    :func:`capacity_of` (``default_capacity`` when the registry gives none); None (unbounded) when there is none."""
+    capacity = capacity_of(model, default_capacity)
+    if not capacity:
         return None
-    cap = float(model.max_in_flight)
+    cap = float(capacity)
     if adaptive_limit is not None:
         cap = min(cap, max(1.0, adaptive_limit))
     return max(1, math.floor(factor * cap)) + queue_depth(cap, call_seconds, queue_seconds)
 
 
-async def adapt(session: AsyncSession, scores: list[ScoreComputed]) -> dict[uuid.UUID, str]:
+async def adapt(session: AsyncSession, scores: list[ScoreComputed], default_capacity: int = 0) -> dict[uuid.UUID, str]:
     """Apply one AIMD step per model seen in ``scores`` (inside the caller's transaction; atomic in SQL, so
-    replicas may call it concurrently). Returns ``{model_id: "decrease" | "increase"}`` for models whose
+    replicas may call it concurrently); a model without a registered capacity adapts below
+    ``default_capacity`` (none when 0). Returns ``{model_id: "decrease" | "increase"}`` for models whose
     limit moved."""
     overload: Counter[uuid.UUID] = Counter()
     ok: Counter[uuid.UUID] = Counter()
@@ -138,7 +149,8 @@ async def adapt(session: AsyncSession, scores: list[ScoreComputed]) -> dict[uuid
     ids = list({*overload, *ok})
     if not ids:
         return {}
-    caps = {m: c for m, c in await session.execute(select(Model.id, Model.max_in_flight).where(Model.id.in_(ids))) if c}
+    rows = await session.execute(select(Model.id, Model.max_in_flight).where(Model.id.in_(ids)))
+    caps = {m: c or default_capacity for m, c in rows if c or default_capacity}
     tracked = set(await session.scalars(select(SchedModel.model_id).where(SchedModel.model_id.in_(list(caps)))))
     moved: dict[uuid.UUID, str] = {}
     for model_id, cap in caps.items():

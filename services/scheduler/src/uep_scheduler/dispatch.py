@@ -4,7 +4,7 @@ Items of an evaluation are numbered ``i = ordinal × repeats + repeat`` (arm ``e
 in that order; ``evaluations.dispatched_items`` is the cursor. Which evaluation gets the next slots, and how
 many, is decided by the allocation pass (:mod:`uep_scheduler.allocation`, fair queuing and capacity); this
 module builds the SampleDispatched events of new and re-dispatched leases, and releases leases when scores
-arrive. Admission (pending → running) is :func:`uep_common.lifecycle.admit`. A lease that expires with no
+arrive. Admission (pending → running) is :func:`uep_common.records.lifecycle.admit`. A lease that expires with no
 stored result is dispatched again with ``attempt + 1``; the reporter's idempotent insert makes a late
 duplicate harmless.
 """
@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
 from sqlalchemy import Table, and_, exists, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.configs import item_prompt, parse_evaluation_config
-from uep_common.db.bulk import ITEM_KEY, key_arrays, rows_from_arrays
-from uep_common.db.models import Benchmark, Evaluation, Model, Sample, SampleLease, SampleResult
-from uep_common.events import ModelTarget, SampleDispatched
-from uep_common.fewshot import fewshot_examples
-from uep_common.outbox import StagedMessage, stage_in_outbox
-from uep_common.telemetry import context_from_headers, current_trace_headers, tracer
+from uep_common.contract.configs import item_prompt, parse_evaluation_config
+from uep_common.contract.events import ModelTarget, SampleDispatched
+from uep_common.prompting.fewshot import fewshot_examples
+from uep_common.runtime.outbox import StagedMessage, stage_in_outbox
+from uep_common.runtime.telemetry import context_from_headers, current_trace_headers, tracer
+from uep_common.tables.bulk import ITEM_KEY, key_arrays, rows_from_arrays
+from uep_common.tables.models import Benchmark, Evaluation, Sample, SampleLease, SampleResult
 
 if TYPE_CHECKING:
     from sqlalchemy.orm.util import AliasedClass
@@ -34,40 +34,24 @@ if TYPE_CHECKING:
 _tracer = tracer("uep.scheduler")
 
 
-def model_target(model: Model) -> ModelTarget:
-    """The registry row of ``model`` as the ModelTarget carried by SampleDispatched."""
-    d = model.decoding_defaults or {}
-    return ModelTarget(
-        model_id=model.id,
-        name=model.name,
-        backend=model.backend,
-        endpoint=model.endpoint,
-        triton_model_name=model.triton_model_name,
-        triton_model_version=model.triton_model_version,
-        max_tokens=d.get("max_tokens", 256),
-        temperature=d.get("temperature", 0.0),
-        stop=d.get("stop", []),
-        max_concurrency=model.max_in_flight,
-        kind=model.kind,
-        contract=model.contract,
-        spec=model.spec or {},
-        api_key_encrypted=model.api_key_encrypted.decode() if model.api_key_encrypted else None,
-        api_key_ref=model.api_key_ref,
-        tenant_model=model.owner_tenant_id is not None,
-    )
-
-
 class Leased(Protocol):
     """What :func:`dispatch_events` reads of a lease: a ``SampleLease`` row or a :class:`LeaseRef`."""
 
     @property
-    def sample_id(self) -> uuid.UUID: ...
+    def sample_id(self) -> uuid.UUID:
+        """The leased item's sample."""
+
     @property
-    def repeat(self) -> int: ...
+    def repeat(self) -> int:
+        """The leased item's repeat, from 0."""
+
     @property
-    def arm(self) -> str: ...
+    def arm(self) -> str:
+        """The leased item's A/B arm (``main`` without A/B)."""
+
     @property
-    def attempt(self) -> int: ...
+    def attempt(self) -> int:
+        """The attempt this lease is, from 1."""
 
 
 class LeaseRef(NamedTuple):
@@ -90,8 +74,8 @@ async def dispatch_events(
     claim_until: datetime | None = None,
 ) -> list[StagedMessage]:
     """Stage one SampleDispatched per lease in the outbox (the caller's transaction, one INSERT for all of
-    them: :func:`uep_common.outbox.stage_in_outbox`); returns the rows. ``claim_until``: the caller publishes
-    them itself after its commit (see :func:`uep_common.outbox.add_to_outbox`)."""
+    them: :func:`uep_common.runtime.outbox.stage_in_outbox`); returns the rows. ``claim_until``: the caller publishes
+    them itself after its commit (see :func:`uep_common.runtime.outbox.add_to_outbox`)."""
     cfg = parse_evaluation_config(ev.config)
     prompt = item_prompt(benchmark.config, cfg)  # an A/B arm's template, chat and few-shot overrides applied
     k = prompt.fewshot_k
@@ -145,7 +129,7 @@ _RELEASE_LEASES = (
     .returning(_LEASES.c.leased_at)
 )
 """Release the open leases of a batch of items: one short statement for any number (``UPDATE … FROM unnest``,
-:mod:`uep_common.db.bulk`), which psycopg caches and prepares."""
+:mod:`uep_common.tables.bulk`), which psycopg caches and prepares."""
 
 
 async def release(

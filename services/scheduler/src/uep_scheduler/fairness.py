@@ -17,7 +17,7 @@ Algorithm
     priority class (:data:`PRIORITY_WEIGHTS`: urgent 8, high 4, normal 2, low 1). A flow is an evaluation,
     or an A/B experiment whose arms go out together when they fit (one "packet" = item ``i`` of every arm;
     its length is the number of arms that got an item: fewer when the arms take turns,
-    :func:`uep_scheduler.allocation.arm_packet`).
+    :func:`uep_scheduler.flows.arm_packet`).
 
     Urgent class: flows of priority ``urgent`` are served before all others (strict priority, fair among
     themselves by the same tags), so a new urgent evaluation takes the next free slot; work in flight is
@@ -26,7 +26,7 @@ Algorithm
     A flow's or tenant's tags are charged for urgent and aged slots too: urgent work is paid back later in
     the tenant's fair share.
 
-State lives in PostgreSQL (``uep_common.db.scheduling``) and is read and written by one allocation pass at
+State lives in PostgreSQL (``uep_common.tables.scheduling``) and is read and written by one allocation pass at
 a time (``uep_scheduler.allocation``); this module is the pure, in-memory part of a pass.
 """
 

@@ -1,9 +1,9 @@
-"""The scheduler's Prometheus metrics (:mod:`uep_common.metrics`): dispatches and allocation passes as they
+"""The scheduler's Prometheus metrics (:mod:`uep_common.runtime.metrics`): dispatches and allocation passes as they
 happen, and gauges sampled from PostgreSQL every ``UEP_METRICS_SAMPLE_S`` (:func:`sample_database`).
 
 The sampled gauges describe the shared database, so every scheduler replica reports the same values:
 aggregate them with ``max`` across replicas, not ``sum``. Tenants are labelled by slug, the 50 with the
-largest values each, the rest summed as ``other`` (:func:`uep_common.metrics.fold_top`); models by name.
+largest values each, the rest summed as ``other`` (:func:`uep_common.runtime.metrics.fold_top`); models by name.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from datetime import UTC, datetime
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from uep_common import metrics
-from uep_common.metrics import SampleFn
+from uep_common.runtime import metrics
+from uep_common.runtime.metrics import SampleFn
 
 TENANT_LABELS = 50
 """Most tenants a sampled gauge names (the rest are ``other``)."""
@@ -120,7 +120,7 @@ async def _sample(session: AsyncSession) -> None:
 
 
 def sample_database(sessionmaker: async_sessionmaker[AsyncSession]) -> SampleFn:
-    """A sample function (for :func:`uep_common.service.build_app`) setting the gauges above from PostgreSQL:
+    """A sample function (for :func:`uep_common.runtime.service.build_app`) setting the gauges above from PostgreSQL:
     four short read-only queries in one transaction, each bounded by a 5 s statement timeout."""
 
     async def sample() -> None:

@@ -51,20 +51,20 @@ from sqlalchemy import select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
-from uep_common.background import BackgroundLoop
-from uep_common.configs import parse_benchmark_config
-from uep_common.consuming import item_spans
-from uep_common.db.lifecycle import LOCK_NAMESPACE, DeadLetter, SchedulerInstance, lock_evaluation
-from uep_common.db.models import Benchmark, OutboxMessage, SampleLease, SampleResult
-from uep_common.events import ErrorInfo, EvaluationStatus, ScoreComputed, Topics
-from uep_common.lifecycle import interrupt_running
-from uep_common.messaging import DEAD_LETTER_TOPIC, consumer_options, kafka_records
-from uep_common.outbox import OutboxRelay, add_to_outbox
-from uep_common.settings import CommonSettings
-from uep_common.telemetry import tracer
+from uep_common.contract.configs import parse_benchmark_config
+from uep_common.contract.events import ErrorInfo, EvaluationStatus, ScoreComputed, Topics
+from uep_common.records.lifecycle import interrupt_running
+from uep_common.runtime.background import BackgroundLoop
+from uep_common.runtime.consuming import item_spans
+from uep_common.runtime.messaging import DEAD_LETTER_TOPIC, consumer_options, kafka_records
+from uep_common.runtime.outbox import OutboxRelay, add_to_outbox
+from uep_common.runtime.settings import CommonSettings
+from uep_common.runtime.telemetry import tracer
+from uep_common.tables.lifecycle import LOCK_NAMESPACE, DeadLetter, SchedulerInstance, lock_evaluation
+from uep_common.tables.models import Benchmark, OutboxMessage, SampleLease, SampleResult
 
 if TYPE_CHECKING:
-    from uep_common.service import ServiceRuntime
+    from uep_common.runtime.service import ServiceRuntime
 
 log = logging.getLogger(__name__)
 _tracer = tracer("uep.scheduler")
@@ -395,7 +395,6 @@ async def store_dead_letters(session: AsyncSession, records: list[tuple[bytes, d
 
 def register_dead_letters(broker: KafkaBroker, settings: CommonSettings, sessionmaker: async_sessionmaker[AsyncSession]) -> None:
     """Subscribe the dead-letter consumer (group ``<prefix>.scheduler.dead-letters``) on ``broker``."""
-
     subscribe: _Subscribe = broker.subscriber(
         DEAD_LETTER_TOPIC,
         **consumer_options(settings, "scheduler.dead-letters"),

@@ -2,9 +2,9 @@
 
 from faststream.asgi import AsgiFastStream
 
-from uep_common.outbox import OutboxRelay
-from uep_common.service import ServiceRuntime, build_app, serve
-from uep_common.wakeups import WaitingListener
+from uep_common.runtime.outbox import OutboxRelay
+from uep_common.runtime.service import ServiceRuntime, build_app, serve
+from uep_common.runtime.wakeups import WaitingListener
 from uep_scheduler.instruments import sample_database
 from uep_scheduler.lifecycle import install as install_lifecycle
 from uep_scheduler.service import Scheduler, register

@@ -7,7 +7,7 @@ even if two replicas race — creates the evaluation (linked by ``schedule_id``;
 ``check_creation``), stages its EvaluationRequested in the outbox, and advances ``next_run_at`` with
 croniter. Missed runs (scheduler down over several due times) are coalesced into one run for the latest
 due time. A run that cannot be created (model or benchmark gone, budget refused, a work limit of
-``uep_common.creation``) is recorded with its reason and no evaluation.
+``uep_common.records.creation``) is recorded with its reason and no evaluation.
 
 Runs of one schedule are never closer than the tenant's minimum schedule interval
 (``UEP_MIN_SCHEDULE_INTERVAL_S`` or ``tenants.min_schedule_interval_s``): ``next_run_at`` advances to the
@@ -26,9 +26,9 @@ from sqlalchemy import func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from uep_common import budget
-from uep_common.configs import parse_benchmark_config
-from uep_common.creation import (
+from uep_common.contract.configs import parse_benchmark_config
+from uep_common.records import budget
+from uep_common.records.creation import (
     WorkLimitRefused,
     WorkLimits,
     check_work_limits,
@@ -38,12 +38,12 @@ from uep_common.creation import (
     new_evaluation,
     next_allowed_run,
 )
-from uep_common.db.models import Tenant
-from uep_common.db.scheduling import Schedule, ScheduleRun
-from uep_common.outbox import add_to_outbox
-from uep_common.sampling import MAX_SAMPLED, choose_ordinals
-from uep_common.settings import CommonSettings
-from uep_common.telemetry import tracer
+from uep_common.records.sampling import MAX_SAMPLED, choose_ordinals
+from uep_common.runtime.outbox import add_to_outbox
+from uep_common.runtime.settings import CommonSettings
+from uep_common.runtime.telemetry import tracer
+from uep_common.tables.models import Tenant
+from uep_common.tables.scheduling import Schedule, ScheduleRun
 
 log = logging.getLogger(__name__)
 _tracer = tracer("uep.scheduler")

@@ -17,12 +17,12 @@ from faststream import AckPolicy
 from faststream.kafka import KafkaBroker, KafkaMessage
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from uep_common import budget
-from uep_common.background import BackgroundLoop
-from uep_common.consuming import consume
-from uep_common.events import EvaluationRequested, SampleDispatched, ScoreComputed, Topics
-from uep_common.messaging import consumer_options
-from uep_common.outbox import OutboxRelay, StagedMessage
+from uep_common.contract.events import EvaluationRequested, SampleDispatched, ScoreComputed, Topics
+from uep_common.records import exhaustion, settlement
+from uep_common.runtime.background import BackgroundLoop
+from uep_common.runtime.consuming import consume
+from uep_common.runtime.messaging import consumer_options
+from uep_common.runtime.outbox import OutboxRelay, StagedMessage
 from uep_scheduler import instruments
 from uep_scheduler.allocation import PassResult, allocate
 from uep_scheduler.capacity import CallTimes, adapt
@@ -142,9 +142,18 @@ class Scheduler:
             task = asyncio.create_task(self._publish(result.outbox))
             self._publishing.add(task)
             task.add_done_callback(self._publishing.discard)
-        if result.ended:  # their EvaluationCompleted rows are not claimed
-            self.relay.kick()
+        if result.exhausted:
+            await self.finish_exhausted(result.exhausted)
         return result
+
+    async def finish_exhausted(self, evaluation_ids: list[uuid.UUID]) -> None:
+        """End the evaluations whose budget ran out with every kept item stored (records layer, one transaction
+        after the allocation pass); their EvaluationCompleted rows are left to the outbox relay, kicked now."""
+        async with self.sm() as s, s.begin():
+            ended = [e for e in evaluation_ids if await exhaustion.finish_exhausted(s, e)]
+        if ended:
+            log.info("budget exhausted, ended: %s", ", ".join(map(str, ended)))
+            self.relay.kick()
 
     async def _publish(self, rows: list[StagedMessage]) -> None:
         try:
@@ -160,9 +169,9 @@ class Scheduler:
         leased_at: list[datetime] = []
         async with self.sm() as s, s.begin():
             evaluations = await release(s, items, leased_at)
-            await budget.settle_scores(s, scores)
+            await settlement.settle_scores(s, scores)
             if self.settings.adaptive_concurrency:
-                moved = await adapt(s, scores)
+                moved = await adapt(s, scores, self.settings.default_model_capacity)
                 if moved:
                     log.info("adaptive concurrency: %s", moved)
         instruments.observe_released(leased_at)  # committed: end-to-end latency of each released lease
@@ -175,6 +184,9 @@ class Scheduler:
         stored). Returns whether anything is under way (an evaluation running or pending, a run created)."""
         async with self.sm() as s:
             running, pending = await evaluations_to_reconcile(s, self.settings.admit_pending_after_seconds)
+            exhausted = await exhaustion.exhausted_and_done(s) if running else []
+        if exhausted:  # a pass exhausted them, and its ending was cut short (a crash between the two transactions)
+            await self.finish_exhausted(exhausted)
         self._to_admit.update(pending)  # admitted by the pass below, in its transaction
         created = await run_due_schedules(self.sm)
         if created:

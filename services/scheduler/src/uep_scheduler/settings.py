@@ -2,7 +2,7 @@
 
 from pydantic import Field
 
-from uep_common.outbox_retention import OutboxRetentionSettings
+from uep_common.runtime.outbox_retention import OutboxRetentionSettings
 
 
 class SchedulerSettings(OutboxRetentionSettings):
@@ -32,6 +32,15 @@ class SchedulerSettings(OutboxRetentionSettings):
         "idling while a score travels back and a new lease out. A new urgent evaluation waits behind at most this "
         "much queued work; tenants still share the model's calls equally (the fair queue decides every lease). "
         "0: leases = slots, an exact bound across inference replicas (uep_scheduler.capacity).",
+    )
+    default_model_capacity: int = Field(
+        4,
+        ge=0,
+        le=1024,
+        description="Serving capacity assumed for a model the registry gives none (models.max_in_flight null): its "
+        "lease bound, its calls at once at inference and the ceiling its adaptive limit starts from and halves on "
+        "overload, so an unknown endpoint under load backs off instead of timing out item after item. 0: such a "
+        "model is unbounded.",
     )
     adaptive_concurrency: bool = Field(
         True, description="Additive increase / multiplicative decrease of a model's limit on transient errors."
@@ -89,7 +98,7 @@ class SchedulerSettings(OutboxRetentionSettings):
     scores_batch_timeout_ms: int = Field(
         1000,
         ge=1,
-        description="Longest wait of one empty poll of the ScoreComputed consumer (uep_common.batch_polling.get_batch): "
+        description="Longest wait of one empty poll of the ScoreComputed consumer (uep_common.runtime.batch_polling.get_batch): "
         "a batch is taken as soon as scores are there, so this sets only how often an empty loop wakes.",
     )
     admit_pending_after_seconds: float = Field(

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from uep_common.db.models import MetricCatalogEntry
+from uep_common.tables.models import MetricCatalogEntry
 from uep_scorer.metrics import available_metrics, get_metric
 
 

@@ -27,7 +27,7 @@ from typing import Annotated, Any
 
 import typer
 
-from uep_common.params import param_problems
+from uep_common.contract.params import param_problems
 from uep_scorer.metrics import MetricInputError, UnknownMetricError, available_metrics, get_metric
 
 app = typer.Typer(add_completion=False, help=__doc__.split("\n")[0], no_args_is_help=False)

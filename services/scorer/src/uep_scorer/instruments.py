@@ -1,13 +1,13 @@
-"""The scorer's Prometheus metrics (:mod:`uep_common.metrics`): scoring time per item and each item's outcome.
+"""The scorer's Prometheus metrics (:mod:`uep_common.runtime.metrics`): scoring time per item and each item's outcome.
 
 Metrics are labelled by name (the scorer's registry: a bounded set, passed through
-:class:`uep_common.metrics.BoundedLabel` all the same, since a benchmark's config names it).
+:class:`uep_common.runtime.metrics.BoundedLabel` all the same, since a benchmark's config names it).
 """
 
 from __future__ import annotations
 
-from uep_common import metrics
-from uep_common.events import JudgeRequested, ScoreComputed
+from uep_common.contract.events import JudgeRequested, ScoreComputed
+from uep_common.runtime import metrics
 
 SCORES = metrics.counter(
     "uep_scorer_items_total",

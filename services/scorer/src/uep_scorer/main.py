@@ -4,7 +4,7 @@ import logging
 
 from faststream.asgi import AsgiFastStream
 
-from uep_common.service import ServiceRuntime, build_app, serve
+from uep_common.runtime.service import ServiceRuntime, build_app, serve
 from uep_scorer.catalog import register_catalogue
 from uep_scorer.references import ReferenceStore
 from uep_scorer.sandbox import configure as configure_sandbox

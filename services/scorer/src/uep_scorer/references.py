@@ -15,8 +15,8 @@ from typing import Any
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from uep_common.configs import BenchmarkConfig, parse_benchmark_config
-from uep_common.db.models import Benchmark, Sample
+from uep_common.contract.configs import BenchmarkConfig, parse_benchmark_config
+from uep_common.tables.models import Benchmark, Sample
 
 READ_AHEAD = 256
 """References read per cache miss when the benchmark is known: the missing sample's and those of the samples
@@ -93,7 +93,7 @@ class ReferenceStore:
 
     async def benchmark(self, benchmark_id: uuid.UUID) -> tuple[BenchmarkConfig, str]:
         """``(config, evaluation_type)`` of ``benchmark_id``, the config parsed
-        (:func:`uep_common.configs.parse_benchmark_config`)."""
+        (:func:`uep_common.contract.configs.parse_benchmark_config`)."""
         if benchmark_id not in self._benchmarks:
             async with self._sm() as s:
                 row = (

@@ -14,9 +14,9 @@ from faststream.kafka import KafkaBroker
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from uep_common.db.models import Model, SampleResult
-from uep_common.events import ModelKind, OutputGenerated, Prediction, RescoreRequested, ScoreComputed
-from uep_common.messaging import publish_event
+from uep_common.contract.events import ModelKind, OutputGenerated, Prediction, RescoreRequested, ScoreComputed
+from uep_common.runtime.messaging import publish_event
+from uep_common.tables.models import Model, SampleResult
 from uep_scorer.references import ReferenceStore
 from uep_scorer.scoring import score_output
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from uep_common.configs import BenchmarkConfig, MetricConfig
-from uep_common.events import ErrorInfo, JudgeRequested, OutputGenerated, Prediction, ScoreComputed
+from uep_common.contract.configs import BenchmarkConfig, EvaluationType, MetricConfig
+from uep_common.contract.events import ErrorInfo, JudgeRequested, OutputGenerated, Prediction, ScoreComputed
 from uep_scorer.metrics import MetricInputError, MetricResult, PredictionMetric, get_metric
 from uep_scorer.metrics.base import NO_ANSWER
 from uep_scorer.references import ReferenceStore
@@ -90,7 +90,7 @@ def _item_metrics(result: MetricResult) -> dict[str, Any]:
 
 
 async def score_output(event: OutputGenerated, refs: ReferenceStore) -> ScoreComputed | JudgeRequested:
-    """Score one output with its benchmark's metrics (:attr:`~uep_common.configs.BenchmarkConfig.item_metrics`:
+    """Score one output with its benchmark's metrics (:attr:`~uep_common.contract.configs.BenchmarkConfig.item_metrics`:
     the first decides the verdict; each other one adds its score and submetrics to ``metrics``).
 
     A metric that reads structured answers gets the output's ``prediction`` (a classifier's label, a ranker's
@@ -125,8 +125,8 @@ async def score_output(event: OutputGenerated, refs: ReferenceStore) -> ScoreCom
         )
     metric_cfg = config.scoring_metric
     name = config.metric_name or "unknown"
-    hybrid = evaluation_type == "hybrid"
-    if evaluation_type not in ("automatic", "hybrid") and event.error is None:
+    hybrid = evaluation_type == EvaluationType.hybrid
+    if evaluation_type not in (EvaluationType.automatic, EvaluationType.hybrid) and event.error is None:
         return JudgeRequested(**common, **passthrough, prompt=event.prompt)
     if hybrid and event.error is None and event.output is not None and metric_cfg is None:
         return JudgeRequested(**common, **passthrough, prompt=event.prompt, route_reason="free_form")

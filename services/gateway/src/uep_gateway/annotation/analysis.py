@@ -16,13 +16,14 @@ from pydantic import ValidationError
 from sqlalchemy import select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.configs import parse_evaluation_config
-from uep_common.db.annotation import Annotation, AnnotationItem, AnnotationTask
-from uep_common.db.judging import JudgeVerdict
-from uep_common.db.models import Evaluation
-from uep_common.judge_config import JudgeConfig
+from uep_common.contract.configs import parse_evaluation_config
+from uep_common.contract.judge_config import JudgeConfig
+from uep_common.tables.annotation import Annotation, AnnotationItem, AnnotationTask
+from uep_common.tables.judging import JudgeVerdict
+from uep_common.tables.models import Evaluation
 from uep_gateway.annotation.agreement import alpha, question_agreement
 from uep_gateway.annotation.assignment import AnnotatorQuality, quality
+from uep_gateway.annotation.calibration_stats import Kind, judge_vs_humans, rescale
 from uep_gateway.annotation.questions import Question, aggregate, parse_questions
 
 
@@ -94,6 +95,26 @@ def _combine(values: list[Any]) -> float | str | None:
     return first if len(set(values)) == 1 else "tie"
 
 
+def calibration(
+    q: Question, judged: dict[tuple[Any, ...], Any], annotations: dict[str, dict[tuple[Any, ...], dict[str, Any]]]
+) -> dict[str, Any]:
+    """The judge's agreement with each annotator on question ``q``
+    (:func:`uep_gateway.annotation.calibration_stats.judge_vs_humans`): ``judged`` item → the judge's value as
+    :func:`_combine` gives it (a rating as a fraction of the judge's scale, put on the question's integer
+    points by :func:`uep_gateway.annotation.calibration_stats.rescale`); ``annotations`` annotator → item → answers."""
+    kind: Kind = "scale" if q.type == "rating" else "labels"
+    if q.type == "rating":
+        domain: list[Any] = list(range(q.scale_min, q.scale_max + 1))
+        judge = {k: rescale(float(v), 0.0, 1.0, q.scale_min, q.scale_max) for k, v in judged.items()}
+    else:
+        domain = ["fail", "pass"] if q.type == "pass_fail" else ["a", "b", "tie"]
+        judge = dict(judged)
+    humans = {
+        name: {k: a[q.name] for k, a in by_item.items() if a.get(q.name) is not None} for name, by_item in annotations.items()
+    }
+    return {"kind": kind, **judge_vs_humans(judge, {n: h for n, h in humans.items() if h}, domain, kind)}
+
+
 def _human_value(q: Question, agg: dict[str, Any]) -> float | str | None:
     value: float | str | None = agg["normalized"] if q.type == "rating" else agg["majority"]
     return value
@@ -107,15 +128,20 @@ async def judge_agreement(session: AsyncSession, task: AnnotationTask, exclude_f
     items without a majority left out) and the judge's value is taken by :func:`_judge_value`. Reported:
     ``n`` (items with both), ``alpha`` (Krippendorff, two coders judge and humans: interval on the [0, 1]
     rating fractions, nominal otherwise), ``agreement`` (pass/fail, pairwise: share of equal answers) and
-    ``mean_abs_diff`` (rating, in scale fractions).
+    ``mean_abs_diff`` (rating, in scale fractions), and ``calibration`` (the judge against each annotator:
+    kappa, weighted kappa, Krippendorff's alpha with the judge as a coder, Spearman, confusion; see
+    :func:`calibration`).
     """
     questions = [q for q in parse_questions(task.questions) if q.scored]
     items = list(await session.scalars(select(AnnotationItem).where(AnnotationItem.task_id == task.id)))
     by_item, _ = await load_answers(session, task, exclude_flagged, items)
     human: dict[tuple[Any, ...], dict[str, Any]] = {}
+    per_annotator: dict[str, dict[tuple[Any, ...], dict[str, Any]]] = defaultdict(dict)
     for it in items:
         rows = by_item.get(it.id)
         if rows:
+            for a, aq in rows:
+                per_annotator[aq.name][(it.evaluation_id, it.sample_id, it.repeat, it.arm)] = a.answers
             agg = aggregate(questions, [a.answers for a, _ in rows])
             human[(it.evaluation_id, it.sample_id, it.repeat, it.arm)] = {q.name: _human_value(q, agg[q.name]) for q in questions}
     if not human:
@@ -145,8 +171,11 @@ async def judge_agreement(session: AsyncSession, task: AnnotationTask, exclude_f
         dims = []
         for q in questions:
             pairs = []
+            judged: dict[tuple[Any, ...], Any] = {}
             for key, vs in per_item.items():
                 j = _combine([_judge_value(q, v, configs.get(v.evaluation_id)) for v in vs])
+                if j is not None:
+                    judged[key] = j
                 h = human[key][q.name]
                 if j is not None and h is not None:
                     pairs.append((j, h))
@@ -164,6 +193,7 @@ async def judge_agreement(session: AsyncSession, task: AnnotationTask, exclude_f
                 entry["agreement"] = sum(j == h for j, h in pairs) / len(pairs) if pairs else None
             if entry["alpha"] is not None and math.isnan(entry["alpha"]):
                 entry["alpha"], entry["reason"] = None, "no_variation"
+            entry["calibration"] = calibration(q, judged, per_annotator)
             dims.append(entry)
         judges.append(
             {"judge_model": model, "template": template, "template_version": version, "items": len(per_item), "questions": dims}

@@ -36,11 +36,11 @@ from sqlalchemy import ColumnElement, ScalarSelect, and_, exists, func, select, 
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.db.annotation import Annotation, AnnotationAssignment, AnnotationItem, AnnotationTask, Annotator
+from uep_common.tables.annotation import Annotation, AnnotationAssignment, AnnotationItem, AnnotationTask, Annotator
 from uep_gateway.annotation.questions import gold_check, parse_questions, validate_answers
 from uep_gateway.annotation.scores import stage_score
 from uep_gateway.auth import Principal
-from uep_gateway.errors import FieldError, FieldErrors
+from uep_gateway.errors import DomainError, FieldError
 
 CANDIDATES_PER_ROUND = 8
 ROUNDS = 6
@@ -48,7 +48,7 @@ ROUNDS = 6
 
 def _missing(loc: tuple[Any, ...]) -> FieldError:
     return FieldError(
-        422, loc, "an annotator is required (X-UEP-Annotator header or annotator query parameter)", "missing_annotator"
+        "invalid", loc, "an annotator is required (X-UEP-Annotator header or annotator query parameter)", "missing_annotator"
     )
 
 
@@ -109,16 +109,18 @@ async def resolve_annotator(
         )
         if ref and not (mine is not None and ref in (mine.name, str(mine.id))) and ref != username:
             if not principal.at_least("builder"):
-                raise FieldError(403, loc, f"a signed-in annotator works as itself ({username!r}), not {ref!r}", "forbidden")
+                raise FieldError(
+                    "forbidden", loc, f"a signed-in annotator works as itself ({username!r}), not {ref!r}", "forbidden"
+                )
             other = await _by_ref(session, tenant_id, ref)
             if other is None:
-                raise FieldError(404, loc, f"unknown annotator {ref!r}", "unknown_annotator")
+                raise FieldError("not_found", loc, f"unknown annotator {ref!r}", "unknown_annotator")
             return other
         return mine or await register_annotator(session, tenant_id, username, principal.user_id)
     if not ref:
         raise _missing(loc)
     if len(ref) > 200:
-        raise FieldError(422, loc, "annotator names have at most 200 characters", "invalid_annotator")
+        raise FieldError("invalid", loc, "annotator names have at most 200 characters", "invalid_annotator")
     a = await _by_ref(session, tenant_id, ref)
     if a is not None:
         return a
@@ -128,7 +130,7 @@ async def resolve_annotator(
     except ValueError:
         is_id = False
     if is_id or not create or not principal.at_least("builder"):
-        raise FieldError(404, loc, f"unknown annotator {ref!r}", "unknown_annotator")
+        raise FieldError("not_found", loc, f"unknown annotator {ref!r}", "unknown_annotator")
     return await register_annotator(session, tenant_id, ref)
 
 
@@ -300,18 +302,21 @@ async def submit(
     ScoreComputed) when this is its N-th annotation. Must run inside a transaction (the caller commits).
 
     Raises:
-        FieldErrors 422: answers invalid (each problem names the question).
+        DomainError 422: answers invalid (each problem names the question).
         FieldError 404: the assignment is not this annotator's in this task; 409: already submitted, or the
             item was completed by others after this assignment expired.
     """
     questions = parse_questions(task.questions)
     clean, problems = validate_answers(questions, answers)
     if problems:
-        raise FieldErrors(422, problems)
+        raise DomainError("invalid", problems)
     a = await session.get(AnnotationAssignment, assignment_id)
     if a is None or a.task_id != task.id or a.annotator_id != annotator.id:
         raise FieldError(
-            404, ("body", "assignment_id"), f"no assignment {assignment_id} of this annotator in this task", "unknown_assignment"
+            "not_found",
+            ("body", "assignment_id"),
+            f"no assignment {assignment_id} of this annotator in this task",
+            "unknown_assignment",
         )
     item = await session.scalar(
         select(AnnotationItem)
@@ -322,10 +327,10 @@ async def submit(
     assert item is not None  # annotation_assignments.item_id: a NOT NULL foreign key, ON DELETE CASCADE
     await session.refresh(a)
     if a.submitted_at is not None:
-        raise FieldError(409, ("body", "assignment_id"), "this assignment was already submitted", "already_submitted")
+        raise FieldError("conflict", ("body", "assignment_id"), "this assignment was already submitted", "already_submitted")
     if item.status != "open":
         raise FieldError(
-            409,
+            "conflict",
             ("body", "assignment_id"),
             "the assignment expired and the item was completed by other annotators",
             "item_complete",

@@ -40,6 +40,14 @@ class AnnotationTaskCreate(BaseModel):
     guidelines: str = Field("", max_length=20_000, description="Shown to annotators with every item (plain text).")
     annotations_per_item: int = Field(3, ge=1, le=50, description="N submitted annotations complete an item.")
     item_limit: int | None = Field(None, ge=1, description="Annotate only the first N items (benchmark order).")
+    calibration_sample: int | None = Field(
+        None,
+        ge=1,
+        le=10_000,
+        description="Calibrate the judge: annotate N items drawn at random (seeded by calibration_seed) among the "
+        "items of evaluation_id that a judge gave a valid verdict (all of them when fewer); source 'evaluation' only.",
+    )
+    calibration_seed: int = Field(0, ge=0, le=2**31 - 1, description="Seed of the calibration_sample draw.")
     gold: list[GoldItem] = Field(default_factory=list, max_length=500)
     quality_threshold: float = Field(0.7, ge=0, le=1, description="Gold accuracy under this flags an annotator.")
     min_gold_answers: int = Field(2, ge=1, description="Gold answers checked before an annotator can be flagged.")

@@ -22,10 +22,10 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.db.annotation import Annotation, AnnotationItem, AnnotationTask
-from uep_common.db.models import Evaluation
-from uep_common.events import ScoreComputed
-from uep_common.outbox import add_to_outbox
+from uep_common.contract.events import ScoreComputed
+from uep_common.runtime.outbox import add_to_outbox
+from uep_common.tables.annotation import Annotation, AnnotationItem, AnnotationTask
+from uep_common.tables.models import Evaluation
 from uep_gateway.annotation.questions import Question, aggregate, item_score
 
 METRIC_NAME = "human_annotation"

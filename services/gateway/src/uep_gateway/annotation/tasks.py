@@ -8,6 +8,7 @@ their answers complete scored items), then the scored items in benchmark order (
 
 from __future__ import annotations
 
+import random
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -15,19 +16,17 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.configs import check_evaluation_config, parse_benchmark_config
-from uep_common.db.annotation import AnnotationItem, AnnotationTask
-from uep_common.db.judging import HybridRoute
-from uep_common.db.models import Benchmark, Evaluation, Sample, SampleResult
-from uep_common.events import EvaluationStatus
-from uep_common.prompts import PromptRenderError, render_prompt
-from uep_common.telemetry import current_trace_headers
+from uep_common.contract.configs import EvaluationType, check_evaluation_config, parse_benchmark_config
+from uep_common.contract.events import EvaluationStatus
+from uep_common.prompting.prompts import PromptRenderError, render_prompt
+from uep_common.runtime.telemetry import current_trace_headers
+from uep_common.tables.annotation import AnnotationItem, AnnotationTask
+from uep_common.tables.judging import HybridRoute, JudgeVerdict
+from uep_common.tables.models import Benchmark, Evaluation, Sample, SampleResult
 from uep_gateway.annotation.questions import validate_answers
 from uep_gateway.annotation.schemas import AnnotationTaskCreate
-from uep_gateway.errors import FieldError, FieldErrors
+from uep_gateway.errors import DomainError, FieldError
 from uep_gateway.tenancy import owned
-
-HUMAN_EVALUATION_TYPE = "human"
 
 
 def _prompt(bench: Benchmark, sample: Sample) -> str:
@@ -54,7 +53,7 @@ def _reference(sample: Sample) -> str | None:
 async def _evaluation(session: AsyncSession, evaluation_id: uuid.UUID, field: str) -> Evaluation:
     """The caller's evaluation ``evaluation_id``; 422 naming ``body.<field>`` otherwise (also for another
     tenant's)."""
-    return await owned(session, Evaluation, evaluation_id, ("body", field), "evaluation", status=422)
+    return await owned(session, Evaluation, evaluation_id, ("body", field), "evaluation", kind="invalid")
 
 
 async def _outputs(session: AsyncSession, evaluation_id: uuid.UUID) -> dict[tuple[uuid.UUID, int], tuple[SampleResult, Sample]]:
@@ -97,7 +96,7 @@ async def _from_evaluation(
     pairwise = any(q.type == "pairwise" for q in body.questions)
     if pairwise and body.compare_evaluation_id is None:
         raise FieldError(
-            422,
+            "invalid",
             ("body", "compare_evaluation_id"),
             "pairwise questions need a compare_evaluation_id (answer B)",
             "missing_compare_evaluation",
@@ -108,7 +107,7 @@ async def _from_evaluation(
         cmp_ev = await _evaluation(session, body.compare_evaluation_id, "compare_evaluation_id")
         if cmp_ev.benchmark_id != ev.benchmark_id:
             raise FieldError(
-                422,
+                "invalid",
                 ("body", "compare_evaluation_id"),
                 "the compare evaluation ran another benchmark version",
                 "benchmark_mismatch",
@@ -138,7 +137,7 @@ async def _from_hybrid(
     ``completion_tokens`` (carried to the ScoreComputed)."""
     if body.compare_evaluation_id is not None:
         raise FieldError(
-            422, ("body", "compare_evaluation_id"), "hybrid tasks take answer B from the routed items", "unexpected_field"
+            "invalid", ("body", "compare_evaluation_id"), "hybrid tasks take answer B from the routed items", "unexpected_field"
         )
     rows = await session.execute(
         select(HybridRoute, Sample)
@@ -163,14 +162,14 @@ async def _from_hybrid(
         )
     if any(c["content"]["output"] is None for c in routed.values()):
         raise FieldError(
-            422,
+            "invalid",
             ("body", "evaluation_id"),
             "the routed items carry no output to annotate (hybrid_routes.details.output, written by the judge service)",
             "missing_output",
         )
     if any(q.type == "pairwise" for q in body.questions) and any(c["content"]["output_b"] is None for c in routed.values()):
         raise FieldError(
-            422, ("body", "questions"), "pairwise questions need answer B; the routed items have none", "missing_answer_b"
+            "invalid", ("body", "questions"), "pairwise questions need answer B; the routed items have none", "missing_answer_b"
         )
     decided = {
         (s.ordinal, r.repeat): _candidate(
@@ -181,13 +180,40 @@ async def _from_hybrid(
     return routed, decided
 
 
+async def _calibration_sample(
+    session: AsyncSession, body: AnnotationTaskCreate, ev: Evaluation, scored: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """``body.calibration_sample`` of the ``scored`` candidates that a judge gave a valid verdict, drawn by
+    ``random.Random(calibration_seed).sample`` (all of them when fewer), in benchmark order. Raises 422 naming
+    ``body.calibration_sample`` for a hybrid task or an evaluation without a valid verdict."""
+    loc = ("body", "calibration_sample")
+    if body.source != "evaluation":
+        raise FieldError("invalid", loc, "a calibration sample is drawn from a judged evaluation's stored outputs", "not_judged")
+    judged = set(
+        (
+            await session.execute(
+                select(JudgeVerdict.sample_id, JudgeVerdict.repeat, JudgeVerdict.arm)
+                .where(JudgeVerdict.evaluation_id == ev.id, JudgeVerdict.valid.is_(True))
+                .distinct()
+            )
+        ).tuples()
+    )
+    pool = [c for c in scored if (c["sample_id"], c["repeat"], c["arm"]) in judged]
+    if not pool:
+        raise FieldError("invalid", loc, f"evaluation {ev.id} has no item with a valid judge verdict", "not_judged")
+    n = min(body.calibration_sample or 0, len(pool))
+    picked = {id(c) for c in random.Random(body.calibration_seed).sample(pool, n)}
+    return [c for c in pool if id(c) in picked]
+
+
 async def create_task(session: AsyncSession, body: AnnotationTaskCreate) -> AnnotationTask:
     """Validate ``body``, then add the task, its items and (source 'evaluation') its human evaluation row to
     ``session`` (the caller commits). Nothing is added when a check fails.
 
     Raises:
-        FieldError/FieldErrors (422): unknown evaluation, pairwise without answer B, no items, a gold item that
-            is not an item of the source or whose answers are invalid.
+        FieldError/DomainError (422): unknown evaluation, pairwise without answer B, no items, a gold item that
+            is not an item of the source or whose answers are invalid, a calibration sample of an evaluation
+            no judge gave a valid verdict.
     """
     ev = await _evaluation(session, body.evaluation_id, "evaluation_id")
     bench = await session.get(Benchmark, ev.benchmark_id)
@@ -218,13 +244,15 @@ async def create_task(session: AsyncSession, body: AnnotationTaskCreate) -> Anno
         problems += errs
         gold[key] = {**(gold_pool.get(key) or candidates[key]), "gold_answers": answers}
     if problems:
-        raise FieldErrors(422, problems)
+        raise DomainError("invalid", problems)
     scored = [c for key, c in candidates.items() if key not in gold]
+    if body.calibration_sample:
+        scored = await _calibration_sample(session, body, ev, scored)
     if body.item_limit:
         scored = scored[: body.item_limit]
     if not scored:
         raise FieldError(
-            422,
+            "invalid",
             ("body", "evaluation_id"),
             "no items to annotate: "
             + ("no stored outputs, or every one is gold" if body.source == "evaluation" else "no item was routed to humans"),
@@ -254,7 +282,7 @@ async def create_task(session: AsyncSession, body: AnnotationTaskCreate) -> Anno
                 arm=ev.arm,
                 config=check_evaluation_config(
                     {
-                        "evaluation_type": HUMAN_EVALUATION_TYPE,
+                        "evaluation_type": EvaluationType.human.value,
                         "source_evaluation_id": str(ev.id),
                         "annotation_task_id": str(task_id),
                         **({"compare_evaluation_id": str(body.compare_evaluation_id)} if body.compare_evaluation_id else {}),

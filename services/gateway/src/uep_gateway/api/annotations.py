@@ -25,10 +25,11 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.db.annotation import Annotation, AnnotationItem, AnnotationTask, Annotator
-from uep_common.db.models import Evaluation
+from uep_common.tables.annotation import Annotation, AnnotationItem, AnnotationTask, Annotator
+from uep_common.tables.models import Evaluation
 from uep_gateway.annotation import analysis
 from uep_gateway.annotation.assignment import next_item, progress, quality, register_annotator, resolve_annotator, submit
+from uep_gateway.annotation.calibration import record_calibration
 from uep_gateway.annotation.questions import aggregate, parse_questions
 from uep_gateway.annotation.schemas import (
     AnnotationAccepted,
@@ -66,7 +67,7 @@ async def _task(session: AsyncSession, task_id: uuid.UUID) -> AnnotationTask:
         select(AnnotationTask).where(AnnotationTask.id == task_id, tenant_filter(session, AnnotationTask))
     )
     if task is None:
-        raise FieldError(404, ("path", "task_id"), f"unknown annotation task {task_id}", "unknown_task")
+        raise FieldError("not_found", ("path", "task_id"), f"unknown annotation task {task_id}", "unknown_task")
     return task
 
 
@@ -105,7 +106,7 @@ async def create_annotator(
     name (200). Names are unique within a tenant."""
     name = body.name.strip()
     if not name:
-        raise FieldError(422, ("body", "name"), "an annotator name is required", "missing_annotator")
+        raise FieldError("invalid", ("body", "name"), "an annotator name is required", "missing_annotator")
     tenant_id = caller_tenant_id(session)
     existing = await session.scalar(select(Annotator).where(Annotator.tenant_id == tenant_id, Annotator.name == name))
     if existing is not None:
@@ -226,6 +227,11 @@ async def submit_annotation(
     ref, loc = _annotator_ref(annotator, annotator_header)
     who = await resolve_annotator(session, principal_of_session(session), ref, loc, create=False, tenant_id=task.tenant_id)
     ann, item = await submit(session, task, who, body.assignment_id, body.answers)
+    if (
+        item.status == "complete"
+        and await session.scalar(select(AnnotationTask.status).where(AnnotationTask.id == task.id)) == "completed"
+    ):
+        await record_calibration(session, task)  # the task's last item: the judges' calibration, in its transaction
     await session.commit()
     if item.score_event_id is not None:
         request.app.state.relay.kick()
@@ -284,6 +290,24 @@ async def task_judge_agreement(
     return await analysis.judge_agreement(session, await _task(session, task_id), exclude_flagged)
 
 
+@router.post("/v1/annotation-tasks/{task_id}/calibration", status_code=201)
+async def record_task_calibration(task_id: uuid.UUID, session: AsyncSession = Depends(db_session)) -> dict[str, Any]:
+    """Record the judges' calibration on the task now (also done when its last item completes): per judge
+    and question, the agreement with the annotators (flagged annotators left out) as a new snapshot of the
+    judge's calibration history (``GET /v1/judges``). ``calibrations`` is empty when no judge verdict covers
+    the task's items."""
+    task = await _task(session, task_id)
+    rows = await record_calibration(session, task)
+    keys = ("id", "judge_model_name", "template", "template_version", "question", "question_type", "items", "agreement", "alpha")
+    out = {
+        "task_id": str(task.id),
+        "computed_at": rows[0].computed_at if rows else None,
+        "calibrations": [{**{k: getattr(r, k) for k in keys}, "statistics": r.statistics} for r in rows],
+    }
+    await session.commit()
+    return out
+
+
 def _cursor(position: int) -> str:
     return base64.urlsafe_b64encode(json.dumps([position]).encode()).decode()
 
@@ -295,7 +319,9 @@ def _position(cursor: str) -> int:
             raise ValueError
         return position
     except (ValueError, TypeError, json.JSONDecodeError):
-        raise FieldError(422, ("query", "cursor"), "malformed cursor; pass next_cursor back unchanged", "bad_cursor") from None
+        raise FieldError(
+            "invalid", ("query", "cursor"), "malformed cursor; pass next_cursor back unchanged", "bad_cursor"
+        ) from None
 
 
 @router.get("/v1/annotation-tasks/{task_id}/results")

@@ -1,7 +1,7 @@
 """Cost estimates, caps, prices and spend.
 
 - ``POST /v1/evaluations/estimate``: the create body; what the evaluations would cost and whether creation
-  would be refused (402/409, see :mod:`uep_common.budget`), nothing stored.
+  would be refused (402/409, see :mod:`uep_common.records.budget`), nothing stored.
 - ``GET /v1/caps``, ``PUT /v1/caps/tenant/day``, ``PUT /v1/caps/benchmarks/{slug}``,
   ``PUT /v1/caps/evaluations/{id}`` (``{"amount": number | null}``, null removes the cap): the caller's
   tenant's caps. A viewer may change nothing; a builder may only lower a cap (the cap in force after the
@@ -10,7 +10,7 @@
 - Site administration (a site admin sending ``X-UEP-Site-Admin: true``, see :mod:`uep_gateway.access`):
   ``PUT /v1/caps/site/evaluation`` (the site default of every evaluation), ``PUT /v1/caps/tenant/limits``
   (the work limits of the tenant named by ``X-UEP-Tenant`` — items per evaluation, items queued,
-  evaluations per minute, minimum schedule interval, :class:`uep_common.creation.WorkLimits`),
+  evaluations per minute, minimum schedule interval, :class:`uep_common.records.creation.WorkLimits`),
   ``PUT /v1/costs/models/{model}`` (the registry's cost model) and ``PUT /v1/costs/benchmarks/{slug}``
   (expected item size of a benchmark). ``GET /v1/caps/tenant/limits``, ``GET /v1/costs/models`` and
   ``GET /v1/costs/benchmarks/{slug}`` read them.
@@ -33,16 +33,17 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import case, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common import budget
-from uep_common.costs import COST_UNITS, currency, money
-from uep_common.creation import WorkLimits
-from uep_common.db.budgets import BenchmarkCostProfile, BudgetAccount, BudgetCap, SpendEntry, cap_target
-from uep_common.db.models import TENANT_LIMIT_COLUMNS, Benchmark, Model, Tenant
-from uep_gateway.api.evaluations import owned_evaluation, plan_evaluations
+from uep_common.contract.costs import COST_UNITS, currency, money
+from uep_common.records import budget
+from uep_common.records.creation import WorkLimits
+from uep_common.tables.budgets import BenchmarkCostProfile, BudgetAccount, BudgetCap, SpendEntry, cap_target
+from uep_common.tables.models import TENANT_LIMIT_COLUMNS, Benchmark, Model, Tenant
 from uep_gateway.auth import Principal, current_principal, forget_all
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError
 from uep_gateway.schemas import EvaluationCreate
+from uep_gateway.usecases.evaluations import owned_evaluation
+from uep_gateway.usecases.planning import plan_evaluations
 from uep_gateway.validation import INT32_MAX, NUL_CHECK
 
 router = APIRouter(tags=["budgets"], dependencies=NUL_CHECK)
@@ -96,7 +97,7 @@ class CapUpdate(BaseModel):
 
 
 def _gt(a: Decimal | None, b: Decimal | None) -> bool:
-    """a > b where None means no cap (infinite)."""
+    """Whether cap ``a`` is greater than cap ``b``, None meaning no cap (infinite)."""
     if a is None:
         return b is not None
     return b is not None and a > b
@@ -117,7 +118,7 @@ async def _set_cap(
     after = money(amount) if amount is not None else after_if_removed
     if _gt(after, before) and not principal.at_least("admin"):
         raise FieldError(
-            403,
+            "forbidden",
             ("body", "amount"),
             f"a builder may only lower a cap: {label} would go from {_cap_words(before)} to {_cap_words(after)}; "
             "raising it needs the admin role",
@@ -242,7 +243,7 @@ def _limits_view(request: Request, tenant: Tenant) -> dict[str, Any]:
 async def get_tenant_limits(request: Request, principal: Principal = Depends(current_principal)) -> dict[str, Any]:
     """The caller's tenant's work limits: the site defaults (``UEP_MAX_ITEMS_PER_EVALUATION``,
     ``UEP_MAX_QUEUED_ITEMS``, ``UEP_MAX_EVALUATIONS_PER_MINUTE``, ``UEP_MIN_SCHEDULE_INTERVAL_S``), the tenant's
-    own values (null = the default) and the effective ones (see :class:`uep_common.creation.WorkLimits`)."""
+    own values (null = the default) and the effective ones (see :class:`uep_common.records.creation.WorkLimits`)."""
     return _limits_view(request, principal.tenant)
 
 
@@ -271,7 +272,7 @@ async def put_benchmark_cap(
 ) -> dict[str, Any]:
     """The cap of each of the tenant's evaluations of benchmark ``slug`` (overrides the site default)."""
     if await session.scalar(select(Benchmark.id).where(Benchmark.slug == slug).limit(1)) is None:
-        raise FieldError(404, ("path", "slug"), f"unknown benchmark {slug!r}", "unknown_benchmark")
+        raise FieldError("not_found", ("path", "slug"), f"unknown benchmark {slug!r}", "unknown_benchmark")
     t = principal.tenant
     site = await _row_amount(session, "site_evaluation", "")
     target = cap_target("benchmark", t.id, slug)
@@ -353,7 +354,7 @@ def _model_cost(m: Model) -> dict[str, Any]:
 @router.get("/v1/costs/models")
 async def list_model_costs(session: AsyncSession = Depends(db_session)) -> dict[str, Any]:
     """The cost model of every registered model (units: ``none``, ``tokens``, ``gpu_second`` — latency as the
-    GPU-time proxy — and ``call``; see :mod:`uep_common.costs`)."""
+    GPU-time proxy — and ``call``; see :mod:`uep_common.contract.costs`)."""
     rows = await session.scalars(select(Model).order_by(Model.name, Model.version))
     return {"currency": currency(), "units": list(COST_UNITS), "models": [_model_cost(m) for m in rows]}
 
@@ -369,7 +370,7 @@ async def put_model_cost(model: str, body: ModelCostUpdate, session: AsyncSessio
         q = select(Model).where(Model.name == model)
     rows = list(await session.scalars(q))
     if not rows:
-        raise FieldError(404, ("path", "model"), f"unknown model {model!r}", "unknown_model")
+        raise FieldError("not_found", ("path", "model"), f"unknown model {model!r}", "unknown_model")
     for m in rows:
         for k, v in body.model_dump(exclude_none=True).items():
             setattr(m, k, v)
@@ -394,7 +395,7 @@ async def get_benchmark_cost(slug: str, session: AsyncSession = Depends(db_sessi
     A slug the caller cannot see (unknown, or another tenant's private upload) is a 404, as on ``PUT``.
     """
     if await session.scalar(select(Benchmark.id).where(Benchmark.slug == slug).limit(1)) is None:
-        raise FieldError(404, ("path", "slug"), f"unknown benchmark {slug!r}", "unknown_benchmark")
+        raise FieldError("not_found", ("path", "slug"), f"unknown benchmark {slug!r}", "unknown_benchmark")
     p = await session.get(BenchmarkCostProfile, slug)
     return {"benchmark": slug, **{k: getattr(p, k) if p else None for k in BenchmarkCostUpdate.model_fields}}
 
@@ -403,7 +404,7 @@ async def get_benchmark_cost(slug: str, session: AsyncSession = Depends(db_sessi
 async def put_benchmark_cost(slug: str, body: BenchmarkCostUpdate, session: AsyncSession = Depends(db_session)) -> dict[str, Any]:
     """Set a benchmark's expected item size (site administration)."""
     if await session.scalar(select(Benchmark.id).where(Benchmark.slug == slug).limit(1)) is None:
-        raise FieldError(404, ("path", "slug"), f"unknown benchmark {slug!r}", "unknown_benchmark")
+        raise FieldError("not_found", ("path", "slug"), f"unknown benchmark {slug!r}", "unknown_benchmark")
     p = await session.get(BenchmarkCostProfile, slug)
     if p is None:
         p = BenchmarkCostProfile(benchmark_slug=slug)
@@ -441,17 +442,17 @@ async def spend(
     if tenant is not None and tenant != principal.tenant.slug:
         if not principal.site_act:
             raise FieldError(
-                403,
+                "forbidden",
                 ("query", "tenant"),
                 "only a site admin acting across tenants (X-UEP-Site-Admin: true) may see another tenant's spend",
                 "forbidden",
             )
         other_id = await session.scalar(select(Tenant.id).where(Tenant.slug == tenant))
         if other_id is None:
-            raise FieldError(404, ("query", "tenant"), f"unknown tenant {tenant!r}", "unknown_tenant")
+            raise FieldError("not_found", ("query", "tenant"), f"unknown tenant {tenant!r}", "unknown_tenant")
         tenant_id = other_id
     if since and until and since > until:
-        raise FieldError(422, ("query", "until"), "until is before since", "bad_range")
+        raise FieldError("invalid", ("query", "until"), "until is before since", "bad_range")
     key = {"tenant": Tenant.slug, "day": s.day, "evaluation": s.evaluation_id, "role": s.role}[group_by]
     q = select(
         key,
@@ -460,7 +461,7 @@ async def spend(
         func.coalesce(func.sum(s.settled), 0),
         func.coalesce(func.sum(case((s.kind == "reserve", s.items), else_=0)), 0),
         func.coalesce(func.sum(case((s.kind == "settle", s.items), else_=0)), 0),
-        # a compacted evaluation's aggregate rows stand for ``entries`` rows each (uep_common.ledger_compaction)
+        # a compacted evaluation's aggregate rows stand for ``entries`` rows each (uep_common.records.ledger_compaction)
         func.coalesce(func.sum(func.coalesce(s.entries, 1)).filter(s.kind != "reserve"), 0),
     ).join(Tenant, Tenant.id == s.tenant_id)
     if not (principal.site_act and tenant is None):

@@ -12,35 +12,22 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import func, select, tuple_
+from sqlalchemy import select, tuple_
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common import budget, lifecycle
-from uep_common.configs import check_evaluation_config, item_prompt, parse_benchmark_config, parse_evaluation_config
-from uep_common.creation import (
-    ModelUnusableError,
+from uep_common.analytics.summary import Headline, headline_of
+from uep_common.contract.configs import parse_evaluation_config
+from uep_common.records import budget
+from uep_common.records.creation import (
     WorkLimitRefused,
     WorkLimits,
-    check_model_fits,
     check_work_limits,
-    evaluation_config,
     lock_tenant_creations,
-    new_evaluation,
-    usable_model,
 )
-from uep_common.db.models import EVALUATION_STATUSES, Benchmark, Evaluation, Model, Sample, SampleResult, Tenant
-from uep_common.events import EvaluationRequested, EvaluationStatus, EvaluationSummary
-from uep_common.fewshot import fewshot_examples
-from uep_common.outbox import add_to_outbox
-from uep_common.progress import progress_key
-from uep_common.prompts import PromptRenderError, check_prompt_template, render_prompt
-from uep_common.sampling import MAX_SAMPLED, choose_ordinals
-from uep_common.stats import wilson_interval
-from uep_common.summary import Headline, headline_of
-from uep_common.telemetry import tracer
-from uep_common.wakeups import notify_waiting
-from uep_gateway.api.judges import evaluation_judge_config
+from uep_common.runtime.outbox import add_to_outbox
+from uep_common.runtime.wakeups import notify_waiting
+from uep_common.tables.models import EVALUATION_STATUSES, Benchmark, Evaluation, Model, Sample, SampleResult
 from uep_gateway.auth import Principal, current_principal
 from uep_gateway.cursors import bad_cursor, cursor_values, decode_time_id, encode_cursor, encode_time_id
 from uep_gateway.deps import db_session
@@ -48,73 +35,19 @@ from uep_gateway.errors import FieldError, work_limit_error
 from uep_gateway.schemas import (
     EvaluationAccepted,
     EvaluationCreate,
-    EvaluationOptions,
     EvaluationRef,
     EvaluationView,
     Progress,
     ResultItem,
     ResultsPage,
 )
-from uep_gateway.settings import GatewaySettings
-from uep_gateway.tenancy import caller_tenant_id, owned, tenant_filter
+from uep_gateway.tenancy import tenant_filter
+from uep_gateway.usecases import lifecycle as usecase_lifecycle
+from uep_gateway.usecases.evaluations import evaluation_view, owned_evaluation
+from uep_gateway.usecases.planning import check_models_answer, check_options, plan_evaluations
 from uep_gateway.validation import INT32_MAX, NUL_CHECK
 
 router = APIRouter(prefix="/v1/evaluations", tags=["evaluations"], dependencies=NUL_CHECK)
-_tracer = tracer("uep.gateway")
-
-
-def _as_uuid(value: str) -> uuid.UUID | None:
-    try:
-        return uuid.UUID(value)
-    except ValueError:
-        return None
-
-
-async def owned_evaluation(
-    session: AsyncSession, evaluation_id: uuid.UUID, loc: tuple[str, ...] = ("path", "evaluation_id"), lock: bool = False
-) -> Evaluation:
-    """The evaluation ``evaluation_id`` of the caller's tenant (locked ``FOR UPDATE`` until the transaction
-    ends when ``lock``). Raises 404 ``unknown_evaluation`` naming ``loc`` when there is none or it is another
-    tenant's (the same body either way)."""
-    return await owned(session, Evaluation, evaluation_id, loc, "evaluation", lock=lock)
-
-
-async def resolve_benchmark(session: AsyncSession, ref: str, version: str | None) -> Benchmark:
-    """Benchmark by slug or id (newest active version unless ``version``). Raises 422 naming the field."""
-    q = select(Benchmark)
-    as_id = _as_uuid(ref)
-    q = q.where(Benchmark.id == as_id) if as_id else q.where(Benchmark.slug == ref)
-    if version:
-        q = q.where(Benchmark.version == version)
-    bench = await session.scalar(q.where(Benchmark.status != "draft").order_by(Benchmark.created_at.desc()).limit(1))
-    if bench is None:
-        if version and await session.scalar(select(Benchmark.id).where(Benchmark.slug == ref).limit(1)):
-            raise FieldError(
-                422, ("body", "benchmark_version"), f"benchmark {ref!r} has no version {version!r}", "unknown_benchmark_version"
-            )
-        raise FieldError(422, ("body", "benchmark"), f"unknown benchmark {ref!r}", "unknown_benchmark")
-    if bench.evaluation_type not in ("automatic", "llm_judge", "hybrid"):
-        raise FieldError(
-            422,
-            ("body", "benchmark"),
-            f"benchmark {ref!r} needs evaluation type {bench.evaluation_type!r}, which is not available yet",
-            "unsupported_evaluation_type",
-        )
-    if bench.sample_count == 0:
-        raise FieldError(422, ("body", "benchmark"), f"benchmark {ref!r} has no samples", "empty_benchmark")
-    return bench
-
-
-async def resolve_model(session: AsyncSession, ref: str, version: str | None, loc: tuple[Any, ...] | None = None) -> Model:
-    """The model the caller means by ``ref`` (name, ``name@version`` or id) among the models its tenant may see
-    and evaluate (:func:`uep_common.creation.usable_model`: its own, then site, then shared; the newest active
-    version unless ``version``). Raises 422 naming the field (``loc``, default ``body.model`` /
-    ``body.model_version``): ``unknown_model``, ``model_inactive`` (deactivated), ``conflicting_fields``."""
-    try:
-        return await usable_model(session, ref, version, caller_tenant_id(session))
-    except ModelUnusableError as exc:
-        where = ("body", exc.field) if loc in (None, ("body", "model")) else loc
-        raise FieldError(422, where, exc.reason, exc.kind) from exc
 
 
 @router.post("", status_code=202, response_model=EvaluationAccepted)
@@ -130,7 +63,9 @@ async def create_evaluation(
     experiment (``arms``: one evaluation per arm, one ``experiment_id``). Every row and its
     EvaluationRequested event are committed in one transaction (transactional outbox), after one budget
     check over all of them; the relay publishes the events. A repeated ``Idempotency-Key`` returns what was
-    created the first time (of the caller's tenant: keys of two tenants never meet)."""
+    created the first time (of the caller's tenant: keys of two tenants never meet). A model whose endpoint
+    does not answer its readiness check is 409 ``model_unavailable`` naming the field that named it
+    (:func:`uep_gateway.usecases.planning.check_models_answer`)."""
     settings = request.app.state.settings
     check_options(body, settings)
     tenant = principal.tenant
@@ -145,6 +80,8 @@ async def create_evaluation(
         if existing is not None:
             return await _accepted_group(session, existing)
     evaluations, events = await plan_evaluations(session, tenant, body, idempotency_key)
+    if settings.model_ready_check:
+        await check_models_answer(request.app.state.model_health, session, body, evaluations)
     try:
         await check_work_limits(session, tenant, evaluations, limits, many_field="arms" if body.arms is not None else "models")
     except WorkLimitRefused as exc:
@@ -153,7 +90,7 @@ async def create_evaluation(
     try:
         await budget.check_creation(session, tenant, evaluations)
     except budget.BudgetRefused as exc:
-        raise FieldError(exc.status_code, ("body", exc.field), exc.reason, exc.kind) from exc
+        raise work_limit_error(exc) from exc
     for ev, event in zip(evaluations, events, strict=True):
         add_to_outbox(session, event, ev.trace_context)
     await notify_waiting(session, [ev.id for ev in evaluations])  # the scheduler admits on commit, not after Kafka
@@ -173,150 +110,6 @@ async def create_evaluation(
     request.app.state.relay.kick()
     response.headers["Location"] = f"/v1/evaluations/{evaluations[0].id}"
     return await _accepted_group(session, evaluations[0], evaluations)
-
-
-async def plan_evaluations(
-    session: AsyncSession, tenant: Tenant, body: EvaluationCreate, idempotency_key: str | None = None
-) -> tuple[list[Evaluation], list[EvaluationRequested]]:
-    """The evaluations a create request asks for (not added to the session) and their events: one; one per
-    model of ``models`` (same ``batch_id``); or one per arm of ``arms`` (same ``experiment_id``). Raises
-    422 naming the field (``model``, ``models[i]``, ``arms[i].model``, ``arms[i].prompt_template``…)."""
-    if sum(x is not None for x in (body.models, body.arms)) > 1:
-        raise FieldError(
-            422, ("body", "arms"), "give either models (a batch) or arms (an A/B experiment), not both", "conflicting_fields"
-        )
-    if body.models is not None and body.model is not None:
-        raise FieldError(422, ("body", "models"), "give either model or models, not both", "conflicting_fields")
-    if body.models is None and body.model is None and not (body.arms and all(a.model for a in body.arms)):
-        raise FieldError(422, ("body", "model"), "model is required (or models, or a model in every arm)", "missing")
-    bench = await resolve_benchmark(session, body.benchmark, body.benchmark_version)
-    judge_config = await evaluation_judge_config(session, bench, body.judge)  # {"judge": snapshot} or {}
-    base: dict[str, Any] = {
-        "max_parallel": body.max_parallel,
-        "fewshot_k": body.fewshot_k,
-        "chat_template": body.chat_template,
-        "sample_timeout_s": body.sample_timeout_s,
-        **await _sampling(session, bench, body),  # one choice of samples for every evaluation of the request
-    }
-    plans: list[tuple[Model, str, dict[str, Any]]] = []  # (model, arm, config)
-    batch_id = experiment_id = None
-    if body.arms is not None:
-        experiment_id = uuid.uuid4()
-        names = [a.name for a in body.arms]
-        for i, arm in enumerate(body.arms):
-            if names.index(arm.name) != i:
-                raise FieldError(422, ("body", "arms", i, "name"), f"arm name {arm.name!r} used twice", "duplicate_arm")
-            ref = arm.model or body.model
-            assert ref is not None  # checked above: without body.model, every arm names its model
-            model = await resolve_model(
-                session,
-                ref,
-                arm.model_version or (None if arm.model else body.model_version),
-                loc=("body", "arms", i, "model") if arm.model else ("body", "model"),
-            )
-            over: dict[str, Any] = {
-                k: v for k, v in (("fewshot_k", arm.fewshot_k), ("chat_template", arm.chat_template)) if v is not None
-            }
-            config = evaluation_config(**(base | over), prompt_template=arm.prompt_template)
-            if arm.prompt_template is not None:
-                try:
-                    await _trial_render(session, bench, config)
-                except PromptRenderError as exc:
-                    raise FieldError(422, ("body", "arms", i, "prompt_template"), str(exc), "bad_template") from exc
-            plans.append((model, arm.name, config | ({"release": True} if arm.release else {})))
-    elif body.models is not None:
-        batch_id = uuid.uuid4()
-        for i, ref in enumerate(body.models):
-            model = await resolve_model(session, ref, body.model_version, loc=("body", "models", i))
-            plans.append((model, "main", evaluation_config(**base)))
-    else:
-        assert body.model is not None  # checked above: neither models nor arms, so model is given
-        plans.append((await resolve_model(session, body.model, body.model_version), "main", evaluation_config(**base)))
-    # the identity map holds rows weakly: keep the resolved ones for the request, so budget planning's
-    # session.get finds them without a query
-    session.info.setdefault("resolved_rows", []).extend([bench, *(m for m, _a, _c in plans)])
-    for i, (model, _a, _c) in enumerate(plans):  # a model that cannot answer the benchmark's requests: 422
-        try:
-            check_model_fits(bench, model)
-        except WorkLimitRefused as exc:
-            loc = ("models", i) if body.models is not None else ("arms", i, "model") if body.arms is not None else ("model",)
-            raise FieldError(exc.status_code, ("body", *loc), exc.reason, exc.kind) from exc
-    evaluations, events = [], []
-    for i, (model, arm_name, config) in enumerate(plans):
-        evaluation_id = uuid.uuid4()
-        with _tracer.start_as_current_span(
-            "evaluation",
-            attributes={
-                "uep.evaluation_id": str(evaluation_id),
-                "uep.benchmark": bench.slug,
-                "uep.model": model.name,
-                "uep.arm": arm_name,
-            },
-        ):
-            ev, event = new_evaluation(
-                tenant_id=tenant.id,
-                bench=bench,
-                model=model,
-                sample_limit=body.sample_limit,
-                repeats=body.repeats,
-                priority=body.priority,
-                config=config | judge_config | ({"group_index": i} if batch_id or experiment_id else {}),
-                arm=arm_name,
-                batch_id=batch_id,
-                experiment_id=experiment_id,
-                idempotency_key=idempotency_key if i == 0 else None,
-                evaluation_id=evaluation_id,
-            )
-        evaluations.append(ev)
-        events.append(event)
-    if body.max_cost is not None:  # each evaluation's own cap (uep_common.budget records it at check_creation)
-        for ev in evaluations:
-            ev.config = check_evaluation_config({**ev.config, "max_cost": body.max_cost})
-    return evaluations, events
-
-
-async def _sampling(session: AsyncSession, bench: Benchmark, body: EvaluationOptions) -> dict[str, Any]:
-    """The sampling options of a request on ``bench`` (:mod:`uep_common.sampling`): method (the request's,
-    else the benchmark's ``default_sampling``, else ``first``), seed and the chosen ordinals. 422 naming
-    ``sampling`` when a random or stratified run would take more than :data:`MAX_SAMPLED` samples."""
-    method = body.sampling or parse_benchmark_config(bench.config).default_sampling or "first"
-    n = min(body.sample_limit or bench.sample_count, bench.sample_count)
-    if method != "first" and n < bench.sample_count and n > MAX_SAMPLED:
-        raise FieldError(
-            422,
-            ("body", "sampling"),
-            f"{method} sampling takes at most {MAX_SAMPLED:,} samples ({n:,} asked): use first, or run the whole benchmark",
-            "too_many_sampled",
-        )
-    ordinals = await choose_ordinals(session, bench.id, bench.sample_count, n, method, body.sampling_seed)
-    return {"sampling": method, "sampling_seed": body.sampling_seed, "sample_ordinals": ordinals}
-
-
-def check_options(options: EvaluationOptions, settings: GatewaySettings, loc: tuple[Any, ...] = ("body",)) -> None:
-    """The site's rules on evaluation options beyond their schema, for a create and a schedule alike:
-    ``repeats`` at most ``UEP_MAX_REPEATS``. Raises 422 naming the field under ``loc``."""
-    if options.repeats > settings.max_repeats:
-        raise FieldError(
-            422, (*loc, "repeats"), f"at most {settings.max_repeats} repeats, not {options.repeats:,}", "too_many_repeats"
-        )
-
-
-async def _trial_render(session: AsyncSession, bench: Benchmark, config: dict[str, Any]) -> None:
-    """Render the prompt the items of an evaluation with ``config`` get (an arm's template, few-shot and chat
-    overrides applied: :func:`uep_common.configs.item_prompt`) once, on its first sample with that sample's
-    demonstrations, as the inference service will: a template that fails there is refused at creation rather
-    than stored and failed item by item as ``prompt_render_error``.
-
-    Raises:
-        PromptRenderError: syntax, a variable the sample lacks, a sandbox violation or a work/size limit.
-    """
-    prompt = item_prompt(bench.config, config)
-    check_prompt_template(prompt.template)  # syntax first: needs no sample
-    ordinals = config.get("sample_ordinals") or [0]
-    sample = await session.scalar(select(Sample).where(Sample.benchmark_id == bench.id, Sample.ordinal == ordinals[0]))
-    if sample is None:  # a benchmark without samples has nothing to render
-        return
-    render_prompt(prompt.template, sample.input, await fewshot_examples(session, sample, prompt.fewshot_k, {}))
 
 
 async def _accepted_group(session: AsyncSession, first: Evaluation, group: list[Evaluation] | None = None) -> EvaluationAccepted:
@@ -372,7 +165,7 @@ def _accepted(ev: Evaluation) -> EvaluationAccepted:
 
 class EvaluationListItem(BaseModel):
     """One evaluation of ``GET /v1/evaluations``: what it runs, where it stands (counters from PostgreSQL), its
-    accuracy and its ``headline`` (:func:`uep_common.summary.headline_of`: a ranker's ``ndcg@10``, a
+    accuracy and its ``headline`` (:func:`uep_common.analytics.summary.headline_of`: a ranker's ``ndcg@10``, a
     classifier's primary metric, an LLM's accuracy); ``links.self`` is its full view."""
 
     model_config = ConfigDict(protected_namespaces=())
@@ -451,7 +244,7 @@ def _statuses(values: list[str] | None) -> list[str]:
                 continue
             if name not in EVALUATION_STATUSES:
                 raise FieldError(
-                    422,
+                    "invalid",
                     ("query", "status"),
                     f"unknown status {name[:50]!r}; one of {', '.join(EVALUATION_STATUSES)}",
                     "bad_status",
@@ -487,7 +280,7 @@ async def list_evaluations(
     statuses = _statuses(status)
     after, before = _aware(created_after), _aware(created_before)
     if after is not None and before is not None and before <= after:
-        raise FieldError(422, ("query", "created_before"), "created_before must be after created_after", "bad_range")
+        raise FieldError("invalid", ("query", "created_before"), "created_before must be after created_after", "bad_range")
     q = (
         select(Evaluation, Benchmark, Model)
         .outerjoin(Benchmark, Benchmark.id == Evaluation.benchmark_id)
@@ -522,75 +315,7 @@ async def get_evaluation(
 ) -> EvaluationView:
     """Status, progress (live from Redis while running, else from PostgreSQL) and summary. 404 naming
     ``evaluation_id`` when it is unknown or another tenant's."""
-    ev = await owned_evaluation(session, evaluation_id)
-    bench = await session.get(Benchmark, ev.benchmark_id)
-    model = await session.get(Model, ev.model_id)
-    # evaluations.benchmark_id and .model_id: NOT NULL foreign keys (no ON DELETE)
-    assert bench is not None and model is not None
-    completed, errors = ev.completed_items, ev.error_items
-    so_far: dict[str, Any] = {}
-    if ev.status == EvaluationStatus.running:
-        so_far = await accuracy_so_far(session, ev.id)
-    elif ev.summary:  # ended (or a partial summary): the summary's figures
-        so_far = {k: ev.summary.get(k) for k in ("correct", "scored", "accuracy", "ci_low", "ci_high")}
-        try:
-            live = await request.app.state.redis.hgetall(progress_key(ev.id))
-            if live:
-                completed = max(completed, int(live.get(b"completed", 0)))
-                errors = max(errors, int(live.get(b"errors", 0)))
-        except Exception:  # noqa: BLE001 - Redis is a cache; fall back to PostgreSQL
-            pass
-    return EvaluationView(
-        id=ev.id,
-        status=ev.status,
-        priority=ev.priority,
-        benchmark={"id": str(bench.id), "slug": bench.slug, "name": bench.name, "version": bench.version},
-        model={"id": str(model.id), "name": model.name, "version": model.version},
-        sample_limit=ev.sample_limit,
-        repeats=ev.repeats,
-        max_parallel=parse_evaluation_config(ev.config).max_parallel,
-        batch_id=ev.batch_id,
-        experiment_id=ev.experiment_id,
-        arm=ev.arm,
-        schedule_id=ev.schedule_id,
-        progress=Progress(
-            completed=completed,
-            errors=errors,
-            total=ev.total_items,
-            fraction=completed / ev.total_items if ev.total_items else 1.0,
-            discarded=ev.discarded_items,
-            **so_far,
-        ),
-        summary=EvaluationSummary.model_validate(ev.summary) if ev.summary else None,
-        headline=headline_of(ev.summary),
-        error=ev.error,
-        created_at=ev.created_at,
-        started_at=ev.started_at,
-        completed_at=ev.completed_at,
-    )
-
-
-async def accuracy_so_far(session: AsyncSession, evaluation_id: uuid.UUID) -> dict[str, Any]:
-    """The running accuracy of an evaluation over its stored verdicts: ``correct``, ``scored`` (items with a
-    true/false verdict; errors and graded items have none), ``accuracy`` = correct / scored and its 95 %
-    Wilson score interval ``ci_low``/``ci_high`` (None while nothing is scored) — the rule of the final
-    summary (``uep_common.summary``), applied to the results stored so far. One aggregate over the
-    evaluation's ``sample_results`` rows (their ``evaluation_id`` index)."""
-    correct, scored = (
-        await session.execute(
-            select(func.count().filter(SampleResult.is_correct.is_(True)), func.count(SampleResult.is_correct)).where(
-                SampleResult.evaluation_id == evaluation_id
-            )
-        )
-    ).one()
-    ci = wilson_interval(correct, scored)
-    return {
-        "correct": correct,
-        "scored": scored,
-        "accuracy": correct / scored if scored else None,
-        "ci_low": ci[0] if ci else None,
-        "ci_high": ci[1] if ci else None,
-    }
+    return await evaluation_view(session, request.app.state.redis, evaluation_id)
 
 
 def _decode_cursor(cursor: str) -> tuple[int, int, str]:
@@ -647,11 +372,6 @@ async def cancel_evaluation(
     still in flight are discarded when they arrive (counted in ``progress.discarded``). An EvaluationCompleted
     with status ``cancelled`` is published. 404 when unknown or another tenant's; 409 when the evaluation has
     already finished."""
-    ev = await owned_evaluation(session, evaluation_id, lock=True)
-    try:
-        await lifecycle.end(session, ev, lifecycle.Transition.cancel, EvaluationStatus.cancelled, "cancelled by request", None)
-    except lifecycle.IllegalTransition as exc:
-        raise FieldError(409, ("path", "evaluation_id"), str(exc), exc.kind) from exc
-    await session.commit()
+    await usecase_lifecycle.cancel(session, evaluation_id)
     request.app.state.relay.kick()
-    return await get_evaluation(evaluation_id, request, session)
+    return await evaluation_view(session, request.app.state.redis, evaluation_id)

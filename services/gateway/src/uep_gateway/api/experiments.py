@@ -5,9 +5,9 @@
 - ``GET /v1/batches/{batch_id}``: the same for a batch: its evaluations (one per model) and each one's paired
   comparison with the batch's first model.
 
-The comparisons are :func:`uep_common.comparison.compare` (2×2 table, exact McNemar test, paired bootstrap of
+The comparisons are :func:`uep_common.analytics.comparison.compare` (2×2 table, exact McNemar test, paired bootstrap of
 the accuracy and score differences, transitions and the fingerprint diff, which names what the arm changed);
-the group and its order come from :func:`uep_common.comparison.group_evaluations`. A comparison is left out
+the group and its order come from :func:`uep_common.analytics.comparison.group_evaluations`. A comparison is left out
 (``comparison`` null, ``pending`` saying why) until both sides have a scored result. Every evaluation of the
 group must be the caller's tenant's: another tenant's experiment or batch answers 404 with the body of an
 unknown one. Bounds: a group has at most 20 evaluations (the create request's limits); ``transitions`` caps
@@ -24,16 +24,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import exists, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.comparison import Comparison, compare, group_evaluations
-from uep_common.configs import parse_evaluation_config
-from uep_common.db.models import Evaluation, SampleResult
-from uep_common.lifecycle import TERMINAL
-from uep_common.summary import Headline
-from uep_gateway.api.evaluations import get_evaluation
+from uep_common.analytics.comparison import Comparison, compare, group_evaluations
+from uep_common.analytics.summary import Headline
+from uep_common.contract.configs import parse_evaluation_config
+from uep_common.records.lifecycle import TERMINAL
+from uep_common.tables.models import Evaluation, SampleResult
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError
 from uep_gateway.schemas import EvaluationView, Progress
 from uep_gateway.tenancy import tenant_filter
+from uep_gateway.usecases.evaluations import evaluation_view
 from uep_gateway.validation import NUL_CHECK
 
 router = APIRouter(tags=["experiments"], dependencies=NUL_CHECK)
@@ -53,7 +53,7 @@ class GroupMember(BaseModel):
     status: str
     progress: Progress = Field(description="Live from Redis while running, else from PostgreSQL (as GET /v1/evaluations/{id}).")
     accuracy: float | None
-    headline: Headline | None = Field(None, description="The figure to show (uep_common.summary.headline_of).")
+    headline: Headline | None = Field(None, description="The figure to show (uep_common.analytics.summary.headline_of).")
     release: bool = Field(description="Marked as a release run at creation: it enters the leaderboards.")
     links: dict[str, str]
 
@@ -68,7 +68,7 @@ class MemberComparison(BaseModel):
     baseline_model: str
     baseline_evaluation_id: uuid.UUID
     comparison: Comparison | None = Field(
-        description="uep_common.comparison.Comparison (McNemar, paired bootstrap, transitions, fingerprint diff); "
+        description="uep_common.analytics.comparison.Comparison (McNemar, paired bootstrap, transitions, fingerprint diff); "
         "null while either side has no scored result."
     )
     pending: str | None = Field(None, description="Why there is no comparison yet.")
@@ -120,9 +120,9 @@ async def group_view(
     col = Evaluation.experiment_id if kind == "experiment" else Evaluation.batch_id
     first = await session.scalar(select(Evaluation).where(col == group_id, tenant_filter(session, Evaluation)).limit(1))
     if first is None:
-        raise FieldError(404, ("path", f"{kind}_id"), f"unknown {kind} {group_id}", f"unknown_{kind}")
+        raise FieldError("not_found", ("path", f"{kind}_id"), f"unknown {kind} {group_id}", f"unknown_{kind}")
     group = (await group_evaluations(session, first))[:MAX_GROUP]
-    views: list[EvaluationView] = [await get_evaluation(ev.id, request, session) for ev in group]
+    views: list[EvaluationView] = [await evaluation_view(session, request.app.state.redis, ev.id) for ev in group]
     members = [
         GroupMember(
             evaluation_id=v.id,

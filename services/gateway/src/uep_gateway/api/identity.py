@@ -1,14 +1,15 @@
 """Identity routes: sign-in and sessions, members, API keys, the audit log and tenants.
 
 Who may call each route is in :mod:`uep_gateway.access` (sign-in is public; members, keys and the audit log
-need a tenant admin; ``/v1/tenants`` a site admin acting as one). The tenant-owned tables (``memberships``,
+need a tenant admin; creating users (``POST /v1/members``) and ``/v1/tenants`` a site admin acting as one;
+existing users join tenants by invitation, :mod:`uep_gateway.api.invitations`). The tenant-owned tables (``memberships``,
 ``api_keys``, ``audit_log``) are read and written through the tenant-scoped session
 (:func:`uep_gateway.deps.db_session`, row-level security) and filtered on the caller's tenant as well;
 ``users`` and ``user_sessions`` are not tenant-owned and are reached through
 :func:`uep_gateway.deps.unscoped_session`. After any change to keys, sessions, memberships or tenants the
 gateway's credential cache is cleared (:func:`uep_gateway.auth.forget_all`).
 
-Passwords are argon2id hashes (:mod:`uep_common.passwords`, verified in a worker thread); session tokens and
+Passwords are argon2id hashes (:mod:`uep_common.runtime.passwords`, verified in a worker thread); session tokens and
 API keys are stored as SHA-256 digests. No answer carries a password, a hash or a session token; an API key
 appears once, in the answer that creates it.
 """
@@ -26,9 +27,18 @@ from sqlalchemy import func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.db.identity import ApiKey, AuditEntry, Membership, User, UserSession, hash_token, new_api_key, new_session_token
-from uep_common.db.models import Tenant
-from uep_common.passwords import hash_password, needs_rehash, password_problem, verify_password
+from uep_common.runtime.passwords import hash_password, needs_rehash, password_problem, verify_password
+from uep_common.tables.identity import (
+    ApiKey,
+    AuditEntry,
+    Membership,
+    User,
+    UserSession,
+    hash_token,
+    new_api_key,
+    new_session_token,
+)
+from uep_common.tables.models import Tenant
 from uep_gateway.auth import CSRF_COOKIE, SESSION_COOKIE, Principal, current_principal, forget_all
 from uep_gateway.deps import db_session, unscoped_session
 from uep_gateway.errors import FieldError
@@ -85,13 +95,15 @@ def _check_password_length(request: Request, password: str, loc: tuple[str, str]
     """422 naming ``loc`` for a password longer than ``UEP_LOGIN_MAX_PASSWORD_CHARS``."""
     most = request.app.state.settings.login_max_password_chars
     if len(password) > most:
-        raise FieldError(422, loc, f"at most {most} characters", "string_too_long")
+        raise FieldError("invalid", loc, f"at most {most} characters", "string_too_long")
 
 
 def _require_user(principal: Principal, action: str) -> uuid.UUID:
     """The user id of a signed-in principal; 409 naming ``Authorization`` for an API key."""
     if principal.kind != "user" or principal.user_id is None:
-        raise FieldError(409, ("header", "Authorization"), f"{action} is for a signed-in user, not an API key", "not_a_user")
+        raise FieldError(
+            "conflict", ("header", "Authorization"), f"{action} is for a signed-in user, not an API key", "not_a_user"
+        )
     return principal.user_id
 
 
@@ -119,7 +131,7 @@ async def login(
     if not ok or user is None or user.disabled_at is not None:
         if limiter is not None:
             await limiter.failed_signin(request, body.username)
-        raise FieldError(401, ("body", "password"), BAD_LOGIN, "bad_credentials")
+        raise FieldError("unauthenticated", ("body", "password"), BAD_LOGIN, "bad_credentials")
     settings = request.app.state.settings
     if user.password_hash and needs_rehash(user.password_hash):
         user.password_hash = await asyncio.to_thread(hash_password, body.password)
@@ -152,7 +164,7 @@ async def logout(
     session: 409 naming ``Authorization`` (keys are revoked with ``DELETE /v1/api-keys/{key_id}``)."""
     if principal.kind != "user" or principal.session_id is None:
         raise FieldError(
-            409,
+            "conflict",
             ("header", "Authorization"),
             "an API key has no session to end; revoke it with DELETE /v1/api-keys/{key_id}",
             "not_a_session",
@@ -221,12 +233,12 @@ async def change_password(
     _check_password_length(request, body.current_password, ("body", "current_password"))
     user = await session.get(User, user_id)
     if user is None or not await asyncio.to_thread(verify_password, user.password_hash, body.current_password):
-        raise FieldError(401, ("body", "current_password"), "the current password is wrong", "bad_credentials")
+        raise FieldError("unauthenticated", ("body", "current_password"), "the current password is wrong", "bad_credentials")
     problem = password_problem(body.new_password)
     if problem is None and body.new_password == body.current_password:
         problem = "the new password must differ from the current one"
     if problem:
-        raise FieldError(422, ("body", "new_password"), problem, "weak_password")
+        raise FieldError("invalid", ("body", "new_password"), problem, "weak_password")
     user.password_hash = await asyncio.to_thread(hash_password, body.new_password)
     await session.execute(
         update(UserSession)
@@ -262,7 +274,7 @@ async def _member(session: AsyncSession, principal: Principal, user_id: uuid.UUI
     ).first()
     if row is None:
         raise FieldError(
-            404, ("path", "user_id"), f"user {user_id} is not a member of tenant {principal.tenant.slug!r}", "not_found"
+            "not_found", ("path", "user_id"), f"user {user_id} is not a member of tenant {principal.tenant.slug!r}", "not_found"
         )
     return row[0], row[1]
 
@@ -299,47 +311,33 @@ async def add_member(
     principal: Principal = Depends(current_principal),
     session: AsyncSession = Depends(db_session),
 ) -> MemberView:
-    """Add a user to the caller's tenant with a role. A new username creates the user: ``password`` is then
-    required (422 naming it when missing or against the policy). An existing user keeps its password:
-    sending one is a 422 naming ``password``. Already a member: 409 naming ``username``."""
-    user: User | None = await session.scalar(select(User).where(User.username == body.username))
-    created = user is None
-    if user is None:
-        if body.password is None:
-            raise FieldError(422, ("body", "password"), f"user {body.username!r} is new: give it a password", "missing")
-        problem = password_problem(body.password)
-        if problem:
-            raise FieldError(422, ("body", "password"), problem, "weak_password")
-        user = User(
-            username=body.username,
-            display_name=body.display_name,
-            password_hash=await asyncio.to_thread(hash_password, body.password),
-        )
-        session.add(user)
-        try:
-            await session.flush()
-        except IntegrityError as exc:
-            raise FieldError(409, ("body", "username"), f"user {body.username!r} was just created; retry", "conflict") from exc
-    elif body.password is not None:
-        raise FieldError(
-            422,
-            ("body", "password"),
-            f"user {body.username!r} exists and keeps its password; leave password out",
-            "password_not_allowed",
-        )
-    existing = await session.scalar(
-        select(Membership.id).where(Membership.user_id == user.id, Membership.tenant_id == principal.tenant.id)
+    """Create a user and make it a member of the named tenant with a role (a site admin acting as one; the
+    tenant is ``X-UEP-Tenant``). ``password`` must meet the policy (422 naming it). A username that exists is
+    409 naming ``username``: an existing user joins a tenant only by accepting an invitation
+    (``POST /v1/invitations``), never by being attached to it."""
+    problem = password_problem(body.password)
+    if problem:
+        raise FieldError("invalid", ("body", "password"), problem, "weak_password")
+    taken = FieldError(
+        "conflict", ("body", "username"), f"user {body.username!r} exists: invite it (POST /v1/invitations)", "user_exists"
     )
-    if existing is not None:
-        raise FieldError(409, ("body", "username"), f"{body.username!r} is already a member of this tenant", "conflict")
+    if await session.scalar(select(User.id).where(User.username == body.username)) is not None:
+        raise taken
+    user = User(
+        username=body.username,
+        display_name=body.display_name,
+        password_hash=await asyncio.to_thread(hash_password, body.password),
+    )
+    session.add(user)
+    try:
+        await session.flush()
+    except IntegrityError as exc:
+        raise taken from exc
     member = Membership(user_id=user.id, tenant_id=principal.tenant.id, role=body.role, created_at=datetime.now(UTC))
     session.add(member)
-    try:
-        await session.commit()
-    except IntegrityError as exc:
-        raise FieldError(409, ("body", "username"), f"{body.username!r} is already a member of this tenant", "conflict") from exc
+    await session.commit()
     forget_all(request)
-    return _member_view(member, user, created)
+    return _member_view(member, user, True)
 
 
 @router.patch("/v1/members/{user_id}", response_model=MemberView)
@@ -354,7 +352,9 @@ async def update_member(
     409 naming ``role`` when it would leave the tenant without an admin."""
     member, user = await _member(session, principal, user_id)
     if member.role == "admin" and body.role != "admin" and await _other_admins(session, principal.tenant.id, user_id) == 0:
-        raise FieldError(409, ("body", "role"), "this is the tenant's last admin; make another member admin first", "last_admin")
+        raise FieldError(
+            "conflict", ("body", "role"), "this is the tenant's last admin; make another member admin first", "last_admin"
+        )
     member.role = body.role
     await session.commit()
     forget_all(request)
@@ -373,7 +373,7 @@ async def remove_member(
     member, _user = await _member(session, principal, user_id)
     if member.role == "admin" and await _other_admins(session, principal.tenant.id, user_id) == 0:
         raise FieldError(
-            409, ("path", "user_id"), "this is the tenant's last admin; make another member admin first", "last_admin"
+            "conflict", ("path", "user_id"), "this is the tenant's last admin; make another member admin first", "last_admin"
         )
     await session.delete(member)
     await session.commit()
@@ -421,7 +421,7 @@ async def create_api_key(
     keeps its SHA-256 digest. ``site_admin: true`` needs a site admin acting as one (403 naming it)."""
     if body.site_admin and not principal.site_act:
         raise FieldError(
-            403,
+            "forbidden",
             ("body", "site_admin"),
             "only a site admin sending X-UEP-Site-Admin: true may create a site-admin key",
             "forbidden",
@@ -456,7 +456,7 @@ async def revoke_api_key(
     time). Another tenant's key or an unknown id: 404 naming ``key_id``."""
     key = await session.scalar(select(ApiKey).where(ApiKey.id == key_id, ApiKey.tenant_id == principal.tenant.id))
     if key is None:
-        raise FieldError(404, ("path", "key_id"), f"API key {key_id} not found", "not_found")
+        raise FieldError("not_found", ("path", "key_id"), f"API key {key_id} not found", "not_found")
     if key.revoked_at is None:
         key.revoked_at = datetime.now(UTC)
         await session.commit()
@@ -487,11 +487,11 @@ async def list_audit_entries(
     ``next_cursor`` back as ``cursor``; a cursor that is not one is a 422 naming it."""
     since, until = _utc(since), _utc(until)
     if since is not None and until is not None and until <= since:
-        raise FieldError(422, ("query", "until"), "until must be later than since", "bad_range")
+        raise FieldError("invalid", ("query", "until"), "until must be later than since", "bad_range")
     before: int | None = None
     if cursor is not None:
         if not cursor.isdigit() or not 0 < int(cursor) <= INT64_MAX:
-            raise FieldError(422, ("query", "cursor"), "not a cursor of this list (use next_cursor)", "bad_cursor")
+            raise FieldError("invalid", ("query", "cursor"), "not a cursor of this list (use next_cursor)", "bad_cursor")
         before = int(cursor)
     q = select(AuditEntry, Tenant.slug).outerjoin(Tenant, Tenant.id == AuditEntry.tenant_id)
     if not principal.site_act:  # its own rows, and the refused claims on it of other tenants' credentials
@@ -553,12 +553,12 @@ async def create_tenant(body: TenantCreate, request: Request, session: AsyncSess
     added with ``POST /v1/members`` sent with ``X-UEP-Tenant: <slug>``."""
     exists = await session.scalar(select(func.count()).select_from(Tenant).where(Tenant.slug == body.slug))
     if exists:
-        raise FieldError(409, ("body", "slug"), f"tenant {body.slug!r} exists", "conflict")
+        raise FieldError("conflict", ("body", "slug"), f"tenant {body.slug!r} exists", "conflict")
     tenant = Tenant(slug=body.slug, name=body.name or body.slug, created_at=datetime.now(UTC))
     session.add(tenant)
     try:
         await session.commit()
     except IntegrityError as exc:
-        raise FieldError(409, ("body", "slug"), f"tenant {body.slug!r} exists", "conflict") from exc
+        raise FieldError("conflict", ("body", "slug"), f"tenant {body.slug!r} exists", "conflict") from exc
     forget_all(request)
     return _tenant_view(tenant)

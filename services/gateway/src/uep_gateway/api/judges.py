@@ -17,125 +17,18 @@ import uuid
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query
-from jinja2 import TemplateError
-from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.configs import parse_benchmark_config
-from uep_common.db.judging import HybridRoute, JudgeVerdict
-from uep_common.db.models import Benchmark, Evaluation, Model, Sample
-from uep_common.judge_config import TEMPLATE_FILTERS, JudgeConfig, merge_judge_config, template_trial_variables
-from uep_common.templating import make_environment, trial_render
+from uep_common.tables.judging import HybridRoute, JudgeVerdict
+from uep_common.tables.models import Benchmark, Evaluation, Sample
 from uep_gateway.deps import db_session
-from uep_gateway.errors import FieldError, FieldErrors
 from uep_gateway.judge_diagnostics import VerdictRow, diagnostics
 from uep_gateway.tenancy import owned, tenant_filter
 from uep_gateway.validation import NUL_CHECK
 
 router = APIRouter(prefix="/v1/judges", tags=["judges"], dependencies=NUL_CHECK)
-JUDGED_TYPES = ("llm_judge", "hybrid")
 MAX_DIAGNOSTIC_ROWS = 500_000
-_TEMPLATES = make_environment(filters=TEMPLATE_FILTERS, keep_trailing_newline=False)
-
-
-def _config_errors(exc: ValidationError, loc: tuple[Any, ...]) -> FieldErrors:
-    return FieldErrors(422, [{"loc": [*loc, *map(str, e["loc"])], "msg": e["msg"], "type": e["type"]} for e in exc.errors()])
-
-
-async def check_judge_config(
-    session: AsyncSession, cfg: JudgeConfig, loc: tuple[Any, ...], benchmark_id: uuid.UUID | None = None
-) -> None:
-    """Check what a schema cannot: the judge models are registered, a custom template compiles and renders
-    in the template sandbox with placeholder variables (syntax, sandbox violations, work and size limits),
-    and the pairwise baseline evaluation exists on the same benchmark. Raises 422 naming the field under
-    ``loc``."""
-    problems = []
-    for i, name in enumerate(cfg.judges):
-        if await session.scalar(select(Model.id).where(Model.name == name).limit(1)) is None:
-            problems.append({"loc": [*loc, "judges", i], "msg": f"unknown judge model {name!r}", "type": "unknown_model"})
-    if cfg.template_text is not None:
-        try:
-            trial_render(_TEMPLATES, cfg.template_text, template_trial_variables(cfg))
-        except TemplateError as exc:
-            problems.append({"loc": [*loc, "template_text"], "msg": f"judge template refused: {exc}", "type": "bad_template"})
-    if cfg.mode == "pairwise" and benchmark_id is not None:
-        if cfg.baseline_evaluation_id is None:
-            problems.append(
-                {
-                    "loc": [*loc, "baseline_evaluation_id"],
-                    "msg": "pairwise judging needs the evaluation whose outputs are answer B",
-                    "type": "missing",
-                }
-            )
-        else:
-            base = await session.scalar(
-                select(Evaluation).where(Evaluation.id == cfg.baseline_evaluation_id, tenant_filter(session, Evaluation))
-            )
-            if base is None:
-                problems.append(
-                    {
-                        "loc": [*loc, "baseline_evaluation_id"],
-                        "msg": f"unknown evaluation {cfg.baseline_evaluation_id}",
-                        "type": "unknown_evaluation",
-                    }
-                )
-            elif base.benchmark_id != benchmark_id:
-                problems.append(
-                    {
-                        "loc": [*loc, "baseline_evaluation_id"],
-                        "msg": "the baseline evaluation is of another "
-                        "benchmark (version); its outputs cannot be paired by sample",
-                        "type": "benchmark_mismatch",
-                    }
-                )
-    if problems:
-        raise FieldErrors(422, problems)
-
-
-async def benchmark_judge_config(
-    session: AsyncSession, evaluation_type: str, judge: dict[str, Any] | None
-) -> dict[str, Any] | None:
-    """The validated ``judge`` block of an uploaded benchmark (``spec.judge``), or None for automatic ones.
-    Raises 422 naming ``spec.judge.<field>``."""
-    loc = ("body", "spec", "judge")
-    if evaluation_type not in JUDGED_TYPES:
-        if judge is not None:
-            raise FieldError(
-                422, loc, f"judge settings need evaluation_type llm_judge or hybrid, not {evaluation_type!r}", "not_judged"
-            )
-        return None
-    if judge is None:
-        raise FieldError(422, loc, f"an {evaluation_type} benchmark needs a judge configuration", "missing")
-    try:
-        cfg = JudgeConfig.model_validate(judge)
-    except ValidationError as exc:
-        raise _config_errors(exc, loc) from None
-    await check_judge_config(session, cfg, loc)
-    return judge
-
-
-async def evaluation_judge_config(session: AsyncSession, bench: Benchmark, override: dict[str, Any] | None) -> dict[str, Any]:
-    """``{"judge": snapshot}`` for ``evaluations.config`` (the benchmark's judge block with the evaluation's
-    ``judge`` override applied, validated), or ``{}`` for automatic benchmarks. Raises 422 naming
-    ``judge.<field>``."""
-    loc = ("body", "judge")
-    if bench.evaluation_type not in JUDGED_TYPES:
-        if override is not None:
-            raise FieldError(
-                422,
-                loc,
-                f"benchmark {bench.slug!r} is evaluated {bench.evaluation_type}; judge settings apply "
-                "to llm_judge and hybrid benchmarks",
-                "not_judged",
-            )
-        return {}
-    try:
-        cfg = merge_judge_config(parse_benchmark_config(bench.config).judge_block, override)
-    except ValidationError as exc:
-        raise _config_errors(exc, loc) from None
-    await check_judge_config(session, cfg, loc, bench.id)
-    return {"judge": cfg.model_dump(mode="json", exclude_none=True)}
 
 
 async def _evaluation(session: AsyncSession, evaluation_id: uuid.UUID) -> Evaluation:

@@ -20,7 +20,7 @@ Whose entries a board shows: the caller's tenant's only, ranked among themselves
 unscoped session, since row-level security would hide the other tenants' scores); a site admin acting
 across tenants sees every board whole. History snapshots follow the same rule.
 
-Ranking, scores and tie groups are defined in :mod:`uep_common.leaderboards`; retention in
+Ranking, scores and tie groups are defined in :mod:`uep_common.analytics.leaderboards`; retention in
 :mod:`uep_reporter.retention_policy`.
 """
 
@@ -38,10 +38,11 @@ from pydantic import BaseModel, Field
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common import leaderboards as lb
-from uep_common.db.leaderboards import RetentionRun
-from uep_common.db.models import Benchmark, Model
-from uep_common.wakeups import RETENTION_CHANNEL, notify
+from uep_common.analytics import leaderboards as lb
+from uep_common.analytics.judge_standing import evaluation_judges
+from uep_common.runtime.wakeups import RETENTION_CHANNEL, notify
+from uep_common.tables.leaderboards import RetentionRun
+from uep_common.tables.models import Benchmark, Model
 from uep_gateway.deps import db_session, unscoped_session
 from uep_gateway.errors import FieldError
 from uep_gateway.tenancy import principal_of_session
@@ -87,6 +88,11 @@ class Entry(BaseModel):
     benchmark_version: str
     samples: int | None = Field(description="Samples evaluated: the first N of the benchmark version.")
     item_set: str = Field(description="'<benchmark version>:<samples>': entries are ranked only against the same item set.")
+    judges: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="The judges that judged the evaluation: judge_model, cost, verdicts, cost_per_verdict and their "
+        "standing against people (agreement, flagged when under UEP_JUDGE_MIN_AGREEMENT; see GET /v1/judges).",
+    )
 
 
 class ItemSet(BaseModel):
@@ -100,7 +106,7 @@ class ItemSet(BaseModel):
 
 
 class Board(BaseModel):
-    """A ranked board (see uep_common.leaderboards for the score, entry and tie-group rules)."""
+    """A ranked board (see uep_common.analytics.leaderboards for the score, entry and tie-group rules)."""
 
     benchmark: str
     score_type: str | None
@@ -202,13 +208,16 @@ async def _resolve_score_type(
     404 naming ``loc`` for a benchmark the caller cannot see or a score type it has no board for."""
     types = [t for t, _ in await lb.score_types(boards.session, slug, boards.scope)]  # only boards of visible benchmarks
     if not types and not await _benchmark_known(session, slug):
-        raise FieldError(404, loc, f"unknown benchmark {slug!r}", "unknown_benchmark")
+        raise FieldError("not_found", loc, f"unknown benchmark {slug!r}", "unknown_benchmark")
     if score_type is None:
         return (types[0] if types else None), sorted(types)
     if score_type not in types:
         have = ", ".join(sorted(types)) or "none yet"
         raise FieldError(
-            404, ("query", "score_type"), f"benchmark {slug!r} has no {score_type!r} board (has: {have})", "unknown_score_type"
+            "not_found",
+            ("query", "score_type"),
+            f"benchmark {slug!r} has no {score_type!r} board (has: {have})",
+            "unknown_score_type",
         )
     return score_type, sorted(types)
 
@@ -224,9 +233,9 @@ async def list_boards(boards: Boards = Depends(boards_of)) -> list[BoardInfo]:
 
 
 def _render_radar(series: dict[str, Any], title: str) -> str | None:
-    """The radar drawn by the shared matplotlib renderer (``uep_common.charts.radar_svg``, the one reports
+    """The radar drawn by the shared matplotlib renderer (``uep_common.analytics.charts.radar_svg``, the one reports
     use). CPU-bound (and the first call imports matplotlib): call it in a worker thread, never on the event loop."""
-    from uep_common.charts import radar_svg
+    from uep_common.analytics.charts import radar_svg
 
     return radar_svg(series, title)
 
@@ -248,28 +257,30 @@ async def compare(
     the radar of all of them (dimensions = boards; a missing score is a gap, never a zero)."""
     refs = list(dict.fromkeys(_csv(models)))
     if not refs:
-        raise FieldError(422, ("query", "models"), "name at least one model", "empty")
+        raise FieldError("invalid", ("query", "models"), "name at least one model", "empty")
     if len(refs) > MAX_COMPARE_MODELS:
-        raise FieldError(422, ("query", "models"), f"at most {MAX_COMPARE_MODELS} models", "too_many")
+        raise FieldError("invalid", ("query", "models"), f"at most {MAX_COMPARE_MODELS} models", "too_many")
     for ref in refs:
         name, _, version = ref.partition("@")
         q = select(Model.id).where(Model.name == name)
         if version:
             q = q.where(Model.version == version)
         if not await session.scalar(q.limit(1)):
-            raise FieldError(422, ("query", "models"), f"unknown model {ref!r}", "unknown_model")
+            raise FieldError("invalid", ("query", "models"), f"unknown model {ref!r}", "unknown_model")
     boards: list[tuple[str, str]] = []
     if benchmarks:
         specs = list(dict.fromkeys(_csv(benchmarks)))
         if len(specs) > MAX_COMPARE_BENCHMARKS:
-            raise FieldError(422, ("query", "benchmarks"), f"at most {MAX_COMPARE_BENCHMARKS} benchmarks", "too_many")
+            raise FieldError("invalid", ("query", "benchmarks"), f"at most {MAX_COMPARE_BENCHMARKS} benchmarks", "too_many")
         for spec in specs:
             slug, _, st = spec.partition(":")
             types = [t for t, _ in await lb.score_types(boards_in.session, slug, boards_in.scope)]
             if not types and not await _benchmark_known(session, slug):
-                raise FieldError(422, ("query", "benchmarks"), f"unknown benchmark {slug!r}", "unknown_benchmark")
+                raise FieldError("invalid", ("query", "benchmarks"), f"unknown benchmark {slug!r}", "unknown_benchmark")
             if st and st not in types:
-                raise FieldError(422, ("query", "benchmarks"), f"benchmark {slug!r} has no {st!r} board", "unknown_score_type")
+                raise FieldError(
+                    "invalid", ("query", "benchmarks"), f"benchmark {slug!r} has no {st!r} board", "unknown_score_type"
+                )
             if st or types:
                 boards.append((slug, st or types[0]))
     else:
@@ -290,7 +301,9 @@ async def compare(
         )
     if format == "svg":
         if result["radar_svg"] is None:
-            raise FieldError(404, ("query", "format"), "no radar: none of the models has a score on these boards", "no_radar")
+            raise FieldError(
+                "not_found", ("query", "format"), "no radar: none of the models has a score on these boards", "no_radar"
+            )
         return Response(result["radar_svg"], media_type="image/svg+xml")
     return result
 
@@ -298,6 +311,7 @@ async def compare(
 @router.get("/v1/leaderboards/{benchmark}", response_model=Board)
 async def get_board(
     benchmark: str,
+    request: Request,
     score_type: str | None = Query(
         None,
         max_length=100,
@@ -321,13 +335,16 @@ async def get_board(
     chosen = item_set if item_set is not None else (order[0] if order else None)
     if item_set is not None and item_set not in order:
         raise FieldError(
-            404,
+            "not_found",
             ("query", "item_set"),
             f"benchmark {benchmark!r} has no item set {item_set!r} on this board (has: {', '.join(order) or 'none'})",
             "unknown_item_set",
         )
     entries = [e for e in every if e.item_set == chosen]
     shown = entries[:top] if top else entries
+    marks = await evaluation_judges(
+        boards.session, [e.evaluation_id for e in shown], request.app.state.settings.judge_min_agreement
+    )
     sets = []
     for key in order:
         members = [e for e in every if e.item_set == key]
@@ -348,7 +365,7 @@ async def get_board(
         item_set=chosen,
         item_sets=sets,
         total=len(entries),
-        entries=[Entry(**dict(e.as_dict().items())) for e in shown],
+        entries=[Entry(**e.as_dict(), judges=marks.get(e.evaluation_id, [])) for e in shown],
     )
 
 
@@ -387,9 +404,9 @@ async def request_retention(
     the result when it finished within ``wait_s``, else 202 with the run to poll at
     ``/v1/retention/runs/{id}``. Site administration (the role matrix refuses anyone else with 403)."""
     if body.benchmark is not None and not await _benchmark_known(session, body.benchmark):
-        raise FieldError(422, ("body", "benchmark"), f"unknown benchmark {body.benchmark!r}", "unknown_benchmark")
+        raise FieldError("invalid", ("body", "benchmark"), f"unknown benchmark {body.benchmark!r}", "unknown_benchmark")
     if body.model is not None and not await session.scalar(select(Model.id).where(Model.name == body.model).limit(1)):
-        raise FieldError(422, ("body", "model"), f"unknown model {body.model!r}", "unknown_model")
+        raise FieldError("invalid", ("body", "model"), f"unknown model {body.model!r}", "unknown_model")
     run = RetentionRun(
         id=uuid.uuid4(),
         trigger="api",
@@ -419,5 +436,5 @@ async def get_retention_run(run_id: uuid.UUID, session: AsyncSession = Depends(d
     """A retention run: requested, running, completed (with its result), failed (with the error) or skipped."""
     run = await session.get(RetentionRun, run_id)
     if run is None:
-        raise FieldError(404, ("path", "run_id"), f"unknown retention run {run_id}", "unknown_retention_run")
+        raise FieldError("not_found", ("path", "run_id"), f"unknown retention run {run_id}", "unknown_retention_run")
     return _run_view(run)

@@ -6,7 +6,7 @@
   the partial summary at the stop is published. 409 (``not_stoppable``) from any other status.
 * ``POST /v1/evaluations/{id}/retry`` — re-runs only the failed and unfinished items of an evaluation that is
   failed, stopped, interrupted, cancelled, budget_exhausted, or completed with failed items; finished results
-  are never touched (see :mod:`uep_common.db.lifecycle`). 409 naming the status otherwise
+  are never touched (see :mod:`uep_common.tables.lifecycle`). 409 naming the status otherwise
   (``not_retryable``), or ``nothing_to_retry``.
 * ``GET /v1/dead-letters``, ``GET /v1/dead-letters/{id}``, ``POST /v1/dead-letters/{id}/redrive`` — the
   records the scheduler keeps from ``uep.dead-letter.v1``; a redrive re-publishes the original message
@@ -21,7 +21,6 @@ evaluation belongs to no tenant: only a site admin acting across tenants sees it
 
 from __future__ import annotations
 
-import contextlib
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -30,33 +29,21 @@ from pydantic import BaseModel
 from sqlalchemy import select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common import lifecycle
-from uep_common.db.lifecycle import (
-    DeadLetter,
-    LifecycleConflict,
-    reopen_item,
-    retry_evaluation,
-)
-from uep_common.db.models import Evaluation
-from uep_common.events import EvaluationStatus, SampleDispatched, Topics
-from uep_common.messaging import UndecodableEvent, decode_event
-from uep_common.progress import write_progress
-from uep_common.summary import compute_summary
-from uep_gateway.api.evaluations import get_evaluation, owned_evaluation
+from uep_common.contract.events import SampleDispatched, Topics
+from uep_common.records.reruns import reopen_item
+from uep_common.runtime.messaging import UndecodableEvent, decode_event
+from uep_common.tables.lifecycle import DeadLetter
+from uep_common.tables.models import Evaluation
 from uep_gateway.cursors import decode_time_id, encode_time_id
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError
 from uep_gateway.schemas import EvaluationView
 from uep_gateway.tenancy import owned, tenant_filter
+from uep_gateway.usecases import lifecycle as usecase_lifecycle
+from uep_gateway.usecases.evaluations import evaluation_view
 from uep_gateway.validation import NUL_CHECK
 
 router = APIRouter(tags=["lifecycle"], dependencies=NUL_CHECK)
-
-
-async def _mirror_progress(request: Request, evaluation_id: uuid.UUID, completed: int, errors: int, total: int) -> None:
-    """Overwrite the live progress in Redis after counters went down (retry/redrive moved rows aside)."""
-    with contextlib.suppress(Exception):  # Redis is a cache; PostgreSQL holds the truth
-        await write_progress(request.app.state.redis, evaluation_id, completed, errors, total)
 
 
 @router.post("/v1/evaluations/{evaluation_id}/stop", response_model=EvaluationView)
@@ -66,16 +53,9 @@ async def stop_evaluation(
     """Stop an evaluation: nothing more is dispatched, results in flight are still stored, and it ends
     ``stopped`` with its partial summary. 404 unknown (or another tenant's); 409 when it is not pending,
     running or interrupted."""
-    ev = await owned_evaluation(session, evaluation_id, lock=True)
-    try:
-        lifecycle.check(ev.status, lifecycle.Transition.stop)
-        summary = await compute_summary(session, ev.id)
-        await lifecycle.end(session, ev, lifecycle.Transition.stop, EvaluationStatus.stopped, "stopped by request", summary)
-    except lifecycle.IllegalTransition as exc:
-        raise FieldError(409, ("path", "evaluation_id"), str(exc), exc.kind) from exc
-    await session.commit()
+    await usecase_lifecycle.stop(session, evaluation_id)
     request.app.state.relay.kick()
-    return await get_evaluation(evaluation_id, request, session)
+    return await evaluation_view(session, request.app.state.redis, evaluation_id)
 
 
 class RetryView(BaseModel):
@@ -95,23 +75,14 @@ async def retry(evaluation_id: uuid.UUID, request: Request, session: AsyncSessio
     ``retired_results``, their leases and those of unfinished items expire so the scheduler dispatches them
     again, counters are recounted, and the evaluation is ``running``. 404 unknown (or another tenant's); 409
     when its status does not allow a retry (pending/running) or nothing is left to re-run."""
-    ev = await owned_evaluation(session, evaluation_id, lock=True)
-    try:
-        outcome = await retry_evaluation(session, evaluation_id)
-    except LookupError:  # the row is locked above, in this transaction: it cannot have gone
-        raise FieldError(404, ("path", "evaluation_id"), f"unknown evaluation {evaluation_id}", "unknown_evaluation") from None
-    except LifecycleConflict as exc:
-        raise FieldError(409, ("path", "evaluation_id"), str(exc), exc.kind) from exc
-    counts = (ev.completed_items, ev.error_items, ev.total_items)
-    await session.commit()
-    await _mirror_progress(request, evaluation_id, *counts)
+    outcome = await usecase_lifecycle.retry(session, request.app.state.redis, evaluation_id)
     return RetryView(
         retry_id=outcome.retry_id,
         previous_status=outcome.previous_status,
         failed_items=outcome.failed,
         unfinished_items=outcome.unfinished,
         undispatched_items=outcome.undispatched,
-        evaluation=await get_evaluation(evaluation_id, request, session),
+        evaluation=await evaluation_view(session, request.app.state.redis, evaluation_id),
     )
 
 
@@ -227,7 +198,7 @@ async def redrive(dead_letter_id: uuid.UUID, request: Request, session: AsyncSes
                 )
                 if not reopened:
                     raise FieldError(
-                        409,
+                        "conflict",
                         ("path", "dead_letter_id"),
                         f"item {event.item_key()} already has a result without an error; it is never run again",
                         "already_finished",
@@ -237,12 +208,12 @@ async def redrive(dead_letter_id: uuid.UUID, request: Request, session: AsyncSes
     d.last_redriven_at = datetime.now(UTC)
     await session.commit()
     if reopened:
-        await _mirror_progress(request, counts[3], *counts[:3])
+        await usecase_lifecycle.mirror_progress(request.app.state.redis, counts[3], *counts[:3])
     headers = {k: str(v) for k, v in (d.headers or {}).items()}
     try:
         await request.app.state.broker.publish(d.body, topic=d.source_topic, key=d.key, headers=headers)
     except Exception as exc:
         raise FieldError(
-            503, ("path", "dead_letter_id"), f"the broker did not take the message: {exc!r}"[:500], "broker_unavailable"
+            "unavailable", ("path", "dead_letter_id"), f"the broker did not take the message: {exc!r}"[:500], "broker_unavailable"
         ) from exc
     return RedriveView(dead_letter=_view(d), republished_to=d.source_topic, reopened_item=reopened)

@@ -1,13 +1,13 @@
 """The model registry: ``/v1/models`` (register, list, show, change, deactivate, reactivate, delete).
 
 A tenant sees site models (no owner), models other tenants share and its own — row-level security enforces
-it and :func:`uep_common.model_registry.visible_models` says the same in the query. Another tenant's private
+it and :func:`uep_common.registry.model_registry.visible_models` says the same in the query. Another tenant's private
 model is a 404 on every route, the same answer as for a name that does not exist; a model the caller sees but
 does not own (a site model, another tenant's shared one) is a 403 on the writes. A model is addressed as
 ``name`` (its newest active version) or ``name@version``; writes need ``name@version``.
 
 The rules of a registration (fields, kind/contract combinations, spec, API keys, refused addresses, the
-probe of the endpoint) are :mod:`uep_common.model_registry`'s, shared with ``uep-admin models``. A model
+probe of the endpoint) are :mod:`uep_common.registry.model_registry`'s, shared with ``uep-admin models``. A model
 with evaluations is never deleted (``DELETE`` answers 409; deactivate it instead). Writes are audit-logged
 (the role matrix marks them, :mod:`uep_gateway.audit`).
 """
@@ -27,11 +27,11 @@ from sqlalchemy import ColumnElement, exists, select, true
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.db.models import MODEL_KINDS, Evaluation, Model
-from uep_common.events import ModelKind
-from uep_common.model_registry import (
+from uep_common.contract.events import ModelKind
+from uep_common.registry.model_registry import (
     COST_FIELDS,
     MAX_TENANT_MODELS,
+    EgressPolicy,
     ModelCreate,
     ModelUpdate,
     RegistryError,
@@ -50,9 +50,10 @@ from uep_common.model_registry import (
     split_ref,
     visible_models,
 )
+from uep_common.tables.models import MODEL_KINDS, Evaluation, Model
 from uep_gateway.auth import Principal
 from uep_gateway.deps import db_session, unscoped_session
-from uep_gateway.errors import FieldError, FieldErrors
+from uep_gateway.errors import FieldError, registry_error
 from uep_gateway.schemas import ModelCostView, ModelView
 from uep_gateway.tenancy import principal_of_session
 from uep_gateway.validation import NUL_CHECK
@@ -64,6 +65,7 @@ class InputFreeRoute(APIRoute):
     field; the key itself, for one too long). ``loc``, ``msg`` and ``type`` still name the field."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        """FastAPI's handler of the route, re-raising its validation errors without their ``input``."""
         handler = super().get_route_handler()
 
         async def route(request: Request) -> Response:
@@ -82,13 +84,6 @@ REF = Path(
     description="name (its newest active version) or name@version",
 )
 REF_LOC = ("path", "model_ref")
-
-
-def _refusal(exc: RegistryError) -> FieldError | FieldErrors:
-    """The HTTP error of a registry refusal: one item per problem, each naming the field."""
-    if len(exc.problems) == 1:
-        return FieldError(exc.status, exc.loc, exc.msg, exc.kind)
-    return FieldErrors(exc.status, [{"loc": list(exc.loc), "msg": p, "type": exc.kind} for p in exc.problems])
 
 
 def model_view(principal: Principal, m: Model) -> ModelView:
@@ -133,7 +128,7 @@ async def _visible(session: AsyncSession, ref: str) -> Model:
     name, version = split_ref(ref)
     model = await session.scalar(model_query(name, version, principal.tenant.id, all_tenants=principal.site_act))
     if model is None:
-        raise FieldError(404, REF_LOC, f"unknown model {ref!r}", "unknown_model")
+        raise FieldError("not_found", REF_LOC, f"unknown model {ref!r}", "unknown_model")
     return model
 
 
@@ -144,22 +139,28 @@ async def _writable(session: AsyncSession, ref: str) -> Model:
     principal = principal_of_session(session)
     name, version = split_ref(ref)
     if version is None:
-        raise FieldError(422, REF_LOC, f"name the version to change: {name}@<version>", "version_required")
+        raise FieldError("invalid", REF_LOC, f"name the version to change: {name}@<version>", "version_required")
     q = select(Model).where(Model.name == name, Model.version == version, _seen_by(principal))
     model = await session.scalar(q.order_by(preference(principal.tenant.id), Model.id).limit(1))
     if model is None:
-        raise FieldError(404, REF_LOC, f"unknown model {ref!r}", "unknown_model")
+        raise FieldError("not_found", REF_LOC, f"unknown model {ref!r}", "unknown_model")
     if not principal.site_act and model.owner_tenant_id != principal.tenant.id:
         whose = "a site model" if model.owner_tenant_id is None else "another tenant's shared model"
-        raise FieldError(403, REF_LOC, f"{ref} is {whose}: only its owner changes it", "not_owner")
+        raise FieldError("forbidden", REF_LOC, f"{ref} is {whose}: only its owner changes it", "not_owner")
     return model
 
 
 def _check_probe_flag(principal: Principal, probe_flag: bool) -> None:
     if not probe_flag and not principal.at_least("admin"):
         raise FieldError(
-            403, ("query", "probe"), "probe=false needs the admin role (builders' registrations are probed)", "forbidden"
+            "forbidden", ("query", "probe"), "probe=false needs the admin role (builders' registrations are probed)", "forbidden"
         )
+
+
+def _egress(request: Request) -> EgressPolicy:
+    """The site's egress allowlist for model endpoints (``UEP_MODEL_EGRESS_*``)."""
+    policy: EgressPolicy = request.app.state.settings.egress_policy()
+    return policy
 
 
 def _secret_key(request: Request) -> str | None:
@@ -168,7 +169,12 @@ def _secret_key(request: Request) -> str | None:
 
 
 async def _probe(
-    m: Model | ModelCreate, contract: str, spec: dict[str, Any], api_key: str | None, api_key_ref: str | None
+    m: Model | ModelCreate,
+    contract: str,
+    spec: dict[str, Any],
+    api_key: str | None,
+    api_key_ref: str | None,
+    egress: EgressPolicy,
 ) -> None:
     served = m.triton_model_name or m.name
     try:
@@ -181,9 +187,10 @@ async def _probe(
             contract=contract,
             spec=spec,
             api_key=api_key or (os.environ.get(api_key_ref) if api_key_ref else None),
+            egress=egress,
         )
     except RegistryError as exc:
-        raise _refusal(exc) from None
+        raise registry_error(exc) from None
 
 
 @router.get("/models", response_model=list[ModelView])
@@ -224,33 +231,35 @@ async def register_model(
     try:
         contract, spec = check_registration(body, site_act=principal.site_act)
         _, host, port = check_endpoint(body.backend, body.endpoint)
-        await check_endpoint_address(host, port)
+        await check_endpoint_address(host, port, egress=_egress(request))
         if body.api_key is not None:
             encrypt_api_key("", _secret_key(request))  # refuse before probing when the site stores no keys
     except RegistryError as exc:
-        raise _refusal(exc) from None
+        raise registry_error(exc) from None
     owner = None if body.owner == "site" else principal.tenant.id
     if owner is not None and await session.scalar(site_name_taken(body.name)) is not None:
-        raise FieldError(409, ("body", "name"), f"{body.name!r} is a site model's name; choose another", "name_taken")
+        raise FieldError("conflict", ("body", "name"), f"{body.name!r} is a site model's name; choose another", "name_taken")
     if owner is not None and (await session.scalar(owned_count(owner)) or 0) >= MAX_TENANT_MODELS:
         raise FieldError(
-            409,
+            "conflict",
             ("body", "name"),
             f"this tenant has {MAX_TENANT_MODELS} models, the most it may own: delete one it never evaluated",
             "too_many_models",
         )
     if owner is not None and body.visibility == "shared" and await session.scalar(shared_name_taken(body.name, owner)):
         raise FieldError(
-            409, ("body", "name"), f"another tenant shares a model named {body.name!r}; choose another", "name_taken"
+            "conflict", ("body", "name"), f"another tenant shares a model named {body.name!r}; choose another", "name_taken"
         )
     if probe_flag:
-        await _probe(body, contract, spec, body.api_key.get_secret_value() if body.api_key else None, body.api_key_ref)
+        await _probe(
+            body, contract, spec, body.api_key.get_secret_value() if body.api_key else None, body.api_key_ref, _egress(request)
+        )
     try:
         values = registration_values(
             body, contract, spec, owner_tenant_id=owner, created_by=principal.name, secret_key=_secret_key(request)
         )
     except RegistryError as exc:
-        raise _refusal(exc) from None
+        raise registry_error(exc) from None
     model = Model(**values)
     session.add(model)
     try:
@@ -259,7 +268,10 @@ async def register_model(
         await session.rollback()
         whose = "the site" if owner is None else "this tenant"
         raise FieldError(
-            409, ("body", "version"), f"{whose} has {body.name}@{body.version} already; give another version", "model_exists"
+            "conflict",
+            ("body", "version"),
+            f"{whose} has {body.name}@{body.version} already; give another version",
+            "model_exists",
         ) from None
     response.headers["Location"] = f"/v1/models/{model.name}@{model.version}"
     return model_view(principal, model)
@@ -303,7 +315,7 @@ async def update_model(
             if body.endpoint is None:
                 raise RegistryError(422, ("body", "endpoint"), "a model needs an endpoint", "missing")
             _, host, port = check_endpoint(model.backend, body.endpoint)
-            await check_endpoint_address(host, port)
+            await check_endpoint_address(host, port, egress=_egress(request))
         has_key = model.api_key_encrypted is not None or model.api_key_ref is not None
         if moved and has_key and "api_key" not in given and "api_key_ref" not in given:
             raise RegistryError(
@@ -318,11 +330,11 @@ async def update_model(
             else None
         )
     except RegistryError as exc:
-        raise _refusal(exc) from None
+        raise registry_error(exc) from None
     owner = model.owner_tenant_id
     sharing = body.visibility == "shared" and model.visibility != "shared" and owner is not None
     if sharing and owner is not None and await session.scalar(shared_name_taken(model.name, owner)):
-        raise FieldError(409, ("body", "visibility"), f"another tenant shares a model named {model.name!r}", "name_taken")
+        raise FieldError("conflict", ("body", "visibility"), f"another tenant shares a model named {model.name!r}", "name_taken")
     if body.visibility == "private" and model.visibility == "shared":
         used = await raw.scalar(
             select(exists().where(Evaluation.model_id == model.id, Evaluation.tenant_id != model.owner_tenant_id))
@@ -330,7 +342,7 @@ async def update_model(
         await raw.rollback()
         if used:
             raise FieldError(
-                409,
+                "conflict",
                 ("body", "visibility"),
                 "other tenants have evaluations of this model: it stays shared (deactivate it to stop new ones)",
                 "model_in_use",
@@ -342,7 +354,7 @@ async def update_model(
         )
         candidate.endpoint = body.endpoint.strip()
         key = body.api_key.get_secret_value() if body.api_key is not None else None
-        await _probe(candidate, model.contract, model.spec or {}, key, body.api_key_ref)
+        await _probe(candidate, model.contract, model.spec or {}, key, body.api_key_ref, _egress(request))
     for field in ("description", "max_in_flight", "supports_logprobs", "visibility"):
         if field in given and (getattr(body, field) is not None or field == "max_in_flight"):
             setattr(model, field, getattr(body, field))
@@ -399,6 +411,6 @@ async def delete_model(model_ref: str = REF, session: AsyncSession = Depends(db_
     except IntegrityError:  # evaluations reference it (the foreign key sees every tenant's)
         await session.rollback()
         raise FieldError(
-            409, REF_LOC, f"{model_ref} has evaluations: deactivate it instead ({model_id})", "model_has_evaluations"
+            "conflict", REF_LOC, f"{model_ref} has evaluations: deactivate it instead ({model_id})", "model_has_evaluations"
         ) from None
     return Response(status_code=204)

@@ -24,18 +24,25 @@ from pydantic import BaseModel, Field
 from sqlalchemy import exists, func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.artifacts import ArtifactStore, artifact_store
-from uep_common.comparison import Comparison, NotComparableError, check_comparable, compare, find_baseline
-from uep_common.db.models import Benchmark, Evaluation, Model, SampleResult
-from uep_common.db.reports import Artifact
-from uep_common.db.reports import Report as ReportRow
-from uep_common.events import ReportRequested
-from uep_common.lifecycle import TERMINAL
-from uep_common.outbox import add_to_outbox
-from uep_gateway.api.evaluations import owned_evaluation
+from uep_common.analytics.comparison import (
+    Comparison,
+    NotComparableError,
+    check_comparable,
+    compare,
+    find_baseline,
+    no_baseline_reason,
+)
+from uep_common.contract.events import ReportRequested
+from uep_common.records.lifecycle import TERMINAL
+from uep_common.runtime.artifacts import ArtifactStore, artifact_store
+from uep_common.runtime.outbox import add_to_outbox
+from uep_common.tables.models import Benchmark, Evaluation, Model, SampleResult
+from uep_common.tables.reports import Artifact
+from uep_common.tables.reports import Report as ReportRow
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError
 from uep_gateway.tenancy import tenant_filter
+from uep_gateway.usecases.evaluations import owned_evaluation
 from uep_gateway.validation import NUL_CHECK
 
 router = APIRouter(prefix="/v1/evaluations", tags=["reports"], dependencies=NUL_CHECK)
@@ -44,6 +51,8 @@ MEDIA = {"html": "text/html; charset=utf-8", "json": "application/json", "pdf": 
 
 
 class PinView(BaseModel):
+    """An evaluation pinned as (or unpinned from) the baseline of its model name and benchmark slug."""
+
     evaluation_id: uuid.UUID
     pinned: bool
     model_name: str
@@ -52,10 +61,16 @@ class PinView(BaseModel):
 
 
 class ReportRequest(BaseModel):
+    """A request to build a report now; without ``baseline``, the pinned or the previous evaluation is the baseline."""
+
     baseline: uuid.UUID | None = Field(None, description="Compare with this evaluation instead of the default baseline.")
 
 
 class ReportView(BaseModel):
+    """A report of an evaluation: its status (pending, ready, failed), what triggered it (``completed`` or
+    ``request``), the files written (``formats``), why the PDF or the whole report failed, the build time of
+    each stage in milliseconds (``build_ms``) and the API paths of the report and its files (``links``)."""
+
     id: uuid.UUID
     evaluation_id: uuid.UUID
     status: str
@@ -85,11 +100,11 @@ async def _names(session: AsyncSession, ev: Evaluation) -> tuple[str, str]:
 
 async def _comparable(session: AsyncSession, ev: Evaluation, baseline: Evaluation, loc: tuple[str, ...]) -> None:
     """Raise 422 ``other_benchmark`` naming ``loc`` when ``baseline`` ran another benchmark than ``ev`` (another
-    slug; another version of the same benchmark is comparable: :func:`uep_common.comparison.check_comparable`)."""
+    slug; another version of the same benchmark is comparable: :func:`uep_common.analytics.comparison.check_comparable`)."""
     try:
         await check_comparable(session, ev, baseline)
     except NotComparableError as exc:
-        raise FieldError(422, loc, str(exc), exc.reason) from exc
+        raise FieldError("invalid", loc, str(exc), exc.reason) from exc
 
 
 @router.post("/{evaluation_id}/pin", response_model=PinView)
@@ -100,7 +115,10 @@ async def pin(evaluation_id: uuid.UUID, session: AsyncSession = Depends(db_sessi
     ev = await _evaluation(session, evaluation_id, lock=True)
     if ev.status != "completed":
         raise FieldError(
-            409, ("path", "evaluation_id"), f"evaluation is {ev.status}; only a completed one can be a baseline", "not_completed"
+            "conflict",
+            ("path", "evaluation_id"),
+            f"evaluation is {ev.status}; only a completed one can be a baseline",
+            "not_completed",
         )
     model_name, slug = await _names(session, ev)
     # one pin per tenant and pair, also under concurrent pins of two evaluations of the same pair
@@ -138,7 +156,10 @@ async def unpin(evaluation_id: uuid.UUID, session: AsyncSession = Depends(db_ses
 @router.get("/{evaluation_id}/compare", response_model=Comparison)
 async def compare_with_baseline(
     evaluation_id: uuid.UUID,
-    baseline: uuid.UUID | None = Query(None, description="Baseline evaluation; default: pinned, else the last completed one."),
+    baseline: uuid.UUID | None = Query(
+        None,
+        description="Baseline evaluation; default: pinned, else the last earlier completed one on the same items (else the one sharing the most).",
+    ),
     limit: int = Query(1000, ge=1, le=100_000, description="Most transitions listed (counts cover every item)."),
     include_unchanged: bool = Query(False, description="Also list items whose outcome did not change."),
     session: AsyncSession = Depends(db_session),
@@ -152,25 +173,20 @@ async def compare_with_baseline(
     ev = await _evaluation(session, evaluation_id)
     if baseline is not None:
         if baseline == evaluation_id:
-            raise FieldError(422, ("query", "baseline"), "the baseline must be another evaluation", "same_evaluation")
+            raise FieldError("invalid", ("query", "baseline"), "the baseline must be another evaluation", "same_evaluation")
         await _comparable(session, ev, await owned_evaluation(session, baseline, ("query", "baseline")), ("query", "baseline"))
         reason = "requested"
     else:
         found, found_reason = await find_baseline(session, ev)
         if found is None:
-            model_name, slug = await _names(session, ev)
-            raise FieldError(
-                409,
-                ("query", "baseline"),
-                f"no baseline: no other completed evaluation of {model_name} on {slug}; pass ?baseline= or pin one",
-                "no_baseline",
-            )
+            reason_text = await no_baseline_reason(session, ev)
+            raise FieldError("conflict", ("query", "baseline"), f"{reason_text} (?baseline=, or pin one)", "no_baseline")
         assert found_reason is not None  # find_baseline names the reason of every baseline it finds
         baseline, reason = found.id, found_reason
     for eid, loc in ((evaluation_id, ("path", "evaluation_id")), (baseline, ("query", "baseline"))):
         if not await session.scalar(select(exists().where(SampleResult.evaluation_id == eid, SampleResult.score.is_not(None)))):
             raise FieldError(
-                409,
+                "conflict",
                 loc,
                 f"evaluation {eid} has no scored results yet (none stored, or only errors): nothing "
                 "to compare; try again once its first items are scored",
@@ -213,12 +229,15 @@ async def request_report(
     ev = await _evaluation(session, evaluation_id)
     if ev.status not in TERMINAL:
         raise FieldError(
-            409, ("path", "evaluation_id"), f"evaluation is {ev.status}; a report needs an ended evaluation", "not_finished"
+            "conflict",
+            ("path", "evaluation_id"),
+            f"evaluation is {ev.status}; a report needs an ended evaluation",
+            "not_finished",
         )
     baseline = body.baseline if body else None
     if baseline is not None:
         if baseline == evaluation_id:
-            raise FieldError(422, ("body", "baseline"), "the baseline must be another evaluation", "same_evaluation")
+            raise FieldError("invalid", ("body", "baseline"), "the baseline must be another evaluation", "same_evaluation")
         await _comparable(session, ev, await owned_evaluation(session, baseline, ("body", "baseline")), ("body", "baseline"))
     row = ReportRow(
         id=uuid.uuid4(), evaluation_id=ev.id, status="pending", trigger="request", baseline_evaluation_id=baseline, build_ms={}
@@ -260,7 +279,7 @@ async def get_report(evaluation_id: uuid.UUID, report_id: uuid.UUID, session: As
     )
     if row is None:
         raise FieldError(
-            404, ("path", "report_id"), f"unknown report {report_id} of evaluation {evaluation_id}", "unknown_report"
+            "not_found", ("path", "report_id"), f"unknown report {report_id} of evaluation {evaluation_id}", "unknown_report"
         )
     return _report_view(row)
 
@@ -294,16 +313,16 @@ async def report_file(
             if pending
             else "no report yet (POST /v1/evaluations/{id}/reports builds one)"
         )
-        raise FieldError(404, ("path", "evaluation_id"), msg, "no_report")
+        raise FieldError("not_found", ("path", "evaluation_id"), msg, "no_report")
     artifact_id = {"html": row.html_artifact_id, "json": row.json_artifact_id, "pdf": row.pdf_artifact_id}[fmt]
     if artifact_id is None:
         if fmt == "pdf":
-            raise FieldError(404, ("path", "fmt"), f"this report has no PDF: {row.pdf_error or 'not rendered'}", "no_pdf")
-        raise FieldError(410, ("path", "fmt"), f"the {fmt} file of this report was deleted by retention", "artifact_deleted")
+            raise FieldError("not_found", ("path", "fmt"), f"this report has no PDF: {row.pdf_error or 'not rendered'}", "no_pdf")
+        raise FieldError("gone", ("path", "fmt"), f"the {fmt} file of this report was deleted by retention", "artifact_deleted")
     artifact = await session.get(Artifact, artifact_id)
     data = await asyncio.to_thread(_store(request).read, artifact) if artifact else None
     if artifact is None or data is None:
-        raise FieldError(410, ("path", "fmt"), f"the {fmt} file of this report is gone", "artifact_deleted")
+        raise FieldError("gone", ("path", "fmt"), f"the {fmt} file of this report is gone", "artifact_deleted")
     headers = {"ETag": f'"{artifact.sha256}"', "X-UEP-Report-Id": str(row.id)}
     if fmt == "pdf":
         headers["Content-Disposition"] = f'inline; filename="report-{evaluation_id}.pdf"'

@@ -10,15 +10,15 @@ from fastapi import APIRouter, Depends, Request, Response
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.db.models import Rescore, SampleResult
-from uep_common.events import RescoreRequested
-from uep_common.outbox import add_to_outbox
-from uep_common.telemetry import context_from_headers, current_trace_headers, tracer
-from uep_gateway.api.evaluations import owned_evaluation
+from uep_common.contract.events import RescoreRequested
+from uep_common.runtime.outbox import add_to_outbox
+from uep_common.runtime.telemetry import context_from_headers, current_trace_headers, tracer
+from uep_common.tables.models import Rescore, SampleResult
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError
 from uep_gateway.schemas import RescoreView
 from uep_gateway.tenancy import tenant_filter
+from uep_gateway.usecases.evaluations import owned_evaluation
 from uep_gateway.validation import NUL_CHECK
 
 router = APIRouter(prefix="/v1/evaluations", tags=["rescoring"], dependencies=NUL_CHECK)
@@ -54,15 +54,22 @@ async def request_rescore(
     ev = await owned_evaluation(session, evaluation_id, lock=True)
     if ev.status not in ("completed", "failed"):
         raise FieldError(
-            409, ("path", "evaluation_id"), f"evaluation is {ev.status}; only a finished one can be rescored", "not_finished"
+            "conflict",
+            ("path", "evaluation_id"),
+            f"evaluation is {ev.status}; only a finished one can be rescored",
+            "not_finished",
         )
     if await session.scalar(select(Rescore.id).where(Rescore.evaluation_id == ev.id, Rescore.status == "pending")):
-        raise FieldError(409, ("path", "evaluation_id"), "a rescore of this evaluation is already pending", "rescore_pending")
+        raise FieldError(
+            "conflict", ("path", "evaluation_id"), "a rescore of this evaluation is already pending", "rescore_pending"
+        )
     total = await session.scalar(
         select(func.count()).where(SampleResult.evaluation_id == ev.id, SampleResult.output.is_not(None))
     )
     if not total:
-        raise FieldError(409, ("path", "evaluation_id"), "the evaluation has no stored output to rescore", "nothing_to_rescore")
+        raise FieldError(
+            "conflict", ("path", "evaluation_id"), "the evaluation has no stored output to rescore", "nothing_to_rescore"
+        )
     rescore = Rescore(
         id=uuid.uuid4(),
         evaluation_id=ev.id,
@@ -105,6 +112,6 @@ async def get_rescore(
     )
     if r is None:
         raise FieldError(
-            404, ("path", "rescore_id"), f"unknown rescore {rescore_id} of evaluation {evaluation_id}", "unknown_rescore"
+            "not_found", ("path", "rescore_id"), f"unknown rescore {rescore_id} of evaluation {evaluation_id}", "unknown_rescore"
         )
     return _view(r)

@@ -16,15 +16,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.creation import WorkLimitRefused, WorkLimits, check_items, check_schedule_interval
-from uep_common.db.models import Evaluation
-from uep_common.db.scheduling import Schedule, ScheduleRun
-from uep_gateway.api.evaluations import check_options, resolve_benchmark, resolve_model
+from uep_common.records.creation import WorkLimitRefused, WorkLimits, check_items, check_schedule_interval
+from uep_common.tables.models import Evaluation
+from uep_common.tables.scheduling import Schedule, ScheduleRun
 from uep_gateway.auth import Principal, current_principal
 from uep_gateway.deps import db_session
 from uep_gateway.errors import FieldError, work_limit_error
 from uep_gateway.schemas import EvaluationOptions
 from uep_gateway.tenancy import owned, tenant_filter
+from uep_gateway.usecases.planning import check_options, resolve_benchmark, resolve_model
 from uep_gateway.validation import NUL_CHECK
 
 router = APIRouter(prefix="/v1/schedules", tags=["schedules"], dependencies=NUL_CHECK)
@@ -113,7 +113,7 @@ async def create_schedule(
     check_options(body.options, request.app.state.settings, ("body", "options"))
     tenant = principal.tenant
     if not croniter.is_valid(body.cron):
-        raise FieldError(422, ("body", "cron"), f"not a valid cron expression: {body.cron!r}", "bad_cron")
+        raise FieldError("invalid", ("body", "cron"), f"not a valid cron expression: {body.cron!r}", "bad_cron")
     limits = WorkLimits.from_settings(request.app.state.settings).for_tenant(tenant)
     now = datetime.now(UTC)
     try:
@@ -167,7 +167,7 @@ async def get_schedule(schedule_id: uuid.UUID, session: AsyncSession = Depends(d
     linked to it (``schedule_id`` of their evaluations)."""
     sch = await _get(session, schedule_id)
     if sch.deleted_at is not None:
-        raise FieldError(404, ("path", "schedule_id"), f"unknown schedule {schedule_id}", "unknown_schedule")
+        raise FieldError("not_found", ("path", "schedule_id"), f"unknown schedule {schedule_id}", "unknown_schedule")
     rows = await session.execute(
         select(ScheduleRun, Evaluation.status)
         .outerjoin(Evaluation, Evaluation.id == ScheduleRun.evaluation_id)

@@ -24,14 +24,12 @@ from sqlalchemy import insert, select, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from uep_common.configs import check_benchmark_config, is_set_metric, parse_benchmark_config
-from uep_common.db.models import Benchmark, MetricCatalogEntry, Sample
-from uep_common.params import param_problems
-from uep_gateway.api.catalog import CatalogBenchmarkView, benchmark_view, visible_benchmark
-from uep_gateway.api.judges import benchmark_judge_config
+from uep_common.contract.configs import check_benchmark_config, is_set_metric, parse_benchmark_config
+from uep_common.contract.params import param_problems
+from uep_common.tables.models import Benchmark, MetricCatalogEntry, Sample
 from uep_gateway.deps import db_session, unscoped_session
-from uep_gateway.errors import FieldError, FieldErrors
-from uep_gateway.schemas import BenchmarkSpec, MetricView, SampleView
+from uep_gateway.errors import DomainError, FieldError
+from uep_gateway.schemas import BenchmarkSpec, CatalogBenchmarkView, MetricView, SampleView
 from uep_gateway.tenancy import caller_tenant_id
 from uep_gateway.upload_worker import BudgetExceeded, WorkerPool
 from uep_gateway.uploads import (
@@ -47,6 +45,8 @@ from uep_gateway.uploads import (
     value_problem,
     with_class_names,
 )
+from uep_gateway.usecases.catalog import benchmark_view, visible_benchmark
+from uep_gateway.usecases.judging import benchmark_judge_config
 from uep_gateway.validation import NUL_CHECK
 
 # Templates (SHA-256 of the text) that ran past a worker's budget while rendering: refused again at once,
@@ -83,15 +83,15 @@ async def _workers_lifespan(app: FastAPI) -> AsyncIterator[None]:
 router = APIRouter(prefix="/v1", tags=["catalogue"], lifespan=_workers_lifespan, dependencies=NUL_CHECK)
 
 
-def _spec_errors(exc: ValidationError) -> FieldErrors:
+def _spec_errors(exc: ValidationError) -> DomainError:
     """422 naming each problem of the spec under ``["body", "spec", ...]``."""
-    return FieldErrors(
-        422, [{"loc": ["body", "spec", *map(str, e["loc"])], "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
+    return DomainError(
+        "invalid", [{"loc": ["body", "spec", *map(str, e["loc"])], "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
     )
 
 
-def _invalid(exc: UploadInvalid) -> FieldErrors:
-    return FieldErrors(422, [{"loc": p.loc, "msg": p.msg, "type": p.type} for p in exc.problems])
+def _invalid(exc: UploadInvalid) -> DomainError:
+    return DomainError("invalid", [{"loc": p.loc, "msg": p.msg, "type": p.type} for p in exc.problems])
 
 
 def _template_key(template: str) -> str:
@@ -109,8 +109,8 @@ def _budget_refusal(exc: BudgetExceeded, template: str) -> FieldError:
     if exc.phase == "render":
         reason = f"rendering the prompt template {exc}"
         _remember_costly(template, reason)
-        return FieldError(422, tuple(TEMPLATE_LOC), reason, "template_too_costly")
-    return FieldError(422, tuple(FILE_LOC), f"reading the file {exc}", "file_too_costly")
+        return FieldError("invalid", tuple(TEMPLATE_LOC), reason, "template_too_costly")
+    return FieldError("invalid", tuple(FILE_LOC), f"reading the file {exc}", "file_too_costly")
 
 
 class PreviewSample(SampleView):
@@ -144,14 +144,14 @@ async def _check_slug_owner(raw: AsyncSession, slug: str, tenant_id: uuid.UUID, 
     ).all()
     await raw.rollback()
     if any(builtin for _, builtin, _ in rows):
-        raise FieldError(409, SLUG_LOC, f"{slug!r} is a built-in benchmark; choose another slug", "builtin_slug")
+        raise FieldError("conflict", SLUG_LOC, f"{slug!r} is a built-in benchmark; choose another slug", "builtin_slug")
     others = [
         (owner, visibility)
         for owner, _, visibility in rows
         if owner != tenant_id and (not visible_only or owner is None or visibility == "shared")
     ]
     if others:
-        raise FieldError(409, SLUG_LOC, f"the slug {slug!r} is not available; choose another slug", "slug_taken")
+        raise FieldError("conflict", SLUG_LOC, f"the slug {slug!r} is not available; choose another slug", "slug_taken")
 
 
 async def _lock_slug(session: AsyncSession, slug: str) -> None:
@@ -217,7 +217,7 @@ async def upload_benchmark(
     settings = request.app.state.settings
     if visibility is not None and visibility not in VISIBILITIES:
         raise FieldError(
-            422, ("body", "visibility"), f"visibility is one of {', '.join(VISIBILITIES)}, not {visibility!r}", "bad_value"
+            "invalid", ("body", "visibility"), f"visibility is one of {', '.join(VISIBILITIES)}, not {visibility!r}", "bad_value"
         )
     try:
         spec_obj = BenchmarkSpec.model_validate_json(spec)
@@ -227,19 +227,19 @@ async def upload_benchmark(
     if bad_spec:
         raise _invalid(UploadInvalid(bad_spec))
     if file.filename and (name_problem := value_problem(file.filename)):
-        raise FieldError(422, ("body", "file", "filename"), f"the file name {name_problem[1]}", "bad_value")
+        raise FieldError("invalid", ("body", "file", "filename"), f"the file name {name_problem[1]}", "bad_value")
     metric = await session.get(MetricCatalogEntry, spec_obj.metric.name)
     if metric is None:
         known = list(await session.scalars(select(MetricCatalogEntry.name).order_by(MetricCatalogEntry.name)))
         if not known:
             raise FieldError(
-                503,
+                "unavailable",
                 ("body", "spec", "metric", "name"),
                 "the metric catalogue is empty: no scorer has started yet",
                 "no_metric_catalogue",
             )
         raise FieldError(
-            422,
+            "invalid",
             ("body", "spec", "metric", "name"),
             f"unknown metric {spec_obj.metric.name!r}; known: {', '.join(known)}",
             "unknown_metric",
@@ -248,8 +248,8 @@ async def upload_benchmark(
         spec_obj.metric.params, metric.param_types or dict.fromkeys(metric.params, "any"), metric.required_params
     )
     if problems:
-        raise FieldErrors(
-            422,
+        raise DomainError(
+            "invalid",
             [
                 {
                     "loc": ["body", "spec", "metric", "params", name],
@@ -264,7 +264,7 @@ async def upload_benchmark(
     await _check_slug_owner(raw, spec_obj.slug, tenant_id, visible_only=True)
     data = await file.read(settings.max_upload_bytes + 1)
     if len(data) > settings.max_upload_bytes:
-        raise FieldError(413, ("body", "file"), f"file larger than {settings.max_upload_bytes} bytes", "too_large")
+        raise FieldError("too_large", ("body", "file"), f"file larger than {settings.max_upload_bytes} bytes", "too_large")
     try:
         fmt = detect_format(file.filename, format)
     except UploadInvalid as exc:
@@ -289,7 +289,7 @@ async def upload_benchmark(
     except ValidationError as exc:  # BenchmarkSpec checked these fields already; a problem left is named the same way
         raise _spec_errors(exc) from None
     if (costly := _COSTLY_TEMPLATES.get(_template_key(template))) is not None:
-        raise FieldError(422, tuple(TEMPLATE_LOC), costly, "template_too_costly")
+        raise FieldError("invalid", tuple(TEMPLATE_LOC), costly, "template_too_costly")
     limits = UploadLimits(
         max_rows=settings.max_upload_rows,
         max_columns=settings.max_upload_columns,
@@ -335,7 +335,7 @@ async def upload_benchmark(
         category=spec_obj.category,
         status=spec_obj.status,
         is_builtin=False,
-        evaluation_type=spec_obj.evaluation_type,
+        evaluation_type=spec_obj.evaluation_type.value,
         capability_dimensions=spec_obj.capability_dimensions,
         config=config,
         license=spec_obj.license,
@@ -350,7 +350,7 @@ async def upload_benchmark(
     except IntegrityError:  # (slug, version) is unique site-wide: another tenant's identical upload won the race
         await session.rollback()
         raise FieldError(
-            409, SLUG_LOC, f"the slug {spec_obj.slug!r} is not available; choose another slug", "slug_taken"
+            "conflict", SLUG_LOC, f"the slug {spec_obj.slug!r} is not available; choose another slug", "slug_taken"
         ) from None
     values = [
         {
@@ -401,7 +401,10 @@ async def preview_samples(
     bench = await session.scalar(q.order_by(Benchmark.created_at.desc()).limit(1))
     if bench is None:
         raise FieldError(
-            404, ("path", "ref"), f"unknown benchmark {ref!r}" + (f" version {version!r}" if version else ""), "unknown_benchmark"
+            "not_found",
+            ("path", "ref"),
+            f"unknown benchmark {ref!r}" + (f" version {version!r}" if version else ""),
+            "unknown_benchmark",
         )
     samples = list(
         await session.scalars(

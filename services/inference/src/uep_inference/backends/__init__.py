@@ -2,7 +2,7 @@
 
 Adding a backend is a new module in this package with a class decorated ``@register_backend("name")``
 (every module here is imported below, so nothing else in the service changes) and the name added to
-:class:`uep_common.events.Backend`; docs/howto-add-a-model-backend.md has the steps.
+:class:`uep_common.contract.events.Backend`; docs/howto-add-a-model-backend.md has the steps.
 """
 
 from __future__ import annotations

@@ -8,9 +8,9 @@ process and picks it by name (:mod:`uep_inference.backends.registry`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
-from uep_common.events import ModelTarget
+from uep_common.contract.events import ModelTarget
 
 if TYPE_CHECKING:
     from uep_inference.settings import InferenceSettings
@@ -26,6 +26,11 @@ class GenerationRequest:
     OpenAI-compatible servers take 4); ``chat``: True = apply the model's chat template, False = raw text
     completion, None = the model's default; ``timeout_s``: the call's deadline, seconds (> 0).
 
+    ``json_schema``: when set, the answer must be JSON matching this JSON Schema: the backend asks the model
+    to constrain its decoding to it where the model can (llama.cpp grammars, vLLM guided decoding,
+    TensorRT-LLM guided decoding, an OpenAI-compatible ``response_format``) and says so in
+    :attr:`Generation.constrained`; elsewhere the request is sent as if there were none.
+
     ``continuations``: when not empty, the request is a log-likelihood request (``ModelBackend.loglikelihood``):
     ``prompt`` is the context and each continuation (its delimiter included, e.g. ``" Paris"``) is scored as
     it stands after the context; the decoding fields are then unused.
@@ -39,6 +44,7 @@ class GenerationRequest:
     stop: tuple[str, ...] = field(default_factory=tuple)
     chat: bool | None = None
     continuations: tuple[str, ...] = field(default_factory=tuple)
+    json_schema: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -59,12 +65,15 @@ class Loglik:
 class Generation:
     """A model's answer: ``text`` and token counts (None when the backend does not report them); for a
     log-likelihood request ``logliks`` holds one :class:`Loglik` per continuation, in order (``text`` empty,
-    ``prompt_tokens`` the context's tokens, ``completion_tokens`` the continuations' tokens in all)."""
+    ``prompt_tokens`` the context's tokens, ``completion_tokens`` the continuations' tokens in all).
+    ``constrained``: the model was asked to decode under the request's ``json_schema`` (False when the
+    request had none, or the model offers no constrained decoding)."""
 
     text: str
     prompt_tokens: int | None
     completion_tokens: int | None
     logliks: tuple[Loglik, ...] | None = None
+    constrained: bool = False
 
 
 @dataclass(frozen=True)
@@ -159,17 +168,24 @@ class ModelBackend(Protocol):
 
     def __init__(self, settings: InferenceSettings) -> None: ...
 
-    async def generate(self, request: GenerationRequest) -> Generation: ...
+    async def generate(self, request: GenerationRequest) -> Generation:
+        """One generation call within ``request.timeout_s``; raises only :class:`BackendError`."""
 
-    async def loglikelihood(self, request: GenerationRequest) -> Generation: ...
+    async def loglikelihood(self, request: GenerationRequest) -> Generation:
+        """The log-likelihood of each of ``request.continuations`` given the prompt; raises only
+        :class:`BackendError` (``loglik_unsupported`` when the model cannot answer)."""
 
-    async def predict(self, request: PredictionRequest) -> PredictionOutput: ...
+    async def predict(self, request: PredictionRequest) -> PredictionOutput:
+        """One call of a classifier, ranker or embedding model; raises only :class:`BackendError`."""
 
-    async def probe(self, target: ModelTarget, timeout_s: float) -> Probe: ...
+    async def probe(self, target: ModelTarget, timeout_s: float) -> Probe:
+        """Whether the model of ``target`` is loaded and answering, within ``timeout_s`` seconds; never raises."""
 
-    def capacity(self, target: ModelTarget) -> int | None: ...
+    def capacity(self, target: ModelTarget) -> int | None:
+        """Calls in flight this replica may have open to ``target`` (≥ 1), or None for unbounded."""
 
-    async def close(self) -> None: ...
+    async def close(self) -> None:
+        """Close every client (service shutdown)."""
 
 
 def registry_capacity(target: ModelTarget) -> int | None:

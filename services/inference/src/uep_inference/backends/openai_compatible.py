@@ -1,6 +1,12 @@
 """The ``openai_compatible`` backend: ``/v1/chat/completions``, or ``/v1/completions`` for raw text (vLLM,
 TGI, llama.cpp server, Triton's OpenAI frontend), with the bearer token ``UEP_OPENAI_API_KEY``.
 
+Structured output (``GenerationRequest.json_schema``): the schema goes out as ``response_format``
+``{"type": "json_schema", "json_schema": {"name", "schema", "strict": true}}`` (OpenAI's structured outputs,
+also read by vLLM, SGLang and llama.cpp's server), or as vLLM's ``guided_json`` when the model's ``spec`` says
+``"structured_output": "guided_json"``, or not at all with ``"none"``. A server that refuses the request
+(HTTP 400 or 422) is asked once more without the schema; ``Generation.constrained`` says which answered.
+
 Error kinds: ``openai_unavailable`` (the connection failed or timed out, or a 5xx status; transient),
 ``rate_limited`` (HTTP 429; transient), both with the answer's ``Retry-After`` (:func:`retry_after_seconds`)
 for the service's wait before the next attempt; ``openai_http_error`` (any other status than 200), ``openai_bad_response`` (a body without ``choices[0]``'s text),
@@ -16,8 +22,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import httpx
 
-from uep_common.events import ModelTarget
-from uep_inference.api_keys import ApiKeys
+from uep_common.contract.events import ModelTarget
+from uep_inference.backends.api_keys import ApiKeys
 from uep_inference.backends.base import (
     BackendError,
     Generation,
@@ -32,6 +38,9 @@ from uep_inference.backends.registry import register_backend
 
 if TYPE_CHECKING:
     from uep_inference.settings import InferenceSettings
+
+STRUCTURED_OUTPUT_MODES = ("response_format", "guided_json", "none")
+"""Values of a model's ``spec["structured_output"]``: how a JSON schema is sent (default ``response_format``)."""
 
 MAX_STOP = 4
 """Stop strings sent to the server (OpenAI's API refuses more than four); every further one is applied here
@@ -50,7 +59,7 @@ class OpenAIBackend:
         self._http = httpx.AsyncClient(transport=transport)
 
     def _headers(self, target: ModelTarget) -> dict[str, str]:
-        """The request headers for ``target``: its bearer token (:class:`uep_inference.api_keys.ApiKeys`), if any.
+        """The request headers for ``target``: its bearer token (:class:`uep_inference.backends.api_keys.ApiKeys`), if any.
         Raises :class:`BackendError` ``api_key_unavailable``."""
         token = self._keys.for_target(target)
         return {"Authorization": f"Bearer {token}"} if token else {}
@@ -62,7 +71,21 @@ class OpenAIBackend:
         Stop strings: the first :data:`MAX_STOP` are sent (OpenAI's API takes no more); when there are more,
         the text is also cut client-side at the earliest occurrence of any of them (:func:`truncate_at_stop`),
         so every stop string is honoured. ``completion_tokens`` stays the server's count of what it generated
-        (what the endpoint bills), which then includes the tail cut off here."""
+        (what the endpoint bills), which then includes the tail cut off here.
+
+        With a ``json_schema``: sent as the model's :func:`structured_output_mode` says; when the server
+        answers 400 or 422 to that, the call is made once more without it (``constrained`` False)."""
+        mode = structured_output_mode(request.target) if request.json_schema is not None else "none"
+        if mode != "none":
+            try:
+                return await self._complete(request, mode)
+            except BackendError as exc:
+                if exc.kind != "openai_http_error" or not str(exc).startswith(("HTTP 400", "HTTP 422")):
+                    raise
+        return await self._complete(request, "none")
+
+    async def _complete(self, request: GenerationRequest, mode: str) -> Generation:
+        """One completion call, the schema sent as ``mode`` says (:data:`STRUCTURED_OUTPUT_MODES`)."""
         target, chat = request.target, request.chat
         body: dict[str, Any] = {
             "model": target.triton_model_name or target.name,
@@ -75,6 +98,13 @@ class OpenAIBackend:
             body["messages"], path = [{"role": "user", "content": request.prompt}], "/v1/chat/completions"
         if request.stop:
             body["stop"] = list(request.stop[:MAX_STOP])
+        if mode == "response_format":
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "answer", "schema": request.json_schema, "strict": True},
+            }
+        elif mode == "guided_json":
+            body["guided_json"] = request.json_schema
         try:
             r = await self._http.post(
                 target.endpoint.rstrip("/") + path, json=body, timeout=request.timeout_s, headers=self._headers(target)
@@ -91,7 +121,7 @@ class OpenAIBackend:
         if len(request.stop) > MAX_STOP:
             text = truncate_at_stop(text, request.stop)
         usage = data.get("usage") or {}
-        return Generation(text, usage.get("prompt_tokens"), usage.get("completion_tokens"))
+        return Generation(text, usage.get("prompt_tokens"), usage.get("completion_tokens"), constrained=mode != "none")
 
     async def loglikelihood(self, request: GenerationRequest) -> Generation:
         """The log-likelihood of each continuation after the context, from prompt log-probabilities: one
@@ -192,6 +222,13 @@ def continuation_loglik(logprobs: Any, context: str, continuation: str) -> tuple
         isinstance(t, dict) and t and v >= max(t.values()) for v, t in zip(picked, tops[n_context:n_prompt], strict=True)
     )
     return Loglik(float(sum(picked)), len(picked), greedy), n_context
+
+
+def structured_output_mode(target: ModelTarget) -> str:
+    """How a JSON schema is sent to ``target``: its ``spec["structured_output"]`` when that is one of
+    :data:`STRUCTURED_OUTPUT_MODES`, else ``response_format``."""
+    mode = (target.spec or {}).get("structured_output")
+    return mode if mode in STRUCTURED_OUTPUT_MODES else "response_format"
 
 
 def check_status(r: httpx.Response) -> None:

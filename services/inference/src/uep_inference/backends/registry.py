@@ -1,8 +1,8 @@
 """The backend registry: ``@register_backend("name")`` and the dispatcher that picks a backend by the
 model's ``backend`` name.
 
-The names a model may carry are one list in the event contract, :class:`uep_common.events.Backend` (the
-table's check constraint is derived from it, ``uep_common.db.models.BACKENDS``); :func:`check_against_contract`
+The names a model may carry are one list in the event contract, :class:`uep_common.contract.events.Backend` (a
+``models`` row's backend is checked against it in code, ``uep_common.tables.models.BACKENDS``); :func:`check_against_contract`
 fails the inference service's start-up when the registered backends and that list differ.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from uep_common.events import Backend, ModelTarget
+from uep_common.contract.events import Backend, ModelTarget
 from uep_inference.backends.base import ModelBackend
 
 if TYPE_CHECKING:
@@ -55,13 +55,13 @@ def transient_errors() -> frozenset[str]:
 
 def check_against_contract(registered: set[str], known: set[str] | None = None) -> None:
     """Raise ``RuntimeError`` naming the difference when ``registered`` is not exactly ``known`` (default:
-    the values of :class:`uep_common.events.Backend`): a name only registered could never reach this
+    the values of :class:`uep_common.contract.events.Backend`): a name only registered could never reach this
     service in a SampleDispatched, a name only in the contract would be dispatched to a replica that cannot
     call it."""
     known = {b.value for b in Backend} if known is None else known
     if registered != known:
         raise RuntimeError(
-            "model backends differ from uep_common.events.Backend: "
+            "model backends differ from uep_common.contract.events.Backend: "
             f"registered only {sorted(registered - known)}, in the contract only {sorted(known - registered)}"
         )
 

@@ -1,6 +1,6 @@
 """The ``triton`` backend: NVIDIA Triton through tritonclient's asyncio gRPC or HTTP client.
 
-A model's ``kind`` and ``contract`` (``ModelTarget``; the contracts: :mod:`uep_common.model_contracts`) choose
+A model's ``kind`` and ``contract`` (``ModelTarget``; the contracts: :mod:`uep_common.contract.model_contracts`) choose
 the tensors: generation ``uep`` (below), ``vllm`` and ``trtllm``, classification ``text`` and ``features``,
 ranking ``uep`` and embedding ``uep``, each built and read by :mod:`uep_inference.backends.triton_contracts`;
 every call goes through one ``infer`` (:meth:`TritonBackend._infer`).
@@ -21,6 +21,13 @@ the ``uep`` and ``trtllm`` generation contracts, of classifiers and of the ``uep
 model make at once go out as one call of up to the model's ``max_batch_size`` rows (its Triton configuration,
 read once per model, :meth:`TritonBackend.max_rows`), and each item reads its own row of the answer.
 
+Structured output (``GenerationRequest.json_schema``): ``uep`` models whose configuration declares the
+optional input ``json_schema`` (the embedded LLM: llama.cpp grammars) get the schema there; ``trtllm`` ensembles
+that declare ``guided_decoding_guide_type`` and ``guided_decoding_guide`` get ``json_schema`` and the schema
+(TensorRT-LLM guided decoding, XGrammar); ``vllm`` models get ``guided_decoding`` ``{"json": schema}`` in
+``sampling_parameters`` (the Triton vLLM back end turns it into vLLM's guided-decoding parameters). Other
+models are called without it (``Generation.constrained`` False), and the caller parses strictly.
+
 Error kinds: ``triton_unavailable`` (nothing listens, or the server is restarting; transient),
 ``timeout`` (the deadline passed), ``triton_error`` (any other Triton error, e.g. an unknown model),
 ``loglik_unsupported`` (a log-likelihood request to a model without the ``continuation`` input, or of another
@@ -31,6 +38,7 @@ contract than ``uep``), ``contract_unsupported`` (a kind and contract this backe
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Sequence
@@ -38,7 +46,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from uep_common.events import ModelKind, ModelTarget
+from uep_common.contract.events import ModelKind, ModelTarget
 from uep_inference import instruments
 from uep_inference.backends import triton_contracts as contracts
 from uep_inference.backends.base import (
@@ -86,6 +94,7 @@ class TritonBackend:
         """Stacks concurrent one-row calls of a model (:mod:`uep_inference.backends.row_batching`); None when
         ``UEP_TRITON_ROW_BATCHING`` is off."""
         self._max_rows: dict[tuple[str, str, str], tuple[int, float]] = {}
+        self._inputs: dict[tuple[str, str, str], frozenset[str]] = {}
         self._config_reads: dict[tuple[str, str, str], asyncio.Future[int]] = {}
 
     def _client(self, endpoint: str) -> tuple[str, Any, Any]:
@@ -118,16 +127,26 @@ class TritonBackend:
         """Rows one call to ``target``'s model may carry: its Triton configuration's ``max_batch_size`` (0, no
         batch dimension, counts as 1), read once per model; 1 while the configuration cannot be read (asked
         again after :data:`CONFIG_RETRY_S`)."""
+        return (await self.model_info(target))[0]
+
+    async def declared_inputs(self, target: ModelTarget) -> frozenset[str]:
+        """The input names ``target``'s model declares in its Triton configuration (read once per model with
+        :meth:`max_rows`); empty while the configuration cannot be read."""
+        return (await self.model_info(target))[1]
+
+    async def model_info(self, target: ModelTarget) -> tuple[int, frozenset[str]]:
+        """``(max rows a call, declared input names)`` of ``target``'s model, from its configuration."""
         name, version = target.triton_model_name or target.name, target.triton_model_version or ""
         key = (target.endpoint, name, version)
         known = self._max_rows.get(key)
         if known is not None and (known[1] == 0.0 or time.monotonic() < known[1]):
-            return known[0]
+            return known[0], self._inputs.get(key, frozenset())
         reading = self._config_reads.get(key)
         if reading is None:  # one read, which every item arriving meanwhile awaits (they then go out together)
             reading = self._config_reads[key] = asyncio.ensure_future(self._read_max_rows(target, key))
             reading.add_done_callback(lambda _: self._config_reads.pop(key, None))
-        return await asyncio.shield(reading)
+        rows = await asyncio.shield(reading)
+        return rows, self._inputs.get(key, frozenset())
 
     async def _read_max_rows(self, target: ModelTarget, key: tuple[str, str, str]) -> int:
         from tritonclient.utils import InferenceServerException
@@ -141,11 +160,14 @@ class TritonBackend:
                 else:
                     config = await client.get_model_config(name, model_version=version)
             rows = max(1, int(config.get("max_batch_size", 0) or 0))
-        except (InferenceServerException, OSError, TimeoutError, ValueError, TypeError) as exc:
+            inputs = frozenset(str(t.get("name")) for t in config.get("input") or [] if isinstance(t, dict))
+        except (InferenceServerException, OSError, TimeoutError, ValueError, TypeError, AttributeError) as exc:
             log.info("model %s: configuration not read (%s); its calls go one row each", name, exc)
             self._max_rows[key] = (1, time.monotonic() + CONFIG_RETRY_S)
+            self._inputs.pop(key, None)
             return 1
         self._max_rows[key] = (rows, 0.0)
+        self._inputs[key] = inputs
         return rows
 
     async def _infer(
@@ -197,10 +219,19 @@ class TritonBackend:
 
     async def generate(self, request: GenerationRequest) -> Generation:
         """One inference call with the tensors of the target's generation contract (``uep``, ``vllm``,
-        ``trtllm``). Raises :class:`BackendError`."""
-        contract = contracts.generation_contract(request.target.contract)
-        result = await self._infer(request.target, request.timeout_s, contract.build(request), contract.outputs, stackable=True)
-        return contract.read(request, result.as_numpy)
+        ``trtllm``). With a ``json_schema``, the decoding is constrained where the contract allows it
+        (:func:`~uep_inference.backends.triton_contracts.can_constrain`: the model's configuration declares the
+        contract's schema inputs, or the vLLM back end's ``guided_decoding``). Raises :class:`BackendError`."""
+        target = request.target
+        contract = contracts.generation_contract(target.contract)
+        constrain = False
+        if request.json_schema is not None:
+            declared = frozenset() if target.contract == "vllm" else await self.declared_inputs(target)
+            constrain = contracts.can_constrain(target.contract, declared)
+        inputs = contract.build(request, constrain)
+        result = await self._infer(target, request.timeout_s, inputs, contract.outputs, stackable=True)
+        generation = contract.read(request, result.as_numpy)
+        return dataclasses.replace(generation, constrained=constrain)
 
     async def loglikelihood(self, request: GenerationRequest) -> Generation:
         """The log-likelihood of each of ``request.continuations`` after the context ``request.prompt``: one

@@ -1,6 +1,6 @@
 """The Triton requests of each model contract: which tensors a call sends and how its answer is read.
 
-One entry per ``(kind, contract)`` of :data:`uep_common.model_contracts.CONTRACTS` that the ``triton``
+One entry per ``(kind, contract)`` of :data:`uep_common.contract.model_contracts.CONTRACTS` that the ``triton``
 backend calls; the tensor names are the contract table's (:func:`check_against_contracts` fails the import
 when they differ). A builder returns :class:`Tensor` values (name, Triton datatype, numpy array); the
 backend (:mod:`uep_inference.backends.triton`) wraps them in ``InferInput`` s and makes the one shared
@@ -38,8 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from uep_common.events import ModelKind
-from uep_common.model_contracts import CONTRACTS
+from uep_common.contract.events import ModelKind
+from uep_common.contract.model_contracts import CONTRACTS
 from uep_inference.backends.base import BackendError, Generation, GenerationRequest, PredictionOutput, PredictionRequest
 
 AsNumpy = Callable[[str], Any]
@@ -75,23 +75,48 @@ def _first_text(as_numpy: AsNumpy, name: str) -> str:
 
 @dataclass(frozen=True)
 class GenerationContract:
-    """How one generation contract is called: ``build`` the inputs, the ``outputs`` to ask for, ``read`` the
+    """How one generation contract is called: ``build`` the inputs (``build(request, constrain)``: with
+    ``constrain``, the request's ``json_schema`` goes to the model), the ``outputs`` to ask for, ``read`` the
     answer (``read(request, as_numpy)``)."""
 
-    build: Callable[[GenerationRequest], list[Tensor]]
+    build: Callable[[GenerationRequest, bool], list[Tensor]]
     outputs: tuple[str, ...]
     read: Callable[[GenerationRequest, AsNumpy], Generation]
 
 
-def _uep_build(request: GenerationRequest) -> list[Tensor]:
+SCHEMA_INPUTS: dict[str, tuple[str, ...]] = {
+    "uep": ("json_schema",),
+    "trtllm": ("guided_decoding_guide_type", "guided_decoding_guide"),
+}
+"""The optional inputs through which a contract's model takes a JSON schema; it must declare all of them."""
+
+
+def can_constrain(contract: str, declared: frozenset[str]) -> bool:
+    """Whether a model of generation ``contract`` that declares the inputs ``declared`` can decode under a
+    JSON schema: always for ``vllm`` (``guided_decoding`` in ``sampling_parameters``), for ``uep`` and
+    ``trtllm`` when it declares every input of :data:`SCHEMA_INPUTS`."""
+    if contract == "vllm":
+        return True
+    needed = SCHEMA_INPUTS.get(contract, ())
+    return bool(needed) and all(n in declared for n in needed)
+
+
+def _schema_text(request: GenerationRequest) -> str:
+    return json.dumps(request.json_schema, separators=(",", ":"))
+
+
+def _uep_build(request: GenerationRequest, constrain: bool = False) -> list[Tensor]:
     chat = request.chat
-    return [
+    inputs = [
         Tensor("text_input", "BYTES", _bytes([[request.prompt]])),
         Tensor("max_tokens", "INT32", np.array([[request.max_tokens]], dtype=np.int32)),
         Tensor("temperature", "FP32", np.array([[request.temperature]], dtype=np.float32)),
         Tensor("stop", "BYTES", _bytes([[json.dumps(list(request.stop))]])),
         Tensor("chat", "INT32", np.array([[-1 if chat is None else int(chat)]], dtype=np.int32)),
     ]
+    if constrain and request.json_schema is not None:
+        inputs.append(Tensor("json_schema", "BYTES", _bytes([[_schema_text(request)]])))
+    return inputs
 
 
 def _uep_read(request: GenerationRequest, as_numpy: AsNumpy) -> Generation:
@@ -102,21 +127,26 @@ def _uep_read(request: GenerationRequest, as_numpy: AsNumpy) -> Generation:
     )
 
 
-def vllm_sampling_parameters(request: GenerationRequest) -> dict[str, Any]:
-    """The ``sampling_parameters`` JSON object of a vLLM call (``max_tokens``, ``temperature``, and ``stop``
-    when there are stop strings)."""
+def vllm_sampling_parameters(request: GenerationRequest, constrain: bool = False) -> dict[str, Any]:
+    """The ``sampling_parameters`` JSON object of a vLLM call (``max_tokens``, ``temperature``, ``stop``
+    when there are stop strings, and with ``constrain`` ``guided_decoding`` ``{"json": schema}``, which the
+    Triton vLLM back end turns into vLLM's ``GuidedDecodingParams`` / ``StructuredOutputsParams``)."""
     params: dict[str, Any] = {"max_tokens": request.max_tokens, "temperature": request.temperature}
     if request.stop:
         params["stop"] = list(request.stop)
+    if constrain and request.json_schema is not None:
+        params["guided_decoding"] = {"json": request.json_schema}
     return params
 
 
-def _vllm_build(request: GenerationRequest) -> list[Tensor]:
+def _vllm_build(request: GenerationRequest, constrain: bool = False) -> list[Tensor]:
     return [
         Tensor("text_input", "BYTES", np.array([request.prompt.encode("utf-8")], dtype=np.object_)),
         Tensor("stream", "BOOL", np.array([False], dtype=np.bool_)),
         Tensor(
-            "sampling_parameters", "BYTES", np.array([json.dumps(vllm_sampling_parameters(request)).encode()], dtype=np.object_)
+            "sampling_parameters",
+            "BYTES",
+            np.array([json.dumps(vllm_sampling_parameters(request, constrain)).encode()], dtype=np.object_),
         ),
         Tensor("exclude_input_in_output", "BOOL", np.array([True], dtype=np.bool_)),
     ]
@@ -126,7 +156,7 @@ def _text_only(request: GenerationRequest, as_numpy: AsNumpy) -> Generation:
     return Generation(text=_first_text(as_numpy, "text_output"), prompt_tokens=None, completion_tokens=None)
 
 
-def _trtllm_build(request: GenerationRequest) -> list[Tensor]:
+def _trtllm_build(request: GenerationRequest, constrain: bool = False) -> list[Tensor]:
     inputs = [
         Tensor("text_input", "BYTES", _bytes([[request.prompt]])),
         Tensor("max_tokens", "INT32", np.array([[request.max_tokens]], dtype=np.int32)),
@@ -134,6 +164,9 @@ def _trtllm_build(request: GenerationRequest) -> list[Tensor]:
     ]
     if request.stop:
         inputs.append(Tensor("stop_words", "BYTES", _bytes([list(request.stop)])))
+    if constrain and request.json_schema is not None:
+        inputs.append(Tensor("guided_decoding_guide_type", "BYTES", _bytes([["json_schema"]])))
+        inputs.append(Tensor("guided_decoding_guide", "BYTES", _bytes([[_schema_text(request)]])))
     return inputs
 
 
@@ -248,14 +281,18 @@ def _sent_by_builders() -> dict[tuple[ModelKind, str], set[str]]:
     """The input names each builder sends, found by building one request of every contract."""
     import uuid
 
-    from uep_common.events import ModelTarget
+    from uep_common.contract.events import ModelTarget
 
     def target(kind: ModelKind, contract: str) -> ModelTarget:
         return ModelTarget(model_id=uuid.UUID(int=0), name="m", backend="triton", endpoint="x:1", kind=kind, contract=contract)
 
     sent = {
         (ModelKind.generation, name): {
-            t.name for t in c.build(GenerationRequest(target(ModelKind.generation, name), "p", 1, 1.0, stop=("s",)))
+            t.name
+            for t in c.build(
+                GenerationRequest(target(ModelKind.generation, name), "p", 1, 1.0, stop=("s",), json_schema={"type": "object"}),
+                True,
+            )
         }
         for name, c in GENERATION.items()
     }
@@ -272,19 +309,19 @@ def _sent_by_builders() -> dict[tuple[ModelKind, str], set[str]]:
 
 def check_against_contracts() -> None:
     """Raise ``RuntimeError`` when the tensors of a builder or reader differ from the contract table's
-    (:data:`uep_common.model_contracts.CONTRACTS`): every name sent is one of the contract's inputs, every
+    (:data:`uep_common.contract.model_contracts.CONTRACTS`): every name sent is one of the contract's inputs, every
     required contract input is sent, every output read is one of its outputs."""
     outputs = {(ModelKind.generation, name): c.outputs for name, c in GENERATION.items()} | PREDICTION_OUTPUTS
     for key, sent in _sent_by_builders().items():
         contract = CONTRACTS.get(key)
         if contract is None:
-            raise RuntimeError(f"no contract {key[1]!r} of kind {key[0].value!r} in uep_common.model_contracts")
+            raise RuntimeError(f"no contract {key[1]!r} of kind {key[0].value!r} in uep_common.contract.model_contracts")
         names_in = {t.name for t in contract.inputs}
         required = {t.name for t in contract.inputs if not t.optional}
         read = set(outputs[key])
         if not sent <= names_in or not required <= sent or not read <= {t.name for t in contract.outputs}:
             raise RuntimeError(
-                f"triton requests of {key[0].value}/{key[1]} differ from uep_common.model_contracts: send {sorted(sent)}, "
+                f"triton requests of {key[0].value}/{key[1]} differ from uep_common.contract.model_contracts: send {sorted(sent)}, "
                 f"read {sorted(read)}; the contract has inputs {sorted(names_in)} (required {sorted(required)}), "
                 f"outputs {sorted(t.name for t in contract.outputs)}"
             )

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from uep_common.events import Prediction
+    from uep_common.contract.events import Prediction
 
 NO_ANSWER = "no_answer"
 """``details["extraction"]`` of a result whose output held no answer to extract."""
@@ -64,7 +64,7 @@ class MetricResult:
         details: JSON-serialisable diagnostics, e.g. ``{"extraction": "no_answer"}`` or
             ``{"status": "timed_out", "stderr_tail": "..."}``. ``details["submetrics"]`` (a dict name →
             number), when present, is stored as per-item metrics of their own (e.g. ``ndcg@10``, ``rr``).
-        prediction: the structured answer scored, as the fields of :class:`uep_common.events.Prediction`
+        prediction: the structured answer scored, as the fields of :class:`uep_common.contract.events.Prediction`
             (``{"label": "spam"}``, ``{"ranking": ["d3", "d1"]}``); None for metrics that score free text.
     """
 
@@ -98,7 +98,7 @@ class Metric(Protocol):
     """Where the rule or formula comes from (paper, reference implementation)."""
     param_types: dict[str, str]
     """Parameter name → type (``bool``, ``number``, ``integer``, ``string``, ``string_list``, ``letters``,
-    ``enum:a|b``), checked before scoring by :func:`uep_common.params.param_problems`."""
+    ``enum:a|b``), checked before scoring by :func:`uep_common.contract.params.param_problems`."""
     required_params: tuple[str, ...]
     """Parameters without a default."""
     reference_schema: dict[str, Any]

@@ -313,7 +313,8 @@ def corpus_bleu(
         references_lists: **per segment**, its list of references (``[["ref 1a", "ref 1b"], ["ref 2"]]``);
             this is the transpose of sacrebleu's reference streams. Segments may have different numbers
             of references.
-        language, tokenize: as the ``bleu`` metric's params.
+        language: as the ``bleu`` metric's ``language`` param (picks the tokenizer when ``tokenize`` is None).
+        tokenize: as the ``bleu`` metric's ``tokenize`` param: a sacrebleu tokenizer name.
         lowercase: lower-case before scoring.
 
     Equals ``sacrebleu.corpus_bleu(hypotheses, streams, tokenize=...)`` (effective order off). Not the

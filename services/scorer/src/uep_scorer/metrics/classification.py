@@ -29,7 +29,7 @@ import numpy as np
 from .base import NO_ANSWER, MetricInputError, MetricResult, binary_result, extraction_label
 
 if TYPE_CHECKING:
-    from uep_common.events import Prediction
+    from uep_common.contract.events import Prediction
 
 
 def _skm() -> Any:
@@ -47,7 +47,7 @@ def _num(value: Any) -> float | None:
 
 
 def _native(value: Any) -> Any:
-    """numpy scalar -> Python scalar, so the report is JSON-serialisable."""
+    """A NumPy scalar as the Python scalar, so the report is JSON-serialisable; any other value as given."""
     return value.item() if isinstance(value, np.generic) else value
 
 
@@ -136,7 +136,6 @@ def classification_report(
     Example: ``classification_report([1, 0, 1], [0, 0, 0], positive_label=1)["binary"]`` ->
     ``{"positive_label": 1, "precision": None, "recall": 0.0, "f1": 0.0, "support": 2}``.
     """
-
     y_true, y_pred = [_native(v) for v in y_true], [_native(v) for v in y_pred]
     if not y_true:
         raise ValueError("y_true is empty")
@@ -236,7 +235,7 @@ class LabelMatch:
     (``None`` when there is none); ``prediction`` = ``{"label": ...}`` (with the model's probabilities when it
     gave them); ``details``: ``reference``, ``ignore_case``, ``extraction`` (``"prediction"``, ``"exact"``,
     ``"found"``, ``"ok"`` or ``"no_answer"``). Set-level precision/recall/F1/confusion, ROC and calibration are
-    computed over the items' predictions by ``uep_common.set_metrics`` (the evaluation summary).
+    computed over the items' predictions by ``uep_common.analytics.set_metrics`` (the evaluation summary).
 
     Raises:
         MetricInputError: missing or empty ``label`` in the reference, a non-boolean ``ignore_case``, or

@@ -119,7 +119,7 @@ NORMALIZATION_PARAM_TYPES: dict[str, str] = {
     "regexes_to_ignore": "string_list",
     "squad": "bool",
 }
-"""Types of :data:`NORMALIZATION_PARAMS` (see :mod:`uep_common.params`)."""
+"""Types of :data:`NORMALIZATION_PARAMS` (see :mod:`uep_common.contract.params`)."""
 """Param descriptions shared by every metric that normalises its inputs."""
 
 

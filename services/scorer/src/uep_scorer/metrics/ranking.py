@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from .base import MetricInputError, MetricResult, extraction_label
 
 if TYPE_CHECKING:
-    from uep_common.events import Prediction
+    from uep_common.contract.events import Prediction
 
 
 def _gains(relevant: Any) -> dict[Hashable, float]:
@@ -204,7 +204,7 @@ class Ndcg:
     text lists (:func:`ranking_of_text`). Reference: :data:`RANKING_REFERENCE`. Params: ``k`` (default 10).
     Every value of :func:`query_metrics` (``rr``, and ``ndcg@c``, ``recall@c``, ``precision@c``, ``hit@c``,
     ``ap@c`` for c in 1, 3, 5, 10 and k) is stored as a per-item metric (``details["submetrics"]``); the
-    evaluation summary averages them over the queries with bootstrap intervals (``uep_common.set_metrics``).
+    evaluation summary averages them over the queries with bootstrap intervals (``uep_common.analytics.set_metrics``).
     A query without a relevant item has no score (``is_correct`` and ``score`` None, ``details["status"]`` =
     :data:`EXCLUDED`): it is excluded and counted, never averaged in as 0. An empty ranking is a decided 0
     (``extraction`` ``no_answer``).

@@ -30,6 +30,8 @@ import sys
 import threading
 from dataclasses import dataclass
 
+from uep_scorer.settings import SandboxSettings
+
 from . import bwrap, process, seccomp
 from .pool import WarmPool
 from .task import CodeTask, SandboxLimits, SandboxResult
@@ -99,7 +101,7 @@ _backend: SandboxBackend | None = None
 
 
 def _interpreters() -> list[str]:
-    configured = os.environ.get("UEP_SANDBOX_PYTHON")
+    configured = SandboxSettings().sandbox_python
     if configured:
         return [configured]
     found: list[str] = []
@@ -170,7 +172,7 @@ def configure(mode: str | None = None) -> SandboxStatus:
 def open_backend(mode: str | None = None) -> SandboxBackend:
     """Probe and start a sandbox backend for ``mode`` (as :func:`configure`, logging the same way) without
     making it the one :func:`run_task` uses; the caller closes it. For comparing modes in one process."""
-    mode = (mode or os.environ.get("UEP_SANDBOX_MODE") or "bwrap").strip()
+    mode = (mode or SandboxSettings().sandbox_mode).strip()
     pool = None
     if mode == "unsafe_process":
         status = SandboxStatus("unsafe_process", "UNSAFE: untrusted code runs in a plain process of the scorer's uid")
@@ -182,7 +184,7 @@ def open_backend(mode: str | None = None) -> SandboxBackend:
     elif mode == "bwrap":
         status, config = _probe_bwrap()
         if config is not None:
-            size = int(os.environ.get("UEP_SANDBOX_POOL", "2"))
+            size = SandboxSettings().sandbox_pool
             pool = WarmPool(lambda: bwrap.spawn(config), size, "bwrap-sandbox-spawner")
             log.info(
                 "code sandbox: bwrap (%s, host uid %s, pool %d)",

@@ -34,6 +34,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 
+from uep_scorer.settings import SandboxSettings
+
 from .pool import WarmPool
 from .task import STDERR_TAIL, SandboxLimits, SandboxResult
 
@@ -228,7 +230,7 @@ def _spawn_worker() -> _Worker:
     return _Worker(proc, request_w, verdict_r, workdir, stderr_path)
 
 
-_POOL: WarmPool[_Worker] = WarmPool(_spawn_worker, int(os.environ.get("UEP_SANDBOX_POOL", "2")), "process-harness-spawner")
+_POOL: WarmPool[_Worker] = WarmPool(_spawn_worker, SandboxSettings().sandbox_pool, "process-harness-spawner")
 atexit.register(_POOL.close)
 
 

@@ -1,4 +1,5 @@
-// Administration of the tenant (admin role): members and roles (/v1/members), API keys (a new key is shown
+// Administration of the tenant (admin role): members and roles (/v1/members), invitations (/v1/invitations:
+// the invited user accepts them; the answer is the same whether the name exists), API keys (a new key is shown
 // once; revoke), caps (/v1/caps, the tenant's daily cap), spend by tenant/day/role/evaluation with a bar
 // chart (GET /v1/spend?group_by=…) and the audit log (GET /v1/audit, cursor pages).
 
@@ -10,23 +11,36 @@ import { confirmDialog, errorBox, field, input, money, num, pageHeader, section,
 const ROLES = ["admin", "builder", "viewer", "annotator"];
 
 async function members(ctx, pane) {
-  const list = await api.get("/v1/members");
+  const [list, pending] = await Promise.all([api.get("/v1/members"), api.get("/v1/invitations")]);
   const username = input({ required: true, autocomplete: "off" });
   const role = select(ROLES, { value: "viewer" });
-  const password = input({ type: "password", autocomplete: "new-password" });
   const summary = h("div");
   const form = h("form", { class: "filters", id: "member-form" }, field("Username", username, { name: "username" }), field("Role", role, { name: "role" }),
-    field("Password (new users)", password, { name: "password" }), h("button", { type: "submit", class: "btn primary" }, "Add member"), summary);
+    h("button", { type: "submit", class: "btn primary" }, "Invite"), summary);
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
     try {
-      await api.post("/v1/members", { username: username.value.trim(), role: role.value, ...(password.value ? { password: password.value } : {}) });
-      toast(`${username.value} added`);
+      await api.post("/v1/invitations", { username: username.value.trim(), role: role.value });
+      toast(`invitation sent to ${username.value}: they join once they accept it`);
       await members(ctx, pane);
     } catch (err) {
       showErrors(form, err, summary);
     }
   });
+  const invitations = table([
+    { label: "Invited", cell: (i) => h("strong", {}, i.username) },
+    { label: "Role", cell: (i) => i.role },
+    { label: "By", cell: (i) => i.invited_by },
+    { label: "Expires", cell: (i) => when(i.expires_at) },
+    { label: "", cell: (i) => h("button", { type: "button", class: "btn small", onclick: async () => {
+      try {
+        await api.del(`/v1/invitations/${i.id}`);
+      } catch (err) {
+        toast(api.errorLines(err).join("; "), "error");
+      }
+      await members(ctx, pane);
+    } }, "Withdraw") },
+  ], pending);
   const roleCell = (m) => {
     const sel = select(ROLES, { value: m.role, "aria-label": `role of ${m.username}` });
     sel.addEventListener("change", async () => {
@@ -59,8 +73,10 @@ async function members(ctx, pane) {
         await members(ctx, pane);
       } }, "Remove") },
     ], list),
-    h("h3", {}, "Add a member"),
+    h("h3", {}, "Invite a member"),
     form,
+    h("h3", {}, "Pending invitations"),
+    pending.length ? invitations : h("p", { class: "muted" }, "None."),
   );
 }
 

@@ -14,6 +14,7 @@ const NAV = [
   ["/ui/leaderboards", "Leaderboards", "read"],
   ["/ui/benchmarks", "Benchmarks", "read"],
   ["/ui/models", "Models", "read"],
+  ["/ui/judges", "Judges", "read"],
   ["/ui/annotation", "Annotation", "annotate"],
   ["/ui/admin", "Admin", "admin"],
 ];
@@ -32,6 +33,7 @@ const ROUTES = [
   [/^\/ui\/benchmarks\/upload$/, "./benchmarks.js", "upload"],
   [/^\/ui\/benchmarks\/([^/]+)$/, "./benchmarks.js", "benchmark"],
   [/^\/ui\/models\/?$/, "./models.js", "models"],
+  [/^\/ui\/judges\/?$/, "./judges.js", "judges"],
   [/^\/ui\/annotation\/?$/, "./annotation.js", "queue"],
   [/^\/ui\/admin\/?$/, "./admin.js", "admin"],
 ];

@@ -21,6 +21,8 @@ const JUDGE_MODES = [["rubric", "rubric: scores on the dimensions"], ["reference
 const DIMENSION_NAME = /^[a-z][a-z0-9_]{0,39}$/;
 const SCORE_LABEL = /^[A-Za-z][A-Za-z0-9 _-]{0,39}$/;
 const MAX_JUDGES = 7;
+/** The default judge: the embedded LLM (a small model; its verdicts are grammar-constrained JSON). */
+const EMBEDDED_JUDGE = "smollm2-135m-instruct";
 const MAX_DIMENSIONS = 12;
 
 /** A .field holding several controls (a list or a range); its one error slot follows them. */
@@ -39,7 +41,7 @@ function judgeEditor(modelNames, onChange) {
     maxRetries: input({ type: "number", min: 0, max: 5, value: 2, id: "judge-max-retries" }),
     templateText: h("textarea", { rows: 3, id: "judge-template-text", placeholder: "empty: the mode's shipped template (rubric/v1, …)" }),
   };
-  const judgeBoxes = modelNames.map((n) => h("input", { type: "checkbox", value: n, "data-judge": n, checked: n === "uep-judge" }));
+  const judgeBoxes = modelNames.map((n) => h("input", { type: "checkbox", value: n, "data-judge": n, checked: n === EMBEDDED_JUDGE }));
   const dims = [{ name: "accuracy", description: "Is the answer factually and logically correct?", min: 0, max: 10, integer: false }];
   const rows = h("div", { id: "judge-dimensions" });
   const bind = (el, d, key, read = (x) => x.value) => el.addEventListener("input", () => { d[key] = read(el); });
@@ -252,7 +254,8 @@ export async function upload(ctx, view) {
     visibility: select([["private", "private (this tenant)"], ["shared", "shared (every tenant may read it)"]]),
     raw: h("textarea", { rows: 8, id: "spec-json", class: "mono", spellcheck: "false" }),
   };
-  const judge = judgeEditor([...new Set(models.map((m) => m.name))], () => {
+  const judges = models.filter((m) => m.active !== false && (m.kind || "generation") === "generation");
+  const judge = judgeEditor([...new Set(judges.map((m) => m.name))], () => {
     syncSpec();
     showErrors(judge.el, judge.problems().length ? { status: "form", detail: judge.problems() } : null);
   });

@@ -6,8 +6,8 @@ import * as api from "./api.js";
 import { h, replace } from "./dom.js";
 import { browser } from "./items.js";
 import {
-  TERMINAL, badge, confirmDialog, duration, errorBox, field, headlineText, json, num, pageHeader, pct, pctCi, progressBar, section,
-  select, shortId, table, toast, when,
+  TERMINAL, badge, confirmDialog, duration, errorBox, field, headlineText, headlineValue, json, metricName, num, pageHeader, pct, pctCi,
+  progressBar, section, select, shortId, table, toast, when,
 } from "./ui.js";
 
 const POLL_MS = 1500;
@@ -37,22 +37,24 @@ function rate(ev, seen) {
 function progressPanel(ev, seen) {
   const p = ev.progress;
   const running = !TERMINAL.has(ev.status);
-  const hl = !running && ev.headline && ev.headline.set_level ? ev.headline : null;
+  // the summary's headline: the figure, interval and method every view shows, and what it leaves out
+  const hl = !running && ev.headline && ev.headline.value !== null && ev.headline.value !== undefined ? ev.headline : null;
   const acc = running
     ? pctCi(p.accuracy, p.ci_low, p.ci_high)
-    : hl ? headlineText(hl)
+    : hl ? headlineValue(hl)
     : ev.summary ? pctCi(ev.summary.accuracy, ev.summary.ci_low, ev.summary.ci_high) : "—";
   const { perS, eta } = rate(ev, seen);
   return h("section", { class: "panel", id: "progress", "data-status": ev.status },
     h("h2", {}, running ? "Progress" : "Result"),
     h("p", {}, progressBar(p.completed, p.total, "items done"), h("span", { id: "items-done" }, `${num(p.completed)} / ${num(p.total)} items`)),
     h("div", { class: "stats" },
-      stat(running ? "Accuracy so far [95 % CI]" : hl ? `${hl.metric} [95 % CI]` : "Accuracy [95 % CI]", acc, "accuracy"),
+      stat(running ? "Accuracy so far [95 % CI]" : hl ? `${hl.metric === "accuracy" ? "Accuracy" : metricName(hl.metric)} [95 % CI]` : "Accuracy [95 % CI]", acc, "accuracy"),
       stat("Errors", num(p.errors), "errors"),
       stat("Items/s", perS === null ? "—" : perS.toFixed(2), "rate"),
       stat(running ? "ETA" : "Took", running ? duration(eta) : duration(ev.started_at && ev.completed_at ? (new Date(ev.completed_at) - new Date(ev.started_at)) / 1000 : null), "eta"),
       p.discarded ? stat("Discarded after cancel", num(p.discarded)) : null,
     ),
+    hl && hl.note ? h("p", { class: "note", id: "headline-note" }, `${ev.status} · ${hl.note}`) : null,
     ev.error ? h("p", { class: "note" }, ev.error) : null,
   );
 }
@@ -173,7 +175,7 @@ async function compareTab(ctx, ev, pane, params) {
     candidates = [];
   }
   const pick = select([["", "default: the pinned baseline, else the previous completed run"],
-    ...candidates.map((c) => [c.id, `${c.model.name}${c.arm !== "main" ? ` (${c.arm})` : ""} · ${when(c.created_at)} · ${pct(c.accuracy)} · ${shortId(c.id)}`])],
+    ...candidates.map((c) => [c.id, `${c.model.name}${c.arm !== "main" ? ` (${c.arm})` : ""} · ${when(c.created_at)} · ${c.headline ? headlineText(c.headline) : pct(c.accuracy)} · ${shortId(c.id)}`])],
   { value: params.get("baseline") || "", id: "baseline-pick" });
   const out = h("div", { id: "compare-result", "aria-live": "polite" });
   const run = async () => {
@@ -189,7 +191,8 @@ async function compareTab(ctx, ev, pane, params) {
     const a = c.accuracy;
     replace(out,
       h("p", {}, `Baseline ${shortId(c.baseline_evaluation_id)} (${c.baseline_reason}); paired by ${c.paired_by}; `,
-        `${num(c.n_paired)} paired items, ${num(c.n_paired_with_verdicts)} with verdicts on both sides.`),
+        `${num(c.n_paired)} of ${num(c.n_current)} items pair (${num(c.n_paired_with_verdicts)} with verdicts on both sides; `,
+        `${num(c.n_current - c.n_paired)} only in this run, ${num(c.n_baseline - c.n_paired)} only in the baseline).`),
       h("div", { class: "stats" },
         stat("Accuracy: baseline → this", `${pct(a.baseline_mean)} → ${pct(a.current_mean)}`),
         stat("Difference [95 % CI]", `${sign(a.difference)} [${sign(a.ci_low)}, ${sign(a.ci_high)}]`, "compare-diff"),

@@ -4,7 +4,7 @@
 import * as api from "./api.js";
 import { h, replace } from "./dom.js";
 import {
-  PRIORITIES, STATUSES, TERMINAL, badge, errorBox, field, headlineText, input, num, pageHeader, pct, pctCi, progressBar, section,
+  PRIORITIES, STATUSES, TERMINAL, badge, errorBox, field, headlineNote, headlineText, input, num, pageHeader, pct, pctCi, progressBar, section,
   select, shortId, table, when,
 } from "./ui.js";
 
@@ -28,7 +28,7 @@ const COLUMNS = [
   { label: "Evaluation", cell: (e) => h("a", { href: `/ui/evaluations/${e.id}`, class: "mono" }, shortId(e.id)) },
   { label: "Benchmark", cell: (e) => e.benchmark.slug || shortId(e.benchmark.id) },
   { label: "Model", cell: (e) => [e.model.name || shortId(e.model.id), e.arm && e.arm !== "main" ? h("span", { class: "chip" }, e.arm) : null] },
-  { label: "Status", cell: (e) => badge(e.status) },
+  { label: "Status", cell: (e) => [badge(e.status), headlineNote(e.headline)] },
   { label: "Progress", cell: (e) => [progressBar(e.progress.completed, e.progress.total), `${num(e.progress.completed)}/${num(e.progress.total)}`] },
   { label: "Headline [95 % CI]", class: "num", cell: accuracyOf },
   { label: "Errors", class: "num hide-narrow", cell: (e) => num(e.progress.errors) },

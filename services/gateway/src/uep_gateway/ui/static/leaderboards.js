@@ -4,13 +4,15 @@
 
 import * as api from "./api.js";
 import { h, replace } from "./dom.js";
-import { errorBox, field, num, pageHeader, pct, section, select, shortId, table, when } from "./ui.js";
+import { ciText, errorBox, field, figureText, num, pageHeader, section, select, shortId, table, when } from "./ui.js";
 
+/** An entry's score and interval, written as every other view writes a figure (ui.js: figureText, ciText):
+ * a Wilson interval belongs to a proportion (a percentage), a bootstrap one to any other score. */
 function score(e) {
   if (e.score === null || e.score === undefined) return "—";
-  const asPct = e.method === "wilson";
-  const f = (x) => (asPct ? pct(x) : Number(x).toFixed(3));
-  return e.ci_low === null || e.ci_low === undefined ? f(e.score) : `${f(e.score)} [${asPct ? (100 * e.ci_low).toFixed(1) : e.ci_low.toFixed(3)}–${asPct ? (100 * e.ci_high).toFixed(1) : e.ci_high.toFixed(3)}]`;
+  const proportion = e.method === "wilson";
+  const ci = ciText(e.ci_low, e.ci_high, proportion, e.method);
+  return `${figureText(e.score, proportion)}${ci ? ` ${ci}` : ""}`;
 }
 
 export async function boards(ctx, view) {
@@ -59,7 +61,8 @@ export async function boards(ctx, view) {
       replace(radarOut,
         h("img", { class: "radar", id: "radar-img", src, alt: `Radar of ${chosen.join(", ")} across ${benches.join(", ") || "their benchmarks"}` }),
         rows.length ? table([
-          { label: "Model", cell: (r) => r.model },
+          { label: "Model", cell: (r) => [r.model, ...(r.judges || []).filter((j) => j.flagged).map((j) =>
+            h("a", { href: "/ui/judges", class: "badge st-failed", title: `judge ${j.judge_model}: agreement with people ${Number(j.agreement).toFixed(2)}, below the threshold` }, `judge ${j.judge_model} flagged`))] },
           { label: "Board", cell: (r) => r.board },
           { label: "Score [95 % CI]", class: "num", cell: score },
           { label: "Rank", class: "num", cell: (r) => (r.rank ?? "—") },

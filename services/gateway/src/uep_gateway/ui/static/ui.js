@@ -12,21 +12,67 @@ export function pct(x, digits = 1) {
   return x === null || x === undefined || Number.isNaN(x) ? "—" : `${(100 * x).toFixed(digits)} %`;
 }
 
-/** "72.0 % [61.2–80.7]" (a 95 % interval when both ends are known). */
-export function pctCi(x, lo, hi) {
-  if (x === null || x === undefined) return "—";
-  if (lo === null || lo === undefined || hi === null || hi === undefined) return pct(x);
-  return `${pct(x)} [${(100 * lo).toFixed(1)}–${(100 * hi).toFixed(1)}]`;
+const METHOD_NAMES = { wilson: "Wilson", bootstrap: "bootstrap" };
+
+/** A figure: a proportion as "72.0 %", any other score as "0.935"; "—" without one. */
+export function figureText(x, proportion) {
+  if (x === null || x === undefined || Number.isNaN(Number(x))) return "—";
+  return proportion ? pct(x) : Number(x).toFixed(3);
 }
 
-/** An evaluation's headline (the API's ``headline``: uep_common.summary.headline_of): accuracy as a percentage
- * with its interval; another metric as "ndcg@10 0.935 [0.901–0.962]". "—" without one. */
+/** Its 95 % interval: "[61.2–80.7] Wilson" for a proportion (percentage points), "[0.901–0.962] bootstrap"
+ * otherwise, the method left out when unknown; "" when an end is missing. The CLI (uep_cli.figures) and the
+ * report write the same text. */
+export function ciText(lo, hi, proportion, method) {
+  if (lo === null || lo === undefined || hi === null || hi === undefined) return "";
+  const f = (x) => (proportion ? (100 * x).toFixed(1) : Number(x).toFixed(3));
+  const named = method ? ` ${METHOD_NAMES[method] || method}` : "";
+  return `[${f(lo)}–${f(hi)}]${named}`;
+}
+
+/** "72.0 % [61.2–80.7] Wilson": a proportion with its Wilson interval (the accuracy so far of a running
+ * evaluation, an arm's accuracy). */
+export function pctCi(x, lo, hi) {
+  if (x === null || x === undefined) return "—";
+  const ci = ciText(lo, hi, true, "wilson");
+  return ci ? `${pct(x)} ${ci}` : pct(x);
+}
+
+const METRIC_NAMES = {
+  accuracy: "accuracy", balanced_accuracy: "balanced accuracy", f1_macro: "F1 (macro)", f1_micro: "F1 (micro)",
+  f1_weighted: "F1 (weighted)", precision_macro: "precision (macro)", recall_macro: "recall (macro)", roc_auc: "ROC-AUC",
+  pr_auc: "PR-AUC", log_loss: "log loss", brier: "Brier score", ece: "ECE", mrr: "MRR",
+};
+
+/** How every view names a headline metric, as the report does (uep_reporter.report.set_name): "ndcg@10" →
+ * "NDCG@10", "f1_macro" → "F1 (macro)", a per-item metric as it is. */
+export function metricName(key) {
+  if (!key) return "—";
+  if (METRIC_NAMES[key]) return METRIC_NAMES[key];
+  const [family, k] = key.split("@");
+  if (k === undefined) return key;
+  return `${{ ndcg: "NDCG", map: "MAP" }[family] ?? family}@${k}`;
+}
+
+/** An evaluation's headline (the API's ``headline``: uep_common.analytics.summary.headline_of), the one figure
+ * and interval every view shows: accuracy as "72.0 % [61.2–80.7] Wilson", another metric as
+ * "NDCG@10 0.935 [0.901–0.962] bootstrap". "—" without one. */
 export function headlineText(hl) {
+  const text = headlineValue(hl);
+  return text === "—" || hl.metric === "accuracy" ? text : `${metricName(hl.metric)} ${text}`;
+}
+
+/** The headline's figure and interval without the metric's name (where a label names it). */
+export function headlineValue(hl) {
   if (!hl || hl.value === null || hl.value === undefined) return "—";
-  if (hl.metric === "accuracy") return pctCi(hl.value, hl.ci_low, hl.ci_high);
-  const f = (x) => Number(x).toFixed(3);
-  const ci = hl.ci_low === null || hl.ci_low === undefined || hl.ci_high === null || hl.ci_high === undefined ? "" : ` [${f(hl.ci_low)}–${f(hl.ci_high)}]`;
-  return `${hl.metric} ${f(hl.value)}${ci}`;
+  const proportion = hl.proportion ?? hl.metric === "accuracy";
+  const ci = ciText(hl.ci_low, hl.ci_high, proportion, hl.method);
+  return `${figureText(hl.value, proportion)}${ci ? ` ${ci}` : ""}`;
+}
+
+/** What a headline leaves out ("7 errors, excluded from the headline"), as a warning line; null when nothing. */
+export function headlineNote(hl, id) {
+  return hl && hl.note ? h("span", { class: "headline-note", id, title: "items not counted in the headline" }, hl.note) : null;
 }
 
 export function num(x, digits = 0) {
