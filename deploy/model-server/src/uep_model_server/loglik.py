@@ -46,15 +46,15 @@ Cost: one evaluation of ``len(x) + i - 1`` tokens (a batch) per distinct prefix;
 letters) costs one evaluation of its context instead of four; a continuation of T tokens still costs T
 evaluations of growing prefixes.
 
-Cheaper methods measured and not used (4 HellaSwag endings, 65 tokens, flash attention off, one 2-thread
-slot): one decode of context + continuation with the logits of every continuation position is what
+Cheaper methods measured and not used (the 8 endings of 2 HellaSwag items, 101 tokens, flash attention off,
+one 2-thread slot): one decode of context + continuation with the logits of every continuation position is what
 lm-evaluation-harness does over Hugging Face models, but llama.cpp's server returns log-probabilities of
 generated tokens only (no prompt log-probabilities; ``echo`` is refused), so no request reaches it. Its
 nearest equivalent through the server, the whole pair evaluated in one batch from an empty cache and then
 each position re-decoded alone from that cache (one batch + T one-token decodes, about 30 times cheaper), is
 path-independent but differs from the from-scratch steps by up to 0.15 nats a token, 0.22 a continuation;
-the incremental method by up to 0.21 and 0.26. Without llama.cpp's repacked CPU weights (``no_extra_bufts``)
-the differences stay (0.11 / 0.22 nats) and every method was several times slower (from-scratch steps: 302 s
+the incremental method by up to 0.22 and 0.28. Without llama.cpp's repacked CPU weights (``no_extra_bufts``)
+the differences stay (0.11 / 0.22 nats on 4 of the endings) and every method was several times slower (from-scratch steps: 302 s
 for 4 pairs, against 106 s for 8 pairs with them; separate runs on a shared machine).
 
 Tokenisation follows lm-evaluation-harness's ``_encode_pair``: trailing whitespace of the context moves to
