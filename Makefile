@@ -137,7 +137,7 @@ bench-classifier: install ## bench/classifier_throughput: a classifier's and a r
 bench-scorer: install ## bench/scorer_throughput: our metrics vs the reference libraries, samples/s ratios
 	$(PY) bench/scorer_throughput.py
 
-bench-lm-eval: install ## bench/vs_lm_eval: uep vs lm-evaluation-harness (own cached venv) on one endpoint: agreement, Δ, time ratio
+bench-lm-eval: install ## bench/vs_lm_eval: uep vs lm-evaluation-harness (own cached venv) on the served model: agreement, near ties, max |Δ loglik|
 	$(PY) bench/vs_lm_eval.py
 
 bench-chaos: install ## bench/chaos: kill -9 each service and restart the broker under a 500-sample run, 5 times; prints clean runs x/5

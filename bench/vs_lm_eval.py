@@ -1,33 +1,43 @@
-"""bench/vs_lm_eval: uep and lm-evaluation-harness on the same model endpoint and the same items.
+"""bench/vs_lm_eval: uep and lm-evaluation-harness on the engine users get, the same items, and how
+discriminating those items are.
 
 ``make bench-lm-eval`` (``.venv/bin/python bench/vs_lm_eval.py``):
 
-1. installs ``lm-eval[api]==0.4.13`` and ``llama-cpp-python[server]==0.3.36`` into their own cached virtual
-   environment, ``.cache/lm-eval-venv`` (git-ignored; never the workspace's ``.venv``);
-2. starts one OpenAI-compatible completions server over the embedded SmolLM2 GGUF (``serve`` below, run in
-   that environment): llama-cpp-python with ``logits_all``, ``/v1/completions`` with ``echo`` + ``logprobs``
-   prompt log-probabilities (the exact full-vocabulary log-softmax at every prompt position), greedy
-   generation with stop strings, and the remote-tokenizer endpoints lm-eval's ``tokenizer_backend=remote``
-   reads (``/tokenizer_info``, ``/tokenize``, ``/detokenize``). llama-cpp-python's own ``llama_cpp.server``
-   is not used: it takes no token-id prompts (lm-eval sends token ids) and, for a model without a BOS token
-   such as SmolLM2, pairs each echoed token with the logits of its own position instead of the previous one;
-3. writes the first N items of uep's built-in MMLU, HellaSwag and GSM8K as local JSONL files with lm-eval
-   task YAMLs over them (MMLU and HellaSwag in lm-eval's own ``doc_to_text``/``doc_to_choice``, ``acc`` and
-   ``acc_norm``; GSM8K with uep's prompt, greedy, 256 tokens, lm-eval's ``strict-match`` and
-   ``flexible-extract`` filters and ``exact_match`` settings from its gsm8k.yaml);
-4. runs ``lm_eval --model local-completions`` and uep's inference and scoring path (``generate_output``
-   with the ``openai_compatible`` backend, then the scorer's metric: the code every item runs in the
-   pipeline, without the broker and the database, whose overhead bench/pipeline_overhead measures) on that
-   endpoint with the same concurrency;
-5. prints per-item agreement of the predicted choice (MMLU, HellaSwag: ``acc`` and ``acc_norm``) or verdict
-   (GSM8K strict and flexible), each tool's aggregate and their difference, the items that differ, and the
-   wall-time ratio uep / lm-eval.
+1. installs ``lm-eval[api]==0.4.13`` (and, for the second engine below, ``llama-cpp-python[server]==0.3.36``)
+   into their own cached virtual environment, ``.cache/lm-eval-venv`` (git-ignored; never the workspace's
+   ``.venv``);
+2. starts the served model: ``uep-model-server --models smollm2`` (Triton, the embedded llama.cpp build, the
+   model every uep evaluation calls) on free ports;
+3. writes the items as local JSONL files with lm-eval task YAMLs over them: a stratified MMLU sample (the
+   57 subjects in turn, the i-th item of each), HellaSwag and TruthfulQA MC1 (multi-token choices: whole
+   answers after lm-eval's six-question preamble), in lm-eval's own ``doc_to_text``/``doc_to_choice``,
+   ``acc`` and ``acc_norm``; optionally GSM8K (uep's prompt, greedy, 256 tokens, lm-eval's ``strict-match``
+   and ``flexible-extract`` filters);
+4. runs uep's inference and scoring path (``generate_output`` with the ``triton`` backend, then the scorer's
+   metric: the code every item runs in the pipeline, without the broker and the database, whose overhead
+   bench/pipeline_overhead measures) and lm-eval through ``bench/lm_eval_triton.py`` (lm-eval's model
+   ``uep-triton``, a thin adapter sending lm-eval's requests to the same Triton model) with the same
+   concurrency;
+5. prints per task: per-item agreement of the predicted choice (``acc`` and ``acc_norm``) or verdict (GSM8K),
+   each tool's aggregate and their difference, the items that differ; how discriminating the items are: the
+   number of distinct predicted choices, the share of items within 0.5 nats (``acc``) or 0.01 nats per
+   character (``acc_norm``) of a flip (the top two choices' margin), and the maximum |Δ log-likelihood| of a
+   choice between the two tools; and the wall-time ratio uep / lm-eval.
 
-Targets: ≥ 99 % per-item agreement and |Δ aggregate| ≤ 0.5 points; uep's wall time ≤ lm-eval's.
+Targets (one engine, two harnesses): 100 % per-item agreement, aggregate difference 0.0 points, maximum
+|Δ log-likelihood| per choice ≤ 1e-3.
 
-Options: ``--mmlu N`` (default 500), ``--hellaswag N`` (100, the packaged sample), ``--gsm8k N`` (100),
-``--concurrency C`` (1), ``--port`` (18731), ``--defaults`` (also each tool at its default concurrency: uep's
-inference replica's calls in flight, lm-eval's ``num_concurrent`` 1).
+``--engine llama-cpp-python`` replaces the served model by an OpenAI-compatible completions server over the
+same GGUF (``serve`` below, in the lm-eval environment: llama-cpp-python with ``logits_all``,
+``/v1/completions`` with ``echo`` + ``logprobs``, greedy generation with stop strings, and the remote-tokenizer
+endpoints lm-eval's ``tokenizer_backend=remote`` reads), called by lm-eval's ``local-completions`` and by
+uep's ``openai_compatible`` backend. ``--cross-engine`` also runs lm-eval on that second engine and compares
+it with uep on the served model: agreement and near-tie share across engines, reported, not a target.
+
+Options: ``--mmlu N`` (default 500), ``--hellaswag N`` (100, the packaged sample), ``--truthfulqa N`` (100,
+the packaged sample), ``--gsm8k N`` (0), ``--concurrency C`` (1), ``--port`` (18731, the second engine's),
+``--defaults`` (also each tool at its default concurrency: uep's inference replica's calls in flight,
+lm-eval's ``num_concurrent`` 1).
 """
 
 from __future__ import annotations
@@ -49,6 +59,7 @@ VENV = CACHE / "lm-eval-venv"
 WORK = CACHE / "bench-lm-eval"
 REQUIREMENTS = ("lm-eval[api]==0.4.13", "llama-cpp-python[server]==0.3.36")
 MODEL = "smollm2"
+SERVED_MODEL = "smollm2_135m_instruct"
 
 
 # ---------------------------------------------------------------------------------------------- the endpoint
@@ -174,38 +185,32 @@ on ggml's AMX and AVX-512 paths) died of a general protection fault in ``libggml
 evaluation on these machines."""
 
 
-def ensure_venv() -> Path:
-    """The lm-eval environment (created once, reused while its marker names the same requirements and build)."""
-    marker = VENV / "uep-requirements.txt"
+def ensure_venv(second_engine: bool) -> Path:
+    """The lm-eval environment: ``lm-eval[api]``, and llama-cpp-python (a build from source: tens of minutes
+    on 2 busy cores) only when ``second_engine`` asks for it. Each part is installed once and reused while its
+    marker file names the same requirement (and build)."""
     python = VENV / "bin" / "python"
-    wanted = "\n".join([*REQUIREMENTS, f"CMAKE_ARGS={LLAMA_CMAKE_ARGS}"])
-    if marker.is_file() and marker.read_text() == wanted and python.exists():
-        return python
     uv = ROOT / ".tools" / "bin" / "uv"
-    started = time.perf_counter()
-    print(f"installing {', '.join(REQUIREMENTS)} into {VENV} (llama-cpp-python builds from source: minutes)", flush=True)
-    # --no-config: the workspace's own uv settings (its numpy<2 constraint for nvidia-pytriton) are not lm-eval's
-    subprocess.run([str(uv), "venv", "-q", "--no-config", "--allow-existing", str(VENV), "--python", "3.11"], check=True)
-    env = {**os.environ, "CMAKE_ARGS": LLAMA_CMAKE_ARGS}
-    subprocess.run(
-        [
-            str(uv),
-            "pip",
-            "install",
-            "-q",
-            "--no-config",
-            "--reinstall-package",
-            "llama-cpp-python",
-            "--no-cache",
-            "--python",
-            str(python),
-            *REQUIREMENTS,
-        ],
-        check=True,
-        env=env,
-    )
-    marker.write_text(wanted)
-    print(f"installed in {time.perf_counter() - started:.0f} s", flush=True)
+    parts = [(REQUIREMENTS[0], "", {})]
+    if second_engine:
+        parts.append((REQUIREMENTS[1], f"CMAKE_ARGS={LLAMA_CMAKE_ARGS}", {"CMAKE_ARGS": LLAMA_CMAKE_ARGS}))
+    for requirement, build, extra_env in parts:
+        marker = VENV / f"uep-installed-{requirement.split('[')[0].split('=')[0]}.txt"
+        wanted = f"{requirement}\n{build}"
+        if marker.is_file() and marker.read_text() == wanted and python.exists():
+            continue
+        started = time.perf_counter()
+        print(f"installing {requirement} into {VENV}", flush=True)
+        # --no-config: the workspace's own uv settings (its numpy<2 constraint for nvidia-pytriton) are not lm-eval's
+        subprocess.run([str(uv), "venv", "-q", "--no-config", "--allow-existing", str(VENV), "--python", "3.11"], check=True)
+        rebuild = ["--reinstall-package", "llama-cpp-python", "--no-cache"] if build else []
+        subprocess.run(
+            [str(uv), "pip", "install", "-q", "--no-config", *rebuild, "--python", str(python), requirement],
+            check=True,
+            env={**os.environ, **extra_env},
+        )
+        marker.write_text(wanted)
+        print(f"installed in {time.perf_counter() - started:.0f} s", flush=True)
     return python
 
 
@@ -260,6 +265,20 @@ metric_list:
   - metric: acc
   - metric: acc_norm
 """
+TRUTHFULQA_YAML = """task: uep_truthfulqa
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {data}
+test_split: test
+output_type: multiple_choice
+doc_to_text: {preamble}
+doc_to_choice: "{{{{choices}}}}"
+doc_to_target: gold
+metric_list:
+  - metric: acc
+  - metric: acc_norm
+"""
 GSM8K_YAML = """task: uep_gsm8k
 dataset_path: json
 dataset_kwargs:
@@ -296,13 +315,31 @@ filter_list:
 """
 
 
-def write_tasks(n_mmlu: int, n_hellaswag: int, n_gsm8k: int) -> dict[str, list[Any]]:
-    """The items (uep's built-in loaders, first N) as JSONL files and task YAMLs under .cache/bench-lm-eval;
-    returns the uep items of each task."""
+def stratified_mmlu(n: int) -> list[Any]:
+    """``n`` MMLU items across its subjects: the subjects in alphabetical order in turn, the i-th item of each
+    (file order) in round i, so every subject is represented before any has two items."""
     from uep_common.builtin import datasets
 
-    mmlu = datasets.load_mmlu_loglik()[:n_mmlu]
+    by_subject: dict[str, list[Any]] = {}
+    for item in datasets.load_mmlu_loglik():
+        by_subject.setdefault(item.input["subject"], []).append(item)
+    picked: list[Any] = []
+    rounds = max(len(v) for v in by_subject.values())
+    for i in range(rounds):
+        for subject in sorted(by_subject):
+            if len(picked) < n and i < len(by_subject[subject]):
+                picked.append(by_subject[subject][i])
+    return picked
+
+
+def write_tasks(n_mmlu: int, n_hellaswag: int, n_truthfulqa: int, n_gsm8k: int) -> dict[str, list[Any]]:
+    """The items (uep's built-in loaders) as JSONL files and task YAMLs under .cache/bench-lm-eval; returns
+    the uep items of each task."""
+    from uep_common.builtin import catalog, datasets
+
+    mmlu = stratified_mmlu(n_mmlu)
     hellaswag = datasets.load_hellaswag_loglik()[:n_hellaswag]
+    truthfulqa = datasets.load_truthfulqa_mc1_loglik()[:n_truthfulqa]
     gsm8k = datasets.load_gsm8k()[:n_gsm8k]
     rows = {
         "uep_mmlu": [
@@ -317,32 +354,45 @@ def write_tasks(n_mmlu: int, n_hellaswag: int, n_gsm8k: int) -> dict[str, list[A
         "uep_hellaswag": [
             {"query": it.input["query"], "choices": it.input["choices"], "gold": it.reference["gold"]} for it in hellaswag
         ],
+        "uep_truthfulqa": [
+            {"question": it.input["question"], "choices": it.input["choices"], "gold": it.reference["gold"]} for it in truthfulqa
+        ],
         "uep_gsm8k": [{"question": it.input["question"], "answer": it.reference["solution"]} for it in gsm8k],
     }
+    preamble = json.dumps(catalog.TRUTHFULQA_QA_PROMPT + "\n\nQ: {{question}}\nA:")
     tasks = WORK / "tasks"
     tasks.mkdir(parents=True, exist_ok=True)
-    for name, yaml in (("uep_mmlu", MMLU_YAML), ("uep_hellaswag", HELLASWAG_YAML), ("uep_gsm8k", GSM8K_YAML)):
+    for name, yaml in (
+        ("uep_mmlu", MMLU_YAML),
+        ("uep_hellaswag", HELLASWAG_YAML),
+        ("uep_truthfulqa", TRUTHFULQA_YAML),
+        ("uep_gsm8k", GSM8K_YAML),
+    ):
         data = tasks / f"{name}.jsonl"
         data.write_text("".join(json.dumps(r) + "\n" for r in rows[name]))
-        (tasks / f"{name}.yaml").write_text(yaml.format(data=json.dumps(str(data))))
-    return {"uep_mmlu": mmlu, "uep_hellaswag": hellaswag, "uep_gsm8k": gsm8k}
+        (tasks / f"{name}.yaml").write_text(yaml.format(data=json.dumps(str(data)), preamble=preamble))
+    return {"uep_mmlu": mmlu, "uep_hellaswag": hellaswag, "uep_truthfulqa": truthfulqa, "uep_gsm8k": gsm8k}
 
 
 # ---------------------------------------------------------------------------------------------- the two tools
 
 
-def run_lm_eval(python: Path, port: int, tasks: list[str], concurrency: int) -> tuple[dict[str, list[dict[str, Any]]], float]:
-    """``lm_eval`` on ``tasks``; returns each task's logged samples in document order and the wall time."""
-    out = WORK / "lm-eval-out"
-    args = (
-        f"base_url=http://127.0.0.1:{port}/v1/completions,model={MODEL},tokenizer_backend=remote,"
-        f"num_concurrent={concurrency},max_retries=3,timeout=600"
-    )
-    cmd = [str(python), "-m", "lm_eval", "--model", "local-completions", "--model_args", args, "--tasks", ",".join(tasks)]
+def run_lm_eval(
+    python: Path, model_args: tuple[str, str], tasks: list[str], concurrency: int, label: str
+) -> tuple[dict[str, list[dict[str, Any]]], float]:
+    """``lm_eval`` on ``tasks`` with ``model_args`` = (``--model``, ``--model_args``): lm-eval's
+    ``local-completions`` or, for ``uep-triton``, through bench/lm_eval_triton.py. Returns each task's logged
+    samples in document order and the wall time."""
+    out = WORK / f"lm-eval-out-{label}"
+    model, args = model_args
+    entry = [str(Path(__file__).with_name("lm_eval_triton.py"))] if model == "uep-triton" else ["-m", "lm_eval"]
+    if model == "local-completions":
+        args += f",num_concurrent={concurrency},max_retries=3,timeout=600"
+    cmd = [str(python), *entry, "--model", model, "--model_args", args, "--tasks", ",".join(tasks)]
     cmd += ["--include_path", str(WORK / "tasks"), "--log_samples", "--output_path", str(out), "--batch_size", "1"]
     env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     started = time.perf_counter()
-    subprocess.run(cmd, check=True, env=env, stdout=(WORK / "lm-eval.log").open("w"), stderr=subprocess.STDOUT)
+    subprocess.run(cmd, check=True, env=env, stdout=(WORK / f"lm-eval-{label}.log").open("w"), stderr=subprocess.STDOUT)
     elapsed = time.perf_counter() - started
     samples: dict[str, list[dict[str, Any]]] = {}
     for task in tasks:
@@ -352,31 +402,33 @@ def run_lm_eval(python: Path, port: int, tasks: list[str], concurrency: int) -> 
     return samples, elapsed
 
 
-async def run_uep(port: int, items: dict[str, list[Any]], concurrency: int) -> tuple[dict[str, list[dict[str, Any]]], float]:
-    """uep's inference and scoring of every item through the ``openai_compatible`` backend; returns each
-    task's per-item metric details in item order and the wall time."""
+async def run_uep(target: Any, items: dict[str, list[Any]], concurrency: int) -> tuple[dict[str, list[dict[str, Any]]], float]:
+    """uep's inference and scoring of every item on ``target`` (a ``ModelTarget``); returns each task's
+    per-item metric details (and the model's output) in item order and the wall time."""
     import uuid
     from datetime import UTC, datetime, timedelta
 
     from uep_common.builtin import catalog
     from uep_common.contract.configs import parse_benchmark_config
-    from uep_common.contract.events import ModelTarget, SampleDispatched
+    from uep_common.contract.events import SampleDispatched
     from uep_inference.backends import Backends
     from uep_inference.service import generate_output
     from uep_inference.settings import InferenceSettings
     from uep_scorer.metrics import get_metric
 
-    slugs = {"uep_mmlu": "mmlu-loglik", "uep_hellaswag": "hellaswag-loglik", "uep_gsm8k": "gsm8k"}
-    target = ModelTarget(
-        model_id=uuid.uuid4(), name=MODEL, backend="openai_compatible", endpoint=f"http://127.0.0.1:{port}", max_tokens=256
-    )
+    slugs = {
+        "uep_mmlu": "mmlu-loglik",
+        "uep_hellaswag": "hellaswag-loglik",
+        "uep_truthfulqa": "truthfulqa-mc1-loglik",
+        "uep_gsm8k": "gsm8k",
+    }
     backends = Backends(InferenceSettings())
     sem = asyncio.Semaphore(concurrency)
     results: dict[str, list[dict[str, Any]]] = {}
 
     async def one(task: str, item: Any) -> dict[str, Any]:
         config = parse_benchmark_config(next(b for b in catalog.BENCHMARKS if b.slug == slugs[task]).config)
-        prompt = config.prompt_spec.model_copy(update={"chat": False})  # raw completions, as lm-eval's local-completions
+        prompt = config.prompt_spec.model_copy(update={"chat": False})  # raw completions, as lm-eval's
         event = SampleDispatched(
             evaluation_id=uuid.uuid4(),
             tenant_id=uuid.uuid4(),
@@ -413,8 +465,51 @@ async def run_uep(port: int, items: dict[str, list[Any]], concurrency: int) -> t
 # ---------------------------------------------------------------------------------------------- comparison
 
 
-def compare(task: str, lm: list[dict[str, Any]], ue: list[dict[str, Any]]) -> list[str]:
-    """Print agreement, aggregates and differing items of one task; returns its failed targets."""
+NEAR_TIE_NATS = 0.5
+"""An item is a near tie for ``acc`` when its top two choices are less than this apart (nats)."""
+NEAR_TIE_NATS_PER_CHAR = 0.01
+"""... and for ``acc_norm`` when they are less than this apart per character."""
+MAX_DELTA_LOGLIK = 1e-3
+"""Target: the largest |Δ log-likelihood| of one choice between the two harnesses on one engine (nats)."""
+
+
+def margin(values: list[float]) -> float:
+    """The gap between the best and the second-best value (inf with fewer than two)."""
+    top = sorted(values, reverse=True)
+    return top[0] - top[1] if len(top) > 1 else float("inf")
+
+
+def discrimination(name: str, lls: list[list[float]], lengths: list[list[int]], other: list[list[float]] | None) -> float:
+    """Print how discriminating a task's items are, from one harness's per-choice log-likelihoods ``lls``
+    (and the choices' character ``lengths``): distinct predictions, near-tie shares; with ``other`` (the
+    other harness's values, same shape) the largest |Δ| of one choice. Returns that |Δ| (nan without)."""
+    n = len(lls)
+    preds = [max(range(len(v)), key=v.__getitem__) for v in lls]
+    norm = [[x / c for x, c in zip(v, ln, strict=True)] for v, ln in zip(lls, lengths, strict=True)]
+    preds_norm = [max(range(len(v)), key=v.__getitem__) for v in norm]
+    near = sum(margin(v) < NEAR_TIE_NATS for v in lls) / n
+    near_norm = sum(margin(v) < NEAR_TIE_NATS_PER_CHAR for v in norm) / n
+    histogram = {i: preds.count(i) for i in sorted(set(preds))}
+    delta = float("nan")
+    if other is not None:
+        delta = max(abs(a - b) for va, vb in zip(lls, other, strict=True) for a, b in zip(va, vb, strict=True))
+    print(
+        f"{name:24s} distinct predictions {len(histogram)} (acc, by choice index {histogram}; acc_norm "
+        f"{len(set(preds_norm))})  near ties: {near:.1%} within {NEAR_TIE_NATS} nats (acc), {near_norm:.1%} within "
+        f"{NEAR_TIE_NATS_PER_CHAR} nats/char (acc_norm)  max |Δ loglik| per choice {delta:.2e}"
+    )
+    return delta
+
+
+def _ue_lls(ue: list[dict[str, Any]]) -> list[list[float]]:
+    return [[float(x) for x in json.loads(r["output"])["logprobs"]] if "output" in r else [] for r in ue]
+
+
+def compare(
+    task: str, lm: list[dict[str, Any]], ue: list[dict[str, Any]], items: list[Any], *, targets: bool = True
+) -> list[str]:
+    """Print agreement, aggregates, differing items and how discriminating the items are, for one task;
+    returns its failed targets (none when ``targets`` is false: two engines, reported only)."""
     failed = []
     if task == "uep_gsm8k":  # lm-eval logs one sample per document and filter
         for key, ue_key, lm_filter in (
@@ -425,7 +520,7 @@ def compare(task: str, lm: list[dict[str, Any]], ue: list[dict[str, Any]]) -> li
             lm_v = [float(d["exact_match"]) for d in lm_f]
             ue_v = [float(r[ue_key]) if ue_key in r else float("nan") for r in ue]
             failed += _report(f"{task} {key}", lm_v, ue_v, lm_v, ue_v, lm_f, ue)
-        return failed
+        return failed if targets else []
     lm_acc = [float(d["acc"]) for d in lm]
     lm_norm = [float(d["acc_norm"]) for d in lm]
     lm_pred = [int(max(range(len(d["filtered_resps"])), key=lambda i: float(d["filtered_resps"][i][0]))) for d in lm]
@@ -434,7 +529,12 @@ def compare(task: str, lm: list[dict[str, Any]], ue: list[dict[str, Any]]) -> li
     ue_pred = [int(r.get("pred", -1)) for r in ue]
     failed += _report(f"{task} acc", lm_pred, ue_pred, lm_acc, ue_acc, lm, ue)
     failed += _report(f"{task} acc_norm", lm_norm, ue_norm, lm_norm, ue_norm, lm, ue)
-    return failed
+    lm_lls = [[float(r[0]) for r in d["filtered_resps"]] for d in lm]
+    lengths = [[len(c) for c in it.reference["choices"]] for it in items]
+    delta = discrimination(task, lm_lls, lengths, _ue_lls(ue))
+    if not delta <= MAX_DELTA_LOGLIK:
+        failed.append(f"{task}: max |Δ loglik| {delta:.2e} > {MAX_DELTA_LOGLIK:.0e}")
+    return failed if targets else []
 
 
 def _report(
@@ -455,15 +555,66 @@ def _report(
         }
         print(f"    differs: item {i}: lm-eval {json.dumps(lm_item)[:400]}  uep {json.dumps(ue_item)[:400]}")
     failed = []
-    if agreement < 0.99:
-        failed.append(f"{name}: agreement {agreement:.2%} < 99 %")
-    if abs(delta) > 0.5:
-        failed.append(f"{name}: |Δ| {abs(delta):.2f} pt > 0.5")
+    if agreement < 1.0:
+        failed.append(f"{name}: agreement {agreement:.2%} < 100 %")
+    if delta != 0.0:
+        failed.append(f"{name}: Δ aggregate {delta:+.2f} pt, not 0.0")
     return failed
+
+
+# ---------------------------------------------------------------------------------------------- the served model
+
+
+def start_served(threads: int) -> tuple[subprocess.Popen[bytes], int, int]:
+    """``uep-model-server --models smollm2`` on free ports (its own process group); returns the process and
+    its HTTP and gRPC ports once the model is ready."""
+    import socket
+
+    socks = [socket.socket() for _ in range(3)]
+    for sock in socks:
+        sock.bind(("127.0.0.1", 0))
+    http, grpc, metrics = (sock.getsockname()[1] for sock in socks)
+    for sock in socks:
+        sock.close()
+    WORK.mkdir(parents=True, exist_ok=True)
+    cmd = [str(Path(sys.executable).with_name("uep-model-server")), "--models", "smollm2"]
+    cmd += ["--http-port", str(http), "--grpc-port", str(grpc), "--metrics-port", str(metrics)]
+    env = {**os.environ, "UEP_LLM_THREADS": str(threads)}
+    log = (WORK / "model-server.log").open("wb")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"the model server exited with {proc.returncode}: see {WORK / 'model-server.log'}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{http}/v2/models/{SERVED_MODEL}/ready", timeout=2):
+                return proc, http, grpc
+        except OSError:
+            time.sleep(0.5)
+    stop(proc)
+    raise SystemExit("the model server was not ready within 300 s")
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the process group of ``proc``, SIGKILL it after 30 s."""
+    import signal
+
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+    except ProcessLookupError:
+        pass
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the bench (see the module docstring); returns 0 when every target is met, else 1."""
+    import uuid
+
+    from uep_common.contract.events import ModelTarget
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command")
     s = sub.add_parser("serve")
@@ -472,8 +623,15 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--threads", type=int, default=2)
     parser.add_argument("--mmlu", type=int, default=500)
     parser.add_argument("--hellaswag", type=int, default=100)
-    parser.add_argument("--gsm8k", type=int, default=100)
+    parser.add_argument("--truthfulqa", type=int, default=100)
+    parser.add_argument("--gsm8k", type=int, default=0)
     parser.add_argument("--concurrency", type=int, default=1)
+    parser.add_argument("--engine", choices=("served", "llama-cpp-python"), default="served")
+    parser.add_argument(
+        "--cross-engine",
+        action="store_true",
+        help="also run lm-eval on llama-cpp-python and compare it with uep on the served model (reported only)",
+    )
     parser.add_argument(
         "--defaults",
         action="store_true",
@@ -486,34 +644,63 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "serve":
         serve(args.port, args.model_path, args.threads)
         return 0
-    python = ensure_venv()
-    items = write_tasks(args.mmlu, args.hellaswag, args.gsm8k)
+    python = ensure_venv(args.engine == "llama-cpp-python" or args.cross_engine)
+    items = write_tasks(args.mmlu, args.hellaswag, args.truthfulqa, args.gsm8k)
     items = {k: v for k, v in items.items() if v}
-    server = start_server(python, args.port, args.threads)
+    print("items: " + ", ".join(f"{k} {len(v)}" for k, v in items.items()), flush=True)
+    second_args = (
+        "local-completions",
+        f"base_url=http://127.0.0.1:{args.port}/v1/completions,model={MODEL},tokenizer_backend=remote",
+    )
+    processes: list[subprocess.Popen[bytes]] = []
+    cross: dict[str, list[dict[str, Any]]] | None = None
     try:
-        print(
-            f"endpoint http://127.0.0.1:{args.port}/v1 (SmolLM2-135M-Instruct Q4_1, llama-cpp-python), concurrency {args.concurrency}"
-        )
-        ue, ue_s = asyncio.run(run_uep(args.port, items, args.concurrency))
-        lm, lm_s = run_lm_eval(python, args.port, list(items), args.concurrency)
+        if args.engine == "served" or args.cross_engine:
+            served, http, grpc = start_served(args.threads)
+            processes.append(served)
+            print(f"served model: Triton {SERVED_MODEL} on 127.0.0.1:{grpc} (gRPC) / {http} (HTTP)", flush=True)
+        if args.engine == "llama-cpp-python" or args.cross_engine:
+            processes.append(start_server(python, args.port, args.threads))
+        if args.engine == "served":
+            target = ModelTarget(
+                model_id=uuid.uuid4(), name=SERVED_MODEL, backend="triton", endpoint=f"127.0.0.1:{grpc}", max_tokens=256
+            )
+            lm_args = ("uep-triton", f"base_url=http://127.0.0.1:{http},model={SERVED_MODEL}")
+        else:
+            target = ModelTarget(
+                model_id=uuid.uuid4(),
+                name=MODEL,
+                backend="openai_compatible",
+                endpoint=f"http://127.0.0.1:{args.port}",
+                max_tokens=256,
+            )
+            lm_args = second_args
+        print(f"engine {args.engine}, concurrency {args.concurrency}", flush=True)
+        ue, ue_s = asyncio.run(run_uep(target, items, args.concurrency))
+        lm, lm_s = run_lm_eval(python, lm_args, list(items), args.concurrency, args.engine)
+        if args.cross_engine:
+            cross = run_lm_eval(python, second_args, list(items), args.concurrency, "llama-cpp-python")[0]
         defaults: tuple[float, float] | None = None
         if args.defaults:
             from uep_inference.settings import InferenceSettings
 
             uep_default = InferenceSettings().inference_concurrency
             print(f"uep at its default concurrency ({uep_default}), lm-eval at its default (1):", flush=True)
-            _, ue_d = asyncio.run(run_uep(args.port, items, uep_default))
-            lm_d = lm_s if args.concurrency == 1 else run_lm_eval(python, args.port, list(items), 1)[1]
+            _, ue_d = asyncio.run(run_uep(target, items, uep_default))
+            lm_d = lm_s if args.concurrency == 1 else run_lm_eval(python, lm_args, list(items), 1, args.engine)[1]
             defaults = (ue_d, lm_d)
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        for proc in processes:
+            stop(proc)
     failed = []
+    print(f"--- lm-eval and uep on one engine ({args.engine}): targets 100 % agreement, Δ 0.0 pt, max |Δ loglik| <= 1e-3")
     for task in items:
-        failed += compare(task, lm[task], ue[task])
+        failed += compare(task, lm[task], ue[task], items[task])
+    if cross is not None:
+        print("--- lm-eval on llama-cpp-python against uep on the served model (two engines; reported, no target)")
+        for task in items:
+            compare(task, cross[task], ue[task], items[task], targets=False)
     print(f"wall time: uep {ue_s:.1f} s, lm-eval {lm_s:.1f} s (with its start-up), ratio uep/lm-eval {ue_s / lm_s:.2f}")
-    if ue_s > lm_s:
-        failed.append(f"uep slower than lm-eval ({ue_s:.1f} s > {lm_s:.1f} s)")
     if defaults is not None:
         print(
             f"at each tool's defaults: uep {defaults[0]:.1f} s, lm-eval {defaults[1]:.1f} s, ratio {defaults[0] / defaults[1]:.2f}"

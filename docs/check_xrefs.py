@@ -45,7 +45,7 @@ SOURCE_ROOTS = [
 ]
 # Scripts run by path, whose module names are generic (bench/scheduler.py): loaded by path, never put on sys.path.
 SCRIPT_ROOTS = [ROOT / "bench", ROOT / "docs"]
-SKIP_PARTS = {".venv", ".tools", ".run", "node_modules", "__pycache__", ".git"}
+SKIP_PARTS = {".venv", ".tools", ".run", ".cache", "node_modules", "__pycache__", ".git"}
 DOC_SUFFIXES = {".md", ".rst"}
 
 ROLE = re.compile(r":(?:py:)?(mod|func|class|meth|attr|data|exc|obj|const):`([^`]+)`")

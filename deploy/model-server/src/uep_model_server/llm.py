@@ -26,6 +26,9 @@ Settings (environment):
 A batch from Triton is fanned out to a thread pool; the llama.cpp server queues the requests across its
 slots.
 
+llama.cpp's flash attention is off (it is on by default): on CPU it evaluates a prompt batch and a one-token
+step with different kernels, which made a log-likelihood depend on the KV cache (up to 0.5 nats measured).
+
 Structured output: a request with a ``json_schema`` is decoded under that schema by llama.cpp's
 grammar-constrained sampling (the schema is converted to a GBNF grammar by llama.cpp's
 ``json_schema_to_grammar``; chat requests send it as ``response_format`` ``json_schema``, raw completions as
@@ -34,7 +37,8 @@ grammar-constrained sampling (the schema is converted to a GBNF grammar by llama
 
 Log-likelihood requests (:meth:`SmolLM2.loglikelihood`) are scored exactly, on the raw text (no chat
 template), by :class:`~uep_model_server.loglik.LlamaServerLoglik`: one forced one-token completion per
-continuation token, with the prefix in the KV cache (see :mod:`uep_model_server.loglik`).
+continuation token, each evaluated from an empty cache so that its value does not depend on what was
+evaluated before (see :mod:`uep_model_server.loglik`).
 """
 
 from __future__ import annotations
@@ -142,6 +146,10 @@ class SmolLM2:
         params.cpuparams.n_threads = self.settings.n_threads
         params.cpuparams_batch.n_threads = self.settings.n_threads
         params.cpuparams.poll = params.cpuparams_batch.poll = self.settings.poll
+        # Flash attention off: on the CPU back end it computes a prompt batch and a one-token step with
+        # different kernels, so a log-likelihood would depend on how its prefix was split into batches
+        # (0.5 nats measured); without it, the logits of a position do not depend on the batching (loglik.py).
+        params.flash_attn_type = xlc.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_DISABLED
         params.verbosity = self.settings.verbosity
         started = time.perf_counter()
         self._server = xlc.Server(params)
@@ -158,7 +166,6 @@ class SmolLM2:
         self._loglik = LlamaServerLoglik(
             self._server,
             self.settings.n_ctx_per_slot,
-            cache_prompt=self.settings.cache_prompt,
             model_name=MODEL_NAME,
         )
 
@@ -220,8 +227,9 @@ class SmolLM2:
         Method (:mod:`uep_model_server.loglik`): lm-evaluation-harness tokenisation; per continuation token
         one completion request with the prefix as token ids, ``n_predict`` 1 and the token forced by a
         ``logit_bias``; llama.cpp reports the forced token's probability from the full softmax of the raw
-        logits (``post_sampling_probs`` false). Cost: one decode step per continuation token, the prefix
-        coming from the KV cache (with ``UEP_LLM_CACHE_PROMPT`` 0, every step re-evaluates the prefix).
+        logits (``post_sampling_probs`` false). Cost: one evaluation of the prefix (from an empty KV cache,
+        whatever ``UEP_LLM_CACHE_PROMPT`` says) per continuation token. The value of a request depends on its
+        context and continuation only, not on the other requests or the cache.
 
         Raises:
             LoglikInputError: a continuation is empty or longer than
