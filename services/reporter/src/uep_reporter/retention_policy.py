@@ -34,7 +34,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from uep_common.analytics import leaderboards
+from uep_common.analytics import board_history
 from uep_common.records.lifecycle import TERMINAL
 from uep_common.runtime.artifacts import ArtifactStore
 
@@ -183,7 +183,7 @@ async def clean_evaluation(session: AsyncSession, evaluation_id: uuid.UUID, with
     if status == "completed" and not await session.scalar(
         text("SELECT EXISTS (SELECT 1 FROM leaderboard_scores WHERE evaluation_id = :e)"), {"e": evaluation_id}
     ):
-        await leaderboards.record_evaluation(session, evaluation_id)
+        await board_history.record_evaluation(session, evaluation_id)
     deleted: dict[str, int] = {}
     for table in ("score_history", "sample_leases", "sample_results"):
         res = await session.execute(text(f"DELETE FROM {table} WHERE evaluation_id = :e"), {"e": evaluation_id})
