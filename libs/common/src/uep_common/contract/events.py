@@ -59,6 +59,8 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
+from uep_common.contract.agents import AgentSpec, Trajectory
+
 SCHEMA_VERSION: Literal[1] = 1
 """Current major schema version of every event in this module."""
 
@@ -320,6 +322,11 @@ class PromptSpec(BaseModel):
         description="Score by the log-likelihood of each choice given the rendered prompt instead of generating; "
         'the output is then JSON {"logprobs": [...], "n_tokens": [...], "is_greedy": [...]}, one entry per choice.',
     )
+    agent: AgentSpec | None = Field(
+        None,
+        description="An agent benchmark: the rendered prompt is the task of an agent loop run by the platform with "
+        "these tools and limits (uep_common.contract.agents); the output is the submitted answer.",
+    )
 
 
 class SampleDispatched(ItemEvent):
@@ -393,6 +400,9 @@ class OutputGenerated(ItemEvent):
     prediction: Prediction | None = Field(
         None, description="A classifier's or ranker's structured answer (``output`` then holds its label or top id)."
     )
+    trajectory: Trajectory | None = Field(
+        None, description="An agent benchmark's run of the item: its steps, tool calls and results, stop reason, usage."
+    )
 
 
 class ScoreComputed(ItemEvent):
@@ -424,6 +434,7 @@ class ScoreComputed(ItemEvent):
     prediction: Prediction | None = Field(
         None, description="The item's structured prediction (from the model, or the label the scorer extracted)."
     )
+    trajectory: Trajectory | None = Field(None, description="An agent benchmark's run of the item (from OutputGenerated).")
 
 
 class SetMetricValue(BaseModel):
