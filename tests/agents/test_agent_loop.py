@@ -97,6 +97,7 @@ def test_a_failed_model_call_ends_the_run_with_its_error():
 def test_unknown_declared_tool_is_a_config_error():
     ask, seen = scripted(SUBMIT)
     run = asyncio.run(run_agent("q", AgentSpec(tools=["shell"]), ask, 30.0))
+    assert run.error is not None
     assert (run.trajectory.stop_reason, run.error.type, seen) == ("bad_agent_config", "bad_agent_config", [])
 
 

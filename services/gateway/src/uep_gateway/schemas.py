@@ -224,6 +224,11 @@ class ResultItem(BaseModel):
         "(`label`, and `probabilities` by class name when the model gave them — an LLM's answer read as a class has "
         "none; a ranking's `ranking`, `scores`); null for other items.",
     )
+    trajectory: dict[str, Any] | None = Field(
+        None,
+        description="Agent items: the run's steps (thought, tool, arguments, result, status, model and tool time, "
+        "tokens), `stop_reason`, `answer` and totals (uep_common.contract.agents.Trajectory); null for other items.",
+    )
 
 
 class ResultsPage(BaseModel):

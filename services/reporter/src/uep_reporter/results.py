@@ -60,6 +60,7 @@ def _row(ev: ScoreComputed) -> dict[str, Any]:
         "completion_tokens": ev.completion_tokens,
         "error": ev.error.model_dump() if ev.error else None,
         "prediction": ev.prediction.model_dump(mode="json", exclude_none=True) if ev.prediction else None,
+        "trajectory": ev.trajectory.model_dump(mode="json") if ev.trajectory else None,
         "attempt": ev.attempt,
         "score_event_id": ev.event_id,
     }
@@ -83,6 +84,7 @@ _RESULT_COLUMNS = (
     "completion_tokens",
     "error",
     "prediction",
+    "trajectory",
     "attempt",
     "score_event_id",
 )

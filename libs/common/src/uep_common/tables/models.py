@@ -369,6 +369,11 @@ class SampleResult(Base):
     prediction: Mapped[dict[str, Any] | None] = mapped_column(
         JSONB(none_as_null=True), doc="The item's Prediction (label, probabilities, ranking, scores) or SQL NULL."
     )
+    trajectory: Mapped[dict[str, Any] | None] = mapped_column(
+        JSONB(none_as_null=True),
+        doc="An agent item's run (uep_common.contract.agents.Trajectory: steps, tool calls and results, stop "
+        "reason, usage) or SQL NULL.",
+    )
 
 
 RESCORE_STATUSES = ("pending", "completed", "failed")

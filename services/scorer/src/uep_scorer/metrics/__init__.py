@@ -13,7 +13,8 @@ its rule and where the rule comes from.
 
 from __future__ import annotations
 
-from .base import Metric, MetricInputError, MetricResult, PredictionMetric
+from .agent import AgentAnswer, AgentPath, AgentTraceable
+from .base import Metric, MetricInputError, MetricResult, PredictionMetric, TrajectoryMetric
 from .bleu import SentenceBleu, SentenceChrf
 from .choice import MultipleChoiceLetter
 from .classification import LabelMatch
@@ -32,6 +33,7 @@ __all__ = [
     "MetricInputError",
     "MetricResult",
     "PredictionMetric",
+    "TrajectoryMetric",
     "UnknownMetricError",
     "available_metrics",
     "get_metric",
@@ -55,6 +57,9 @@ _REGISTRY: dict[str, Metric] = {
         SentenceChrf(),
         Rouge(),
         TokenF1(),
+        AgentAnswer(),
+        AgentPath(),
+        AgentTraceable(),
     )
 }
 

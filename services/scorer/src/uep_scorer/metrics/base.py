@@ -16,6 +16,8 @@ Contract used by every metric module and by the service wiring:
   otherwise; :func:`extraction_label` gives the two. :attr:`MetricResult.no_answer` reads it; it is what the
   summary's extraction failure rate counts and what routes a hybrid evaluation's item to the judge
   (``uep_scorer.scoring.hybrid_route_reason``). Graded metrics that extract nothing (BLEU, ROUGE) leave it out.
+* A metric of agent items has ``score_trajectory(trajectory, output, reference, params)``
+  (:class:`TrajectoryMetric`); the scorer calls it with the output's trajectory (:mod:`uep_scorer.metrics.agent`).
 * Every metric publishes ``reference_schema``: the JSON Schema (draft 2020-12) of the sample reference it reads
   (e.g. ``label_match`` needs ``{"label": string}``). The scorer registers it in the metric catalogue and the
   gateway checks every row of an upload against it, so a reference the metric cannot read is refused at
@@ -32,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from uep_common.contract.agents import Trajectory
     from uep_common.contract.events import Prediction
 
 NO_ANSWER = "no_answer"
@@ -121,6 +124,21 @@ class PredictionMetric(Metric, Protocol):
         self, prediction: Prediction | None, output: str, reference: dict[str, Any], params: dict[str, Any]
     ) -> MetricResult:
         """Score ``prediction`` (None: read the answer from ``output``) against ``reference``.
+
+        Raises:
+            MetricInputError: malformed ``reference`` or ``params``.
+        """
+        ...
+
+
+@runtime_checkable
+class TrajectoryMetric(Metric, Protocol):
+    """A metric of agent items: it reads the item's trajectory (its steps, tool calls and results, answer)."""
+
+    def score_trajectory(
+        self, trajectory: Trajectory | None, output: str, reference: dict[str, Any], params: dict[str, Any]
+    ) -> MetricResult:
+        """Score the run ``trajectory`` (None: the item was not run as an agent) against ``reference``.
 
         Raises:
             MetricInputError: malformed ``reference`` or ``params``.
