@@ -331,7 +331,9 @@ async def agent_output(
     """One item of an agent benchmark: :func:`uep_inference.agent.loop.run_agent` on the rendered prompt
     ``task``, each step's model call a :func:`call_model` (the model's slot, retries, ``watch``). The output is
     the submitted answer (empty when none was submitted: a wrong answer, not an error), the token counts the
-    sums over the steps, ``latency_ms`` the sum of the model calls, and the trajectory goes with it."""
+    sums over the steps, ``latency_ms`` the sum of the model calls, and the trajectory goes with it. A run cut
+    by the end of its evaluation (stop, cancel) is an error :data:`NOT_CALLED`, as an item never called: it is
+    unfinished, and a retry of the evaluation runs it again."""
     assert event.prompt.agent is not None
     chat = event.prompt.chat
 
@@ -352,19 +354,22 @@ async def agent_output(
         )
 
     run = await run_agent(task, event.prompt.agent, ask, timeout_s, watch.status if watch else lambda: None)
-    trajectory = run.trajectory
-    if run.error is not None:
-        log.warning("agent run of %s ended: %s %s", event.item_key(), run.error.type, run.error.message[:200])
+    trajectory, error = run.trajectory, run.error
+    if run.ended is not None and error is None:  # cut between steps: unfinished, so a retry runs it again
+        message = f"agent stopped after {len(trajectory.steps)} steps: the evaluation was {run.ended}"
+        error = ErrorInfo(stage="inference", type=NOT_CALLED, message=message)
+    if error is not None:
+        log.warning("agent run of %s ended: %s %s", event.item_key(), error.type, error.message[:200])
     return OutputGenerated(
         **event.item_fields(),
         benchmark_id=event.benchmark_id,
         model_id=event.target.model_id,
         prompt=task,
-        output=None if run.error is not None else (trajectory.answer or ""),
+        output=None if error is not None else (trajectory.answer or ""),
         latency_ms=trajectory.model_ms,
         prompt_tokens=trajectory.prompt_tokens,
         completion_tokens=trajectory.completion_tokens,
-        error=run.error,
+        error=error,
         throttled=run.throttled,
         trajectory=trajectory,
     )
