@@ -5,6 +5,8 @@ import asyncio
 import uuid
 from typing import cast
 
+import pytest
+
 from uep_common.contract.agents import AgentStep, Trajectory
 from uep_common.contract.events import OutputGenerated, ScoreComputed
 from uep_scorer.metrics import TrajectoryMetric, get_metric
@@ -116,3 +118,13 @@ def test_score_output_scores_and_carries_the_trajectory():
     assert (scored.metric_name, scored.is_correct) == ("agent_answer", True)
     assert (scored.metrics["agent_path"], scored.metrics["agent_traceable"], scored.metrics["agent_steps"]) == (0.0, 1.0, 2)
     assert scored.trajectory == WRONG_PATH
+
+
+def test_summary_intervals_of_binary_per_item_metrics():
+    from uep_common.analytics.summary import binary_intervals
+
+    rows = [("agent_path", 10, 7.0, True), ("agent_steps", 10, 34.0, False), ("empty", 0, 0.0, None)]
+    intervals = binary_intervals(rows)
+    # Wilson 95 % for 7/10: (0.7 + z²/20 ± z·sqrt(0.021 + z²/400)) / (1 + z²/10), z = 1.95996 -> 0.3968, 0.8922
+    assert intervals.keys() == {"agent_path"}
+    assert intervals["agent_path"] == pytest.approx((0.3968, 0.8922), abs=1e-4)

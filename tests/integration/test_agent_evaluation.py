@@ -16,6 +16,11 @@ def test_the_embedded_llm_runs_the_data_agent_benchmark(gateway):
     final = wait_done(gateway, evaluation_id, timeout_s=420)
     assert final["status"] == "completed", final
     assert final["summary"]["metric_name"] == "agent_answer"
+    # the path and traceability rates come with their Wilson intervals, the mean inside each
+    summary = final["summary"]
+    for name in ("agent_path", "agent_traceable"):
+        low, high = summary["metric_intervals"][name]
+        assert low <= summary["metric_means"][name] <= high
     results = all_results(gateway, evaluation_id)
     assert len(results) == 3
     for r in results:

@@ -504,6 +504,11 @@ class EvaluationSummary(BaseModel):
     completion_tokens: int
     metric_name: str | None
     metric_means: dict[str, float | None] = Field(default_factory=dict)
+    metric_intervals: dict[str, tuple[float, float]] = Field(
+        default_factory=dict,
+        description="The 95 % Wilson interval of each per-item metric of ``metric_means`` whose every value is 0 or 1 "
+        "(a proportion: an agent's agent_path, agent_traceable; an extra binary metric), over the items that have it.",
+    )
     extraction_failure_rate: float | None = None
     set_metrics: SetMetrics | None = Field(
         None, description="Set-level metrics of a classification or ranking evaluation, with bootstrap intervals."
