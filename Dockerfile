@@ -7,7 +7,8 @@
 #   docker build --build-arg SERVICE=admin --build-arg MEMBER=libs/common -t uep-admin .
 #
 # SECURITY (scorer): the scorer runs UNTRUSTED benchmark and model code (e.g. HumanEval programs) in a bubblewrap
-# sandbox (uep_scorer.sandbox, docs/scorer-sandbox.md): its image gets Debian's bubblewrap and libseccomp2. bwrap
+# sandbox (uep_common.sandbox, docs/scorer-sandbox.md): its image gets Debian's bubblewrap and libseccomp2, and so
+# does inference's, whose agent tools (python, sql; docs/design/agents.md) run model-written code in it. bwrap
 # needs unprivileged user namespaces: the container's seccomp/AppArmor profile must allow unshare(CLONE_NEWUSER)
 # (Docker's and Kubernetes' RuntimeDefault profiles do not; use a profile that does, the sandbox adds its own
 # seccomp filter inside). Without them the scorer logs an ERROR at start-up and code items score
@@ -45,13 +46,13 @@ RUN --mount=type=cache,target=/root/.cache/uv \
 
 # ---- runtime: same base image (the venv's interpreter link points at /usr/local/bin/python3.11), non-root.
 # The reporter gets Debian's Chromium for the PDF reports (Playwright drives /usr/bin/chromium; it never
-# downloads a browser); the scorer bubblewrap and libseccomp2, and no package installer.
+# downloads a browser); the scorer and inference bubblewrap and libseccomp2, and no package installer.
 FROM ${PYTHON_IMAGE} AS runtime
 ARG SERVICE
 # hadolint ignore=SC2086
 RUN case "$SERVICE" in \
       reporter) packages="chromium fonts-dejavu-core" ;; \
-      scorer) packages="bubblewrap libseccomp2" ;; \
+      scorer|inference) packages="bubblewrap libseccomp2" ;; \
       *) packages="" ;; \
     esac \
  && if [ -n "$packages" ]; then \

@@ -153,10 +153,13 @@ bench-report: install ## bench/report: build the report (and leaderboard) of a 1
 bench-gateway-auth: install ## bench/gateway_auth: latency the access checks add to GET /v1/models, p50/p99 (target < 1 ms at p50)
 	$(PY) bench/gateway_auth.py
 
+bench-agent: install ## bench/agent_steps: the agent harness's time per step vs the model call; SmolLM2 on sklearn-data-agent
+	$(PY) bench/agent_steps.py
+
 bench-cli: install ## bench/cli_startup: `uep --help` and `uep status ID` start-up times against the bare interpreter's (target < 0.3 s)
 	$(PY) bench/cli_startup.py
 
 asyncapi: install ## regenerate docs/asyncapi.json from the services' FastStream apps
 	$(PY) docs/generate_asyncapi.py
 
-.PHONY: help install up down status demo check check-k8s test test-unit test-db test-stack bench bench-scale bench-idle bench-idle-memory bench-busy bench-profile bench-llm-interference bench-classifier bench-scorer bench-chaos asyncapi bench-scheduler bench-report bench-lm-eval bench-cli
+.PHONY: help install up down status demo check check-k8s test test-unit test-db test-stack bench bench-scale bench-idle bench-idle-memory bench-busy bench-profile bench-llm-interference bench-classifier bench-scorer bench-chaos asyncapi bench-scheduler bench-report bench-lm-eval bench-cli bench-agent

@@ -207,9 +207,9 @@ def sandbox_vs_process(problems: list[dict[str, Any]], repeats: int) -> dict[str
     solution is split by ``build_task`` as the metric does, the timed passes alternate between the backends and
     the best of ``repeats`` is kept. Exits with an error if the bwrap sandbox is unavailable here.
     """
+    from uep_common.sandbox import SandboxLimits
+    from uep_common.sandbox.isolation import open_backend
     from uep_scorer.metrics.humaneval import build_task
-    from uep_scorer.sandbox import SandboxLimits
-    from uep_scorer.sandbox.isolation import open_backend
 
     sandbox, unsafe = open_backend("bwrap"), open_backend("unsafe_process")
     if sandbox.status.mode != "bwrap":

@@ -380,8 +380,13 @@ EXTRACTING = {
     "ndcg": ({"relevant": ["Paris"]}, {}),
 }
 """Every registered metric that reads an answer from the output, with a valid reference and params."""
-GRADED = {"sentence_bleu", "sentence_chrf", "rouge", "pass_at_k", "loglik_multiple_choice", "humaneval_pass_at_1"}
-"""Metrics that read no answer: graded scores, estimates, log-probabilities and programs (their own rules)."""
+GRADED = {"sentence_bleu", "sentence_chrf", "rouge", "pass_at_k", "loglik_multiple_choice", "humaneval_pass_at_1"} | {
+    "agent_answer",
+    "agent_path",
+    "agent_traceable",
+}
+"""Metrics that read no answer from the output: graded scores, estimates, log-probabilities, programs and agent
+runs (the answer an agent submitted is in its trajectory; their own rules)."""
 
 
 def test_every_metric_is_classified():

@@ -14,6 +14,9 @@ from uep_scorer.metrics import (
 )
 
 EXPECTED = [
+    "agent_answer",
+    "agent_path",
+    "agent_traceable",
     "contains",
     "exact_match",
     "fuzzy_match",

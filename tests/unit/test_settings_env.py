@@ -57,7 +57,8 @@ def test_seed_registers_triton_at_the_configured_address(monkeypatch: pytest.Mon
 
 def test_site_currency_and_sandbox_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     from uep_common.contract.costs import CostSettings
-    from uep_scorer.settings import SandboxSettings, ScorerSettings
+    from uep_common.sandbox.settings import SandboxSettings
+    from uep_scorer.settings import ScorerSettings
 
     for var in ("UEP_BUDGET_CURRENCY", "UEP_SANDBOX_MODE", "UEP_SANDBOX_PYTHON", "UEP_SANDBOX_POOL"):
         monkeypatch.delenv(var, raising=False)

@@ -264,6 +264,11 @@ class ResultItem(BaseModel):
         description="Conversation items: the transcript (`messages` [{role, content, reference?}], `simulated`, `turns`, "
         "`ended`, `persona`, `goal`; uep_common.contract.dialogue.Transcript); null for single-prompt items.",
     )
+    trajectory: dict[str, Any] | None = Field(
+        None,
+        description="Agent items: the run's steps (thought, tool, arguments, result, status, model and tool time, "
+        "tokens), `stop_reason`, `answer` and totals (uep_common.contract.agents.Trajectory); null for other items.",
+    )
 
 
 class ResultsPage(BaseModel):

@@ -38,6 +38,7 @@ from uep_common.runtime.consuming import Received, consume
 from uep_common.runtime.messaging import broadcast_options, consumer_options, dead_letter, publish_event
 from uep_common.runtime.telemetry import context_from_headers, tracer
 from uep_inference import instruments
+from uep_inference.agent.loop import StepReply, run_agent
 from uep_inference.backends import (
     BackendError,
     Backends,
@@ -233,6 +234,8 @@ async def generate_output(
         return OutputGenerated(
             **common, prompt="", output=None, error=ErrorInfo(stage="inference", type="prompt_render_error", message=str(exc))
         )
+    if event.prompt.agent is not None:
+        return await agent_output(event, prompt, backends, timeout_s, limits, max_attempts, backoff_s, max_retry_after_s, watch)
     max_tokens = event.prompt.max_tokens or event.target.max_tokens
     stop = [*event.target.stop, *event.prompt.stop]
     conts: tuple[str, ...] = ()
@@ -322,6 +325,64 @@ async def predict_output(
     log.warning("inference failed for %s: %s %s", event.item_key(), error.type, error.message[:200])
     return OutputGenerated(
         **common, prompt=prompt, output=None, latency_ms=call.latency_ms, error=error, throttled=call.throttled
+    )
+
+
+async def agent_output(
+    event: SampleDispatched,
+    task: str,
+    backends: Backends,
+    timeout_s: float,
+    limits: ModelLimits | None = None,
+    max_attempts: int = 1,
+    backoff_s: float = 0.5,
+    max_retry_after_s: float = 60.0,
+    watch: ItemWatch | None = None,
+) -> OutputGenerated:
+    """One item of an agent benchmark: :func:`uep_inference.agent.loop.run_agent` on the rendered prompt
+    ``task``, each step's model call a :func:`call_model` (the model's slot, retries, ``watch``). The output is
+    the submitted answer (empty when none was submitted: a wrong answer, not an error), the token counts the
+    sums over the steps, ``latency_ms`` the sum of the model calls, and the trajectory goes with it. A run cut
+    by the end of its evaluation (stop, cancel) is an error :data:`NOT_CALLED`, as an item never called: it is
+    unfinished, and a retry of the evaluation runs it again."""
+    assert event.prompt.agent is not None
+    chat = event.prompt.chat
+
+    async def ask(prompt: str, max_tokens: int, call_timeout_s: float, schema: dict[str, Any]) -> StepReply:
+        call = await call_model(
+            event.target, prompt, max_tokens, [], chat, backends, call_timeout_s, limits, max_attempts, backoff_s,
+            max_retry_after_s=max_retry_after_s, watch=watch, json_schema=schema,
+        )  # fmt: skip
+        gen = call.generation
+        return StepReply(
+            gen.text if gen is not None else None,
+            call.error,
+            call.latency_ms,
+            (gen.prompt_tokens or 0) if gen is not None else 0,
+            (gen.completion_tokens or 0) if gen is not None else 0,
+            call.ended,
+            call.throttled,
+        )
+
+    run = await run_agent(task, event.prompt.agent, ask, timeout_s, watch.status if watch else lambda: None)
+    trajectory, error = run.trajectory, run.error
+    if run.ended is not None and error is None:  # cut between steps: unfinished, so a retry runs it again
+        message = f"agent stopped after {len(trajectory.steps)} steps: the evaluation was {run.ended}"
+        error = ErrorInfo(stage="inference", type=NOT_CALLED, message=message)
+    if error is not None:
+        log.warning("agent run of %s ended: %s %s", event.item_key(), error.type, error.message[:200])
+    return OutputGenerated(
+        **event.item_fields(),
+        benchmark_id=event.benchmark_id,
+        model_id=event.target.model_id,
+        prompt=task,
+        output=None if error is not None else (trajectory.answer or ""),
+        latency_ms=trajectory.model_ms,
+        prompt_tokens=trajectory.prompt_tokens,
+        completion_tokens=trajectory.completion_tokens,
+        error=error,
+        throttled=run.throttled,
+        trajectory=trajectory,
     )
 
 

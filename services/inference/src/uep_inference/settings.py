@@ -3,10 +3,12 @@
 from pydantic import Field, SecretStr
 
 from uep_common.runtime.settings import CommonSettings
+from uep_common.sandbox.settings import SandboxSettings
 
 
-class InferenceSettings(CommonSettings):
-    """Settings of the inference service."""
+class InferenceSettings(CommonSettings, SandboxSettings):
+    """Settings of the inference service; the code sandbox's (``UEP_SANDBOX_*``, where agent tools run) are
+    :class:`~uep_common.sandbox.settings.SandboxSettings`."""
 
     service_name: str = "inference"
     inference_concurrency: int = Field(

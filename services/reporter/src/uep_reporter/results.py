@@ -61,6 +61,7 @@ def _row(ev: ScoreComputed) -> dict[str, Any]:
         "error": ev.error.model_dump() if ev.error else None,
         "prediction": ev.prediction.model_dump(mode="json", exclude_none=True) if ev.prediction else None,
         "transcript": ev.transcript.model_dump(mode="json", exclude_none=True) if ev.transcript else None,
+        "trajectory": ev.trajectory.model_dump(mode="json") if ev.trajectory else None,
         "attempt": ev.attempt,
         "score_event_id": ev.event_id,
     }
@@ -85,6 +86,7 @@ _RESULT_COLUMNS = (
     "error",
     "prediction",
     "transcript",
+    "trajectory",
     "attempt",
     "score_event_id",
 )

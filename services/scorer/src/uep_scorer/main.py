@@ -5,9 +5,9 @@ import logging
 from faststream.asgi import AsgiFastStream
 
 from uep_common.runtime.service import ServiceRuntime, build_app, serve
+from uep_common.sandbox import configure as configure_sandbox
 from uep_scorer.catalog import register_catalogue
 from uep_scorer.references import ReferenceStore
-from uep_scorer.sandbox import configure as configure_sandbox
 from uep_scorer.service import register
 from uep_scorer.settings import ScorerSettings
 

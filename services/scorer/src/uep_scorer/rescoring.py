@@ -4,7 +4,7 @@ reporter applies the new scores, keeps the replaced ones and records what change
 
 A classifier's or ranker's stored ``prediction`` is its answer and is scored again as it is; an LLM's stored
 prediction is what the metric read from its text, so its text is read again (the metric's rule may have
-changed), never the stored reading."""
+changed), never the stored reading. An agent item's stored trajectory is its run and is scored again as it is."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from faststream.kafka import KafkaBroker
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from uep_common.contract.agents import Trajectory
 from uep_common.contract.events import ModelKind, OutputGenerated, Prediction, RescoreRequested, ScoreComputed
 from uep_common.runtime.messaging import publish_event
 from uep_common.tables.models import Model, SampleResult
@@ -65,6 +66,7 @@ async def rescore(
                 prompt_tokens=row.prompt_tokens,
                 completion_tokens=row.completion_tokens,
                 prediction=Prediction.model_validate(row.prediction) if structured and row.prediction else None,
+                trajectory=Trajectory.model_validate(row.trajectory) if row.trajectory else None,
             )
             score = await score_output(output, refs)
             if not isinstance(score, ScoreComputed):  # judge-graded items are re-judged by the judge, not here

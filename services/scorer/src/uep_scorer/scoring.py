@@ -9,9 +9,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from uep_common.contract.agents import Trajectory
 from uep_common.contract.configs import BenchmarkConfig, EvaluationType, MetricConfig
 from uep_common.contract.events import ErrorInfo, JudgeRequested, OutputGenerated, Prediction, ScoreComputed
-from uep_scorer.metrics import MetricInputError, MetricResult, PredictionMetric, get_metric
+from uep_scorer.metrics import MetricInputError, MetricResult, PredictionMetric, TrajectoryMetric, get_metric
 from uep_scorer.metrics.base import NO_ANSWER
 from uep_scorer.references import ReferenceStore
 
@@ -46,13 +47,18 @@ ON_LOOP_MAX_CHARS = 16_384
 
 
 async def run_metric(
-    name: str, prediction: Prediction | None, output: str, reference: dict[str, Any], params: dict[str, Any]
+    name: str,
+    prediction: Prediction | None,
+    output: str,
+    reference: dict[str, Any],
+    params: dict[str, Any],
+    trajectory: Trajectory | None = None,
 ) -> MetricResult:
     """:func:`apply_metric` on the event loop for a metric of :data:`ON_LOOP_METRICS` and an output of at most
     :data:`ON_LOOP_MAX_CHARS` characters, else in a worker thread (``asyncio.to_thread``). Raises as the metric."""
     if name in ON_LOOP_METRICS and len(output) <= ON_LOOP_MAX_CHARS:
-        return apply_metric(name, prediction, output, reference, params)
-    return await asyncio.to_thread(apply_metric, name, prediction, output, reference, params)
+        return apply_metric(name, prediction, output, reference, params, trajectory)
+    return await asyncio.to_thread(apply_metric, name, prediction, output, reference, params, trajectory)
 
 
 def metric_params(config: BenchmarkConfig, metric_cfg: MetricConfig) -> dict[str, Any]:
@@ -65,10 +71,17 @@ def metric_params(config: BenchmarkConfig, metric_cfg: MetricConfig) -> dict[str
 
 
 def apply_metric(
-    name: str, prediction: Prediction | None, output: str, reference: dict[str, Any], params: dict[str, Any]
+    name: str,
+    prediction: Prediction | None,
+    output: str,
+    reference: dict[str, Any],
+    params: dict[str, Any],
+    trajectory: Trajectory | None = None,
 ) -> MetricResult:
     """One metric's result on one output: ``score_prediction`` for a metric that reads structured answers
-    (:class:`~uep_scorer.metrics.PredictionMetric`), else ``score`` on the text. Blocking (run it in a thread).
+    (:class:`~uep_scorer.metrics.PredictionMetric`), ``score_trajectory`` for a metric of agent items
+    (:class:`~uep_scorer.metrics.TrajectoryMetric`, given the item's ``trajectory``), else ``score`` on the
+    text. Blocking (run it in a thread).
 
     Raises:
         uep_scorer.metrics.UnknownMetricError, MetricInputError: as the metric.
@@ -76,6 +89,8 @@ def apply_metric(
     metric = get_metric(name)
     if isinstance(metric, PredictionMetric):
         return metric.score_prediction(prediction, output, reference, params)
+    if isinstance(metric, TrajectoryMetric):
+        return metric.score_trajectory(trajectory, output, reference, params)
     return metric.score(output, reference, params)
 
 
@@ -110,6 +125,7 @@ async def score_output(event: OutputGenerated, refs: ReferenceStore) -> ScoreCom
         "completion_tokens": event.completion_tokens,
         "throttled": event.throttled,
         "transcript": event.transcript,
+        "trajectory": event.trajectory,
     }
     try:
         config, evaluation_type = await refs.benchmark(event.benchmark_id)
@@ -139,10 +155,15 @@ async def score_output(event: OutputGenerated, refs: ReferenceStore) -> ScoreCom
     try:
         reference = await refs.reference(event.sample_id, event.benchmark_id)
         result = await run_metric(
-            name, event.prediction, event.output or "", reference, metric_params(config, metric_cfg) if metric_cfg else {}
+            name,
+            event.prediction,
+            event.output or "",
+            reference,
+            metric_params(config, metric_cfg) if metric_cfg else {},
+            event.trajectory,
         )
         extra = [
-            await run_metric(m.name, event.prediction, event.output or "", reference, metric_params(config, m))
+            await run_metric(m.name, event.prediction, event.output or "", reference, metric_params(config, m), event.trajectory)
             for m in config.item_metrics[1:]
         ]
     except MetricInputError as exc:  # the benchmark's data or metric params are wrong: one line, no traceback

@@ -188,6 +188,16 @@ async def compute_summary(session: AsyncSession, evaluation_id: uuid.UUID) -> Ev
             {"e": evaluation_id},
         )
     ).all()
+    binary = (
+        await session.execute(
+            text(
+                "SELECT m.key, count(*), sum(m.value::text::float8), bool_and(m.value::text::float8 IN (0, 1)) "
+                "FROM sample_results r, jsonb_each(r.metrics) m "
+                "WHERE r.evaluation_id = :e AND jsonb_typeof(m.value) = 'number' GROUP BY m.key ORDER BY m.key"
+            ),
+            {"e": evaluation_id},
+        )
+    ).all()
     ci = wilson_interval(correct, scored)
     set_metrics = await compute_set_metrics(session, evaluation_id, metric_name)
     return EvaluationSummary(
@@ -204,10 +214,23 @@ async def compute_summary(session: AsyncSession, evaluation_id: uuid.UUID) -> Ev
         completion_tokens=int(ctok),
         metric_name=metric_name,
         metric_means=dict(means),
+        metric_intervals=binary_intervals([tuple(row) for row in binary]),
         extraction_failure_rate=no_answer / extracting if extracting else None,
         set_metrics=set_metrics,
         robustness=await compute_robustness(session, evaluation_id),
     )
+
+
+def binary_intervals(rows: list[tuple[Any, ...]]) -> dict[str, tuple[float, float]]:
+    """The 95 % Wilson interval (:func:`uep_common.analytics.stats.wilson_interval`) of each per-item metric whose
+    values are all 0 or 1, from ``rows`` of ``(name, items with it, sum of its values, all values 0 or 1)``;
+    metrics with other values are left out."""
+    out = {}
+    for name, count, total, all_binary in rows:
+        ci = wilson_interval(round(total), count) if all_binary and count else None
+        if ci is not None:
+            out[name] = ci
+    return out
 
 
 class Headline(BaseModel):

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from uep_common.builtin import datasets, dialogues, labelled
+from uep_common.builtin import agent_data, datasets, dialogues, labelled
 from uep_common.contract.configs import EvaluationType
 
 
@@ -559,3 +559,43 @@ BENCHMARKS += [
         evaluation_type=EvaluationType.llm_judge,
     ),
 ]
+DATA_AGENT_INSTRUCTIONS = (
+    "You answer a question about a SQLite database by calling tools, one call per reply. The tables:\n"
+    "{schema}\n"
+    "Use sql to query the database, then call submit with the final answer only (a number or a name)."
+)
+"""The agent's instructions of ``sklearn-data-agent`` (``{schema}``: :func:`uep_common.builtin.agent_data.schema_text`)."""
+
+BENCHMARKS.append(
+    BuiltinBenchmark(
+        slug="sklearn-data-agent",
+        name="Data questions over scikit-learn's iris and wine tables (agent, 12 items)",
+        description="An agent benchmark: 12 questions answered by querying a SQLite database of Fisher's iris and the UCI "
+        "wine data (scikit-learn's bundled copies) with the sandboxed sql tool, then submitting. Scored on the answer "
+        "(agent_answer), the path (sql called, no answer without evidence: agent_path) and traceable accuracy "
+        "(right and backed by a tool result: agent_traceable). Gold answers are the results of each item's query.",
+        category="custom",
+        capability_dimensions=["tool_use", "data_analysis"],
+        config={
+            "prompt": {
+                "template": "{{ question }}",
+                "chat": True,
+                "agent": {
+                    "tools": ["sql", "python"],
+                    "max_steps": 6,
+                    "max_tokens": 16000,
+                    "step_max_tokens": 160,
+                    "time_s": 120,
+                    "tool_timeout_s": 10,
+                    "max_rows": 20,
+                    "database": agent_data.database_script(),
+                    "instructions": DATA_AGENT_INSTRUCTIONS.format(schema=agent_data.schema_text()),
+                },
+            },
+            "metrics": [{"name": "agent_answer", "primary": True}, {"name": "agent_path"}, {"name": "agent_traceable"}],
+            "language": "en",
+        },
+        loader=agent_data.load_sklearn_data_agent,
+        license_key="sklearn_tables",
+    )
+)

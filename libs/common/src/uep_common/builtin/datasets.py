@@ -161,6 +161,18 @@ LICENSES: dict[str, DatasetLicense] = {
             "(uep_common.builtin.labelled.breast_cancer_split) as the benchmark."
         ),
     ),
+    "sklearn_tables": DatasetLicense(
+        name="BSD 3-Clause License (scikit-learn's bundled copies); iris: public domain (Fisher 1936); wine: CC BY 4.0",
+        spdx="BSD-3-Clause AND CC-BY-4.0",
+        source="Iris: R. A. Fisher, 'The use of multiple measurements in taxonomic problems', Annals of Eugenics 7 "
+        "(1936), via the UCI Machine Learning Repository; Wine: Forina et al., PARVUS (1988), UCI Wine Recognition "
+        "data (https://archive.ics.uci.edu/dataset/109/wine, CC BY 4.0)",
+        package="scikit-learn (sklearn/datasets/data/iris.csv and wine_data.csv: load_iris, load_wine)",
+        notes=(
+            "scikit-learn (BSD-3-Clause) bundles both tables. uep builds a SQLite script of them "
+            "(uep_common.builtin.agent_data.database_script) and 12 data questions whose answers its queries compute."
+        ),
+    ),
 }
 
 

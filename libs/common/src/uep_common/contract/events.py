@@ -59,6 +59,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
+from uep_common.contract.agents import AgentSpec, Trajectory
 from uep_common.contract.dialogue import DialogueSpec, SimulationSpec, Transcript
 
 SCHEMA_VERSION: Literal[1] = 1
@@ -329,11 +330,17 @@ class PromptSpec(BaseModel):
         None, description="Each sample is a user persona and goal; a simulator model plays that user against the model."
     )
 
+    agent: AgentSpec | None = Field(
+        None,
+        description="An agent benchmark: the rendered prompt is the task of an agent loop run by the platform with "
+        "these tools and limits (uep_common.contract.agents); the output is the submitted answer.",
+    )
+
     @model_validator(mode="after")
     def _one_item_kind(self) -> PromptSpec:
-        kinds = [n for n in ("loglik", "dialogue", "simulation") if getattr(self, n) is not None]
+        kinds = [n for n in ("loglik", "dialogue", "simulation", "agent") if getattr(self, n) is not None]
         if len(kinds) > 1:
-            raise ValueError(f"give at most one of loglik, dialogue and simulation (got {', '.join(kinds)})")
+            raise ValueError(f"give at most one of loglik, dialogue, simulation and agent (got {', '.join(kinds)})")
         return self
 
 
@@ -414,6 +421,9 @@ class OutputGenerated(ItemEvent):
     transcript: Transcript | None = Field(
         None, description="A conversation item's transcript: the history and the model's replies (uep_common.contract.dialogue)."
     )
+    trajectory: Trajectory | None = Field(
+        None, description="An agent benchmark's run of the item: its steps, tool calls and results, stop reason, usage."
+    )
 
 
 class ScoreComputed(ItemEvent):
@@ -448,6 +458,7 @@ class ScoreComputed(ItemEvent):
     transcript: Transcript | None = Field(
         None, description="A conversation item's transcript: the history and the model's replies (uep_common.contract.dialogue)."
     )
+    trajectory: Trajectory | None = Field(None, description="An agent benchmark's run of the item (from OutputGenerated).")
 
 
 class SetMetricValue(BaseModel):
@@ -578,6 +589,11 @@ class EvaluationSummary(BaseModel):
     completion_tokens: int
     metric_name: str | None
     metric_means: dict[str, float | None] = Field(default_factory=dict)
+    metric_intervals: dict[str, tuple[float, float]] = Field(
+        default_factory=dict,
+        description="The 95 % Wilson interval of each per-item metric of ``metric_means`` whose every value is 0 or 1 "
+        "(a proportion: an agent's agent_path, agent_traceable; an extra binary metric), over the items that have it.",
+    )
     extraction_failure_rate: float | None = None
     set_metrics: SetMetrics | None = Field(
         None, description="Set-level metrics of a classification or ranking evaluation, with bootstrap intervals."

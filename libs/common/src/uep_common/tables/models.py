@@ -373,6 +373,11 @@ class SampleResult(Base):
         JSONB(none_as_null=True),
         doc="A conversation item's Transcript (uep_common.contract.dialogue: messages, simulated, turns, ended) or SQL NULL.",
     )
+    trajectory: Mapped[dict[str, Any] | None] = mapped_column(
+        JSONB(none_as_null=True),
+        doc="An agent item's run (uep_common.contract.agents.Trajectory: steps, tool calls and results, stop "
+        "reason, usage) or SQL NULL.",
+    )
 
 
 RESCORE_STATUSES = ("pending", "completed", "failed")

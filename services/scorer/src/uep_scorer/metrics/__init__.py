@@ -14,8 +14,8 @@ its rule and where the rule comes from. A metric class registers itself with ``@
 
 from __future__ import annotations
 
-from . import bleu, choice, classification, fuzzy, gsm8k, humaneval, loglik, match, passk, ranking, rouge, tokenf1
-from .base import Metric, MetricInputError, MetricResult, PredictionMetric, read_params
+from . import agent, bleu, choice, classification, fuzzy, gsm8k, humaneval, loglik, match, passk, ranking, rouge, tokenf1
+from .base import Metric, MetricInputError, MetricResult, PredictionMetric, TrajectoryMetric, read_params
 from .registry import REGISTRY, register_metric
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "MetricInputError",
     "MetricResult",
     "PredictionMetric",
+    "TrajectoryMetric",
     "UnknownMetricError",
     "available_metrics",
     "get_metric",
@@ -30,7 +31,7 @@ __all__ = [
     "register_metric",
 ]
 
-METRIC_MODULES = (bleu, choice, classification, fuzzy, gsm8k, humaneval, loglik, match, passk, ranking, rouge, tokenf1)
+METRIC_MODULES = (agent, bleu, choice, classification, fuzzy, gsm8k, humaneval, loglik, match, passk, ranking, rouge, tokenf1)
 """The modules whose ``@register_metric`` classes fill the registry on import (a new one is added here)."""
 
 

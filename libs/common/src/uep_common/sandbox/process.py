@@ -2,7 +2,7 @@
 
 NOT a security boundary: the program runs in one ordinary process of the scorer's own uid. Used only when an
 operator explicitly chooses it (logged as a warning at start-up) and by ``bench/scorer_throughput.py`` as the
-baseline; the default is the bwrap sandbox (:mod:`uep_scorer.sandbox.bwrap`).
+baseline; the default is the bwrap sandbox (:mod:`uep_common.sandbox.bwrap`).
 
 Process: ``sys.executable -I -c <harness>`` (isolated mode), ``start_new_session=True``, a fresh temporary
 directory as cwd/HOME/TMPDIR deleted afterwards, a scrubbed environment (``PATH``, ``LANG``, ``LC_ALL``,
@@ -34,9 +34,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from uep_scorer.settings import SandboxSettings
-
 from .pool import WarmPool
+from .settings import SandboxSettings
 from .task import STDERR_TAIL, SandboxLimits, SandboxResult
 
 _HARNESS = r"""

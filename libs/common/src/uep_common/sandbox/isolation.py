@@ -2,7 +2,7 @@
 
 Modes (``UEP_SANDBOX_MODE``, the scorer setting ``sandbox_mode``):
 
-* ``bwrap`` (default): :mod:`uep_scorer.sandbox.bwrap` with the split runner. At configuration a probe
+* ``bwrap`` (default): :mod:`uep_common.sandbox.bwrap` with the split runner. At configuration a probe
   starts a real sandbox, checks from the host that its processes' uids are not host root, and checks from
   inside that the uid is not 0, that no
   capability is left, ``no_new_privs`` and the seccomp filter are on, ``/proc`` shows only the sandbox's PIDs and
@@ -10,7 +10,7 @@ Modes (``UEP_SANDBOX_MODE``, the scorer setting ``sandbox_mode``):
   missing or the probe fails for every interpreter, the mode becomes ``unavailable``: an ERROR is logged
   naming why and every run returns ``status="sandbox_unavailable"`` without running anything. Never a
   silent fallback.
-* ``unsafe_process``: the old single-process harness (:mod:`uep_scorer.sandbox.process`), only when an
+* ``unsafe_process``: the old single-process harness (:mod:`uep_common.sandbox.process`), only when an
   operator sets it explicitly; logged as a WARNING at configuration.
 
 Interpreter inside the sandbox: ``UEP_SANDBOX_PYTHON`` if set, else the scorer's base interpreter, else the
@@ -30,10 +30,9 @@ import sys
 import threading
 from dataclasses import dataclass
 
-from uep_scorer.settings import SandboxSettings
-
 from . import bwrap, process, seccomp
 from .pool import WarmPool
+from .settings import SandboxSettings
 from .task import CodeTask, SandboxLimits, SandboxResult
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""Launching one bubblewrap sandbox around the runner (:mod:`uep_scorer.sandbox.runner`), and one run in it.
+"""Launching one bubblewrap sandbox around the runner (:mod:`uep_common.sandbox.runner`), and one run in it.
 
 Command (Debian's ``bwrap``; options checked against bubblewrap 0.8.0)::
 
@@ -26,7 +26,7 @@ to host root), which is how a ``ctypes`` fork got through before. So a root scor
 ``subprocess.Popen(user=, group=, extra_groups=[])``): the map becomes
 ``65534 65534 1``, ``RLIMIT_NPROC`` binds and nothing inside is root anywhere. A scorer that is not root
 (the container image) starts it as itself. That uid must be able to read the interpreter: a pyenv build under
-``/root`` (mode 0700) is not, so :mod:`uep_scorer.sandbox.isolation` then picks the system's interpreter of the
+``/root`` (mode 0700) is not, so :mod:`uep_common.sandbox.isolation` then picks the system's interpreter of the
 same minor version (Debian's ``/usr/bin/python3.X``; only the standard library is available to sandboxed code).
 
 Teardown. bwrap's ``--info-fd`` gives the host PID of the namespace's PID 1; at the verdict or the time limit

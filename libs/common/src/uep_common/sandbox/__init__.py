@@ -4,13 +4,13 @@ Threat model. The *model output* (the candidate) is hostile: it may try to escap
 host, outlive its run or forge a pass. The *benchmark's test and prompt* were written by whoever uploaded the
 benchmark: trusted to decide their own benchmark's verdict (an uploader can always write a test that passes
 everything) but hostile towards the host. So both run inside one bubblewrap sandbox
-(:mod:`~uep_scorer.sandbox.bwrap`: unprivileged uid that is not host root, no capabilities,
+(:mod:`~uep_common.sandbox.bwrap`: unprivileged uid that is not host root, no capabilities,
 ``no_new_privs``, own user/PID/mount/network/IPC/UTS namespaces, read-only root, a small private tmpfs, empty
-environment, seccomp filter from :mod:`~uep_scorer.sandbox.seccomp`, rlimits, the whole tree killed at the
-verdict or the time limit), and inside it in two processes (:mod:`~uep_scorer.sandbox.runner`): the trusted
+environment, seccomp filter from :mod:`~uep_common.sandbox.seccomp`, rlimits, the whole tree killed at the
+verdict or the time limit), and inside it in two processes (:mod:`~uep_common.sandbox.runner`): the trusted
 runner T runs the prompt and the test and alone holds the verdict pipe; the candidate process C runs the
 model's code and is reached only through a proxy that exchanges bounded plain values
-(:mod:`~uep_scorer.sandbox.codec`). C can return values, raise, die or run out of time; it cannot reach T's
+(:mod:`~uep_common.sandbox.codec`). C can return values, raise, die or run out of time; it cannot reach T's
 memory (T is non-dumpable) or the verdict pipe (closed in C before any candidate code runs, and the tokens
 reach T only after C was forked).
 
@@ -20,7 +20,7 @@ passes wrong answers of its own benchmark.
 
 Entry points: :func:`run_task` (a :class:`CodeTask` split into candidate and test), :func:`run_python` (a
 test-less program), :func:`configure` / :func:`status` (start-up probe), modes in
-:mod:`~uep_scorer.sandbox.isolation`.
+:mod:`~uep_common.sandbox.isolation`.
 """
 
 from .isolation import MODES, SandboxStatus, configure, run_python, run_task, status

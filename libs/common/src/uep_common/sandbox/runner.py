@@ -1,8 +1,8 @@
 """The two processes inside one sandbox: the trusted runner T and the candidate process C.
 
 This file runs *inside* the sandbox as ``python -I -c <codec source + this source> REQUEST_FD VERDICT_FD``
-(the ``uep_scorer`` package is not mounted there, so it uses the standard library only and gets the codec's
-functions by having :mod:`uep_scorer.sandbox.codec`'s source prepended).
+(the ``uep_common`` package is not mounted there, so it uses the standard library only and gets the codec's
+functions by having :mod:`uep_common.sandbox.codec`'s source prepended).
 
 T, started ahead of time (pooled):
 

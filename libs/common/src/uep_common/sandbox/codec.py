@@ -16,7 +16,7 @@ Anything else (functions, generators, objects) raises :class:`CodecError`, as do
 of more than 4300 digits and a message over :data:`MAX_BYTES` bytes.
 
 This module is self-contained (standard library only): the sandbox runner is built from its source and
-runs inside the sandbox, where the ``uep_scorer`` package is not mounted.
+runs inside the sandbox, where the ``uep_common`` package is not mounted.
 """
 
 import json
