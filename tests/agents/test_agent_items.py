@@ -16,7 +16,8 @@ from uep_common.contract.events import ModelTarget, PromptSpec, SampleDispatched
 from uep_inference.backends import Backends
 from uep_inference.backends.openai_compatible import OpenAIBackend
 from uep_inference.ended import EndedEvaluations, ItemWatch
-from uep_inference.service import ModelLimits, generate_output
+from uep_inference.limits import ModelLimits
+from uep_inference.service import generate_output
 from uep_inference.settings import InferenceSettings
 
 DB = "CREATE TABLE t (x REAL); INSERT INTO t VALUES (1.0), (2.0), (4.5);"
