@@ -69,8 +69,24 @@ def test_humaneval_order_and_fields():
 
 
 def test_licences():
-    assert set(LICENSES) == {"mmlu", "gsm8k", "humaneval", "hellaswag", "truthfulqa_mc1", "breast_cancer"}
-    spdx = {"truthfulqa_mc1": "Apache-2.0", "breast_cancer": "CC-BY-4.0"}
+    assert set(LICENSES) == {
+        "mmlu",
+        "gsm8k",
+        "humaneval",
+        "hellaswag",
+        "truthfulqa_mc1",
+        "breast_cancer",
+        "support_dialogues",
+        "sklearn_tables",
+    }
+    spdx = {
+        "truthfulqa_mc1": "Apache-2.0",
+        "breast_cancer": "CC-BY-4.0",
+        # written for uep (no registry package ships such conversations); iris (UCI, CC BY 4.0) and wine
+        # (UCI, CC BY 4.0) as scikit-learn (BSD-3-Clause) bundles them
+        "support_dialogues": "LicenseRef-uep-seed",
+        "sklearn_tables": "BSD-3-Clause AND CC-BY-4.0",
+    }
     for key, lic in LICENSES.items():
         assert lic.spdx == spdx.get(key, "MIT") and lic.package and lic.source
 

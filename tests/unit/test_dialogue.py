@@ -87,7 +87,7 @@ def test_a_malformed_conversation_is_refused_naming_the_message(value, needle):
 
 
 def test_a_prompt_spec_takes_one_item_kind_at_most():
-    with pytest.raises(ValueError, match="at most one of loglik, dialogue and simulation"):
+    with pytest.raises(ValueError, match="at most one of loglik, dialogue, simulation and agent"):
         PromptSpec.model_validate({"template": "", "dialogue": {}, "simulation": {}})
     assert PromptSpec.model_validate({"template": "", "simulation": {"max_turns": 2}}).simulation == SimulationSpec(max_turns=2)
     with pytest.raises(ValueError, match="max_turns"):

@@ -33,6 +33,10 @@ DEFAULTS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "ndcg": ({}, {"k": 10}),
     "humaneval_pass_at_1": ({}, {"timeout_s": 10.0}),
     "pass_at_k": ({}, {"k": 1}),
+    # agents compare text answers case-insensitively unless told otherwise (uep_scorer.metrics.agent)
+    "agent_answer": ({}, {"ignore_case": True, "ignore_whitespace": True}),
+    "agent_traceable": ({}, {"ignore_case": True, "squad": False}),
+    "agent_path": ({}, {"ignore_case": True, "allow_without_evidence": False}),
 }
 
 # metric → (a value at a bound that is accepted, a value past it that is refused), each {field: value}
@@ -57,6 +61,7 @@ BOUNDS: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
 # metric → (params with one bad value, the path pydantic names, a word of its reason)
 BAD: list[tuple[str, dict[str, Any], tuple[Any, ...], str]] = [
     ("exact_match", {"ignore_case": "maybe"}, ("ignore_case",), "boolean"),
+    ("agent_path", {"allow_without_evidence": "yes"}, ("allow_without_evidence",), "boolean"),
     ("contains", {"regexes_to_ignore": ["ok", "("]}, ("regexes_to_ignore", 1), "regex"),
     ("regex_match", {}, ("pattern",), "required"),
     ("regex_match", {"pattern": "x", "flags": "iz"}, ("flags",), "pattern"),
