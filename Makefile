@@ -93,8 +93,11 @@ check-k8s: install ## validate the Kubernetes overlays and lint the Dockerfiles
 	$(PY) deploy/k8s/validate.py
 	.venv/bin/hadolint --no-color --ignore DL3008 $(DOCKERFILES)
 
-test: install ## run every test (unit, scorer, model server, end to end on a fresh stack)
-	$(PY) -m pytest -q -p no:cacheprovider
+test: install ## run every test but the slow LLM ones (unit, scorer, model server, end to end on a fresh stack)
+	$(PY) -m pytest -q -p no:cacheprovider -m "not slow"
+
+test-slow: install ## run the tests marked slow: the embedded LLM for minutes (dialogues, agents, log-likelihood invariance)
+	$(PY) -m pytest -q -p no:cacheprovider -m slow
 
 # Test tiers (markers given by tests/conftest.py): unit needs no server; db needs PostgreSQL/Redis only;
 # stack starts a fresh test stack (and ui drives headless Chromium on it).
@@ -162,4 +165,4 @@ bench-cli: install ## bench/cli_startup: `uep --help` and `uep status ID` start-
 asyncapi: install ## regenerate docs/asyncapi.json from the services' FastStream apps
 	$(PY) docs/generate_asyncapi.py
 
-.PHONY: help install up down status demo check check-k8s test test-unit test-db test-stack bench bench-scale bench-idle bench-idle-memory bench-busy bench-profile bench-llm-interference bench-classifier bench-scorer bench-chaos asyncapi bench-scheduler bench-report bench-lm-eval bench-cli bench-agent
+.PHONY: help install up down status demo check check-k8s test test-slow test-unit test-db test-stack bench bench-scale bench-idle bench-idle-memory bench-busy bench-profile bench-llm-interference bench-classifier bench-scorer bench-chaos asyncapi bench-scheduler bench-report bench-lm-eval bench-cli bench-agent

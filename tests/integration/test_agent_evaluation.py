@@ -2,9 +2,14 @@
 benchmark in the platform's agent loop (inference), its tool calls run in the bubblewrap sandbox, the scorer
 scores answer, path and traceability, and every item's trajectory is stored with its result."""
 
+import pytest
+
 from uep_common.contract.agents import Trajectory
 
 from .helpers import all_results, submit, wait_done
+
+# minutes of the embedded LLM: make test-slow, not make test
+pytestmark = pytest.mark.slow
 
 TOOL_STATUSES = {"ok", "error", "timed_out", "bad_tool_call"}
 

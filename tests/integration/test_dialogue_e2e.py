@@ -45,6 +45,7 @@ def dialogue_run(gateway) -> str:
     return evaluation_id
 
 
+@pytest.mark.slow  # minutes of the embedded LLM: make test-slow
 def test_the_multi_turn_benchmark_answers_each_conversation_and_stores_its_transcript(gateway, dialogue_run):
     evaluation_id = dialogue_run
     items = all_results(gateway, evaluation_id)
@@ -63,6 +64,7 @@ def test_the_multi_turn_benchmark_answers_each_conversation_and_stores_its_trans
     assert len(verdicts) == 20 and validity == 1.0
 
 
+@pytest.mark.slow  # minutes of the embedded LLM: make test-slow
 def test_the_simulated_customers_talk_to_the_model_and_the_judge_grades_the_transcript(gateway):
     evaluation_id = submit(gateway, benchmark="support-simulated", model=LLM, sample_limit=3)
     final = wait_done(gateway, evaluation_id, timeout_s=900)
@@ -129,6 +131,7 @@ def _annotate(gateway, task_id: str, name: str, labels: tuple[str, list[int]]) -
     raise AssertionError("annotator loop did not end")
 
 
+@pytest.mark.slow  # minutes of the embedded LLM: make test-slow
 def test_the_embedded_judges_agreement_with_two_annotators_is_sklearns_kappa(gateway, dialogue_run):
     questions = [
         {"name": "correct", "type": "pass_fail", "prompt": "Is the reply a good help-desk answer?"},

@@ -19,7 +19,8 @@ from uep_common.builtin import datasets
 from uep_model_server.io import GenerationRequest, LoglikRequest, LoglikResult
 from uep_model_server.llm import LlmSettings, SmolLM2
 
-pytestmark = pytest.mark.stack
+# minutes of the embedded LLM: make test-slow, not make test
+pytestmark = [pytest.mark.stack, pytest.mark.slow]
 
 SAME_ENGINE_TOLERANCE = 1e-4
 """The target for one engine whatever the order or cache state (nats)."""

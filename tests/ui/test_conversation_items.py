@@ -79,6 +79,7 @@ def awaiting(gateway) -> tuple[str, str]:
     return evaluation_id, task.json()["id"]
 
 
+@pytest.mark.slow  # minutes of the embedded LLM: make test-slow
 def test_conversations_show_as_chat_bubbles_beside_the_verdicts(gateway, stack, db, conversations, shots):
     from playwright.sync_api import expect, sync_playwright
 
