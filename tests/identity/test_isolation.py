@@ -222,6 +222,13 @@ def _build_world(stack, db) -> World:
         assert r.status_code == 201, r.text
         params["task_id"] = r.json()["id"]
         made.append("annotation task")
+        r = client.get(f"/v1/annotation-tasks/{params['task_id']}/next", params={"annotator": "isolation"})
+        if r.status_code == 200 and r.json().get("assignment_id"):
+            params["assignment_id"] = r.json()["assignment_id"]
+            made.append("annotation assignment")
+        else:  # no item to assign: the skip route is still checked, on an assignment id no tenant has
+            params["assignment_id"] = str(uuid.uuid4())
+            skipped.append(f"annotation assignment ({r.status_code}: {r.text[:200]})")
 
         slug = f"iso-private-{suffix}"
         spec = {
